@@ -1,0 +1,33 @@
+package uaserver
+
+import (
+	"github.com/gopcua/opcua/ua"
+)
+
+// NodeStore is the address space as the service layer sees it. Every method
+// is safe for concurrent use, never blocks on I/O and never panics on
+// client-supplied input (a bad NodeId or attribute is a status, not a crash).
+type NodeStore interface {
+	// Read answers one ReadValueID, applying ttr to the timestamps of the
+	// returned DataValue. Unknown node: Status BadNodeIdUnknown; attribute the
+	// node class does not have: BadAttributeIdInvalid; a non-empty IndexRange
+	// on a value that cannot be indexed: BadIndexRangeInvalid.
+	Read(rv *ua.ReadValueID, ttr ua.TimestampsToReturn) *ua.DataValue
+
+	// Write applies one WriteValue sent by a client and returns its status:
+	// Good, BadNodeIdUnknown, BadAttributeIdInvalid, BadNotWritable (no
+	// CurrentWrite in AccessLevel/UserAccessLevel, or not the Value
+	// attribute), BadTypeMismatch, BadWriteNotSupported.
+	Write(wv *ua.WriteValue) ua.StatusCode
+
+	// Browse returns every reference of desc.NodeID that matches desc
+	// (BrowseDirection, ReferenceTypeID with IncludeSubtypes, NodeClassMask),
+	// with the fields of each ReferenceDescription filled as ResultMask asks.
+	// Paging (RequestedMaxReferencesPerNode, continuation points) is the
+	// service layer's job. Status: Good, BadNodeIdUnknown,
+	// BadReferenceTypeIDInvalid, BadBrowseDirectionInvalid.
+	Browse(desc *ua.BrowseDescription) ([]*ua.ReferenceDescription, ua.StatusCode)
+
+	// TranslateBrowsePath resolves one BrowsePath (Part 4 §5.8.4).
+	TranslateBrowsePath(p *ua.BrowsePath) *ua.BrowsePathResult
+}
