@@ -1,0 +1,30 @@
+package redundancy
+
+// Role is a node's redundancy role inside its application ClusterId, as the
+// last redundancy snapshot names it.
+type Role int
+
+const (
+	// RoleUnknown: no snapshot has named this node yet (boot window, or the
+	// snapshot omitted it).
+	RoleUnknown Role = iota
+	// RolePrimary: the oldest Up member with role driver in its ClusterId.
+	RolePrimary
+	// RoleSecondary: a driver member that is not the Primary.
+	RoleSecondary
+	// RoleDetached: a member without the driver role.
+	RoleDetached
+)
+
+func (r Role) String() string {
+	switch r {
+	case RolePrimary:
+		return "Primary"
+	case RoleSecondary:
+		return "Secondary"
+	case RoleDetached:
+		return "Detached"
+	default:
+		return "Unknown"
+	}
+}
