@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# otopcua's test command (the README names it; .ci/run runs it on a fresh machine).
+#
+# Installs what the tests need when it is missing (Node.js + npm for the
+# interop client, iptables and PostgreSQL for the drills), then vets and runs
+# every Go test with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing ${need_apt[*]} (Debian packages)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  else
+    echo "missing ${need_apt[*]}: install them (as root: apt-get install ${need_apt[*]})" >&2
+    exit 1
+  fi
+fi
+
+# The independent OPC UA client for the interop tests.
+(cd tests/interop && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+gofmt_out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './tests/interop/node_modules/*'))
+if [ -n "$gofmt_out" ]; then
+  echo "gofmt would change:"; echo "$gofmt_out"; exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 30m ./... "$@"
