@@ -1,0 +1,272 @@
+package uaserver
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Defaults of Config. A zero field takes the default named in its doc.
+const (
+	DefaultMaxSessions                   = 100
+	DefaultMinSessionTimeout             = time.Second
+	DefaultMaxSessionTimeout             = time.Hour
+	DefaultHandshakeTimeout              = 5 * time.Second
+	DefaultWriteTimeout                  = 10 * time.Second
+	DefaultMaxRequestsInFlightPerChannel = 64
+	DefaultMaxContinuationPoints         = 10
+	DefaultMaxNodesPerRead               = 10000
+	DefaultMaxNodesPerWrite              = 10000
+	DefaultMaxNodesPerBrowse             = 10000
+	DefaultMaxNodesPerTranslate          = 10000
+	DefaultMaxNodesPerRegister           = 10000
+	DefaultMaxNodesPerMethodCall         = 1000
+	DefaultApplicationName               = "otopcua"
+	DefaultProductURI                    = "urn:otopcua"
+)
+
+// Peer is another server of the redundant set, listed by FindServers after
+// this server.
+type Peer struct {
+	// ApplicationURI of the peer; required.
+	ApplicationURI string
+	// ApplicationName shown to clients. Default: ApplicationURI.
+	ApplicationName string
+	// DiscoveryURL is the peer's endpoint URL ("opc.tcp://host:port"). Empty:
+	// the description carries no DiscoveryURLs.
+	DiscoveryURL string
+}
+
+// Config configures a Server. Zero values take the documented defaults; New
+// rejects values that make no sense with an error naming the field.
+type Config struct {
+	// ListenAddr is the host:port the server binds, e.g. "0.0.0.0:4840" or
+	// "127.0.0.1:0" (port 0: the kernel picks a free port). Required.
+	ListenAddr string
+
+	// EndpointURL is the URL advertised to clients,
+	// "opc.tcp://<public host>:<port>[/path]". When its port is missing or
+	// 0 the real listening port is substituted after Start. Default: the host
+	// of ListenAddr (the machine's host name when that host is unspecified,
+	// e.g. 0.0.0.0) with the real port.
+	EndpointURL string
+
+	// ApplicationURI identifies this server instance; it must differ between
+	// the servers of a redundant set. Default: "urn:otopcua:<host name>".
+	ApplicationURI string
+
+	// ProductURI identifies the product. Default: "urn:otopcua".
+	ProductURI string
+
+	// ApplicationName is the human-readable name. Default: "otopcua".
+	ApplicationName string
+
+	// Peers are the other servers of the redundant set, answered by
+	// FindServers after this server, in this order. Default: none.
+	Peers []Peer
+
+	// MaxSessions is the number of sessions (activated or not) the server
+	// holds at once; CreateSession beyond it answers BadTooManySessions.
+	// Default: 100.
+	MaxSessions int
+
+	// MinSessionTimeout is the lower bound a client's requested session
+	// timeout is revised to. Default: 1 s.
+	MinSessionTimeout time.Duration
+
+	// MaxSessionTimeout is the upper bound of the revised session timeout;
+	// a request of 0 or less also gets it. Default: 1 h.
+	MaxSessionTimeout time.Duration
+
+	// HandshakeTimeout is how long a new TCP connection may take to send a
+	// complete Hello; a client that does not is dropped. Real time (socket
+	// deadline), not Clock. Default: 5 s.
+	HandshakeTimeout time.Duration
+
+	// WriteTimeout bounds one response write on a channel; a client that
+	// does not read for this long loses its channel (its session survives
+	// until the session timeout). Real time. Default: 10 s.
+	WriteTimeout time.Duration
+
+	// MaxRequestsInFlightPerChannel is the number of requests of one secure
+	// channel that may be queued or running at once (a Publish answered later
+	// no longer counts). When it is reached the server stops reading from
+	// that channel until a request finishes (TCP back-pressure); other
+	// channels are unaffected. Default: 64.
+	MaxRequestsInFlightPerChannel int
+
+	// MaxContinuationPoints is the number of Browse continuation points a
+	// session holds; a new one beyond it drops the oldest. Default: 10.
+	MaxContinuationPoints int
+
+	// MaxNodesPerRead is the largest NodesToRead of one Read; more answers
+	// BadTooManyOperations. Default: 10000.
+	MaxNodesPerRead int
+	// MaxNodesPerWrite bounds NodesToWrite of one Write. Default: 10000.
+	MaxNodesPerWrite int
+	// MaxNodesPerBrowse bounds NodesToBrowse of one Browse and
+	// ContinuationPoints of one BrowseNext. Default: 10000.
+	MaxNodesPerBrowse int
+	// MaxNodesPerTranslate bounds BrowsePaths of one
+	// TranslateBrowsePathsToNodeIds. Default: 10000.
+	MaxNodesPerTranslate int
+	// MaxNodesPerRegister bounds RegisterNodes / UnregisterNodes.
+	// Default: 10000.
+	MaxNodesPerRegister int
+	// MaxNodesPerMethodCall bounds MethodsToCall of one Call. Default: 1000.
+	MaxNodesPerMethodCall int
+
+	// Clock drives session timeouts. Default: the real clock.
+	Clock clockwork.Clock
+
+	// Logger receives connection, session and handler-failure logs.
+	// Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with every zero field set to its default, or an
+// error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.ListenAddr == "" {
+		return c, errors.New("uaserver: Config.ListenAddr is required (host:port, e.g. 0.0.0.0:4840)")
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		return c, fmt.Errorf("uaserver: Config.ListenAddr %q: want host:port: %w", c.ListenAddr, err)
+	}
+	if c.EndpointURL != "" {
+		if _, err := parseEndpointURL(c.EndpointURL); err != nil {
+			return c, fmt.Errorf("uaserver: Config.EndpointURL %q: %w", c.EndpointURL, err)
+		}
+	}
+	if c.ApplicationURI == "" {
+		c.ApplicationURI = "urn:otopcua:" + hostname()
+	}
+	if c.ProductURI == "" {
+		c.ProductURI = DefaultProductURI
+	}
+	if c.ApplicationName == "" {
+		c.ApplicationName = DefaultApplicationName
+	}
+	for i, p := range c.Peers {
+		if p.ApplicationURI == "" {
+			return c, fmt.Errorf("uaserver: Config.Peers[%d].ApplicationURI is required", i)
+		}
+	}
+	defInt(&c.MaxSessions, DefaultMaxSessions)
+	defInt(&c.MaxRequestsInFlightPerChannel, DefaultMaxRequestsInFlightPerChannel)
+	defInt(&c.MaxContinuationPoints, DefaultMaxContinuationPoints)
+	defInt(&c.MaxNodesPerRead, DefaultMaxNodesPerRead)
+	defInt(&c.MaxNodesPerWrite, DefaultMaxNodesPerWrite)
+	defInt(&c.MaxNodesPerBrowse, DefaultMaxNodesPerBrowse)
+	defInt(&c.MaxNodesPerTranslate, DefaultMaxNodesPerTranslate)
+	defInt(&c.MaxNodesPerRegister, DefaultMaxNodesPerRegister)
+	defInt(&c.MaxNodesPerMethodCall, DefaultMaxNodesPerMethodCall)
+	defDur(&c.MinSessionTimeout, DefaultMinSessionTimeout)
+	defDur(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&c.WriteTimeout, DefaultWriteTimeout)
+	if c.MinSessionTimeout > c.MaxSessionTimeout {
+		return c, fmt.Errorf("uaserver: Config.MinSessionTimeout %s exceeds MaxSessionTimeout %s", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+func defInt(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func defDur(v *time.Duration, def time.Duration) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "localhost"
+	}
+	return h
+}
+
+// parseEndpointURL parses an "opc.tcp://host[:port][/path]" URL.
+func parseEndpointURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(u.Scheme, "opc.tcp") {
+		return nil, fmt.Errorf("scheme %q: want opc.tcp", u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return nil, errors.New("no host")
+	}
+	if p := u.Port(); p != "" {
+		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
+			return nil, fmt.Errorf("port %q: %w", p, err)
+		}
+	}
+	return u, nil
+}
+
+// advertisedURL returns the endpoint URL to advertise once the listener is
+// bound to port: cfgURL with a missing or zero port replaced by port, or,
+// when cfgURL is empty, one derived from listenAddr.
+func advertisedURL(cfgURL, listenAddr string, port int) string {
+	ps := strconv.Itoa(port)
+	if cfgURL == "" {
+		host, _, _ := net.SplitHostPort(listenAddr)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host = hostname()
+		}
+		return "opc.tcp://" + net.JoinHostPort(host, ps)
+	}
+	u, err := parseEndpointURL(cfgURL)
+	if err != nil {
+		return cfgURL // validated in withDefaults; unreachable
+	}
+	if p := u.Port(); p == "" || p == "0" {
+		u.Host = net.JoinHostPort(u.Hostname(), ps)
+	}
+	return u.String()
+}
+
+// withHost returns endpoint (an advertised URL) with its host replaced by
+// the host of clientURL, the URL a client says it dialled. When clientURL is
+// empty or unparsable, endpoint is returned unchanged. The port and path stay
+// the server's.
+func withHost(endpoint, clientURL string) string {
+	if clientURL == "" {
+		return endpoint
+	}
+	cu, err := parseEndpointURL(clientURL)
+	if err != nil {
+		return endpoint
+	}
+	eu, err := parseEndpointURL(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	if p := eu.Port(); p != "" {
+		eu.Host = net.JoinHostPort(cu.Hostname(), p)
+	} else {
+		eu.Host = cu.Hostname()
+	}
+	return eu.String()
+}

@@ -1,0 +1,109 @@
+package uaserver
+
+import (
+	"math"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+// checkCount validates the length of a request's operation list.
+func checkCount(n, limit int) error {
+	switch {
+	case n == 0:
+		return ua.StatusBadNothingToDo
+	case n > limit:
+		return ua.StatusBadTooManyOperations
+	}
+	return nil
+}
+
+func badValue(code ua.StatusCode) *ua.DataValue {
+	return &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: code}
+}
+
+// read implements Read (Part 4 §5.10.2).
+func (s *Server) read(c *call) (ua.Response, error) {
+	req, err := reqAs[*ua.ReadRequest](c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCount(len(req.NodesToRead), s.cfg.MaxNodesPerRead); err != nil {
+		return nil, err
+	}
+	if math.IsNaN(req.MaxAge) || req.MaxAge < 0 {
+		return nil, ua.StatusBadMaxAgeInvalid
+	}
+	if req.TimestampsToReturn > ua.TimestampsToReturnNeither {
+		return nil, ua.StatusBadTimestampsToReturnInvalid
+	}
+	results := make([]*ua.DataValue, len(req.NodesToRead))
+	for i, rv := range req.NodesToRead {
+		if rv == nil || rv.NodeID == nil {
+			results[i] = badValue(ua.StatusBadNodeIDInvalid)
+			continue
+		}
+		dv := s.nodes.Read(rv, req.TimestampsToReturn)
+		if dv == nil {
+			dv = badValue(ua.StatusBadInternalError)
+		}
+		results[i] = dv
+	}
+	return &ua.ReadResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
+}
+
+// write implements Write (Part 4 §5.10.4).
+func (s *Server) write(c *call) (ua.Response, error) {
+	req, err := reqAs[*ua.WriteRequest](c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCount(len(req.NodesToWrite), s.cfg.MaxNodesPerWrite); err != nil {
+		return nil, err
+	}
+	results := make([]ua.StatusCode, len(req.NodesToWrite))
+	for i, wv := range req.NodesToWrite {
+		switch {
+		case wv == nil || wv.NodeID == nil:
+			results[i] = ua.StatusBadNodeIDInvalid
+		case wv.Value == nil:
+			results[i] = ua.StatusBadTypeMismatch
+		default:
+			results[i] = s.nodes.Write(wv)
+		}
+	}
+	return &ua.WriteResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
+}
+
+// callMethods implements Call (Part 4 §5.11.2). The address space has no
+// executable methods yet: every call answers BadNodeIdUnknown for an
+// unknown object and BadMethodInvalid otherwise.
+func (s *Server) callMethods(c *call) (ua.Response, error) {
+	req, err := reqAs[*ua.CallRequest](c)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCount(len(req.MethodsToCall), s.cfg.MaxNodesPerMethodCall); err != nil {
+		return nil, err
+	}
+	results := make([]*ua.CallMethodResult, len(req.MethodsToCall))
+	for i, m := range req.MethodsToCall {
+		code := ua.StatusBadMethodInvalid
+		switch {
+		case m == nil || m.ObjectID == nil || m.MethodID == nil:
+			code = ua.StatusBadNodeIDInvalid
+		default:
+			rv := &ua.ReadValueID{NodeID: m.ObjectID, AttributeID: ua.AttributeIDNodeClass, DataEncoding: &ua.QualifiedName{}}
+			dv := s.nodes.Read(rv, ua.TimestampsToReturnNeither)
+			if dv != nil && dv.Status == ua.StatusBadNodeIDUnknown {
+				code = ua.StatusBadNodeIDUnknown
+			}
+		}
+		results[i] = &ua.CallMethodResult{
+			StatusCode:                   code,
+			InputArgumentResults:         []ua.StatusCode{},
+			InputArgumentDiagnosticInfos: []*ua.DiagnosticInfo{},
+			OutputArguments:              []*ua.Variant{},
+		}
+	}
+	return &ua.CallResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
+}

@@ -1,0 +1,94 @@
+package uaserver
+
+import (
+	"slices"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+const (
+	// uaTCPProfile is the transport profile of opc.tcp with UA binary.
+	uaTCPProfile = "http://opcfoundation.org/UA-Profile/Transport/uatcp-uasc-uabinary"
+	// anonymousPolicyID is the PolicyId of the anonymous user token policy.
+	anonymousPolicyID = "anonymous"
+)
+
+// selfDescription describes this server with discoveryURL as its only
+// DiscoveryUrl.
+func (s *Server) selfDescription(discoveryURL string) *ua.ApplicationDescription {
+	return &ua.ApplicationDescription{
+		ApplicationURI:  s.cfg.ApplicationURI,
+		ProductURI:      s.cfg.ProductURI,
+		ApplicationName: ua.NewLocalizedText(s.cfg.ApplicationName),
+		ApplicationType: ua.ApplicationTypeServer,
+		DiscoveryURLs:   []string{discoveryURL},
+	}
+}
+
+// endpointsFor returns the server's endpoints as seen by a client that
+// dialled clientURL: the advertised URL with the client's host name, so a
+// client that reached us as localhost is not sent to a name it cannot
+// resolve. An empty clientURL gets the advertised URL.
+func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
+	url := withHost(s.endpointURL(), clientURL)
+	return []*ua.EndpointDescription{{
+		EndpointURL:       url,
+		Server:            s.selfDescription(url),
+		ServerCertificate: []byte{},
+		SecurityMode:      ua.MessageSecurityModeNone,
+		SecurityPolicyURI: ua.SecurityPolicyURINone,
+		UserIdentityTokens: []*ua.UserTokenPolicy{{
+			PolicyID:  anonymousPolicyID,
+			TokenType: ua.UserTokenTypeAnonymous,
+		}},
+		TransportProfileURI: uaTCPProfile,
+		SecurityLevel:       0,
+	}}
+}
+
+// getEndpoints implements GetEndpoints (Part 4 §5.4.4).
+func (s *Server) getEndpoints(c *call) (ua.Response, error) {
+	req, err := reqAs[*ua.GetEndpointsRequest](c)
+	if err != nil {
+		return nil, err
+	}
+	eps := s.endpointsFor(req.EndpointURL)
+	if len(req.ProfileURIs) > 0 && !slices.Contains(req.ProfileURIs, uaTCPProfile) {
+		eps = []*ua.EndpointDescription{}
+	}
+	return &ua.GetEndpointsResponse{Endpoints: eps}, nil
+}
+
+// findServers implements FindServers (Part 4 §5.4.2): this server first,
+// then every configured peer, filtered by ServerUris when given.
+func (s *Server) findServers(c *call) (ua.Response, error) {
+	req, err := reqAs[*ua.FindServersRequest](c)
+	if err != nil {
+		return nil, err
+	}
+	all := []*ua.ApplicationDescription{s.selfDescription(withHost(s.endpointURL(), req.EndpointURL))}
+	for _, p := range s.cfg.Peers {
+		name := p.ApplicationName
+		if name == "" {
+			name = p.ApplicationURI
+		}
+		d := &ua.ApplicationDescription{
+			ApplicationURI:  p.ApplicationURI,
+			ProductURI:      s.cfg.ProductURI,
+			ApplicationName: ua.NewLocalizedText(name),
+			ApplicationType: ua.ApplicationTypeServer,
+			DiscoveryURLs:   []string{},
+		}
+		if p.DiscoveryURL != "" {
+			d.DiscoveryURLs = []string{p.DiscoveryURL}
+		}
+		all = append(all, d)
+	}
+	out := make([]*ua.ApplicationDescription, 0, len(all))
+	for _, d := range all {
+		if len(req.ServerURIs) == 0 || slices.Contains(req.ServerURIs, d.ApplicationURI) {
+			out = append(out, d)
+		}
+	}
+	return &ua.FindServersResponse{Servers: out}, nil
+}
