@@ -1,0 +1,95 @@
+package uaclient
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+// Session is an activated anonymous session on a Channel.
+type Session struct {
+	ch   *Channel
+	auth *ua.NodeID
+	// ID is the server-assigned session NodeId.
+	ID *ua.NodeID
+	// Timeout is the session timeout the server revised to.
+	Timeout time.Duration
+}
+
+// Auth is the session's authentication token, for Channel.Request.
+func (s *Session) Auth() *ua.NodeID { return s.auth }
+
+// Channel is the secure channel the session is activated on.
+func (s *Session) Channel() *Channel { return s.ch }
+
+// NewSession creates and activates an anonymous session named name, asking
+// for sessionTimeout. Each service call waits at most callTimeout.
+func NewSession(ctx context.Context, ch *Channel, name string, sessionTimeout, callTimeout time.Duration) (*Session, error) {
+	nonce := make([]byte, 32)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	resp, err := ch.Call(ctx, &ua.CreateSessionRequest{
+		ClientDescription: &ua.ApplicationDescription{
+			ApplicationURI:  "urn:otopcua:bench:subload",
+			ProductURI:      "urn:otopcua:bench",
+			ApplicationName: ua.NewLocalizedText("otopcua subload"),
+			ApplicationType: ua.ApplicationTypeClient,
+		},
+		EndpointURL:             ch.Endpoint(),
+		SessionName:             name,
+		ClientNonce:             nonce,
+		RequestedSessionTimeout: float64(sessionTimeout / time.Millisecond),
+	}, nil, callTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("CreateSession: %w", err)
+	}
+	cs := resp.(*ua.CreateSessionResponse)
+	s := &Session{
+		ch:      ch,
+		auth:    cs.AuthenticationToken,
+		ID:      cs.SessionID,
+		Timeout: time.Duration(cs.RevisedSessionTimeout) * time.Millisecond,
+	}
+	_, err = ch.Call(ctx, &ua.ActivateSessionRequest{
+		ClientSignature:    &ua.SignatureData{},
+		LocaleIDs:          []string{},
+		UserIdentityToken:  ua.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyID: anonymousPolicyID(cs.ServerEndpoints)}),
+		UserTokenSignature: &ua.SignatureData{},
+	}, s.auth, callTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("ActivateSession: %w", err)
+	}
+	return s, nil
+}
+
+// anonymousPolicyID is the PolicyId of the anonymous token of a None
+// endpoint, or "Anonymous" when the server lists none.
+func anonymousPolicyID(eps []*ua.EndpointDescription) string {
+	for _, e := range eps {
+		if e.SecurityPolicyURI != ua.SecurityPolicyURINone {
+			continue
+		}
+		for _, t := range e.UserIdentityTokens {
+			if t.TokenType == ua.UserTokenTypeAnonymous {
+				return t.PolicyID
+			}
+		}
+	}
+	return "Anonymous"
+}
+
+// Call is Channel.Call with the session's token.
+func (s *Session) Call(ctx context.Context, req ua.Request, timeout time.Duration) (ua.Response, error) {
+	return s.ch.Call(ctx, req, s.auth, timeout)
+}
+
+// Close sends CloseSession (deleting subscriptions) and waits at most
+// timeout for the answer. The channel stays open.
+func (s *Session) Close(ctx context.Context, timeout time.Duration) error {
+	_, err := s.ch.Call(ctx, &ua.CloseSessionRequest{DeleteSubscriptions: true}, s.auth, timeout)
+	return err
+}
