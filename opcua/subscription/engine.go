@@ -2,6 +2,10 @@ package subscription
 
 import (
 	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
@@ -15,72 +19,352 @@ type Options struct {
 	// Logger receives warnings about dropped sessions and late publishes.
 	// Default: slog.Default().
 	Logger *slog.Logger
+
+	// MinPublishingInterval is the fastest publishing interval granted.
+	// Default: 10ms.
+	MinPublishingInterval time.Duration
+	// MaxPublishingInterval is the slowest publishing interval granted.
+	// Default: 1h.
+	MaxPublishingInterval time.Duration
+	// MinSamplingInterval is the fastest non-zero sampling interval granted
+	// (0 stays 0: every change of a watched Value is queued). Default: 10ms.
+	MinSamplingInterval time.Duration
+	// MaxSamplingInterval is the slowest sampling interval granted.
+	// Default: 1h.
+	MaxSamplingInterval time.Duration
+	// MaxQueueSize caps a monitored item's queue. Default: 10000.
+	MaxQueueSize uint32
+	// DefaultKeepAliveCount replaces a requested MaxKeepAliveCount of 0.
+	// Default: 10.
+	DefaultKeepAliveCount uint32
+	// MaxKeepAliveCount caps MaxKeepAliveCount. Default: 10000.
+	MaxKeepAliveCount uint32
+	// MaxLifetime caps LifetimeCount × publishing interval, i.e. how long a
+	// subscription lives without Publish requests (an orphaned subscription
+	// waiting for TransferSubscriptions included). The lifetime never drops
+	// below 3 × the keep-alive count. Default: 1h.
+	MaxLifetime time.Duration
+	// MaxNotificationsPerPublish is the server's cap on notifications in one
+	// NotificationMessage, applied on top of the client's value (0 on either
+	// side means unlimited). Set it from the channel's maximum message size.
+	// Default: 0 (unlimited).
+	MaxNotificationsPerPublish uint32
+	// MaxPublishRequestsPerSession bounds the queued Publish requests of a
+	// session; the oldest beyond it is answered BadTooManyPublishRequests.
+	// Default: 100.
+	MaxPublishRequestsPerSession int
+	// MaxRetransmitMessages bounds each subscription's Republish queue.
+	// Default: 100.
+	MaxRetransmitMessages int
+	// MaxRetransmitNotifications bounds the notifications held in each
+	// subscription's Republish queue (the newest message is always kept).
+	// Default: 100000.
+	MaxRetransmitNotifications int
+	// MaxSubscriptionsPerSession limits CreateSubscription
+	// (BadTooManySubscriptions). Default: 0 (unlimited).
+	MaxSubscriptionsPerSession int
+	// MaxMonitoredItemsPerSubscription limits CreateMonitoredItems
+	// (BadTooManyMonitoredItems per item). Default: 0 (unlimited).
+	MaxMonitoredItemsPerSubscription int
 }
 
-// Engine owns every subscription and monitored item of one server.
-//
-// STUB: the method set below is the contract the server layer calls; the
-// bodies are being written. Every synchronous method returns quickly and
-// never blocks on a client.
+func (o *Options) setDefaults() {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	def(&o.MinPublishingInterval, 10*time.Millisecond)
+	def(&o.MaxPublishingInterval, time.Hour)
+	def(&o.MinSamplingInterval, 10*time.Millisecond)
+	def(&o.MaxSamplingInterval, time.Hour)
+	def(&o.MaxLifetime, time.Hour)
+	o.MaxPublishingInterval = max(o.MaxPublishingInterval, o.MinPublishingInterval)
+	o.MaxSamplingInterval = max(o.MaxSamplingInterval, o.MinSamplingInterval)
+	if o.MaxQueueSize == 0 {
+		o.MaxQueueSize = 10000
+	}
+	if o.DefaultKeepAliveCount == 0 {
+		o.DefaultKeepAliveCount = 10
+	}
+	if o.MaxKeepAliveCount == 0 {
+		o.MaxKeepAliveCount = 10000
+	}
+	o.DefaultKeepAliveCount = min(o.DefaultKeepAliveCount, o.MaxKeepAliveCount)
+	if o.MaxPublishRequestsPerSession <= 0 {
+		o.MaxPublishRequestsPerSession = 100
+	}
+	if o.MaxRetransmitMessages <= 0 {
+		o.MaxRetransmitMessages = 100
+	}
+	if o.MaxRetransmitNotifications <= 0 {
+		o.MaxRetransmitNotifications = 100000
+	}
+}
+
+// Engine owns every subscription and monitored item of one server. See the
+// package documentation for its goroutines, locks and the duties of its
+// caller.
 type Engine struct {
-	src  Source
-	opts Options
+	src   Source
+	opts  Options
+	lim   limits
+	clock clockwork.Clock
+	log   *slog.Logger
+	sched *scheduler
+
+	done    chan struct{}      // closed by Close
+	exited  chan struct{}      // closed when run returns
+	barrier chan chan struct{} // tests: run a pass, then close the channel
+	senders sync.WaitGroup     // session sending goroutines
+	queued  atomic.Int64       // responses queued or being sent
+
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+	closed     bool
+	sessions   map[SessionID]*session
+	subs       map[uint32]*subscription
+	nextSubID  uint32
+	nextItemID uint32
 }
 
-// New returns an engine that reads values from src.
+// New returns an engine that reads values from src and starts its
+// scheduling goroutine. Call Close to stop it.
 func New(src Source, opts Options) *Engine {
-	if opts.Clock == nil {
-		opts.Clock = clockwork.NewRealClock()
+	opts.setDefaults()
+	e := &Engine{
+		src:   src,
+		opts:  opts,
+		clock: opts.Clock,
+		log:   opts.Logger,
+		lim: limits{
+			minPublishing:    opts.MinPublishingInterval,
+			maxPublishing:    opts.MaxPublishingInterval,
+			minSampling:      opts.MinSamplingInterval,
+			maxSampling:      opts.MaxSamplingInterval,
+			maxQueueSize:     opts.MaxQueueSize,
+			defaultKeepAlive: opts.DefaultKeepAliveCount,
+			maxKeepAlive:     opts.MaxKeepAliveCount,
+			maxLifetime:      opts.MaxLifetime,
+			maxNotifications: opts.MaxNotificationsPerPublish,
+		},
+		sched:    newScheduler(),
+		done:     make(chan struct{}),
+		exited:   make(chan struct{}),
+		barrier:  make(chan chan struct{}),
+		sessions: make(map[SessionID]*session),
+		subs:     make(map[uint32]*subscription),
+		// Subscription ids start at a random point so that ids a client
+		// kept from another server of the redundant set, or from before a
+		// restart, are unlikely to name a live subscription here.
+		nextSubID:  1 + rand.Uint32N(1<<30),
+		nextItemID: 1,
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+	go e.run()
+	return e
+}
+
+// Close stops the scheduling goroutine, deletes every subscription
+// (cancelling its Source registrations) and drops queued Publish requests
+// and unsent responses. It returns once every goroutine of the engine has
+// ended, which includes any SendResponse call in flight: a Sender must
+// return once its channel is closed. Calls after Close fail with
+// BadShutdown; Publish requests are dropped.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.exited
+		e.senders.Wait()
+		return
 	}
-	return &Engine{src: src, opts: opts}
+	e.closed = true
+	var cancels []func()
+	for _, s := range e.subs {
+		cancels = e.deleteSubLocked(s, cancels)
+	}
+	for _, ss := range e.sessions {
+		ss.mu.Lock()
+		ss.closed = true
+		ss.requests, ss.status = nil, nil
+		ss.mu.Unlock()
+	}
+	e.mu.Unlock()
+	close(e.done)
+	<-e.exited
+	runAll(cancels)
+	e.senders.Wait()
 }
 
-func (e *Engine) CreateSubscription(sess SessionID, req *ua.CreateSubscriptionRequest) (*ua.CreateSubscriptionResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) ModifySubscription(sess SessionID, req *ua.ModifySubscriptionRequest) (*ua.ModifySubscriptionResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) SetPublishingMode(sess SessionID, req *ua.SetPublishingModeRequest) (*ua.SetPublishingModeResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) DeleteSubscriptions(sess SessionID, req *ua.DeleteSubscriptionsRequest) (*ua.DeleteSubscriptionsResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) ModifyMonitoredItems(sess SessionID, req *ua.ModifyMonitoredItemsRequest) (*ua.ModifyMonitoredItemsResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) SetMonitoringMode(sess SessionID, req *ua.SetMonitoringModeRequest) (*ua.SetMonitoringModeResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) SetTriggering(sess SessionID, req *ua.SetTriggeringRequest) (*ua.SetTriggeringResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) DeleteMonitoredItems(sess SessionID, req *ua.DeleteMonitoredItemsRequest) (*ua.DeleteMonitoredItemsResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) Republish(sess SessionID, req *ua.RepublishRequest) (*ua.RepublishResponse, error) {
-	return nil, ua.StatusBadNotImplemented
-}
-func (e *Engine) TransferSubscriptions(sess SessionID, req *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
-	return nil, ua.StatusBadNotImplemented
+func runAll(fns []func()) {
+	for _, f := range fns {
+		f()
+	}
 }
 
-// Publish queues a Publish request. The engine answers it later through out
-// (or at once when it holds a ready notification or an error).
-func (e *Engine) Publish(sess SessionID, out Sender, reqID uint32, req *ua.PublishRequest) {
-	_ = out.SendResponse(reqID, &ua.ServiceFault{ResponseHeader: &ua.ResponseHeader{RequestHandle: req.RequestHeader.RequestHandle, ServiceResult: ua.StatusBadNotImplemented}})
+// run is the engine goroutine: it works every subscription whose deadline
+// has come (sampling, publishing, keep-alive, lifetime) and sleeps on the
+// injected clock until the next one, or until a deadline moves earlier.
+func (e *Engine) run() {
+	defer close(e.exited)
+	var timer clockwork.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var acks []chan struct{}
+	for {
+		e.runDue(e.clock.Now())
+		for _, ch := range acks {
+			close(ch)
+		}
+		acks = acks[:0]
+		var timerC <-chan time.Time
+		if next, ok := e.sched.next(); ok {
+			d := max(next.Sub(e.clock.Now()), 0)
+			if timer == nil {
+				timer = e.clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			timerC = timer.Chan()
+		} else if timer != nil {
+			timer.Stop()
+		}
+		select {
+		case <-timerC:
+		case <-e.sched.kick:
+		case ch := <-e.barrier:
+			acks = append(acks, ch)
+		case <-e.done:
+			return
+		}
+	}
 }
 
-// SessionClosed drops the session's queued Publish requests and, when
-// deleteSubscriptions is true, its subscriptions.
-func (e *Engine) SessionClosed(sess SessionID, deleteSubscriptions bool) {}
+// runDue works the subscriptions due at now.
+func (e *Engine) runDue(now time.Time) {
+	for _, s := range e.sched.popDue(now) {
+		next, expired := e.work(s, now)
+		if expired {
+			e.expire(s, now)
+			continue
+		}
+		if !next.IsZero() {
+			e.sched.at(s, next)
+		}
+	}
+}
 
-// Close stops every timer and goroutine of the engine.
-func (e *Engine) Close() {}
+// sync runs one scheduling pass at the clock's current time and returns when
+// it has finished (tests use it after advancing a fake clock).
+func (e *Engine) sync() {
+	ch := make(chan struct{})
+	select {
+	case e.barrier <- ch:
+		<-ch
+	case <-e.exited:
+	}
+}
+
+// session returns the state of id, creating it. e.mu must be held.
+func (e *Engine) sessionLocked(id SessionID) *session {
+	ss := e.sessions[id]
+	if ss == nil {
+		ss = &session{id: id, subs: make(map[uint32]*subscription)}
+		e.sessions[id] = ss
+	}
+	return ss
+}
+
+// deliver queues resp for the session's sending goroutine. ss.mu must be
+// held. Responses for a closed session are dropped: its channel is gone.
+func (e *Engine) deliverLocked(ss *session, out Sender, reqID uint32, resp ua.Response) {
+	if ss.closed || out == nil {
+		return
+	}
+	if limit := 2*e.opts.MaxPublishRequestsPerSession + 16; len(ss.outbox) >= limit {
+		// The client sends requests but does not read responses.
+		e.log.Warn("subscription: dropping unsent response of a stalled session",
+			"session", string(ss.id), "queued", len(ss.outbox))
+		ss.outbox[0] = outMsg{}
+		ss.outbox = ss.outbox[1:]
+		e.queued.Add(-1)
+	}
+	ss.outbox = append(ss.outbox, outMsg{out: out, reqID: reqID, resp: resp})
+	e.queued.Add(1)
+	if !ss.sending {
+		ss.sending = true
+		e.senders.Add(1)
+		go e.sendLoop(ss)
+	}
+}
+
+func (e *Engine) deliver(ss *session, out Sender, reqID uint32, resp ua.Response) {
+	ss.mu.Lock()
+	e.deliverLocked(ss, out, reqID, resp)
+	ss.mu.Unlock()
+}
+
+// sendLoop sends the session's responses in order until the outbox is
+// empty or the session is closed.
+func (e *Engine) sendLoop(ss *session) {
+	defer e.senders.Done()
+	for {
+		ss.mu.Lock()
+		if ss.closed || len(ss.outbox) == 0 {
+			e.queued.Add(-int64(len(ss.outbox)))
+			ss.outbox = nil
+			ss.sending = false
+			ss.mu.Unlock()
+			return
+		}
+		m := ss.outbox[0]
+		ss.outbox[0] = outMsg{}
+		ss.outbox = ss.outbox[1:]
+		ss.mu.Unlock()
+		if err := m.out.SendResponse(m.reqID, m.resp); err != nil {
+			e.log.Debug("subscription: response not sent", "session", string(ss.id), "err", err)
+		}
+		e.queued.Add(-1)
+	}
+}
+
+// header builds a ResponseHeader. The diagnostics and additional header are
+// set to empty values because gopcua's encoder cannot encode nil ones.
+func (e *Engine) header(handle uint32, status ua.StatusCode) *ua.ResponseHeader {
+	return &ua.ResponseHeader{
+		Timestamp:          e.clock.Now(),
+		RequestHandle:      handle,
+		ServiceResult:      status,
+		ServiceDiagnostics: &ua.DiagnosticInfo{},
+		AdditionalHeader:   ua.NewExtensionObject(nil),
+	}
+}
+
+func (e *Engine) fault(handle uint32, status ua.StatusCode) *ua.ServiceFault {
+	return &ua.ServiceFault{ResponseHeader: e.header(handle, status)}
+}
+
+func requestHandle(h *ua.RequestHeader) uint32 {
+	if h == nil {
+		return 0
+	}
+	return h.RequestHandle
+}
+
+// ownedLocked returns subscription id if it belongs to ss. e.mu must be held.
+func (e *Engine) ownedLocked(ss *session, id uint32) *subscription {
+	s := e.subs[id]
+	if s == nil || ss == nil || s.sess != ss {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,166 @@
+package subscription
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+// item is one monitored item.
+//
+// The Source calls onChange on the writer's goroutine; that path takes only
+// mu and, when the item becomes pending, its subscription's pendMu. It never
+// waits for the engine, the subscription or a client.
+type item struct {
+	id     uint32
+	sub    *subscription
+	node   *ua.NodeID
+	attr   ua.AttributeID
+	polled bool   // not the Value attribute: sampled by Source.Read
+	cancel func() // removes the Source registration; nil when polled
+
+	// links and linkedFrom hold the triggering links (SetTriggering):
+	// links are the items this one triggers, linkedFrom the items that
+	// trigger this one. subscription.mu must be held.
+	links      map[uint32]*item
+	linkedFrom map[uint32]*item
+
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+	handle        uint32
+	mode          ua.MonitoringMode
+	interval      time.Duration // revised sampling interval; 0 = every change
+	queueSize     int
+	discardOldest bool
+	ttr           ua.TimestampsToReturn
+	filter        dataFilter
+	triggers      bool // len(links) > 0, readable by the change path
+
+	queue      valueQueue
+	latest     *ua.DataValue // newest change not yet sampled (interval > 0)
+	last       *ua.DataValue // last value that passed the filter
+	nextSample time.Time     // earliest sampling tick for latest
+	inReport   bool          // in sub.report
+	inSample   bool          // in sub.sample
+	fresh      bool          // queued a value since the last publish (triggering)
+	deleted    bool
+}
+
+// onChange is the Watch callback: it runs on the Source writer's goroutine.
+func (it *item) onChange(dv *ua.DataValue) {
+	if dv == nil {
+		return
+	}
+	it.mu.Lock()
+	switch {
+	case it.deleted || it.mode == ua.MonitoringModeDisabled:
+	case it.interval > 0:
+		it.latest = dv
+		if !it.inSample {
+			it.inSample = true
+			it.sub.pushSample(it)
+		}
+	default:
+		it.offerLocked(dv)
+	}
+	it.mu.Unlock()
+}
+
+// offerLocked runs dv through the filter and queues it. it.mu must be held.
+func (it *item) offerLocked(dv *ua.DataValue) {
+	if !it.filter.passes(it.last, dv) {
+		return
+	}
+	it.last = dv
+	it.queue.push(dv, it.queueSize, it.discardOldest)
+	it.fresh = true
+	it.markReportLocked()
+}
+
+// forceLocked queues dv without filtering (initial values, transfer).
+// it.mu must be held.
+func (it *item) forceLocked(dv *ua.DataValue) {
+	it.last = dv
+	it.queue.push(dv, it.queueSize, it.discardOldest)
+	it.fresh = true
+	it.markReportLocked()
+}
+
+// markReportLocked puts the item on its subscription's report list when it
+// has something a publish cycle must look at. it.mu must be held.
+func (it *item) markReportLocked() {
+	if it.inReport || it.queue.len() == 0 {
+		return
+	}
+	if it.mode != ua.MonitoringModeReporting && !it.triggers {
+		return
+	}
+	it.inReport = true
+	it.sub.pushReport(it)
+}
+
+// sampleLocked moves the pending change into the queue if the item's
+// sampling tick has come. It reports whether the item is done with this
+// sampling round (false: keep it on the sample list). it.mu must be held.
+func (it *item) sampleLocked(tick time.Time) (done bool) {
+	if it.deleted || it.mode == ua.MonitoringModeDisabled || it.latest == nil {
+		it.latest = nil
+		it.inSample = false
+		return true
+	}
+	if tick.Before(it.nextSample) {
+		return false
+	}
+	dv := it.latest
+	it.latest = nil
+	it.inSample = false
+	it.nextSample = tick.Add(it.interval)
+	it.offerLocked(dv)
+	return true
+}
+
+// disableLocked stops sampling and drops queued values. it.mu must be held.
+func (it *item) disableLocked() {
+	it.queue.clear()
+	it.latest = nil
+	it.last = nil
+	it.fresh = false
+}
+
+// stamp applies TimestampsToReturn to a queued value. DataValues are shared
+// with the Source and other items, so a value that needs a change is copied;
+// one that already has the right fields and mask is returned as is. A
+// requested server timestamp the Source did not set is filled with now.
+func stamp(dv *ua.DataValue, ttr ua.TimestampsToReturn, now time.Time) *ua.DataValue {
+	wantSrc := ttr == ua.TimestampsToReturnSource || ttr == ua.TimestampsToReturnBoth
+	wantSrv := ttr == ua.TimestampsToReturnServer || ttr == ua.TimestampsToReturnBoth
+	hasSrc, hasSrv := !dv.SourceTimestamp.IsZero(), !dv.ServerTimestamp.IsZero()
+	if hasSrc == (wantSrc && hasSrc) && hasSrv == wantSrv && maskOK(dv) {
+		return dv
+	}
+	c := *dv
+	if !wantSrc {
+		c.SourceTimestamp, c.SourcePicoseconds = time.Time{}, 0
+	}
+	switch {
+	case !wantSrv:
+		c.ServerTimestamp, c.ServerPicoseconds = time.Time{}, 0
+	case !hasSrv:
+		c.ServerTimestamp = now
+	}
+	c.UpdateMask()
+	return &c
+}
+
+// maskOK reports whether dv's EncodingMask announces exactly the fields it
+// carries (a Good status may be announced or not).
+func maskOK(dv *ua.DataValue) bool {
+	m := dv.EncodingMask
+	return (m&ua.DataValueValue != 0) == (dv.Value != nil) &&
+		(dv.Status == 0 || m&ua.DataValueStatusCode != 0) &&
+		(m&ua.DataValueSourceTimestamp != 0) == !dv.SourceTimestamp.IsZero() &&
+		(m&ua.DataValueServerTimestamp != 0) == !dv.ServerTimestamp.IsZero() &&
+		(m&ua.DataValueSourcePicoseconds != 0) == (dv.SourcePicoseconds != 0) &&
+		(m&ua.DataValueServerPicoseconds != 0) == (dv.ServerPicoseconds != 0)
+}

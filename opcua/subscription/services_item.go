@@ -1,0 +1,488 @@
+package subscription
+
+import (
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+// itemParams are the validated, revised parameters of a monitored item.
+type itemParams struct {
+	handle        uint32
+	interval      time.Duration
+	queueSize     uint32
+	discardOldest bool
+	filter        dataFilter
+}
+
+// reviseParams validates and revises MonitoringParameters for an item on
+// attr in a subscription publishing every publishing.
+func (e *Engine) reviseParams(p *ua.MonitoringParameters, attr ua.AttributeID, publishing time.Duration) (itemParams, ua.StatusCode) {
+	if p == nil {
+		return itemParams{}, ua.StatusBadInvalidArgument
+	}
+	f, st := parseFilter(p.Filter, attr)
+	if st != ua.StatusGood {
+		return itemParams{}, st
+	}
+	polled := attr != ua.AttributeIDValue
+	return itemParams{
+		handle:        p.ClientHandle,
+		interval:      e.lim.reviseSamplingInterval(p.SamplingInterval, publishing, polled),
+		queueSize:     e.lim.reviseQueueSize(p.QueueSize),
+		discardOldest: p.DiscardOldest,
+		filter:        f,
+	}, ua.StatusGood
+}
+
+func (p itemParams) result(st ua.StatusCode) (float64, uint32) {
+	if st != ua.StatusGood {
+		return 0, 0
+	}
+	return durationToMS(p.interval), p.queueSize
+}
+
+// validRead checks the ReadValueID of a new item. Index ranges are not
+// supported; data encodings other than the default binary one are refused.
+func validRead(rv *ua.ReadValueID) ua.StatusCode {
+	switch {
+	case rv == nil || rv.NodeID == nil:
+		return ua.StatusBadNodeIDInvalid
+	case rv.AttributeID == ua.AttributeIDInvalid || rv.AttributeID > ua.AttributeIDAccessLevelEx:
+		return ua.StatusBadAttributeIDInvalid
+	case rv.IndexRange != "":
+		return ua.StatusBadIndexRangeInvalid
+	case rv.DataEncoding != nil && rv.DataEncoding.Name != "" && rv.DataEncoding.Name != "Default Binary":
+		if rv.AttributeID != ua.AttributeIDValue {
+			return ua.StatusBadDataEncodingInvalid
+		}
+		return ua.StatusBadDataEncodingUnsupported
+	}
+	return ua.StatusGood
+}
+
+// CreateMonitoredItems creates items in a subscription of sess (Part 4
+// §5.12.2). The Value attribute is watched through Source.Watch; any other
+// attribute is sampled by Source.Read at the item's sampling interval. The
+// current value is queued at once for items created Sampling or Reporting.
+//
+// The Source is called without the subscription's lock, so publishing goes
+// on while a large request is served.
+func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
+	if req == nil || len(req.ItemsToCreate) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	if req.TimestampsToReturn > ua.TimestampsToReturnNeither {
+		return nil, ua.StatusBadTimestampsToReturnInvalid
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ua.StatusBadShutdown
+	}
+	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
+	if s == nil {
+		return nil, ua.StatusBadSubscriptionIDInvalid
+	}
+	s.mu.Lock()
+	publishing := s.interval
+	room := -1
+	if max := e.opts.MaxMonitoredItemsPerSubscription; max > 0 {
+		room = max - len(s.items)
+	}
+	s.mu.Unlock()
+
+	results := make([]*ua.MonitoredItemCreateResult, len(req.ItemsToCreate))
+	created := make([]*item, 0, len(req.ItemsToCreate))
+	for i, r := range req.ItemsToCreate {
+		if room == 0 {
+			results[i] = &ua.MonitoredItemCreateResult{StatusCode: ua.StatusBadTooManyMonitoredItems}
+			continue
+		}
+		it, st, p := e.newItem(s, r, req.TimestampsToReturn, publishing, now)
+		res := &ua.MonitoredItemCreateResult{StatusCode: st, FilterResult: ua.NewExtensionObject(nil)}
+		res.RevisedSamplingInterval, res.RevisedQueueSize = p.result(st)
+		if it != nil {
+			res.MonitoredItemID = it.id
+			created = append(created, it)
+			room--
+		}
+		results[i] = res
+	}
+
+	s.mu.Lock()
+	for _, it := range created {
+		s.items[it.id] = it
+		if it.polled {
+			s.polled[it.id] = it
+		}
+		it.mu.Lock()
+		d := it.interval
+		it.mu.Unlock()
+		s.addInterval(d, now)
+	}
+	s.touch(now)
+	next := s.nextDeadline()
+	s.mu.Unlock()
+	e.sched.at(s, next)
+	return &ua.CreateMonitoredItemsResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
+}
+
+// newItem validates r, registers the item with the Source and queues its
+// initial value. e.mu must be held (it reserves the id); s.mu must not be.
+func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr ua.TimestampsToReturn, publishing time.Duration, now time.Time) (*item, ua.StatusCode, itemParams) {
+	if r == nil {
+		return nil, ua.StatusBadInvalidArgument, itemParams{}
+	}
+	if st := validRead(r.ItemToMonitor); st != ua.StatusGood {
+		return nil, st, itemParams{}
+	}
+	if r.MonitoringMode > ua.MonitoringModeReporting {
+		return nil, ua.StatusBadMonitoringModeInvalid, itemParams{}
+	}
+	rv := r.ItemToMonitor
+	p, st := e.reviseParams(r.RequestedParameters, rv.AttributeID, publishing)
+	if st != ua.StatusGood {
+		return nil, st, itemParams{}
+	}
+	it := &item{
+		id:            e.newItemIDLocked(s),
+		sub:           s,
+		node:          rv.NodeID,
+		attr:          rv.AttributeID,
+		polled:        rv.AttributeID != ua.AttributeIDValue,
+		handle:        p.handle,
+		mode:          r.MonitoringMode,
+		interval:      p.interval,
+		queueSize:     int(p.queueSize),
+		discardOldest: p.discardOldest,
+		ttr:           ttr,
+		filter:        p.filter,
+		nextSample:    now,
+	}
+	if !it.polled {
+		cancel, st := e.src.Watch(it.node, it.onChange)
+		if st != ua.StatusGood {
+			if cancel != nil {
+				cancel()
+			}
+			return nil, st, itemParams{}
+		}
+		it.cancel = cancel
+	}
+	dv := e.src.Read(it.node, it.attr)
+	if dv == nil {
+		dv = &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: ua.StatusBadNodeIDUnknown}
+	}
+	if it.polled && (dv.Status == ua.StatusBadNodeIDUnknown || dv.Status == ua.StatusBadAttributeIDInvalid) {
+		return nil, dv.Status, itemParams{}
+	}
+	if p.filter.deadband > 0 && dv.Value != nil && !isNumeric(dv.Value.Value()) {
+		if it.cancel != nil {
+			it.cancel()
+		}
+		return nil, ua.StatusBadFilterNotAllowed, itemParams{}
+	}
+	it.mu.Lock()
+	// A change that arrived since Watch is newer than dv.
+	if it.mode != ua.MonitoringModeDisabled && it.last == nil {
+		it.forceLocked(dv)
+	}
+	if it.polled {
+		it.nextSample = now.Add(it.interval)
+	}
+	it.mu.Unlock()
+	return it, ua.StatusGood, p
+}
+
+// newItemIDLocked returns the next monitored item id. The counter is shared
+// by all subscriptions and grows monotonically; after a wrap-around, ids in
+// use in s are skipped. e.mu must be held.
+func (e *Engine) newItemIDLocked(s *subscription) uint32 {
+	for {
+		id := e.nextItemID
+		e.nextItemID++
+		if id == 0 {
+			continue
+		}
+		s.mu.Lock()
+		_, used := s.items[id]
+		s.mu.Unlock()
+		if !used {
+			return id
+		}
+	}
+}
+
+// ModifyMonitoredItems revises items of a subscription of sess (Part 4
+// §5.12.3). A reduced queue keeps the values its discard policy keeps.
+func (e *Engine) ModifyMonitoredItems(sess SessionID, req *ua.ModifyMonitoredItemsRequest) (*ua.ModifyMonitoredItemsResponse, error) {
+	if req == nil || len(req.ItemsToModify) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	if req.TimestampsToReturn > ua.TimestampsToReturnNeither {
+		return nil, ua.StatusBadTimestampsToReturnInvalid
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ua.StatusBadShutdown
+	}
+	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
+	if s == nil {
+		return nil, ua.StatusBadSubscriptionIDInvalid
+	}
+	s.mu.Lock()
+	results := make([]*ua.MonitoredItemModifyResult, len(req.ItemsToModify))
+	for i, r := range req.ItemsToModify {
+		results[i] = e.modifyItemLocked(s, r, req.TimestampsToReturn, now)
+	}
+	s.touch(now)
+	next := s.nextDeadline()
+	s.mu.Unlock()
+	e.sched.at(s, next)
+	return &ua.ModifyMonitoredItemsResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
+}
+
+// modifyItemLocked applies one modification. s.mu must be held.
+func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequest, ttr ua.TimestampsToReturn, now time.Time) *ua.MonitoredItemModifyResult {
+	if r == nil {
+		return &ua.MonitoredItemModifyResult{StatusCode: ua.StatusBadInvalidArgument}
+	}
+	it := s.items[r.MonitoredItemID]
+	if it == nil {
+		return &ua.MonitoredItemModifyResult{StatusCode: ua.StatusBadMonitoredItemIDInvalid}
+	}
+	p, st := e.reviseParams(r.RequestedParameters, it.attr, s.interval)
+	if st != ua.StatusGood {
+		return &ua.MonitoredItemModifyResult{StatusCode: st}
+	}
+	it.mu.Lock()
+	old := it.interval
+	it.handle = p.handle
+	it.interval = p.interval
+	it.queueSize = int(p.queueSize)
+	it.discardOldest = p.discardOldest
+	it.filter = p.filter
+	it.ttr = ttr
+	it.queue.shrink(it.queueSize, it.discardOldest)
+	if p.interval == 0 && it.latest != nil {
+		// Switched to exception based: the unsampled change is queued now.
+		it.offerLocked(it.latest)
+		it.latest = nil
+	}
+	it.mu.Unlock()
+	if old != p.interval {
+		s.dropInterval(old)
+		s.addInterval(p.interval, now)
+	}
+	rev, qs := p.result(ua.StatusGood)
+	return &ua.MonitoredItemModifyResult{
+		StatusCode:              ua.StatusGood,
+		RevisedSamplingInterval: rev,
+		RevisedQueueSize:        qs,
+		FilterResult:            ua.NewExtensionObject(nil),
+	}
+}
+
+// SetMonitoringMode changes the mode of items of a subscription of sess
+// (Part 4 §5.12.4). Disabled drops queued values; leaving Disabled samples
+// the current value again.
+func (e *Engine) SetMonitoringMode(sess SessionID, req *ua.SetMonitoringModeRequest) (*ua.SetMonitoringModeResponse, error) {
+	if req == nil || len(req.MonitoredItemIDs) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	if req.MonitoringMode > ua.MonitoringModeReporting {
+		return nil, ua.StatusBadMonitoringModeInvalid
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ua.StatusBadShutdown
+	}
+	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
+	if s == nil {
+		return nil, ua.StatusBadSubscriptionIDInvalid
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	results := make([]ua.StatusCode, len(req.MonitoredItemIDs))
+	for i, id := range req.MonitoredItemIDs {
+		it := s.items[id]
+		if it == nil {
+			results[i] = ua.StatusBadMonitoredItemIDInvalid
+			continue
+		}
+		e.setModeLocked(it, req.MonitoringMode, now)
+	}
+	s.touch(now)
+	return &ua.SetMonitoringModeResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
+}
+
+// setModeLocked switches it to mode. it.sub.mu must be held.
+func (e *Engine) setModeLocked(it *item, mode ua.MonitoringMode, now time.Time) {
+	it.mu.Lock()
+	old := it.mode
+	it.mode = mode
+	if mode == ua.MonitoringModeDisabled {
+		it.disableLocked()
+	}
+	if old != ua.MonitoringModeDisabled || mode == ua.MonitoringModeDisabled {
+		// Sampling → Reporting reports what the queue holds.
+		it.markReportLocked()
+		it.mu.Unlock()
+		return
+	}
+	it.mu.Unlock()
+	// Leaving Disabled: sample the current value. The Source is not
+	// called with the item's mu held.
+	dv := e.src.Read(it.node, it.attr)
+	it.mu.Lock()
+	if dv != nil && it.mode == mode && it.last == nil {
+		it.forceLocked(dv)
+	}
+	it.nextSample = now.Add(it.interval)
+	it.mu.Unlock()
+}
+
+// SetTriggering adds and removes triggering links of an item (Part 4
+// §5.12.5): when the triggering item queues a new value, the queued values
+// of its linked items in Sampling mode are reported with the next message.
+// Removals are processed before additions.
+func (e *Engine) SetTriggering(sess SessionID, req *ua.SetTriggeringRequest) (*ua.SetTriggeringResponse, error) {
+	if req == nil || len(req.LinksToAdd) == 0 && len(req.LinksToRemove) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ua.StatusBadShutdown
+	}
+	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
+	if s == nil {
+		return nil, ua.StatusBadSubscriptionIDInvalid
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	trig := s.items[req.TriggeringItemID]
+	if trig == nil {
+		return nil, ua.StatusBadMonitoredItemIDInvalid
+	}
+	removed := make([]ua.StatusCode, len(req.LinksToRemove))
+	for i, id := range req.LinksToRemove {
+		l := trig.links[id]
+		if l == nil {
+			removed[i] = ua.StatusBadMonitoredItemIDInvalid
+			continue
+		}
+		unlinkLocked(trig, l)
+	}
+	added := make([]ua.StatusCode, len(req.LinksToAdd))
+	for i, id := range req.LinksToAdd {
+		l := s.items[id]
+		if l == nil {
+			added[i] = ua.StatusBadMonitoredItemIDInvalid
+			continue
+		}
+		linkLocked(trig, l)
+	}
+	s.touch(now)
+	return &ua.SetTriggeringResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		AddResults:     added,
+		RemoveResults:  removed,
+	}, nil
+}
+
+// linkLocked and unlinkLocked maintain both directions of a triggering link
+// and the triggering item's flag. The subscription's mu must be held.
+func linkLocked(trig, l *item) {
+	if trig.links == nil {
+		trig.links = make(map[uint32]*item)
+	}
+	if l.linkedFrom == nil {
+		l.linkedFrom = make(map[uint32]*item)
+	}
+	trig.links[l.id] = l
+	l.linkedFrom[trig.id] = trig
+	setTriggers(trig)
+}
+
+func unlinkLocked(trig, l *item) {
+	delete(trig.links, l.id)
+	delete(l.linkedFrom, trig.id)
+	setTriggers(trig)
+}
+
+func setTriggers(trig *item) {
+	trig.mu.Lock()
+	trig.triggers = len(trig.links) > 0
+	trig.mu.Unlock()
+}
+
+// DeleteMonitoredItems deletes items of a subscription of sess (Part 4
+// §5.12.6) and their triggering links.
+func (e *Engine) DeleteMonitoredItems(sess SessionID, req *ua.DeleteMonitoredItemsRequest) (*ua.DeleteMonitoredItemsResponse, error) {
+	if req == nil || len(req.MonitoredItemIDs) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, ua.StatusBadShutdown
+	}
+	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
+	if s == nil {
+		e.mu.Unlock()
+		return nil, ua.StatusBadSubscriptionIDInvalid
+	}
+	s.mu.Lock()
+	results := make([]ua.StatusCode, len(req.MonitoredItemIDs))
+	var cancels []func()
+	for i, id := range req.MonitoredItemIDs {
+		it := s.items[id]
+		if it == nil {
+			results[i] = ua.StatusBadMonitoredItemIDInvalid
+			continue
+		}
+		for _, l := range it.links {
+			unlinkLocked(it, l)
+		}
+		for _, t := range it.linkedFrom {
+			unlinkLocked(t, it)
+		}
+		delete(s.items, id)
+		delete(s.polled, id)
+		it.mu.Lock()
+		it.deleted = true
+		it.disableLocked()
+		d := it.interval
+		it.mu.Unlock()
+		s.dropInterval(d)
+		if it.cancel != nil {
+			cancels = append(cancels, it.cancel)
+		}
+	}
+	s.touch(now)
+	s.mu.Unlock()
+	e.mu.Unlock()
+	runAll(cancels)
+	return &ua.DeleteMonitoredItemsResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
+}
