@@ -1,0 +1,11 @@
+package addrspace
+
+import (
+	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/opcua/uaserver"
+)
+
+var (
+	_ uaserver.NodeStore  = (*AddressSpace)(nil)
+	_ subscription.Source = (*Source)(nil)
+)

@@ -1,0 +1,51 @@
+// Package addrspace is otopcua's OPC UA address space: the nodes, their
+// attributes and references, and the live Values of its variables. It
+// serves the service layer (uaserver.NodeStore: Read, Write, Browse,
+// TranslateBrowsePath) and the subscription engine (subscription.Source via
+// AddressSpace.Source: Read, Watch).
+//
+// # What it holds
+//
+// New starts from namespace 0 of the OPC UA standard nodeset (every node of
+// gopcua's embedded Opc.Ua.NodeSet2.xml with its attributes, the values the
+// nodeset gives, and every reference stored in both directions). The nodeset
+// is compiled once into ns0.bin.gz (see ns0Table) so that New costs a few
+// milliseconds instead of a quarter of a second of XML parsing. The owner
+// adds namespaces (AddNamespace keeps Server_NamespaceArray current) and
+// nodes (AddFolder, AddObject, AddVariable, AddProperty, AddReference).
+//
+// # Concurrency
+//
+// One RWMutex (AddressSpace.mu) guards the structure: the node table, every
+// node attribute except the Value, and the references. Readers (Read,
+// Browse, TranslateBrowsePath, Watch) take it shared; node management takes
+// it exclusive. The Value of a variable lives outside it, in its Variable:
+// an atomic pointer to an immutable *ua.DataValue, so producers (Variable.Set)
+// and readers never contend on the structure lock, and the Read/Set data race
+// of gopcua's own server cannot happen here. Each Variable keeps its watchers
+// in an atomic pointer to an immutable slice, replaced copy-on-write under a
+// per-variable mutex when a watch is added or cancelled. Set calls the
+// watchers synchronously, on the producer's goroutine, with no lock held.
+// Lock order: nsMu, then mu, then a Variable's wmu (see locksordering.txt).
+//
+// # Invariants
+//
+//  1. A stored DataValue is never modified; Set and Write store new ones.
+//  2. Every reference is held twice, forward by its source and inverse by its
+//     target; AddReference, DeleteReference and DeleteNode keep both.
+//  3. A type node's super is the source of its inverse HasSubtype reference;
+//     IncludeSubtypes and DataType checks walk that chain.
+//  4. Namespace 0 nodes are never created or deleted by the owner; their
+//     references and access levels may be changed (the Server object's
+//     redundancy nodes are).
+//
+// # Duties of the owner
+//
+//  1. Register the server's namespace first (index 1 is the server's own
+//     ApplicationUri by Part 5) and every other namespace before adding nodes
+//     in it.
+//  2. Give every Variable a DataType and access level that match what it
+//     Sets: Set does not type-check (client writes are checked).
+//  3. Keep WriteHook, Getter and Watch callbacks short and non-blocking; they
+//     run on service or producer goroutines.
+package addrspace
