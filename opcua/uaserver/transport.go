@@ -32,6 +32,8 @@ const (
 	// acceptBackoff is the pause after a failed Accept (e.g. out of file
 	// descriptors) before trying again.
 	acceptBackoff = 50 * time.Millisecond
+	// errLinger is how long the server reads and discards after sending ERR.
+	errLinger = 500 * time.Millisecond
 )
 
 // acceptLoop accepts TCP connections until ln is closed and hands each to
@@ -144,9 +146,16 @@ func (s *Server) handshake(tc *net.TCPConn) (*uacp.Acknowledge, *uacp.Hello, err
 }
 
 // handshakeFail answers the client with an ERR message carrying code and
-// returns an error describing why.
+// returns an error describing why. It then half-closes and discards what
+// the client still sends for a moment, so that closing the socket with
+// unread bytes does not reset the connection before the client has read
+// the ERR.
 func handshakeFail(tc *net.TCPConn, code ua.StatusCode, reason string) error {
-	_ = writeUACP(tc, "ERRF", &uacp.Error{ErrorCode: uint32(code), Reason: reason})
+	if writeUACP(tc, "ERRF", &uacp.Error{ErrorCode: uint32(code), Reason: reason}) == nil {
+		_ = tc.CloseWrite()
+		_ = tc.SetReadDeadline(time.Now().Add(errLinger))
+		_, _ = io.Copy(io.Discard, io.LimitReader(tc, bufSize))
+	}
 	return fmt.Errorf("%s: %s", reason, code)
 }
 
