@@ -1,0 +1,128 @@
+// Package bootstrap holds the self-form fallback decision: whether a node
+// that found no cluster through its seeds may form one on itself.
+//
+// Akka lets only the first listed seed form a new cluster; every other node
+// waits in InitJoin until some seed answers. The fallback (setting
+// SelfFormAfter, default 10 s, ≤ 0 disables) lets a node with no membership
+// after the window join itself — guarded twice (reference Redundancy.md,
+// "Bootstrap: the self-form fallback"):
+//
+//  1. Reachability: an expired window is not evidence the peers are down.
+//     If any other seed accepts a TCP connection, wait another window.
+//  2. Seed membership: only a node whose own address is in its own seed
+//     list may self-form; any other node never does.
+//
+// DecideSelfForm is pure. Its caller (the node's driver):
+//
+//  1. starts a window when the join process starts, and again after each
+//     WaitAnotherWindow;
+//  2. at expiry TCP-probes OtherSeeds and passes whether any accepted;
+//  3. on SelfForm joins itself (this wins even over a join in flight,
+//     which is why guard 1 exists).
+package bootstrap
+
+import m "github.com/otopcua/otopcua/cluster/membership"
+
+// DefaultSelfFormAfter is Cluster:SelfFormAfter's default, in ms.
+const DefaultSelfFormAfter = 10_000
+
+// SelfFormInput is the snapshot the decision is taken on.
+type SelfFormInput struct {
+	// Window is SelfFormAfter in ms; ≤ 0 disables the fallback.
+	Window int64
+	// Elapsed is the time since the current window started, in ms.
+	Elapsed int64
+	// OwnAddressInSeeds: this node's address is in its own seed list.
+	OwnAddressInSeeds bool
+	// AnotherSeedAcceptsTCP: a probe of the other seeds found one listening.
+	// Only meaningful once the window has expired.
+	AnotherSeedAcceptsTCP bool
+	// IsMember: the node already has cluster membership.
+	IsMember bool
+}
+
+// Verdict is the outcome of DecideSelfForm.
+type Verdict uint8
+
+// Verdicts.
+const (
+	// Disabled: the window is ≤ 0; wait on InitJoin indefinitely.
+	Disabled Verdict = iota + 1
+	// Pending: the window has not expired yet.
+	Pending
+	// SelfForm: join this node itself and form a new cluster now.
+	SelfForm
+	// WaitAnotherWindow: another seed is reachable; start a new window.
+	WaitAnotherWindow
+	// NeverSelfForm: this node must not self-form (see Reason); stop checking.
+	NeverSelfForm
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Disabled:
+		return "Disabled"
+	case Pending:
+		return "Pending"
+	case SelfForm:
+		return "SelfForm"
+	case WaitAnotherWindow:
+		return "WaitAnotherWindow"
+	case NeverSelfForm:
+		return "NeverSelfForm"
+	}
+	return "Verdict(?)"
+}
+
+// Reasons carried by NeverSelfForm.
+const (
+	ReasonAlreadyMember = "already a member"
+	ReasonNotInSeeds    = "this node is not in its own seed list"
+)
+
+// SelfFormDecision is a verdict with its reason (NeverSelfForm only).
+type SelfFormDecision struct {
+	Verdict Verdict
+	Reason  string
+}
+
+// DecideSelfForm applies the fallback's rules in order: disabled, already a
+// member, guard 2 (own address in seeds), window not expired, guard 1
+// (another seed accepts TCP), else self-form.
+func DecideSelfForm(in SelfFormInput) SelfFormDecision {
+	switch {
+	case in.Window <= 0:
+		return SelfFormDecision{Verdict: Disabled}
+	case in.IsMember:
+		return SelfFormDecision{Verdict: NeverSelfForm, Reason: ReasonAlreadyMember}
+	case !in.OwnAddressInSeeds:
+		return SelfFormDecision{Verdict: NeverSelfForm, Reason: ReasonNotInSeeds}
+	case in.Elapsed < in.Window:
+		return SelfFormDecision{Verdict: Pending}
+	case in.AnotherSeedAcceptsTCP:
+		return SelfFormDecision{Verdict: WaitAnotherWindow}
+	default:
+		return SelfFormDecision{Verdict: SelfForm}
+	}
+}
+
+// InSeeds reports whether self is one of seeds.
+func InSeeds(self m.Address, seeds []m.Address) bool {
+	for _, s := range seeds {
+		if s == self {
+			return true
+		}
+	}
+	return false
+}
+
+// OtherSeeds is seeds without self, in order: the addresses to probe.
+func OtherSeeds(self m.Address, seeds []m.Address) []m.Address {
+	var out []m.Address
+	for _, s := range seeds {
+		if s != self {
+			out = append(out, s)
+		}
+	}
+	return out
+}
