@@ -32,14 +32,14 @@ type subscription struct {
 	maxNotif    uint32        // notifications per Publish; 0 = unlimited
 	enabled     bool          // PublishingEnabled
 	items       map[uint32]*item
-	polled      map[uint32]*item                // items sampled by Source.Read
-	intervals   map[time.Duration]int           // item count per sampling interval > 0
-	sampleEvery time.Duration                   // smallest key of intervals; 0 = no sampling tick
-	nextPublish time.Time                       // next publishing tick
-	nextSample  time.Time                       // next sampling tick when sampleEvery > 0
-	seq         uint32                          // sequence number of the next NotificationMessage
-	keepAlives  uint32                          // publishing cycles since the last message
-	sentOnce    bool                            // a message (data or keep-alive) was sent
+	polled      map[uint32]*item               // items sampled by Source.Read
+	intervals   map[time.Duration]int          // item count per sampling interval > 0
+	sampleEvery time.Duration                  // smallest key of intervals; 0 = no sampling tick
+	nextPublish time.Time                      // next publishing tick
+	nextSample  time.Time                      // next sampling tick when sampleEvery > 0
+	seq         uint32                         // sequence number of the next NotificationMessage
+	keepAlives  uint32                         // publishing cycles since the last message
+	sentOnce    bool                           // a message (data or keep-alive) was sent
 	slab        []ua.MonitoredItemNotification // reused notification storage
 
 	// pendMu guards the lists of items with work to do. Producers append

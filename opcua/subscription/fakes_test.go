@@ -1,0 +1,343 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
+)
+
+// fakeSource is an address space of Variables in namespace 1 with numeric
+// ids. Like a real address space it calls watchers while holding its own
+// (read) lock, so an engine that called Watch's cancel with one of the
+// locks the callback takes would deadlock here.
+type fakeSource struct {
+	mu     sync.RWMutex
+	nodes  map[uint32]*fakeNode
+	now    func() time.Time
+	reads  atomic.Int64
+	nextID int
+}
+
+type fakeNode struct {
+	value    atomic.Pointer[ua.DataValue]
+	name     string
+	watchers map[int]func(*ua.DataValue)
+}
+
+func newFakeSource(now func() time.Time, n int) *fakeSource {
+	src := &fakeSource{nodes: make(map[uint32]*fakeNode), now: now}
+	for i := 1; i <= n; i++ {
+		n := &fakeNode{name: fmt.Sprintf("node%d", i), watchers: make(map[int]func(*ua.DataValue))}
+		n.value.Store(src.dataValue(int32(0)))
+		src.nodes[uint32(i)] = n
+	}
+	return src
+}
+
+func nodeID(i int) *ua.NodeID { return ua.NewNumericNodeID(1, uint32(i)) }
+
+func (f *fakeSource) dataValue(v any) *ua.DataValue {
+	now := f.now()
+	dv := &ua.DataValue{Value: ua.MustVariant(v), SourceTimestamp: now, ServerTimestamp: now}
+	dv.UpdateMask()
+	return dv
+}
+
+func (f *fakeSource) node(id *ua.NodeID) *fakeNode {
+	if id == nil || id.Namespace() != 1 {
+		return nil
+	}
+	return f.nodes[id.IntID()]
+}
+
+func (f *fakeSource) Read(id *ua.NodeID, attr ua.AttributeID) *ua.DataValue {
+	f.reads.Add(1)
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := f.node(id)
+	switch {
+	case n == nil:
+		return &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: ua.StatusBadNodeIDUnknown}
+	case attr == ua.AttributeIDValue:
+		return n.value.Load()
+	case attr == ua.AttributeIDDisplayName:
+		dv := &ua.DataValue{Value: ua.MustVariant(n.name)}
+		dv.UpdateMask()
+		return dv
+	}
+	return &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: ua.StatusBadAttributeIDInvalid}
+}
+
+func (f *fakeSource) Watch(id *ua.NodeID, fn func(*ua.DataValue)) (func(), ua.StatusCode) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.node(id)
+	if n == nil {
+		return nil, ua.StatusBadNodeIDUnknown
+	}
+	f.nextID++
+	key := f.nextID
+	n.watchers[key] = fn
+	return func() {
+		f.mu.Lock()
+		delete(n.watchers, key)
+		f.mu.Unlock()
+	}, ua.StatusGood
+}
+
+// set writes a new value to node i and notifies its watchers.
+func (f *fakeSource) set(i int, v any) *ua.DataValue {
+	return f.setDV(i, f.dataValue(v))
+}
+
+func (f *fakeSource) setDV(i int, dv *ua.DataValue) *ua.DataValue {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := f.nodes[uint32(i)]
+	n.value.Store(dv)
+	for _, fn := range n.watchers {
+		fn(dv)
+	}
+	return dv
+}
+
+func (f *fakeSource) rename(i int, name string) {
+	f.mu.Lock()
+	f.nodes[uint32(i)].name = name
+	f.mu.Unlock()
+}
+
+func (f *fakeSource) watchers() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, node := range f.nodes {
+		n += len(node.watchers)
+	}
+	return n
+}
+
+var _ Source = (*fakeSource)(nil)
+
+// fakeSender records every response. With block set, SendResponse waits
+// until block is closed: a client that stopped reading.
+type fakeSender struct {
+	mu    sync.Mutex
+	got   []sent
+	block chan struct{}
+}
+
+type sent struct {
+	reqID uint32
+	resp  ua.Response
+}
+
+func (s *fakeSender) SendResponse(reqID uint32, resp ua.Response) error {
+	if s.block != nil {
+		<-s.block
+	}
+	s.mu.Lock()
+	s.got = append(s.got, sent{reqID, resp})
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *fakeSender) all() []sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sent(nil), s.got...)
+}
+
+func (s *fakeSender) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.got)
+}
+
+var _ Sender = (*fakeSender)(nil)
+
+// env is an engine on a fake clock and a fake source of 100 nodes.
+type env struct {
+	t     *testing.T
+	e     *Engine
+	clock *clockwork.FakeClock
+	src   *fakeSource
+}
+
+func newEnv(t *testing.T, opts Options) *env {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	src := newFakeSource(clock.Now, 100)
+	opts.Clock = clock
+	e := New(src, opts)
+	t.Cleanup(e.Close)
+	return &env{t: t, e: e, clock: clock, src: src}
+}
+
+// advance moves the fake clock, runs a scheduling pass and waits until every
+// response it produced was handed to its Sender.
+func (v *env) advance(d time.Duration) {
+	v.t.Helper()
+	v.clock.Advance(d)
+	v.settle()
+}
+
+// settle runs a scheduling pass and waits for the outboxes to drain.
+func (v *env) settle() {
+	v.t.Helper()
+	v.e.sync()
+	waitFor(v.t, "responses sent", func() bool { return v.e.queued.Load() == 0 })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+func hdr(handle uint32) *ua.RequestHeader { return &ua.RequestHeader{RequestHandle: handle} }
+
+type subParams struct {
+	interval  float64 // ms
+	keepAlive uint32
+	lifetime  uint32
+	maxNotif  uint32
+	disabled  bool
+}
+
+func (v *env) createSub(sess SessionID, p subParams) *ua.CreateSubscriptionResponse {
+	v.t.Helper()
+	if p.interval == 0 {
+		p.interval = 100
+	}
+	resp, err := v.e.CreateSubscription(sess, &ua.CreateSubscriptionRequest{
+		RequestHeader:               hdr(1),
+		RequestedPublishingInterval: p.interval,
+		RequestedMaxKeepAliveCount:  p.keepAlive,
+		RequestedLifetimeCount:      p.lifetime,
+		MaxNotificationsPerPublish:  p.maxNotif,
+		PublishingEnabled:           !p.disabled,
+	})
+	if err != nil {
+		v.t.Fatalf("CreateSubscription: %v", err)
+	}
+	return resp
+}
+
+type itemSpec struct {
+	node          int
+	attr          ua.AttributeID
+	mode          ua.MonitoringMode
+	sampling      float64
+	queue         uint32
+	discardOldest bool
+	filter        *ua.ExtensionObject
+	handle        uint32
+}
+
+func (p itemSpec) request() *ua.MonitoredItemCreateRequest {
+	if p.attr == 0 {
+		p.attr = ua.AttributeIDValue
+	}
+	if p.mode == 0 {
+		p.mode = ua.MonitoringModeReporting
+	}
+	if p.handle == 0 {
+		p.handle = uint32(1000 + p.node)
+	}
+	return &ua.MonitoredItemCreateRequest{
+		ItemToMonitor:  &ua.ReadValueID{NodeID: nodeID(p.node), AttributeID: p.attr},
+		MonitoringMode: p.mode,
+		RequestedParameters: &ua.MonitoringParameters{
+			ClientHandle:     p.handle,
+			SamplingInterval: p.sampling,
+			QueueSize:        p.queue,
+			DiscardOldest:    p.discardOldest,
+			Filter:           p.filter,
+		},
+	}
+}
+
+func (v *env) createItems(sess SessionID, sub uint32, ttr ua.TimestampsToReturn, items ...itemSpec) []*ua.MonitoredItemCreateResult {
+	v.t.Helper()
+	req := &ua.CreateMonitoredItemsRequest{RequestHeader: hdr(2), SubscriptionID: sub, TimestampsToReturn: ttr}
+	for _, p := range items {
+		req.ItemsToCreate = append(req.ItemsToCreate, p.request())
+	}
+	resp, err := v.e.CreateMonitoredItems(sess, req)
+	if err != nil {
+		v.t.Fatalf("CreateMonitoredItems: %v", err)
+	}
+	return resp.Results
+}
+
+func (v *env) publish(sess SessionID, out Sender, reqID uint32, acks ...*ua.SubscriptionAcknowledgement) {
+	v.e.Publish(sess, out, reqID, &ua.PublishRequest{RequestHeader: hdr(reqID), SubscriptionAcknowledgements: acks})
+}
+
+// notifications returns the data-change notifications of a response.
+func notifications(t *testing.T, r ua.Response) []*ua.MonitoredItemNotification {
+	t.Helper()
+	pr, ok := r.(*ua.PublishResponse)
+	if !ok {
+		t.Fatalf("response is %T, want *ua.PublishResponse", r)
+	}
+	var out []*ua.MonitoredItemNotification
+	for _, eo := range pr.NotificationMessage.NotificationData {
+		if dcn, ok := eo.Value.(*ua.DataChangeNotification); ok {
+			out = append(out, dcn.MonitoredItems...)
+		}
+	}
+	return out
+}
+
+// values returns the int32 payloads of the notifications.
+func values(t *testing.T, ns []*ua.MonitoredItemNotification) []int32 {
+	t.Helper()
+	out := make([]int32, len(ns))
+	for i, n := range ns {
+		v, ok := n.Value.Value.Value().(int32)
+		if !ok {
+			t.Fatalf("notification %d value %T", i, n.Value.Value.Value())
+		}
+		out[i] = v
+	}
+	return out
+}
+
+func statusChange(t *testing.T, r ua.Response) (uint32, ua.StatusCode) {
+	t.Helper()
+	pr, ok := r.(*ua.PublishResponse)
+	if !ok {
+		t.Fatalf("response is %T, want *ua.PublishResponse", r)
+	}
+	for _, eo := range pr.NotificationMessage.NotificationData {
+		if sc, ok := eo.Value.(*ua.StatusChangeNotification); ok {
+			return pr.SubscriptionID, sc.Status
+		}
+	}
+	t.Fatalf("no StatusChangeNotification in %+v", pr.NotificationMessage)
+	return 0, 0
+}
+
+func faultStatus(t *testing.T, r ua.Response) ua.StatusCode {
+	t.Helper()
+	f, ok := r.(*ua.ServiceFault)
+	if !ok {
+		t.Fatalf("response is %T, want *ua.ServiceFault", r)
+	}
+	return f.ResponseHeader.ServiceResult
+}
