@@ -406,7 +406,9 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	defer silent.Close()
 	// A Publish the engine holds when the server closes.
-	go func() { _, _ = rc.do(&ua.PublishRequest{SubscriptionAcknowledgements: []*ua.SubscriptionAcknowledgement{}}) }()
+	go func() {
+		_, _ = rc.do(&ua.PublishRequest{SubscriptionAcknowledgements: []*ua.SubscriptionAcknowledgement{}})
+	}()
 	var pending pendingPublish
 	select {
 	case pending = <-eng.publish:
