@@ -1,0 +1,372 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Split-brain resolver strategies accepted by Cluster:SplitBrainResolverStrategy.
+const (
+	StrategyAutoDown      = "auto-down"
+	StrategyKeepOldest    = "keep-oldest"
+	StrategyKeepMajority  = "keep-majority"
+	StrategyStaticQuorum  = "static-quorum"
+	StrategyLeaseMajority = "lease-majority"
+)
+
+// Strategies lists the accepted split-brain resolver strategies in the order
+// they are reported to the user.
+var Strategies = []string{StrategyAutoDown, StrategyKeepOldest, StrategyKeepMajority, StrategyStaticQuorum, StrategyLeaseMajority}
+
+// Cluster roles accepted by Cluster:Roles and OTOPCUA_ROLES.
+const (
+	// RoleAdmin hosts the admin singletons (RedundancyStateActor and friends).
+	RoleAdmin = "admin"
+	// RoleDriver runs drivers and the OPC UA server and takes part in the
+	// Primary election of its ClusterId.
+	RoleDriver = "driver"
+)
+
+// Roles lists the accepted cluster roles.
+var Roles = []string{RoleAdmin, RoleDriver}
+
+// OPC UA redundancy support modes accepted by OpcUa:RedundancySupport.
+const (
+	RedundancyWarm = "Warm"
+	RedundancyHot  = "Hot"
+)
+
+// Config DB providers accepted by ConfigDb:Provider.
+const (
+	ProviderSQLite    = "sqlite"
+	ProviderSQLServer = "sqlserver"
+	ProviderPostgres  = "postgres"
+)
+
+// Providers lists the accepted Config DB providers.
+var Providers = []string{ProviderSQLite, ProviderSQLServer, ProviderPostgres}
+
+// SecurityPolicyNone is the only OPC UA security policy accepted for now.
+const SecurityPolicyNone = "None"
+
+// Log levels and formats accepted by the Telemetry section.
+var (
+	LogLevels  = []string{"debug", "info", "warn", "error"}
+	LogFormats = []string{"json", "text"}
+)
+
+// Config is one node's configuration: the appsettings.json sections, with the
+// same section and key names. Keys are matched case-insensitively when loaded.
+// A Config returned by Load or Default has every derived default filled in
+// (PublicHostname, OpcUa:ApplicationUri, DownOnConnectionRefused,
+// ConfigDb:ConnectionString for sqlite) and has passed Validate.
+type Config struct {
+	Cluster   ClusterConfig
+	Node      NodeConfig
+	OpcUa     OpcUaConfig
+	ConfigDb  ConfigDbConfig
+	LocalDb   LocalDbConfig
+	Http      HttpConfig
+	Telemetry TelemetryConfig
+}
+
+// ClusterConfig is the "Cluster" section: membership transport, seeds, roles
+// and downing.
+type ClusterConfig struct {
+	// Hostname is the address the cluster transport binds to.
+	// Default "0.0.0.0" (every interface).
+	Hostname string
+
+	// Port is the TCP port of the cluster transport. Default 4053.
+	Port int
+
+	// PublicHostname is the host name or IP address peers use to reach this
+	// node; together with Port it forms the NodeId (host:port). Default: the
+	// operating system's host name, or "localhost" when that cannot be read.
+	// Set it explicitly on every real pair: both nodes must agree on how to
+	// reach each other.
+	PublicHostname string
+
+	// SeedNodes lists the cluster addresses contacted to join, as
+	// "akka.tcp://otopcua@host:port" or "host:port". List both nodes of a
+	// pair on both nodes; only the first seed may form a new cluster.
+	// Default: empty, which means this node alone (its own address) when
+	// OpcUa:PeerApplicationUris is empty too; a node with peers must list
+	// seeds.
+	SeedNodes []string
+
+	// Roles are this node's cluster roles: "admin" and/or "driver".
+	// Default both. OTOPCUA_ROLES=admin,driver overrides it.
+	Roles []string
+
+	// SelfFormAfter is how long a node without membership waits before it
+	// forms a cluster on itself (only if no other seed accepts a TCP
+	// connection and its own address is in SeedNodes). Default 10 s; JSON
+	// null or a value ≤ 0 disables it and is stored as 0.
+	SelfFormAfter time.Duration `null:"zero"`
+
+	// SplitBrainResolverStrategy selects the downing strategy: "auto-down"
+	// (default), "keep-oldest", "keep-majority", "static-quorum" or
+	// "lease-majority".
+	SplitBrainResolverStrategy string
+
+	// AutoDownUnreachableAfter is how long a member stays unreachable before
+	// the leader downs it under auto-down. Default 15 s.
+	AutoDownUnreachableAfter time.Duration
+
+	// StableAfter is how long membership must be stable before a split-brain
+	// resolver strategy decides. Default 15 s.
+	StableAfter time.Duration
+
+	// DownIfAlone applies to keep-oldest: the oldest member downs itself when
+	// it is alone on its side of a partition. Default true.
+	DownIfAlone bool
+
+	// StaticQuorumSize is the quorum for static-quorum (number of members).
+	// Required, at least 1, when the strategy is static-quorum. Default 0.
+	StaticQuorumSize int
+
+	// DownOnConnectionRefused lets a peer whose address refuses TCP
+	// connections (the process is gone) be downed at once instead of after
+	// the unreachable timeout. Default: on for auto-down, off otherwise;
+	// JSON null means the default. Read it through DownOnConnectionRefusedEnabled.
+	DownOnConnectionRefused *bool `null:"zero"`
+
+	// FailureDetector tunes the phi-accrual failure detector.
+	FailureDetector FailureDetectorConfig
+
+	// AkkaConfigPath optionally names an existing akka.conf (HOCON) whose
+	// failure-detector and split-brain-resolver blocks are read. A relative
+	// path is resolved against the directory of the configuration file.
+	// Default "" (none).
+	AkkaConfigPath string
+}
+
+// FailureDetectorConfig is the "Cluster:FailureDetector" section.
+type FailureDetectorConfig struct {
+	// HeartbeatInterval is how often heartbeats are sent to each monitored
+	// peer. Default 1 s.
+	HeartbeatInterval time.Duration
+
+	// AcceptableHeartbeatPause is the pause tolerated before phi grows
+	// quickly. Default 3 s.
+	AcceptableHeartbeatPause time.Duration
+
+	// Threshold is the phi value above which a peer is unreachable
+	// (dimensionless). Default 10.0.
+	Threshold float64
+}
+
+// NodeConfig is the "Node" section.
+type NodeConfig struct {
+	// ClusterId is the application cluster (redundant set) this node belongs
+	// to; the Primary is elected per ClusterId. Letters, digits, '.', '_' and
+	// '-' only. Default "default".
+	ClusterId string
+}
+
+// OpcUaConfig is the "OpcUa" section.
+type OpcUaConfig struct {
+	// Port is the OPC UA TCP port (opc.tcp). Default 4840.
+	Port int
+
+	// ApplicationUri is this server's ApplicationUri, distinct on every node
+	// of the set. Default "urn:<Cluster:PublicHostname>:otopcua".
+	ApplicationUri string
+
+	// ApplicationName is the server's display name. Default "otopcua".
+	ApplicationName string
+
+	// PeerApplicationUris are the other servers of the redundant set,
+	// advertised in Server.ServerArray and ServerUriArray. No duplicates and
+	// never this node's own ApplicationUri. Default empty.
+	PeerApplicationUris []string
+
+	// PeerDiscoveryUrls are optional opc.tcp:// endpoint URLs of the peers,
+	// returned by FindServers. Default empty.
+	PeerDiscoveryUrls []string
+
+	// RedundancySupport is advertised in Server.ServerRedundancy: "Warm"
+	// (default) or "Hot".
+	RedundancySupport string
+
+	// Security selects the endpoint security.
+	Security SecurityConfig
+
+	// MaxSessions caps concurrent OPC UA sessions. Default 100.
+	MaxSessions int
+}
+
+// SecurityConfig is the "OpcUa:Security" section.
+type SecurityConfig struct {
+	// Policies are the security policies offered by the endpoint. Only
+	// "None" is accepted for now. Default ["None"].
+	Policies []string
+}
+
+// ConfigDbConfig is the "ConfigDb" section: the database shared by every
+// node of the set.
+type ConfigDbConfig struct {
+	// Provider is "sqlite" (default), "sqlserver" or "postgres".
+	Provider string
+
+	// ConnectionString is passed to the provider's driver. Default
+	// "file:otopcua.db" for sqlite; required for the other providers.
+	ConnectionString string
+}
+
+// LocalDbConfig is the "LocalDb" section: the node's own SQLite file.
+type LocalDbConfig struct {
+	// Path is the SQLite file of this node's local store. Default
+	// "otopcua-local.db" (relative to the working directory).
+	Path string
+}
+
+// HttpConfig is the "Http" section: /healthz, /readyz, /metrics and the
+// admin pages.
+type HttpConfig struct {
+	// Port is the HTTP port. Default 8080; 0 disables the HTTP endpoint
+	// (no health probes and no /metrics).
+	Port int
+
+	// Hostname is the address the HTTP server binds to. Default "0.0.0.0".
+	Hostname string
+}
+
+// TelemetryConfig is the "Telemetry" section.
+type TelemetryConfig struct {
+	// LogLevel is "debug", "info" (default), "warn" or "error".
+	LogLevel string
+
+	// LogFormat is "json" (default) or "text".
+	LogFormat string
+
+	// MetricsEnabled serves OTel metrics on /metrics. Default true.
+	MetricsEnabled bool
+}
+
+// staticDefaults returns the defaults that do not depend on other keys.
+// Derived defaults are filled in by resolve.
+func staticDefaults() *Config {
+	return &Config{
+		Cluster: ClusterConfig{
+			Hostname:                   "0.0.0.0",
+			Port:                       4053,
+			SeedNodes:                  []string{},
+			Roles:                      []string{RoleAdmin, RoleDriver},
+			SelfFormAfter:              10 * time.Second,
+			SplitBrainResolverStrategy: StrategyAutoDown,
+			AutoDownUnreachableAfter:   15 * time.Second,
+			StableAfter:                15 * time.Second,
+			DownIfAlone:                true,
+			FailureDetector: FailureDetectorConfig{
+				HeartbeatInterval:        time.Second,
+				AcceptableHeartbeatPause: 3 * time.Second,
+				Threshold:                10.0,
+			},
+		},
+		Node: NodeConfig{ClusterId: "default"},
+		OpcUa: OpcUaConfig{
+			Port:                4840,
+			ApplicationName:     "otopcua",
+			PeerApplicationUris: []string{},
+			PeerDiscoveryUrls:   []string{},
+			RedundancySupport:   RedundancyWarm,
+			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}},
+			MaxSessions:         100,
+		},
+		ConfigDb:  ConfigDbConfig{Provider: ProviderSQLite},
+		LocalDb:   LocalDbConfig{Path: "otopcua-local.db"},
+		Http:      HttpConfig{Port: 8080, Hostname: "0.0.0.0"},
+		Telemetry: TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
+	}
+}
+
+// Default returns the configuration used when no file and no environment
+// override is given, with every derived default filled in.
+func Default() *Config {
+	c := staticDefaults()
+	c.resolve("")
+	return c
+}
+
+// SelfFormEnabled reports whether the self-form fallback is armed.
+func (c *ClusterConfig) SelfFormEnabled() bool { return c.SelfFormAfter > 0 }
+
+// DownOnConnectionRefusedEnabled returns DownOnConnectionRefused, or its
+// strategy-dependent default when unset.
+func (c *ClusterConfig) DownOnConnectionRefusedEnabled() bool {
+	if c.DownOnConnectionRefused != nil {
+		return *c.DownOnConnectionRefused
+	}
+	return c.SplitBrainResolverStrategy == StrategyAutoDown
+}
+
+// HasRole reports whether role is one of this node's roles.
+func (c *ClusterConfig) HasRole(role string) bool {
+	for _, r := range c.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// SelfAddress is the address peers use for this node: PublicHostname and Port.
+func (c *ClusterConfig) SelfAddress() SeedAddress {
+	return SeedAddress{Host: c.PublicHostname, Port: c.Port}
+}
+
+// NodeID is this node's identity in the cluster, "PublicHostname:Port".
+func (c *ClusterConfig) NodeID() string { return c.SelfAddress().String() }
+
+// SeedAddresses returns SeedNodes parsed, in order. Entries that do not parse
+// are skipped; Validate reports them.
+func (c *ClusterConfig) SeedAddresses() []SeedAddress {
+	out := make([]SeedAddress, 0, len(c.SeedNodes))
+	for _, s := range c.SeedNodes {
+		if a, err := ParseSeedAddress(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// IsOwnSeed reports whether this node's own address is in its seed list,
+// the second guard of the self-form fallback.
+func (c *ClusterConfig) IsOwnSeed() bool {
+	self := c.SelfAddress()
+	for _, a := range c.SeedAddresses() {
+		if a.Equal(self) {
+			return true
+		}
+	}
+	return false
+}
+
+// HTTPAddr is the listen address of the HTTP endpoint, "" when disabled.
+func (c *HttpConfig) HTTPAddr() string {
+	if c.Port == 0 {
+		return ""
+	}
+	return net.JoinHostPort(c.Hostname, strconv.Itoa(c.Port))
+}
+
+// Summary is a one-line description of the node for logs and `config check`.
+func (c *Config) Summary() string {
+	http := "disabled"
+	if c.Http.Port != 0 {
+		http = strconv.Itoa(c.Http.Port)
+	}
+	return "node " + c.Cluster.NodeID() +
+		" cluster-id " + c.Node.ClusterId +
+		" roles " + strings.Join(c.Cluster.Roles, ",") +
+		" seeds " + strconv.Itoa(len(c.Cluster.SeedNodes)) +
+		" strategy " + c.Cluster.SplitBrainResolverStrategy +
+		" opcua " + strconv.Itoa(c.OpcUa.Port) + " " + c.OpcUa.ApplicationUri +
+		" (" + c.OpcUa.RedundancySupport + ", " + strconv.Itoa(len(c.OpcUa.PeerApplicationUris)) + " peers)" +
+		" http " + http +
+		" configdb " + c.ConfigDb.Provider
+}

@@ -1,0 +1,526 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fixedHostname makes the default PublicHostname predictable.
+func fixedHostname(t *testing.T, name string) {
+	t.Helper()
+	old := hostname
+	hostname = func() (string, error) { return name, nil }
+	t.Cleanup(func() { hostname = old })
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func mustLoad(t *testing.T, body string, environ ...string) *Config {
+	t.Helper()
+	cfg, err := Load(writeFile(t, "appsettings.json", body), environ)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return cfg
+}
+
+// loadItems loads body and returns the validation items; it fails the test
+// when loading succeeds or fails in another way.
+func loadItems(t *testing.T, body string, environ ...string) []Item {
+	t.Helper()
+	_, err := Load(writeFile(t, "appsettings.json", body), environ)
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Load error = %v, want *ValidationError", err)
+	}
+	return ve.Items
+}
+
+func TestDefault(t *testing.T) {
+	fixedHostname(t, "plc-host")
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Default is invalid: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Cluster.Hostname", c.Cluster.Hostname, "0.0.0.0"},
+		{"Cluster.Port", c.Cluster.Port, 4053},
+		{"Cluster.PublicHostname", c.Cluster.PublicHostname, "plc-host"},
+		{"Cluster.SeedNodes", c.Cluster.SeedNodes, []string{"plc-host:4053"}},
+		{"Cluster.Roles", c.Cluster.Roles, []string{"admin", "driver"}},
+		{"Cluster.SelfFormAfter", c.Cluster.SelfFormAfter, 10 * time.Second},
+		{"Cluster.SplitBrainResolverStrategy", c.Cluster.SplitBrainResolverStrategy, "auto-down"},
+		{"Cluster.AutoDownUnreachableAfter", c.Cluster.AutoDownUnreachableAfter, 15 * time.Second},
+		{"Cluster.StableAfter", c.Cluster.StableAfter, 15 * time.Second},
+		{"Cluster.DownIfAlone", c.Cluster.DownIfAlone, true},
+		{"Cluster.DownOnConnectionRefused", c.Cluster.DownOnConnectionRefusedEnabled(), true},
+		{"FailureDetector.HeartbeatInterval", c.Cluster.FailureDetector.HeartbeatInterval, time.Second},
+		{"FailureDetector.AcceptableHeartbeatPause", c.Cluster.FailureDetector.AcceptableHeartbeatPause, 3 * time.Second},
+		{"FailureDetector.Threshold", c.Cluster.FailureDetector.Threshold, 10.0},
+		{"Node.ClusterId", c.Node.ClusterId, "default"},
+		{"OpcUa.Port", c.OpcUa.Port, 4840},
+		{"OpcUa.ApplicationUri", c.OpcUa.ApplicationUri, "urn:plc-host:otopcua"},
+		{"OpcUa.ApplicationName", c.OpcUa.ApplicationName, "otopcua"},
+		{"OpcUa.RedundancySupport", c.OpcUa.RedundancySupport, "Warm"},
+		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None"}},
+		{"OpcUa.MaxSessions", c.OpcUa.MaxSessions, 100},
+		{"ConfigDb.Provider", c.ConfigDb.Provider, "sqlite"},
+		{"ConfigDb.ConnectionString", c.ConfigDb.ConnectionString, "file:otopcua.db"},
+		{"LocalDb.Path", c.LocalDb.Path, "otopcua-local.db"},
+		{"Http.Port", c.Http.Port, 8080},
+		{"Http.Hostname", c.Http.Hostname, "0.0.0.0"},
+		{"Telemetry.LogLevel", c.Telemetry.LogLevel, "info"},
+		{"Telemetry.LogFormat", c.Telemetry.LogFormat, "json"},
+		{"Telemetry.MetricsEnabled", c.Telemetry.MetricsEnabled, true},
+		{"NodeID", c.Cluster.NodeID(), "plc-host:4053"},
+		{"IsOwnSeed", c.Cluster.IsOwnSeed(), true},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestDefaultHostnameFallsBackToLocalhost(t *testing.T) {
+	old := hostname
+	hostname = func() (string, error) { return "", errors.New("no hostname") }
+	defer func() { hostname = old }()
+	c := Default()
+	if c.Cluster.PublicHostname != "localhost" || c.OpcUa.ApplicationUri != "urn:localhost:otopcua" {
+		t.Fatalf("PublicHostname %q ApplicationUri %q, want localhost", c.Cluster.PublicHostname, c.OpcUa.ApplicationUri)
+	}
+}
+
+func TestLoadWithoutFileUsesDefaultsAndEnvironment(t *testing.T) {
+	fixedHostname(t, "h")
+	c, err := Load("", []string{"OTOPCUA_OPCUA__PORT=4999"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OpcUa.Port != 4999 || c.Cluster.Port != 4053 {
+		t.Fatalf("ports %d/%d", c.OpcUa.Port, c.Cluster.Port)
+	}
+}
+
+const pairNodeA = `{
+  "Cluster": {
+    "Hostname": "127.0.0.1",
+    "Port": 4053,
+    "PublicHostname": "node-a.lan",
+    "SeedNodes": ["akka.tcp://otopcua@node-a.lan:4053", "node-b.lan:4053"],
+    "Roles": ["Admin", "DRIVER", "driver"],
+    "SelfFormAfter": "00:00:20",
+    "SplitBrainResolverStrategy": "Keep-Oldest",
+    "AutoDownUnreachableAfter": "00:00:30",
+    "StableAfter": "20s",
+    "DownIfAlone": false,
+    "FailureDetector": {"HeartbeatInterval": "00:00:00.500", "AcceptableHeartbeatPause": "5s", "Threshold": 12}
+  },
+  "Node": {"ClusterId": "site-a.line_1"},
+  "OpcUa": {
+    "Port": 4841,
+    "ApplicationUri": "urn:node-a:otopcua",
+    "ApplicationName": "Line 1 A",
+    "PeerApplicationUris": ["urn:node-b:otopcua"],
+    "PeerDiscoveryUrls": ["opc.tcp://node-b.lan:4840"],
+    "RedundancySupport": "hot",
+    "Security": {"Policies": ["none"]},
+    "MaxSessions": 20
+  },
+  "ConfigDb": {"Provider": "SqlServer", "ConnectionString": "sqlserver://sa@db/otopcua"},
+  "LocalDb": {"Path": "/var/lib/otopcua/local.db"},
+  "Http": {"Port": 0},
+  "Telemetry": {"LogLevel": "Warning", "LogFormat": "TEXT", "MetricsEnabled": false}
+}`
+
+func TestLoadFullFile(t *testing.T) {
+	c := mustLoad(t, pairNodeA)
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Hostname", c.Cluster.Hostname, "127.0.0.1"},
+		{"SeedAddresses", c.Cluster.SeedAddresses(), []SeedAddress{{"node-a.lan", 4053}, {"node-b.lan", 4053}}},
+		{"Roles", c.Cluster.Roles, []string{"admin", "driver"}},
+		{"SelfFormAfter", c.Cluster.SelfFormAfter, 20 * time.Second},
+		{"Strategy", c.Cluster.SplitBrainResolverStrategy, "keep-oldest"},
+		{"AutoDown", c.Cluster.AutoDownUnreachableAfter, 30 * time.Second},
+		{"StableAfter", c.Cluster.StableAfter, 20 * time.Second},
+		{"DownIfAlone", c.Cluster.DownIfAlone, false},
+		{"DownOnConnectionRefused (keep-oldest default)", c.Cluster.DownOnConnectionRefusedEnabled(), false},
+		{"Heartbeat", c.Cluster.FailureDetector.HeartbeatInterval, 500 * time.Millisecond},
+		{"Pause", c.Cluster.FailureDetector.AcceptableHeartbeatPause, 5 * time.Second},
+		{"Threshold", c.Cluster.FailureDetector.Threshold, 12.0},
+		{"ClusterId", c.Node.ClusterId, "site-a.line_1"},
+		{"OpcUa.Port", c.OpcUa.Port, 4841},
+		{"ApplicationName", c.OpcUa.ApplicationName, "Line 1 A"},
+		{"Peers", c.OpcUa.PeerApplicationUris, []string{"urn:node-b:otopcua"}},
+		{"Discovery", c.OpcUa.PeerDiscoveryUrls, []string{"opc.tcp://node-b.lan:4840"}},
+		{"RedundancySupport", c.OpcUa.RedundancySupport, "Hot"},
+		{"Policies", c.OpcUa.Security.Policies, []string{"None"}},
+		{"MaxSessions", c.OpcUa.MaxSessions, 20},
+		{"Provider", c.ConfigDb.Provider, "sqlserver"},
+		{"ConnectionString", c.ConfigDb.ConnectionString, "sqlserver://sa@db/otopcua"},
+		{"LocalDb", c.LocalDb.Path, "/var/lib/otopcua/local.db"},
+		{"Http.Port", c.Http.Port, 0},
+		{"HTTPAddr", c.Http.HTTPAddr(), ""},
+		{"LogLevel", c.Telemetry.LogLevel, "warn"},
+		{"LogFormat", c.Telemetry.LogFormat, "text"},
+		{"MetricsEnabled", c.Telemetry.MetricsEnabled, false},
+		{"IsOwnSeed", c.Cluster.IsOwnSeed(), true},
+		{"NodeID", c.Cluster.NodeID(), "node-a.lan:4053"},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestKeysAreCaseInsensitiveAndFlatKeysNest(t *testing.T) {
+	fixedHostname(t, "h")
+	c := mustLoad(t, `{
+		"opcua": {"PORT": 4841},
+		"OpcUa:MaxSessions": 7,
+		"http.port": 8090,
+		"cLuStEr": {"publichostname": "node-x", "FailureDetector:Threshold": 9},
+		"Cluster": {"port": 4055}
+	}`)
+	if c.OpcUa.Port != 4841 || c.OpcUa.MaxSessions != 7 || c.Http.Port != 8090 {
+		t.Errorf("OpcUa.Port %d MaxSessions %d Http.Port %d", c.OpcUa.Port, c.OpcUa.MaxSessions, c.Http.Port)
+	}
+	if c.Cluster.PublicHostname != "node-x" || c.Cluster.Port != 4055 || c.Cluster.FailureDetector.Threshold != 9 {
+		t.Errorf("Cluster %+v", c.Cluster)
+	}
+	if c.OpcUa.ApplicationUri != "urn:node-x:otopcua" {
+		t.Errorf("ApplicationUri = %q, want it derived from the loaded PublicHostname", c.OpcUa.ApplicationUri)
+	}
+}
+
+func TestCommentsAndTrailingCommas(t *testing.T) {
+	c := mustLoad(t, `{
+		// the pair's first node
+		"OpcUa": {
+			"Port": 4841, /* not 4840: node-b uses it */
+			"ApplicationName": "a // not a comment, /* nor this */",
+		},
+		"Cluster": {"SeedNodes": ["h:4053",],},
+	}`)
+	if c.OpcUa.Port != 4841 || c.OpcUa.ApplicationName != "a // not a comment, /* nor this */" {
+		t.Fatalf("OpcUa %+v", c.OpcUa)
+	}
+	if !reflect.DeepEqual(c.Cluster.SeedNodes, []string{"h:4053"}) {
+		t.Fatalf("SeedNodes %v", c.Cluster.SeedNodes)
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	file := `{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"], "Roles": ["admin"]},
+	          "OpcUa": {"PeerApplicationUris": ["urn:b", "urn:c"]}}`
+	c := mustLoad(t, file,
+		"PATH=/usr/bin",
+		"OTOPCUA_OPCUA__PORT=4841",
+		"OTOPCUA_CLUSTER__SEEDNODES__0=akka.tcp://otopcua@a2:4053",
+		"OTOPCUA_OPCUA__PEERAPPLICATIONURIS=urn:x, urn:y",
+		"OTOPCUA_CLUSTER__FAILUREDETECTOR__THRESHOLD=12.5",
+		"OTOPCUA_CLUSTER__SELFFORMAFTER=00:00:30",
+		"OTOPCUA_CLUSTER__DOWNIFALONE=False",
+		"OTOPCUA_NODE__CLUSTERID=line-2",
+		"OTOPCUA_ROLES=driver",
+		"OTOPCUA_SOMETHINGELSE=ignored",
+		"OTOPCUA_OTHER__KEY=ignored",
+	)
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"OpcUa.Port", c.OpcUa.Port, 4841},
+		{"SeedNodes (element 0 replaced, 1 kept)", c.Cluster.SeedNodes, []string{"akka.tcp://otopcua@a2:4053", "b:4053"}},
+		{"Peers (comma list replaces)", c.OpcUa.PeerApplicationUris, []string{"urn:x", "urn:y"}},
+		{"Threshold", c.Cluster.FailureDetector.Threshold, 12.5},
+		{"SelfFormAfter", c.Cluster.SelfFormAfter, 30 * time.Second},
+		{"DownIfAlone", c.Cluster.DownIfAlone, false},
+		{"ClusterId", c.Node.ClusterId, "line-2"},
+		{"Roles", c.Cluster.Roles, []string{"driver"}},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestRolesVariableWinsOverClusterRoles(t *testing.T) {
+	c := mustLoad(t, `{}`, "OTOPCUA_ROLES=admin", "OTOPCUA_CLUSTER__ROLES=driver")
+	if !reflect.DeepEqual(c.Cluster.Roles, []string{"admin"}) {
+		t.Fatalf("Roles = %v, want [admin]", c.Cluster.Roles)
+	}
+	c = mustLoad(t, `{}`, "OTOPCUA_CLUSTER__ROLES__1=admin")
+	if !reflect.DeepEqual(c.Cluster.Roles, []string{"admin"}) {
+		t.Fatalf("Roles = %v, want the default [admin driver] with element 1 replaced, repeats dropped", c.Cluster.Roles)
+	}
+	c = mustLoad(t, `{}`, "OTOPCUA_ROLES=")
+	if len(c.Cluster.Roles) != 0 || c.Cluster.HasRole(RoleDriver) {
+		t.Fatalf("Roles = %v, want none", c.Cluster.Roles)
+	}
+}
+
+func TestSelfFormAfterForms(t *testing.T) {
+	tests := []struct {
+		json    string
+		want    time.Duration
+		enabled bool
+	}{
+		{`"00:00:05"`, 5 * time.Second, true},
+		{`"250ms"`, 250 * time.Millisecond, true},
+		{`null`, 0, false},
+		{`"00:00:00"`, 0, false},
+		{`"-00:00:01"`, 0, false},
+		{`"-5s"`, 0, false},
+	}
+	for _, tc := range tests {
+		c := mustLoad(t, `{"Cluster": {"SelfFormAfter": `+tc.json+`}}`)
+		if c.Cluster.SelfFormAfter != tc.want || c.Cluster.SelfFormEnabled() != tc.enabled {
+			t.Errorf("SelfFormAfter %s: got %v enabled=%v, want %v enabled=%v", tc.json, c.Cluster.SelfFormAfter, c.Cluster.SelfFormEnabled(), tc.want, tc.enabled)
+		}
+	}
+}
+
+func TestNullKeepsDefaultElsewhere(t *testing.T) {
+	c := mustLoad(t, `{"Cluster": {"Port": null, "StableAfter": null, "DownOnConnectionRefused": null}, "OpcUa": null}`)
+	if c.Cluster.Port != 4053 || c.Cluster.StableAfter != 15*time.Second || c.OpcUa.Port != 4840 || !c.Cluster.DownOnConnectionRefusedEnabled() {
+		t.Fatalf("null did not keep defaults: %+v", c.Cluster)
+	}
+}
+
+func TestDownOnConnectionRefused(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want bool
+	}{
+		{`{"Cluster": {"SplitBrainResolverStrategy": "auto-down"}}`, true},
+		{`{"Cluster": {"SplitBrainResolverStrategy": "keep-majority"}}`, false},
+		{`{"Cluster": {"SplitBrainResolverStrategy": "keep-majority", "DownOnConnectionRefused": true}}`, true},
+		{`{"Cluster": {"DownOnConnectionRefused": false}}`, false},
+	} {
+		if got := mustLoad(t, tc.json).Cluster.DownOnConnectionRefusedEnabled(); got != tc.want {
+			t.Errorf("%s: DownOnConnectionRefused = %v, want %v", tc.json, got, tc.want)
+		}
+	}
+}
+
+func TestAkkaConfigPathResolvedAgainstConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "akka.conf"), []byte("akka {}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "appsettings.json")
+	if err := os.WriteFile(p, []byte(`{"Cluster": {"AkkaConfigPath": "akka.conf"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Cluster.AkkaConfigPath != filepath.Join(dir, "akka.conf") {
+		t.Fatalf("AkkaConfigPath = %q", c.Cluster.AkkaConfigPath)
+	}
+}
+
+func TestSyntaxErrorNamesFileAndLine(t *testing.T) {
+	p := writeFile(t, "broken.json", "{\n  \"Cluster\": {\n    \"Port\": 4053\n    \"Roles\": []\n  }\n}\n")
+	_, err := Load(p, nil)
+	var se *SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want *SyntaxError", err)
+	}
+	if se.File != p || se.Line != 4 {
+		t.Fatalf("SyntaxError at %s:%d:%d, want %s line 4", se.File, se.Line, se.Column, p)
+	}
+	if !strings.Contains(err.Error(), p+":4:") {
+		t.Fatalf("message %q does not name file and line", err)
+	}
+	for _, body := range []string{"", "[]", `{"a": }`, "{\"Cluster\": {/* open"} {
+		if _, err := LoadBytes("x.json", []byte(body), nil); !errors.As(err, &se) {
+			t.Errorf("LoadBytes(%q) = %v, want *SyntaxError", body, err)
+		}
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.json"), nil)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestStrategyMessageMatchesDocumentedForm(t *testing.T) {
+	_, err := Load(writeFile(t, "a.json", `{"Cluster": {"SplitBrainResolverStrategy": "keep-newest"}}`), nil)
+	want := `Cluster:SplitBrainResolverStrategy = "keep-newest": accepted values are auto-down, keep-oldest, keep-majority, static-quorum, lease-majority`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant a line %s", err, want)
+	}
+}
+
+func TestValidationCases(t *testing.T) {
+	tests := []struct {
+		name     string
+		json     string
+		env      []string
+		key      string
+		value    string
+		accepted string // substring of Item.Accepted
+		source   string
+	}{
+		{"unknown strategy", `{"Cluster": {"SplitBrainResolverStrategy": "keep-newest"}}`, nil,
+			"Cluster:SplitBrainResolverStrategy", "keep-newest", "auto-down, keep-oldest, keep-majority, static-quorum, lease-majority", ""},
+		{"cluster port too large", `{"Cluster": {"Port": 70000}}`, nil, "Cluster:Port", "70000", "1..65535", ""},
+		{"cluster port zero", `{"Cluster": {"Port": 0}}`, nil, "Cluster:Port", "0", "1..65535", ""},
+		{"opcua port negative", `{"OpcUa": {"Port": -1}}`, nil, "OpcUa:Port", "-1", "1..65535", ""},
+		{"http port too large", `{"Http": {"Port": 65536}}`, nil, "Http:Port", "65536", "0 (disabled) or 1..65535", ""},
+		{"port not a number", `{"OpcUa": {"Port": "abc"}}`, nil, "OpcUa:Port", "abc", "1..65535", ""},
+		{"port fractional", `{"OpcUa": {"Port": 4840.5}}`, nil, "OpcUa:Port", "4840.5", "1..65535", ""},
+		{"port from env", `{}`, []string{"OTOPCUA_OPCUA__PORT=x"}, "OpcUa:Port", "x", "1..65535", "OTOPCUA_OPCUA__PORT"},
+		{"opcua port = cluster port", `{"OpcUa": {"Port": 4053}}`, nil, "OpcUa:Port", "4053", "not already used by Cluster:Port", ""},
+		{"http port = opcua port", `{"Http": {"Port": 4840}}`, nil, "Http:Port", "4840", "not already used by OpcUa:Port", ""},
+		{"seed does not parse", `{"Cluster": {"SeedNodes": ["a:4053", "node-b"]}}`, nil, "Cluster:SeedNodes:1", "node-b", "host:port or akka.tcp://otopcua@host:port", ""},
+		{"seed from env", `{}`, []string{"OTOPCUA_CLUSTER__SEEDNODES=a:1,b"}, "Cluster:SeedNodes:1", "b", "host:port", "OTOPCUA_CLUSTER__SEEDNODES"},
+		{"no seeds but peers", `{"OpcUa": {"PeerApplicationUris": ["urn:b"]}}`, nil, "Cluster:SeedNodes", "", "one or more seed addresses", ""},
+		{"duplicate peer", `{"Cluster": {"SeedNodes": ["a:1"]}, "OpcUa": {"PeerApplicationUris": ["urn:b", "urn:c", "urn:b"]}}`, nil,
+			"OpcUa:PeerApplicationUris:2", "urn:b", "already OpcUa:PeerApplicationUris:0", ""},
+		{"peer is self", `{"Cluster": {"SeedNodes": ["a:1"]}, "OpcUa": {"ApplicationUri": "urn:a", "PeerApplicationUris": ["urn:a"]}}`, nil,
+			"OpcUa:PeerApplicationUris:0", "urn:a", "not this node's own OpcUa:ApplicationUri", ""},
+		{"peer not a URI", `{"Cluster": {"SeedNodes": ["a:1"]}, "OpcUa": {"PeerApplicationUris": ["node b"]}}`, nil,
+			"OpcUa:PeerApplicationUris:0", "node b", "absolute URIs", ""},
+		{"own URI not a URI", `{"OpcUa": {"ApplicationUri": "no-scheme"}}`, nil, "OpcUa:ApplicationUri", "no-scheme", "absolute URIs", ""},
+		{"discovery url", `{"OpcUa": {"PeerDiscoveryUrls": ["http://b:4840"]}}`, nil, "OpcUa:PeerDiscoveryUrls:0", "http://b:4840", "opc.tcp://", ""},
+		{"unknown role", `{"Cluster": {"Roles": ["admin", "drvier"]}}`, nil, "Cluster:Roles:1", "drvier", "accepted values are admin, driver", ""},
+		{"unknown role from OTOPCUA_ROLES", `{}`, []string{"OTOPCUA_ROLES=admin,web"}, "Cluster:Roles:1", "web", "admin, driver", "OTOPCUA_ROLES"},
+		{"bad duration", `{"Cluster": {"StableAfter": "15"}}`, nil, "Cluster:StableAfter", "15", "00:00:10", ""},
+		{"duration as number", `{"Cluster": {"SelfFormAfter": 10}}`, nil, "Cluster:SelfFormAfter", "10", "10s", ""},
+		{"zero duration", `{"Cluster": {"AutoDownUnreachableAfter": "00:00:00"}}`, nil, "Cluster:AutoDownUnreachableAfter", "0s", "greater than 0", ""},
+		{"heartbeat zero", `{"Cluster": {"FailureDetector": {"HeartbeatInterval": "0s"}}}`, nil, "Cluster:FailureDetector:HeartbeatInterval", "0s", "greater than 0", ""},
+		{"threshold zero", `{"Cluster": {"FailureDetector": {"Threshold": 0}}}`, nil, "Cluster:FailureDetector:Threshold", "0", "greater than 0", ""},
+		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot", ""},
+		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None", ""},
+		{"no security policy", `{"OpcUa": {"Security": {"Policies": []}}}`, nil, "OpcUa:Security:Policies", "", "at least one policy", ""},
+		{"max sessions", `{"OpcUa": {"MaxSessions": 0}}`, nil, "OpcUa:MaxSessions", "0", "≥ 1", ""},
+		{"unknown provider", `{"ConfigDb": {"Provider": "oracle"}}`, nil, "ConfigDb:Provider", "oracle", "accepted values are sqlite, sqlserver, postgres", ""},
+		{"sqlserver without connection string", `{"ConfigDb": {"Provider": "sqlserver"}}`, nil, "ConfigDb:ConnectionString", "", "required for sqlserver", ""},
+		{"empty local db", `{"LocalDb": {"Path": ""}}`, nil, "LocalDb:Path", "", "file paths", ""},
+		{"empty ClusterId", `{"Node": {"ClusterId": ""}}`, nil, "Node:ClusterId", "", "letters, digits", ""},
+		{"ClusterId with space", `{"Node": {"ClusterId": "site a"}}`, nil, "Node:ClusterId", "site a", "letters, digits", ""},
+		{"static-quorum without size", `{"Cluster": {"SplitBrainResolverStrategy": "static-quorum"}}`, nil, "Cluster:StaticQuorumSize", "0", "required by static-quorum", ""},
+		{"unknown key", `{"Cluster": {"SeedNode": ["a:1"]}}`, nil, "Cluster:SeedNode", `["a:1"]`, "unknown key (did you mean Cluster:SeedNodes?)", ""},
+		{"unknown flat key", `{"OpcUa:Prot": 1}`, nil, "OpcUa:Prot", "1", "unknown key (did you mean OpcUa:Port?)", ""},
+		{"unknown section", `{"Clustr": {}}`, nil, "Clustr", "{}", "unknown section (did you mean Cluster?); accepted sections are Cluster, Node", ""},
+		{"unknown nested key", `{"Cluster": {"FailureDetector": {"Treshold": 5}}}`, nil, "Cluster:FailureDetector:Treshold", "5", "did you mean Cluster:FailureDetector:Threshold?", ""},
+		{"unknown key from env", `{}`, []string{"OTOPCUA_OPCUA__PROT=1"}, "OpcUa:prot", "1", "unknown key", "OTOPCUA_OPCUA__PROT"},
+		{"env single underscore", `{}`, []string{"OTOPCUA_OPCUA_PORT=4841"}, "OTOPCUA_OPCUA_PORT", "4841", "double underscore", ""},
+		{"section not an object", `{"Cluster": 5}`, nil, "Cluster", "5", "sections (JSON objects)", ""},
+		{"list not a list", `{"Cluster": {"Roles": {"a": "admin"}}}`, nil, "Cluster:Roles", `{"a":"admin"}`, "lists of text", ""},
+		{"bool not a bool", `{"Cluster": {"DownIfAlone": "yes"}}`, nil, "Cluster:DownIfAlone", "yes", "true or false", ""},
+		{"akka config missing", `{"Cluster": {"AkkaConfigPath": "missing.conf"}}`, nil, "Cluster:AkkaConfigPath", "", "existing akka.conf", ""},
+		{"log level", `{"Telemetry": {"LogLevel": "verbose"}}`, nil, "Telemetry:LogLevel", "verbose", "accepted values are debug, info, warn, error", ""},
+		{"log format", `{"Telemetry": {"LogFormat": "xml"}}`, nil, "Telemetry:LogFormat", "xml", "accepted values are json, text", ""},
+		{"public hostname", `{"Cluster": {"PublicHostname": "node a"}}`, nil, "Cluster:PublicHostname", "node a", "host names or IP addresses", ""},
+		{"http hostname", `{"Http": {"Hostname": ""}}`, nil, "Http:Hostname", "", "bind addresses", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			items := loadItems(t, tc.json, tc.env...)
+			for _, it := range items {
+				if it.Key != tc.key {
+					continue
+				}
+				if tc.value != "" && it.Value != tc.value || tc.value == "" && tc.key != "Cluster:AkkaConfigPath" && it.Value != "" {
+					t.Errorf("%s value = %q, want %q", it.Key, it.Value, tc.value)
+				}
+				if !strings.Contains(it.Accepted, tc.accepted) {
+					t.Errorf("%s accepted = %q, want it to contain %q", it.Key, it.Accepted, tc.accepted)
+				}
+				if it.Source != tc.source {
+					t.Errorf("%s source = %q, want %q", it.Key, it.Source, tc.source)
+				}
+				if len(items) != 1 {
+					t.Errorf("got %d items, want only this one: %v", len(items), items)
+				}
+				return
+			}
+			t.Fatalf("no item for %s in %v", tc.key, items)
+		})
+	}
+}
+
+func TestValidationCollectsEveryError(t *testing.T) {
+	items := loadItems(t, `{
+		"Cluster": {"Port": 0, "SplitBrainResolverStrategy": "keep-newest", "SeedNode": [], "Roles": ["web"]},
+		"Node": {"ClusterId": ""},
+		"OpcUa": {"RedundancySupport": "cold"},
+		"ConfigDb": {"Provider": "oracle"}
+	}`, "OTOPCUA_HTTP__PORT=99999")
+	want := []string{
+		`Cluster:SeedNode = "[]": unknown key (did you mean Cluster:SeedNodes?)`,
+		`Cluster:Port = "0": accepted values are 1..65535`,
+		`Cluster:Roles:0 = "web": accepted values are admin, driver`,
+		`Cluster:SplitBrainResolverStrategy = "keep-newest": accepted values are auto-down, keep-oldest, keep-majority, static-quorum, lease-majority`,
+		`Node:ClusterId = "": accepted values are non-empty names`,
+		`OpcUa:RedundancySupport = "cold": accepted values are Warm, Hot`,
+		`ConfigDb:Provider = "oracle": accepted values are sqlite, sqlserver, postgres`,
+		`Http:Port = "99999" (from OTOPCUA_HTTP__PORT): accepted values are 0 (disabled) or 1..65535`,
+	}
+	if len(items) != len(want) {
+		t.Fatalf("got %d items, want %d:\n%v", len(items), len(want), items)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(items[i].String(), w) {
+			t.Errorf("item %d = %s\nwant prefix %s", i, items[i], w)
+		}
+	}
+	err := &ValidationError{File: "f.json", Items: items}
+	if !strings.HasPrefix(err.Error(), "invalid configuration in f.json: 8 problems\n  ") {
+		t.Errorf("Error() = %q", err.Error())
+	}
+}
+
+func TestValidateOnBuiltConfig(t *testing.T) {
+	c := Default()
+	c.Cluster.Port, c.OpcUa.Port, c.Http.Port = 5000, 5000, 5000
+	err := c.Validate()
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Items) != 2 {
+		t.Fatalf("Validate = %v, want two collisions", err)
+	}
+	if ve.Items[0].Key != "OpcUa:Port" || ve.Items[1].Key != "Http:Port" {
+		t.Fatalf("items %v", ve.Items)
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	c := mustLoad(t, `{"Cluster": {"PublicHostname": "c", "SeedNodes": ["a:4053", "b:4053"], "SplitBrainResolverStrategy": "keep-oldest"}}`)
+	w := strings.Join(c.Warnings(), "\n")
+	if !strings.Contains(w, "not in its own Cluster:SeedNodes") || !strings.Contains(w, "keep-oldest on a two-node pair") {
+		t.Fatalf("warnings %q", w)
+	}
+	c = mustLoad(t, `{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"]}}`)
+	if w := c.Warnings(); len(w) != 0 {
+		t.Fatalf("warnings %q, want none", w)
+	}
+}

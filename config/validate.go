@@ -1,0 +1,296 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Item is one invalid setting.
+type Item struct {
+	// Key is the setting in appsettings.json notation, e.g.
+	// "Cluster:SplitBrainResolverStrategy" or "Cluster:SeedNodes:1" for a
+	// list element.
+	Key string
+	// Value is the offending value as written ("" when missing).
+	Value string
+	// Accepted says what would be accepted instead.
+	Accepted string
+	// Source names the environment variable that set the value; "" when it
+	// came from the file or the defaults.
+	Source string
+}
+
+// String renders the item as `Key = "Value": accepted …`.
+func (i Item) String() string {
+	src := ""
+	if i.Source != "" {
+		src = " (from " + i.Source + ")"
+	}
+	return fmt.Sprintf("%s = %q%s: %s", i.Key, i.Value, src, i.Accepted)
+}
+
+// ValidationError lists every invalid setting found, in section order.
+type ValidationError struct {
+	// File is the configuration file, "" when none was read.
+	File  string
+	Items []Item
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid configuration")
+	if e.File != "" {
+		b.WriteString(" in " + e.File)
+	}
+	fmt.Fprintf(&b, ": %d problem", len(e.Items))
+	if len(e.Items) != 1 {
+		b.WriteString("s")
+	}
+	for _, it := range e.Items {
+		b.WriteString("\n  " + it.String())
+	}
+	return b.String()
+}
+
+// oneOf phrases an enumeration.
+func oneOf(values []string) string {
+	return "accepted values are " + strings.Join(values, ", ")
+}
+
+const (
+	acceptPort     = "accepted values are 1..65535"
+	acceptHTTPPort = "accepted values are 0 (disabled) or 1..65535"
+	acceptURI      = "accepted values are absolute URIs such as urn:node-a:otopcua"
+)
+
+var clusterIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+// problems collects the items of one validation pass.
+type problems []Item
+
+func (p *problems) add(key, value, accepted string) {
+	*p = append(*p, Item{Key: key, Value: value, Accepted: accepted})
+}
+
+// Validate checks every setting and returns a *ValidationError listing all
+// problems, or nil. It expects derived defaults to be filled in (Load and
+// Default do that). It reads the file system only to check AkkaConfigPath.
+func (c *Config) Validate() error {
+	var p problems
+	c.validateCluster(&p)
+	c.validateNode(&p)
+	c.validateOpcUa(&p)
+	c.validateStores(&p)
+	c.validateHTTPAndTelemetry(&p)
+	c.validatePortCollisions(&p)
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Items: p}
+}
+
+func (c *Config) validateCluster(p *problems) {
+	cl := &c.Cluster
+	if strings.TrimSpace(cl.Hostname) == "" {
+		p.add("Cluster:Hostname", cl.Hostname, "accepted values are bind addresses such as 0.0.0.0 or 127.0.0.1")
+	}
+	checkPort(p, "Cluster:Port", cl.Port)
+	if err := checkHost(cl.PublicHostname); err != nil {
+		p.add("Cluster:PublicHostname", cl.PublicHostname, "accepted values are host names or IP addresses the peers can reach")
+	}
+	for i, s := range cl.SeedNodes {
+		if _, err := ParseSeedAddress(s); err != nil {
+			p.add(fmt.Sprintf("Cluster:SeedNodes:%d", i), s, "accepted values are "+SeedFormat)
+		}
+	}
+	if len(cl.SeedNodes) == 0 && len(c.OpcUa.PeerApplicationUris) > 0 {
+		p.add("Cluster:SeedNodes", "", "accepted values are one or more seed addresses when OpcUa:PeerApplicationUris lists peers: list every node of the set on every node")
+	}
+	for i, r := range cl.Roles {
+		if !contains(Roles, r) {
+			p.add(fmt.Sprintf("Cluster:Roles:%d", i), r, oneOf(Roles))
+		}
+	}
+	if !contains(Strategies, cl.SplitBrainResolverStrategy) {
+		p.add("Cluster:SplitBrainResolverStrategy", cl.SplitBrainResolverStrategy, oneOf(Strategies))
+	}
+	checkPositive(p, "Cluster:AutoDownUnreachableAfter", cl.AutoDownUnreachableAfter)
+	checkPositive(p, "Cluster:StableAfter", cl.StableAfter)
+	if cl.SplitBrainResolverStrategy == StrategyStaticQuorum && cl.StaticQuorumSize < 1 {
+		p.add("Cluster:StaticQuorumSize", strconv.Itoa(cl.StaticQuorumSize), "accepted values are integers ≥ 1 (required by static-quorum)")
+	}
+	fd := &cl.FailureDetector
+	checkPositive(p, "Cluster:FailureDetector:HeartbeatInterval", fd.HeartbeatInterval)
+	checkPositive(p, "Cluster:FailureDetector:AcceptableHeartbeatPause", fd.AcceptableHeartbeatPause)
+	if !(fd.Threshold > 0) || math.IsInf(fd.Threshold, 0) {
+		p.add("Cluster:FailureDetector:Threshold", strconv.FormatFloat(fd.Threshold, 'g', -1, 64), "accepted values are numbers greater than 0, typically 8 to 12")
+	}
+	if cl.AkkaConfigPath != "" {
+		if st, err := os.Stat(cl.AkkaConfigPath); err != nil || !st.Mode().IsRegular() {
+			p.add("Cluster:AkkaConfigPath", cl.AkkaConfigPath, "accepted values are paths of an existing akka.conf file, or empty")
+		}
+	}
+}
+
+func (c *Config) validateNode(p *problems) {
+	if !clusterIDPattern.MatchString(c.Node.ClusterId) {
+		p.add("Node:ClusterId", c.Node.ClusterId, "accepted values are non-empty names of letters, digits, '.', '_' and '-'")
+	}
+}
+
+func (c *Config) validateOpcUa(p *problems) {
+	o := &c.OpcUa
+	checkPort(p, "OpcUa:Port", o.Port)
+	if !validURI(o.ApplicationUri) {
+		p.add("OpcUa:ApplicationUri", o.ApplicationUri, acceptURI)
+	}
+	if strings.TrimSpace(o.ApplicationName) == "" {
+		p.add("OpcUa:ApplicationName", o.ApplicationName, "accepted values are non-empty names")
+	}
+	seen := map[string]int{}
+	for i, u := range o.PeerApplicationUris {
+		key := fmt.Sprintf("OpcUa:PeerApplicationUris:%d", i)
+		switch first, dup := seen[u]; {
+		case !validURI(u):
+			p.add(key, u, acceptURI)
+		case u == o.ApplicationUri:
+			p.add(key, u, "accepted values are the other servers' URIs, not this node's own OpcUa:ApplicationUri")
+		case dup:
+			p.add(key, u, fmt.Sprintf("accepted values are URIs listed once; this one is already OpcUa:PeerApplicationUris:%d", first))
+		default:
+			seen[u] = i
+		}
+	}
+	for i, s := range o.PeerDiscoveryUrls {
+		if !validOpcTCP(s) {
+			p.add(fmt.Sprintf("OpcUa:PeerDiscoveryUrls:%d", i), s, "accepted values are endpoint URLs such as opc.tcp://node-b:4840")
+		}
+	}
+	if o.RedundancySupport != RedundancyWarm && o.RedundancySupport != RedundancyHot {
+		p.add("OpcUa:RedundancySupport", o.RedundancySupport, oneOf([]string{RedundancyWarm, RedundancyHot}))
+	}
+	if len(o.Security.Policies) == 0 {
+		p.add("OpcUa:Security:Policies", "", "accepted values are lists with at least one policy: None")
+	}
+	for i, pol := range o.Security.Policies {
+		if pol != SecurityPolicyNone {
+			p.add(fmt.Sprintf("OpcUa:Security:Policies:%d", i), pol, oneOf([]string{SecurityPolicyNone}))
+		}
+	}
+	if o.MaxSessions < 1 {
+		p.add("OpcUa:MaxSessions", strconv.Itoa(o.MaxSessions), "accepted values are integers ≥ 1")
+	}
+}
+
+func (c *Config) validateStores(p *problems) {
+	db := &c.ConfigDb
+	if !contains(Providers, db.Provider) {
+		p.add("ConfigDb:Provider", db.Provider, oneOf(Providers))
+	} else if strings.TrimSpace(db.ConnectionString) == "" {
+		p.add("ConfigDb:ConnectionString", "", "accepted values are non-empty connection strings (required for "+db.Provider+")")
+	}
+	if strings.TrimSpace(c.LocalDb.Path) == "" {
+		p.add("LocalDb:Path", c.LocalDb.Path, "accepted values are file paths such as otopcua-local.db")
+	}
+}
+
+func (c *Config) validateHTTPAndTelemetry(p *problems) {
+	if c.Http.Port < 0 || c.Http.Port > 65535 {
+		p.add("Http:Port", strconv.Itoa(c.Http.Port), acceptHTTPPort)
+	}
+	if c.Http.Port != 0 && strings.TrimSpace(c.Http.Hostname) == "" {
+		p.add("Http:Hostname", c.Http.Hostname, "accepted values are bind addresses such as 0.0.0.0 or 127.0.0.1")
+	}
+	if !contains(LogLevels, c.Telemetry.LogLevel) {
+		p.add("Telemetry:LogLevel", c.Telemetry.LogLevel, oneOf(LogLevels))
+	}
+	if !contains(LogFormats, c.Telemetry.LogFormat) {
+		p.add("Telemetry:LogFormat", c.Telemetry.LogFormat, oneOf(LogFormats))
+	}
+}
+
+// validatePortCollisions reports a port used twice by this node's listeners.
+func (c *Config) validatePortCollisions(p *problems) {
+	type listener struct {
+		key  string
+		port int
+	}
+	ls := []listener{{"Cluster:Port", c.Cluster.Port}, {"OpcUa:Port", c.OpcUa.Port}}
+	if c.Http.Port != 0 {
+		ls = append(ls, listener{"Http:Port", c.Http.Port})
+	}
+	for i := 1; i < len(ls); i++ {
+		for j := 0; j < i; j++ {
+			if ls[i].port == ls[j].port && ls[i].port >= 1 && ls[i].port <= 65535 {
+				p.add(ls[i].key, strconv.Itoa(ls[i].port), "accepted values are ports not already used by "+ls[j].key+" on this node")
+				break
+			}
+		}
+	}
+}
+
+func checkPort(p *problems, key string, port int) {
+	if port < 1 || port > 65535 {
+		p.add(key, strconv.Itoa(port), acceptPort)
+	}
+}
+
+func checkPositive(p *problems, key string, d time.Duration) {
+	if d <= 0 {
+		p.add(key, d.String(), "accepted values are durations greater than 0, as "+DurationFormat)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func validURI(s string) bool {
+	if s == "" || strings.ContainsAny(s, " \t\r\n") {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && (u.Opaque != "" || u.Host != "" || u.Path != "")
+}
+
+func validOpcTCP(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || !strings.EqualFold(u.Scheme, "opc.tcp") || u.Hostname() == "" {
+		return false
+	}
+	if port := u.Port(); port != "" {
+		if _, err := parsePort(port); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Warnings lists settings that are valid but probably not what a redundant
+// pair wants. They never stop start-up.
+func (c *Config) Warnings() []string {
+	var w []string
+	cl := &c.Cluster
+	if cl.SelfFormEnabled() && len(cl.SeedNodes) > 0 && !cl.IsOwnSeed() {
+		w = append(w, fmt.Sprintf("self-form fallback inactive: this node (%s) is not in its own Cluster:SeedNodes, so it waits for a seed forever when none answers", cl.NodeID()))
+	}
+	if cl.PublicHostname == "0.0.0.0" || cl.PublicHostname == "::" {
+		w = append(w, "Cluster:PublicHostname is a wildcard address; peers cannot reach this node through it")
+	}
+	seeds := len(cl.SeedAddresses())
+	if seeds == 2 && (cl.SplitBrainResolverStrategy == StrategyKeepOldest || cl.SplitBrainResolverStrategy == StrategyStaticQuorum || cl.SplitBrainResolverStrategy == StrategyKeepMajority) {
+		w = append(w, fmt.Sprintf("Cluster:SplitBrainResolverStrategy %s on a two-node pair: a crash of one node can take the survivor down too; auto-down keeps the survivor running", cl.SplitBrainResolverStrategy))
+	}
+	return w
+}
