@@ -3,6 +3,7 @@ package subscription
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -175,6 +176,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	src := newFakeSource(clock.Now, 100)
 	opts.Clock = clock
+	opts.Logger = slog.New(slog.DiscardHandler)
 	e := New(src, opts)
 	t.Cleanup(e.Close)
 	return &env{t: t, e: e, clock: clock, src: src}

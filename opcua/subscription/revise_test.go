@@ -95,3 +95,23 @@ func TestReviseQueueSizeAndNotifications(t *testing.T) {
 		}
 	}
 }
+
+func TestAlignedSample(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		nextPublish, now, every, want time.Duration // offsets from t0
+	}{
+		{1000 * ms, 0, 100 * ms, 100 * ms}, // on the grid: the next point, never now
+		{1000 * ms, 30 * ms, 100 * ms, 100 * ms},
+		{1000 * ms, 950 * ms, 100 * ms, 1000 * ms},
+		{100 * ms, 0, 100 * ms, 100 * ms},       // sampling at the publishing interval: just before each publish
+		{100 * ms, 0, 300 * ms, 100 * ms},       // slower than publishing: the next publish
+		{100 * ms, 200 * ms, 50 * ms, 250 * ms}, // publishing tick already passed
+	} {
+		s := &subscription{nextPublish: t0.Add(tc.nextPublish), sampleEvery: tc.every}
+		if got := s.alignedSample(t0.Add(tc.now)).Sub(t0); got != tc.want {
+			t.Errorf("alignedSample(publish %v, now %v, every %v) = %v, want %v", tc.nextPublish, tc.now, tc.every, got, tc.want)
+		}
+	}
+}

@@ -149,15 +149,15 @@ func (s *subscription) addInterval(d time.Duration, now time.Time) bool {
 	return false
 }
 
-// alignedSample returns the first sampling tick at or after now on the grid
-// of the publishing ticks, so that an item sampled at the publishing
-// interval is sampled just before each publish. mu must be held.
+// alignedSample returns the first sampling tick after now on the grid of
+// the publishing ticks, so that an item sampled at the publishing interval
+// is sampled just before each publish. mu must be held.
 func (s *subscription) alignedSample(now time.Time) time.Time {
 	ahead := s.nextPublish.Sub(now)
 	if ahead <= 0 {
-		return now
+		return now.Add(s.sampleEvery)
 	}
-	return s.nextPublish.Add(-ahead / s.sampleEvery * s.sampleEvery)
+	return s.nextPublish.Add(-(ahead - 1) / s.sampleEvery * s.sampleEvery)
 }
 
 func (s *subscription) dropInterval(d time.Duration) {
