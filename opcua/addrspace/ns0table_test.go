@@ -29,6 +29,9 @@ func gunzip(t *testing.T, z []byte) []byte {
 // gopcua's standard nodeset gives today, and that the table decodes back to
 // the same template.
 func TestStandardTable(t *testing.T) {
+	if testing.Short() && !*update {
+		t.Skip("parses the 3.5 MB XML nodeset (seconds under -race)")
+	}
 	start := time.Now()
 	compiled, err := compileStandardNodeSet()
 	if err != nil {
