@@ -191,7 +191,9 @@ func TestBrowseErrors(t *testing.T) {
 	}
 }
 
-func qn(ns uint16, name string) *ua.QualifiedName { return &ua.QualifiedName{NamespaceIndex: ns, Name: name} }
+func qn(ns uint16, name string) *ua.QualifiedName {
+	return &ua.QualifiedName{NamespaceIndex: ns, Name: name}
+}
 
 func elem(refType uint32, name *ua.QualifiedName) *ua.RelativePathElement {
 	return &ua.RelativePathElement{ReferenceTypeID: i(refType), IncludeSubtypes: true, TargetName: name}
