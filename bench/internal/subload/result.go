@@ -52,7 +52,11 @@ func (r Result) Human() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s items=%d ", orDash(r.Impl), r.Items)
 	if !r.OK {
-		fmt.Fprintf(&b, "FAILED: %s; ", r.Error)
+		fmt.Fprintf(&b, "FAILED: %s", r.Error)
+		if r.WindowS == 0 {
+			return b.String()
+		}
+		b.WriteString("; ")
 	}
 	fmt.Fprintf(&b, "%.0f notifications/s (expected %.0f, %d/%d items seen) over %.1fs; age p50 %.1f ms p99 %.1f ms max %.1f ms; ",
 		r.NotificationsPerS, r.ExpectedPerS, r.ItemsCovered, r.Items, r.WindowS, r.AgeP50Ms, r.AgeP99Ms, r.AgeMaxMs)
