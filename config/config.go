@@ -354,19 +354,24 @@ func (c *HttpConfig) HTTPAddr() string {
 	return net.JoinHostPort(c.Hostname, strconv.Itoa(c.Port))
 }
 
-// Summary is a one-line description of the node for logs and `config check`.
+// Summary is a one-line key=value description of the node for logs and
+// `otopcua config check`.
 func (c *Config) Summary() string {
 	http := "disabled"
 	if c.Http.Port != 0 {
 		http = strconv.Itoa(c.Http.Port)
 	}
-	return "node " + c.Cluster.NodeID() +
-		" cluster-id " + c.Node.ClusterId +
-		" roles " + strings.Join(c.Cluster.Roles, ",") +
-		" seeds " + strconv.Itoa(len(c.Cluster.SeedNodes)) +
-		" strategy " + c.Cluster.SplitBrainResolverStrategy +
-		" opcua " + strconv.Itoa(c.OpcUa.Port) + " " + c.OpcUa.ApplicationUri +
-		" (" + c.OpcUa.RedundancySupport + ", " + strconv.Itoa(len(c.OpcUa.PeerApplicationUris)) + " peers)" +
-		" http " + http +
-		" configdb " + c.ConfigDb.Provider
+	return strings.Join([]string{
+		"node=" + c.Cluster.NodeID(),
+		"cluster-id=" + c.Node.ClusterId,
+		"roles=" + strings.Join(c.Cluster.Roles, ","),
+		"seeds=" + strconv.Itoa(len(c.Cluster.SeedNodes)),
+		"strategy=" + c.Cluster.SplitBrainResolverStrategy,
+		"opcua=" + strconv.Itoa(c.OpcUa.Port),
+		"uri=" + c.OpcUa.ApplicationUri,
+		"redundancy=" + c.OpcUa.RedundancySupport,
+		"peers=" + strconv.Itoa(len(c.OpcUa.PeerApplicationUris)),
+		"http=" + http,
+		"configdb=" + c.ConfigDb.Provider,
+	}, " ")
 }

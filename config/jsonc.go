@@ -36,9 +36,11 @@ func newSyntaxError(file string, data []byte, err error) error {
 	if offset < 0 || offset > int64(len(data)) {
 		offset = int64(len(data))
 	}
-	before := data[:offset]
+	// encoding/json counts the offending byte in Offset.
+	at := max(offset-1, 0)
+	before := data[:at]
 	line := bytes.Count(before, []byte{'\n'}) + 1
-	col := int(offset) - bytes.LastIndexByte(before, '\n')
+	col := int(at) - bytes.LastIndexByte(before, '\n')
 	return &SyntaxError{File: file, Line: line, Column: col, Err: err}
 }
 

@@ -477,7 +477,7 @@ func TestValidationCollectsEveryError(t *testing.T) {
 		"ConfigDb": {"Provider": "oracle"}
 	}`, "OTOPCUA_HTTP__PORT=99999")
 	want := []string{
-		`Cluster:SeedNode = "[]": unknown key (did you mean Cluster:SeedNodes?)`,
+		`Cluster:SeedNode = []: unknown key (did you mean Cluster:SeedNodes?)`,
 		`Cluster:Port = "0": accepted values are 1..65535`,
 		`Cluster:Roles:0 = "web": accepted values are admin, driver`,
 		`Cluster:SplitBrainResolverStrategy = "keep-newest": accepted values are auto-down, keep-oldest, keep-majority, static-quorum, lease-majority`,
@@ -522,5 +522,37 @@ func TestWarnings(t *testing.T) {
 	c = mustLoad(t, `{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"]}}`)
 	if w := c.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings %q, want none", w)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	c := mustLoad(t, pairNodeA)
+	want := "node=node-a.lan:4053 cluster-id=site-a.line_1 roles=admin,driver seeds=2 strategy=keep-oldest opcua=4841 uri=urn:node-a:otopcua redundancy=Hot peers=1 http=disabled configdb=sqlserver"
+	if got := c.Summary(); got != want {
+		t.Fatalf("Summary\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestSyntaxErrorColumn(t *testing.T) {
+	_, err := LoadBytes("c.json", []byte("{\n  \"OpcUa\" {}\n}"), nil)
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Line != 2 || se.Column != 11 {
+		t.Fatalf("err = %#v, want line 2 column 11 (the '{')", err)
+	}
+}
+
+func TestItemString(t *testing.T) {
+	for _, tc := range []struct {
+		it   Item
+		want string
+	}{
+		{Item{Key: "Cluster:Port", Value: "0", Accepted: "accepted values are 1..65535"}, `Cluster:Port = "0": accepted values are 1..65535`},
+		{Item{Key: "Cluster:SeedNode", Value: `["a:1"]`, Accepted: "unknown key"}, `Cluster:SeedNode = ["a:1"]: unknown key`},
+		{Item{Key: "OpcUa:Port", Value: "x", Accepted: "a", Source: "OTOPCUA_OPCUA__PORT"}, `OpcUa:Port = "x" (from OTOPCUA_OPCUA__PORT): a`},
+		{Item{Key: "K", Value: "[not json", Accepted: "a"}, `K = "[not json": a`},
+	} {
+		if got := tc.it.String(); got != tc.want {
+			t.Errorf("String() = %s, want %s", got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/url"
@@ -32,7 +33,15 @@ func (i Item) String() string {
 	if i.Source != "" {
 		src = " (from " + i.Source + ")"
 	}
-	return fmt.Sprintf("%s = %q%s: %s", i.Key, i.Value, src, i.Accepted)
+	return fmt.Sprintf("%s = %s%s: %s", i.Key, quoteValue(i.Value), src, i.Accepted)
+}
+
+// quoteValue quotes a scalar; a JSON list or object is shown as written.
+func quoteValue(v string) string {
+	if (strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{")) && json.Valid([]byte(v)) {
+		return v
+	}
+	return strconv.Quote(v)
 }
 
 // ValidationError lists every invalid setting found, in section order.
