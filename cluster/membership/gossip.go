@@ -69,6 +69,12 @@ func (g Gossip) WithMembers(ms []Member) Gossip {
 	return g
 }
 
+// WithReachability returns g with the reachability table replaced.
+func (g Gossip) WithReachability(r Reachability) Gossip {
+	g.Reachability = r
+	return g
+}
+
 // AddMember adds m unless a member with its unique address exists.
 func (g Gossip) AddMember(m Member) Gossip {
 	if g.HasMember(m.Address) {

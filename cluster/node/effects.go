@@ -1,0 +1,80 @@
+package node
+
+import (
+	"fmt"
+
+	m "github.com/otopcua/otopcua/cluster/membership"
+)
+
+// Effect is something the driver must do after a Step or Tick, in order.
+type Effect interface{ isEffect() }
+
+// Send delivers Msg to Msg.Route().To (best effort; loss is tolerated).
+type Send struct{ Msg Message }
+
+// Publish hands Event to the node's subscribers.
+type Publish struct{ Event m.Event }
+
+// Note is a log line worth an operator's attention (decisions taken).
+type Note struct{ Text string }
+
+// ProbeSeeds asks the driver to TCP-probe the seed addresses and step a
+// SeedProbeResult (self-form fallback guard 1).
+type ProbeSeeds struct{ Seeds []m.Address }
+
+// ProbePeer asks the driver to make up to fastpath.MaxProbes TCP probes of
+// Peer's cluster port within fastpath.ProbeWindow ms and step a
+// PeerProbeResult.
+type ProbePeer struct{ Peer m.UniqueAddress }
+
+// AcquireLease asks the driver to acquire the split-brain lease for Owner
+// and step a LeaseResult.
+type AcquireLease struct{ Owner string }
+
+// ReleaseLease asks the driver to release the lease held by Owner.
+type ReleaseLease struct{ Owner string }
+
+// StartExiting asks the driver to run the cluster-leave tasks (singleton
+// hand-over) and then step ExitingCompleted.
+type StartExiting struct{}
+
+// ShutdownReason says why the node stopped.
+type ShutdownReason uint8
+
+// Shutdown reasons.
+const (
+	// ReasonDowned: this node was downed. The process must exit non-zero so
+	// its supervisor restarts it (termination watchdog).
+	ReasonDowned ShutdownReason = iota + 1
+	// ReasonLeft: this node left gracefully (Leave → Exiting → Removed);
+	// exit 0.
+	ReasonLeft
+	// ReasonRemoved: this node found itself removed by the others.
+	ReasonRemoved
+)
+
+func (r ShutdownReason) String() string {
+	switch r {
+	case ReasonDowned:
+		return "downed"
+	case ReasonLeft:
+		return "left"
+	case ReasonRemoved:
+		return "removed"
+	}
+	return fmt.Sprintf("ShutdownReason(%d)", r)
+}
+
+// Shutdown: the node has stopped; the driver runs coordinated shutdown and
+// exits the process. The Node ignores every later Step and Tick.
+type Shutdown struct{ Reason ShutdownReason }
+
+func (Send) isEffect()         {}
+func (Publish) isEffect()      {}
+func (Note) isEffect()         {}
+func (ProbeSeeds) isEffect()   {}
+func (ProbePeer) isEffect()    {}
+func (AcquireLease) isEffect() {}
+func (ReleaseLease) isEffect() {}
+func (StartExiting) isEffect() {}
+func (Shutdown) isEffect()     {}

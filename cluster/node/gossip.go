@@ -1,0 +1,144 @@
+package node
+
+import (
+	m "github.com/otopcua/otopcua/cluster/membership"
+)
+
+// receiveGossip is Akka's ReceiveGossip.
+func (n *Node) receiveGossip(from m.UniqueAddress, remote m.Gossip) {
+	local := n.state.Gossip
+	switch {
+	case remote.IsEmpty():
+		return
+	case !local.HasMember(from):
+		return // from unknown
+	case !local.IsReachable(n.cfg.Self, from):
+		return // from unreachable
+	case !remote.HasMember(n.cfg.Self):
+		return // does not contain me
+	}
+	var winning m.Gossip
+	talkback := false
+	cmp := remote.Version.Compare(local.Version)
+	switch cmp {
+	case m.Same:
+		talkback = !n.exitingTasksInProgress && !remote.SeenBy(n.cfg.Self)
+		winning = remote.MergeSeen(local)
+	case m.Before:
+		winning = local
+		talkback = true
+	case m.After:
+		winning = remote
+		talkback = !n.exitingTasksInProgress && !remote.SeenBy(n.cfg.Self)
+	default:
+		winning = prunedForRemovals(remote, local).Merge(prunedForRemovals(local, remote))
+		talkback = true
+	}
+	if !n.exitingTasksInProgress {
+		winning = winning.WithSeen(n.cfg.Self)
+	}
+	wasDown := local.StatusOf(n.cfg.Self) == m.Down
+	n.install(winning)
+
+	switch st := n.selfStatus(); {
+	case st == m.Exiting:
+		n.startExiting()
+	case st == m.Down && !wasDown:
+		n.shutdownSelfWhenDown()
+	case !n.state.Gossip.HasMember(n.cfg.Self):
+		n.shutdown(ReasonRemoved)
+		return
+	}
+	if talkback && n.phase == Initialized {
+		n.gossipTo(from)
+	}
+}
+
+// prunedForRemovals drops the clock entries of g's Down/Exiting members that
+// the other gossip no longer has: the leader removed them there and pruned
+// their entries.
+func prunedForRemovals(g, other m.Gossip) m.Gossip {
+	for _, mb := range g.Members {
+		if (mb.Status == m.Down || mb.Status == m.Exiting) && !other.HasMember(mb.Address) {
+			g = g.Prune(m.VClockNode(mb.Address))
+		}
+	}
+	return g
+}
+
+func (n *Node) receiveGossipStatus(from m.UniqueAddress, version m.VectorClock) {
+	g := n.state.Gossip
+	if !g.HasMember(from) || !g.IsReachable(n.cfg.Self, from) {
+		return
+	}
+	switch version.Compare(g.Version) {
+	case m.Same:
+	case m.After:
+		n.gossipStatusTo(from) // remote is newer: it will send its gossip
+	default:
+		n.gossipTo(from)
+	}
+}
+
+// sendGossip sends one gossip round: to a member that has not seen this
+// version if there is one, else a status to a member that has. Targets are
+// picked round-robin (deterministically) instead of at random.
+func (n *Node) sendGossip() {
+	g := n.state.Gossip
+	if g.IsSingleton() || g.IsEmpty() {
+		return
+	}
+	var unseen, valid []m.UniqueAddress
+	for _, mb := range g.Members {
+		if !n.state.ValidNodeForGossip(mb.Address) {
+			continue
+		}
+		valid = append(valid, mb.Address)
+		if !g.SeenBy(mb.Address) {
+			unseen = append(unseen, mb.Address)
+		}
+	}
+	n.gossipRR++
+	if len(unseen) > 0 {
+		n.gossipTo(unseen[n.gossipRR%len(unseen)])
+		return
+	}
+	if len(valid) == 0 {
+		return
+	}
+	peer := valid[n.gossipRR%len(valid)]
+	if g.SeenBy(peer) {
+		n.gossipStatusTo(peer)
+	} else {
+		n.gossipTo(peer)
+	}
+}
+
+// sendGossipRandom gossips to up to k valid members.
+func (n *Node) sendGossipRandom(k int) {
+	g := n.state.Gossip
+	if g.IsSingleton() {
+		return
+	}
+	for _, mb := range g.Members {
+		if k == 0 {
+			return
+		}
+		if n.state.ValidNodeForGossip(mb.Address) {
+			n.gossipTo(mb.Address)
+			k--
+		}
+	}
+}
+
+func (n *Node) gossipTo(to m.UniqueAddress) {
+	if n.state.ValidNodeForGossip(to) {
+		n.send(GossipEnvelope{Header: n.hdr(to), Gossip: n.state.Gossip})
+	}
+}
+
+func (n *Node) gossipStatusTo(to m.UniqueAddress) {
+	if n.state.ValidNodeForGossip(to) {
+		n.send(GossipStatus{Header: n.hdr(to), Version: n.state.Gossip.Version})
+	}
+}

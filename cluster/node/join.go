@@ -1,0 +1,275 @@
+package node
+
+import (
+	"slices"
+
+	"github.com/otopcua/otopcua/cluster/bootstrap"
+	m "github.com/otopcua/otopcua/cluster/membership"
+)
+
+// seedProcess is Akka's FirstSeedNodeProcess (first: this node is the first
+// seed) or JoinSeedNodeProcess.
+type seedProcess struct {
+	active    bool
+	first     bool
+	remaining []m.Address // first seed: seeds that have not answered Nack
+	others    []m.Address // other seeds to ask
+	deadline  Instant     // first seed: join self at this instant
+	next      Instant     // next InitJoin round
+	attempts  int
+}
+
+type joinAttempt struct {
+	with     m.Address
+	deadline Instant
+}
+
+type selfForm struct {
+	armed   bool
+	start   Instant
+	probing bool
+}
+
+// joinSeedNodes starts the seed join process (Akka's JoinSeedNodes).
+func (n *Node) joinSeedNodes() {
+	seeds := n.cfg.Seeds
+	self := n.cfg.Self.Address()
+	n.seed = seedProcess{}
+	switch {
+	case len(seeds) == 0:
+		n.phase = Idle
+	case len(seeds) == 1 && seeds[0] == self:
+		n.joinTo(self, n.cfg.Self.UID)
+	case seeds[0] == self:
+		others := bootstrap.OtherSeeds(self, seeds)
+		n.phase = SeedJoining
+		n.seed = seedProcess{active: true, first: true, remaining: others, others: others,
+			deadline: n.now + Instant(n.cfg.SeedNodeTimeout), next: n.now + 1000}
+		n.sendInitJoins(others)
+	default:
+		others := bootstrap.OtherSeeds(self, seeds)
+		n.phase = SeedJoining
+		n.seed = seedProcess{active: true, others: others, next: n.now + Instant(n.cfg.SeedNodeTimeout), attempts: 1}
+		n.sendInitJoins(others)
+	}
+}
+
+func (n *Node) sendInitJoins(to []m.Address) {
+	for _, a := range to {
+		n.send(InitJoin{Header: n.hdr(m.UniqueAddress{Host: a.Host, Port: a.Port})})
+	}
+}
+
+func (n *Node) tickSeedProcess() {
+	s := &n.seed
+	switch {
+	case !s.active:
+	case s.first && n.now >= s.deadline:
+		n.note("no seed answered within seed-node-timeout; joining myself to form a new cluster")
+		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+	case s.first && n.now >= s.next:
+		s.next = n.now + 1000
+		n.sendInitJoins(s.remaining)
+	case !s.first && n.now >= s.next:
+		s.next = n.now + Instant(n.cfg.SeedNodeTimeout)
+		s.attempts++
+		n.sendInitJoins(s.others)
+	}
+}
+
+func (n *Node) onInitJoin(from m.UniqueAddress) {
+	if n.phase != Initialized {
+		n.send(InitJoinNack{Header: n.hdr(from)})
+		return
+	}
+	if st := n.selfStatus(); st == m.Down || st == m.Exiting {
+		n.send(InitJoinNack{Header: n.hdr(from)}) // a Down or Exiting node is not used for joining
+		return
+	}
+	n.send(InitJoinAck{Header: n.hdr(from)})
+}
+
+func (n *Node) onInitJoinAck(from m.UniqueAddress) {
+	if n.phase != SeedJoining || !n.seed.active {
+		return // already answered by another seed
+	}
+	n.joinTo(from.Address(), from.UID)
+}
+
+func (n *Node) onInitJoinNack(from m.UniqueAddress) {
+	s := &n.seed
+	if n.phase != SeedJoining || !s.active || !s.first {
+		return
+	}
+	s.remaining = slices.DeleteFunc(slices.Clone(s.remaining), func(a m.Address) bool { return a == from.Address() })
+	if len(s.remaining) == 0 {
+		n.note("all other seeds answered InitJoinNack; joining myself to form a new cluster")
+		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+	}
+}
+
+// joinTo is Akka's Join(address): join self to form a cluster, or send Join.
+func (n *Node) joinTo(addr m.Address, uid uint64) {
+	if !n.state.Gossip.IsEmpty() {
+		return
+	}
+	n.seed.active = false
+	if addr == n.cfg.Self.Address() {
+		n.becomeInitialized()
+		n.joining(n.cfg.Self, n.cfg.Roles, n.cfg.ClusterID)
+		return
+	}
+	n.phase = TryingToJoin
+	n.join = joinAttempt{with: addr, deadline: n.now + Instant(n.cfg.RetryUnsuccessfulJoinAfter)}
+	to := m.UniqueAddress{Host: addr.Host, Port: addr.Port, UID: uid}
+	n.send(Join{Header: n.hdr(to), Roles: n.cfg.Roles, ClusterID: n.cfg.ClusterID})
+}
+
+func (n *Node) tickTryingToJoin() {
+	if n.now < n.join.deadline {
+		return
+	}
+	n.note("no Welcome from %v within retry-unsuccessful-join-after; retrying", n.join.with)
+	if len(n.cfg.Seeds) > 0 {
+		n.joinSeedNodes()
+	} else {
+		n.joinTo(n.join.with, 0)
+	}
+}
+
+func (n *Node) becomeInitialized() {
+	n.phase = Initialized
+	n.seed.active = false
+	n.self.armed = false
+}
+
+func (n *Node) onWelcome(from m.UniqueAddress, g m.Gossip) {
+	if n.phase != TryingToJoin || !n.state.Gossip.IsEmpty() {
+		return
+	}
+	if from.Address() != n.join.with {
+		n.note("ignoring Welcome from %v while joining %v", from, n.join.with)
+		return
+	}
+	if !g.HasMember(n.cfg.Self) {
+		return
+	}
+	n.becomeInitialized()
+	n.install(g.WithSeen(n.cfg.Self))
+	n.gossipTo(from)
+}
+
+// joining handles a Join request (Akka's Joining), including a node coming
+// back at a known host:port with a new uid.
+func (n *Node) joining(node m.UniqueAddress, roles []string, clusterID string) {
+	if st := n.selfStatus(); n.state.Gossip.HasMember(n.cfg.Self) && (st == m.Down || st == m.Exiting) {
+		return // use a member that is Up instead
+	}
+	g := n.state.Gossip
+	if local, ok := g.MemberAt(node.Address()); ok {
+		if local.Address == node {
+			if node != n.cfg.Self {
+				n.send(Welcome{Header: n.hdr(node), Gossip: n.state.Gossip}) // lost Welcome, join retried
+			}
+			return
+		}
+		// New incarnation at a known address: the old one is dead. Mark it
+		// terminated and down it; it is removed by the leader, and the new
+		// node is admitted when it retries its join.
+		if local.Status != m.Down {
+			n.note("new incarnation %v of %v is joining; downing the old one", node, local.Address)
+			g = g.WithReachability(g.Reachability.Terminated(n.cfg.Self, local.Address))
+			n.updateLatestGossip(g)
+			n.downing(local.Address.Address())
+		}
+		return
+	}
+	wasEmpty := g.IsEmpty()
+	g = g.AddMember(m.NewMember(node, roles, clusterID))
+	g = g.AddMember(m.NewMember(n.cfg.Self, n.cfg.Roles, n.cfg.ClusterID))
+	n.hb.forget(node)
+	n.updateLatestGossip(g)
+	if node == n.cfg.Self {
+		n.note("joining myself, forming a new cluster")
+		if wasEmpty {
+			n.leaderActions() // deterministic oldest when bootstrapping
+		}
+		return
+	}
+	n.send(Welcome{Header: n.hdr(node), Gossip: n.state.Gossip})
+}
+
+// leaving marks the member at addr Leaving (Cluster.Leave).
+func (n *Node) leaving(addr m.Address) {
+	mb, ok := n.state.Gossip.MemberAt(addr)
+	if !ok || (mb.Status != m.Joining && mb.Status != m.WeaklyUp && mb.Status != m.Up) {
+		return
+	}
+	n.updateLatestGossip(n.state.Gossip.UpdateMember(mb.WithStatus(m.Leaving)))
+	n.sendGossip()
+}
+
+// downing marks the member at addr Down (Cluster.Down).
+func (n *Node) downing(addr m.Address) {
+	mb, ok := n.state.Gossip.MemberAt(addr)
+	if !ok || mb.Status == m.Down {
+		return
+	}
+	n.updateLatestGossip(n.state.Gossip.MarkAsDown(mb))
+	if mb.Address == n.cfg.Self {
+		n.sendGossipRandom(5)
+	} else {
+		n.gossipTo(mb.Address) // STONITH signal to the downed node
+	}
+}
+
+func (n *Node) armSelfForm() {
+	n.self = selfForm{armed: n.cfg.SelfFormAfter > 0, start: n.now}
+}
+
+func (n *Node) selfFormInput(anotherAccepts bool) bootstrap.SelfFormInput {
+	return bootstrap.SelfFormInput{
+		Window:                n.cfg.SelfFormAfter,
+		Elapsed:               int64(n.now - n.self.start),
+		OwnAddressInSeeds:     bootstrap.InSeeds(n.cfg.Self.Address(), n.cfg.Seeds),
+		AnotherSeedAcceptsTCP: anotherAccepts,
+		IsMember:              n.phase == Initialized,
+	}
+}
+
+func (n *Node) tickSelfForm() {
+	if !n.self.armed || n.self.probing {
+		return
+	}
+	d := bootstrap.DecideSelfForm(n.selfFormInput(false))
+	switch d.Verdict {
+	case bootstrap.Disabled:
+		n.self.armed = false
+	case bootstrap.NeverSelfForm:
+		n.self.armed = false
+		n.note("self-form fallback inactive: %s", d.Reason)
+	case bootstrap.SelfForm, bootstrap.WaitAnotherWindow:
+		n.self.probing = true
+		n.out = append(n.out, ProbeSeeds{Seeds: bootstrap.OtherSeeds(n.cfg.Self.Address(), n.cfg.Seeds)})
+	}
+}
+
+func (n *Node) onSeedProbeResult(anyAccepted bool) {
+	if !n.self.armed || !n.self.probing {
+		return
+	}
+	n.self.probing = false
+	d := bootstrap.DecideSelfForm(n.selfFormInput(anyAccepted))
+	switch d.Verdict {
+	case bootstrap.SelfForm:
+		n.note("self-form fallback: no membership after %d ms and no other seed reachable; forming a cluster on myself", n.cfg.SelfFormAfter)
+		n.self.armed = false
+		n.state.Gossip = m.Gossip{}
+		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+	case bootstrap.WaitAnotherWindow:
+		n.note("self-form fallback: another seed accepts TCP; waiting another window")
+		n.self.start = n.now
+	default:
+		n.self.armed = false
+	}
+}

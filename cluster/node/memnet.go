@@ -1,0 +1,350 @@
+package node
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/otopcua/otopcua/cluster/downing"
+	"github.com/otopcua/otopcua/cluster/fastpath"
+	m "github.com/otopcua/otopcua/cluster/membership"
+)
+
+// MemPort is the cluster port every in-memory host listens on; hosts differ
+// by name.
+const MemPort = 2552
+
+// Network is an in-memory network of Nodes driven by simulated time, for
+// scenario tests and simulations. It plays the driver of every node: it
+// ticks them, delivers their messages one step (StepMs) later, answers
+// their probe and lease requests, and models what the protoactor transport
+// does on a real network:
+//
+//   - a killed process: messages to it are held (for HoldFor ms) and
+//     delivered to the next process started at the same address; its peers
+//     get ConnectionLost; TCP probes are refused;
+//   - a partition: messages between groups vanish silently; probes time out;
+//   - a lease store reachable by every host (Lease).
+//
+// A Network is not safe for concurrent use.
+type Network struct {
+	// StepMs is the simulation step: tick interval and message latency.
+	StepMs int64
+	// HoldFor is how long messages to a dead address are kept for the next
+	// incarnation (protoactor's reconnect schedule, 2 s × 5).
+	HoldFor int64
+	// Lease is the shared lease-majority lease.
+	Lease *downing.MemLease
+
+	now      Instant
+	hosts    map[string]*Host
+	names    []string
+	inflight []Message
+	held     map[m.Address][]heldMsg
+	group    map[string]int
+	uidSeq   uint64
+	log      []LogLine
+	lost     int
+}
+
+type heldMsg struct {
+	at  Instant
+	msg Message
+}
+
+// Host is one simulated process slot: a name (its host) and the Node of
+// the process currently running there, if any.
+type Host struct {
+	Name string
+	Cfg  Config
+	Node *Node
+	// Alive: a process is running (started and not killed or shut down).
+	Alive bool
+	// Exit is the reason of the last shutdown (0 if killed or running).
+	Exit ShutdownReason
+}
+
+// LogLine is one thing that happened on a host: a published event, a note
+// from the node, or a lifecycle line from the network.
+type LogLine struct {
+	At    Instant
+	Host  string
+	Event *m.Event
+	Text  string
+}
+
+func (l LogLine) String() string {
+	s := l.Text
+	if l.Event != nil {
+		s = l.Event.String()
+	}
+	return fmt.Sprintf("%d.%ds %s: %s", l.At/1000, (l.At%1000)/100, l.Host, s)
+}
+
+// NewNetwork returns an empty network at time 0.
+func NewNetwork() *Network {
+	return &Network{
+		StepMs:  100,
+		HoldFor: 10_000,
+		Lease:   &downing.MemLease{},
+		hosts:   map[string]*Host{},
+		held:    map[m.Address][]heldMsg{},
+	}
+}
+
+// Now is the simulated time.
+func (nw *Network) Now() Instant { return nw.now }
+
+// Address is the cluster address of a host name.
+func Address(name string) m.Address { return m.Address{Host: name, Port: MemPort} }
+
+// AddNode adds a host with default settings (auto-down, self-form 10 s)
+// adjusted by configure; it is not started.
+func (nw *Network) AddNode(name string, configure func(*Config)) *Host {
+	if _, ok := nw.hosts[name]; ok {
+		panic(fmt.Sprintf("memnet: host %q added twice", name))
+	}
+	cfg := DefaultConfig(m.UniqueAddress{Host: name, Port: MemPort}, nil)
+	if configure != nil {
+		configure(&cfg)
+	}
+	h := &Host{Name: name, Cfg: cfg}
+	nw.hosts[name] = h
+	nw.names = append(nw.names, name)
+	return h
+}
+
+// Host returns a host by name.
+func (nw *Network) Host(name string) *Host {
+	h, ok := nw.hosts[name]
+	if !ok {
+		panic(fmt.Sprintf("memnet: unknown host %q", name))
+	}
+	return h
+}
+
+// Hosts returns all hosts in the order they were added.
+func (nw *Network) Hosts() []*Host {
+	out := make([]*Host, len(nw.names))
+	for i, n := range nw.names {
+		out[i] = nw.hosts[n]
+	}
+	return out
+}
+
+// Start starts a process on the host with a fresh uid (a restart when a
+// process ran there before) and begins its join.
+func (nw *Network) Start(name string) {
+	h := nw.Host(name)
+	if h.Alive {
+		panic(fmt.Sprintf("memnet: host %q already running", name))
+	}
+	nw.uidSeq++
+	h.Cfg.Self.UID = nw.uidSeq
+	h.Node = New(h.Cfg)
+	h.Alive, h.Exit = true, 0
+	nw.logf(name, "started as %v", h.Cfg.Self)
+	nw.process(h, h.Node.Start(nw.now))
+	addr := Address(name)
+	for _, hm := range nw.held[addr] {
+		if int64(nw.now-hm.at) <= nw.HoldFor {
+			nw.inflight = append(nw.inflight, hm.msg)
+		}
+	}
+	delete(nw.held, addr)
+}
+
+// Kill stops the host's process abruptly (SIGKILL): its peers see the
+// connection drop; nothing is sent on its behalf.
+func (nw *Network) Kill(name string) {
+	h := nw.Host(name)
+	if !h.Alive {
+		return
+	}
+	h.Alive = false
+	nw.logf(name, "killed")
+	nw.connectionLost(h)
+}
+
+// Restart kills the host's process if it runs and starts a new one.
+func (nw *Network) Restart(name string) {
+	nw.Kill(name)
+	nw.Start(name)
+}
+
+// Partition splits the network into groups of host names; hosts not named
+// form one more group together.
+func (nw *Network) Partition(groups ...[]string) {
+	nw.group = map[string]int{}
+	for i, g := range groups {
+		for _, n := range g {
+			nw.group[n] = i + 1
+		}
+	}
+}
+
+// Heal removes every partition.
+func (nw *Network) Heal() { nw.group = nil }
+
+func (nw *Network) partitioned(a, b string) bool {
+	return nw.group != nil && a != b && nw.group[a] != nw.group[b]
+}
+
+// Lost counts messages lost to partitions or dead hosts.
+func (nw *Network) Lost() int { return nw.lost }
+
+// Send injects a message (for example a user Leave or Down) for delivery
+// at the next step.
+func (nw *Network) Send(msg Message) { nw.inflight = append(nw.inflight, msg) }
+
+// Leave asks the host's own node to leave the cluster.
+func (nw *Network) Leave(name string) {
+	h := nw.Host(name)
+	nw.Send(Leave{Header: Local(h.Cfg.Self), Node: h.Cfg.Self.Address()})
+}
+
+// Down asks the node on host by to down the node on host target.
+func (nw *Network) Down(by, target string) {
+	h := nw.Host(by)
+	nw.Send(Down{Header: Local(h.Cfg.Self), Node: Address(target)})
+}
+
+// Advance runs the simulation for d ms in StepMs steps.
+func (nw *Network) Advance(d int64) {
+	for end := nw.now + Instant(d); nw.now < end; {
+		nw.StepOnce()
+	}
+}
+
+// StepOnce advances time by one step: delivers the messages in flight, then
+// ticks every running node.
+func (nw *Network) StepOnce() {
+	nw.now += Instant(nw.StepMs)
+	nw.Deliver()
+	for _, name := range nw.names {
+		if h := nw.hosts[name]; h.Alive {
+			nw.process(h, h.Node.Tick(nw.now))
+		}
+	}
+}
+
+// Deliver delivers the messages currently in flight without advancing
+// time; messages they cause are delivered at the next step.
+func (nw *Network) Deliver() {
+	msgs := nw.inflight
+	nw.inflight = nil
+	for _, msg := range msgs {
+		nw.deliver(msg)
+	}
+}
+
+// InFlight is the number of messages waiting for delivery.
+func (nw *Network) InFlight() int { return len(nw.inflight) }
+
+func (nw *Network) hostAt(a m.Address) *Host {
+	if a.Port != MemPort {
+		return nil
+	}
+	return nw.hosts[a.Host]
+}
+
+func (nw *Network) deliver(msg Message) {
+	r := msg.Route()
+	to := nw.hostAt(r.To.Address())
+	if to == nil {
+		nw.lost++
+		return
+	}
+	if !to.Alive {
+		nw.lost++
+		if nw.HoldFor > 0 && len(nw.held[r.To.Address()]) < 1000 {
+			nw.held[r.To.Address()] = append(nw.held[r.To.Address()], heldMsg{at: nw.now, msg: msg})
+		}
+		return
+	}
+	if from := nw.hostAt(r.From.Address()); from != nil && nw.partitioned(from.Name, to.Name) {
+		nw.lost++
+		return
+	}
+	nw.process(to, to.Node.Step(nw.now, msg))
+}
+
+func (nw *Network) process(h *Host, effects []Effect) {
+	self := h.Cfg.Self
+	for _, e := range effects {
+		switch e := e.(type) {
+		case Send:
+			nw.inflight = append(nw.inflight, e.Msg)
+		case Publish:
+			ev := e.Event
+			nw.log = append(nw.log, LogLine{At: nw.now, Host: h.Name, Event: &ev})
+		case Note:
+			nw.logf(h.Name, "%s", e.Text)
+		case ProbeSeeds:
+			accepted := false
+			for _, s := range e.Seeds {
+				accepted = accepted || nw.probe(h.Name, s) == fastpath.Accepted
+			}
+			nw.Send(SeedProbeResult{Header: Local(self), AnyAccepted: accepted})
+		case ProbePeer:
+			p := nw.probe(h.Name, e.Peer.Address())
+			res := []fastpath.ProbeResult{p}
+			if p != fastpath.Accepted {
+				res = []fastpath.ProbeResult{p, p, p}
+			}
+			nw.Send(PeerProbeResult{Header: Local(self), Peer: e.Peer, Results: res})
+		case AcquireLease:
+			nw.Send(LeaseResult{Header: Local(self), Acquired: nw.Lease.Acquire(e.Owner)})
+		case ReleaseLease:
+			nw.Lease.Release(e.Owner)
+		case StartExiting:
+			nw.Send(ExitingCompleted{Header: Local(self)})
+		case Shutdown:
+			if h.Alive && h.Node.Self() == self {
+				h.Alive, h.Exit = false, e.Reason
+				nw.logf(h.Name, "process exits (%v)", e.Reason)
+				nw.connectionLost(h)
+			}
+		}
+	}
+}
+
+// probe is a TCP connect from host `from` to addr.
+func (nw *Network) probe(from string, addr m.Address) fastpath.ProbeResult {
+	to := nw.hostAt(addr)
+	switch {
+	case to == nil || !to.Alive:
+		return fastpath.Refused
+	case nw.partitioned(from, to.Name):
+		return fastpath.Timeout
+	default:
+		return fastpath.Accepted
+	}
+}
+
+// connectionLost tells the running peers on the same side of any partition
+// that h's process is gone.
+func (nw *Network) connectionLost(h *Host) {
+	for _, name := range nw.names {
+		p := nw.hosts[name]
+		if p == h || !p.Alive || nw.partitioned(name, h.Name) {
+			continue
+		}
+		nw.Send(ConnectionLost{Header: Local(p.Cfg.Self), Peer: h.Cfg.Self})
+	}
+}
+
+func (nw *Network) logf(host, format string, a ...any) {
+	nw.log = append(nw.log, LogLine{At: nw.now, Host: host, Text: fmt.Sprintf(format, a...)})
+}
+
+// TakeLog returns and clears the log.
+func (nw *Network) TakeLog() []LogLine {
+	l := nw.log
+	nw.log = nil
+	return l
+}
+
+// Running returns the hosts with a running process, in order.
+func (nw *Network) Running() []*Host {
+	return slices.DeleteFunc(nw.Hosts(), func(h *Host) bool { return !h.Alive })
+}
