@@ -1,0 +1,15 @@
+// Command otopcua runs and checks otopcua nodes.
+//
+//	otopcua version                    print version and commit
+//	otopcua config check FILE          load and validate FILE (+ OTOPCUA_ overrides)
+//	otopcua host --config FILE         run this node until SIGINT/SIGTERM
+//
+// Exit codes: 0 success (including a graceful stop on SIGINT/SIGTERM),
+// 1 the host stopped with an error, 2 a usage error or an invalid
+// configuration (every invalid setting is printed with its key, its value
+// and what is accepted).
+//
+// Version and commit are stamped at build time:
+//
+//	go build -ldflags "-X main.version=1.2.0 -X main.commit=$(git rev-parse --short HEAD)" ./cmd/otopcua
+package main
