@@ -346,8 +346,14 @@ func (c *ClusterConfig) IsOwnSeed() bool {
 	return false
 }
 
-// HTTPAddr is the listen address of the HTTP endpoint, "" when disabled.
-func (c *HttpConfig) HTTPAddr() string {
+// BindAddr is the listen address of the cluster transport, Hostname:Port.
+func (c *ClusterConfig) BindAddr() string {
+	return net.JoinHostPort(c.Hostname, strconv.Itoa(c.Port))
+}
+
+// Addr is the listen address of the HTTP endpoint, Hostname:Port, or ""
+// when Port is 0 (disabled).
+func (c *HttpConfig) Addr() string {
 	if c.Port == 0 {
 		return ""
 	}
