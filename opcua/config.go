@@ -1,0 +1,292 @@
+package opcua
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/opcua/uaserver"
+)
+
+// Defaults of Config.
+const (
+	DefaultListenHost      = "0.0.0.0"
+	DefaultPort            = 4840
+	DefaultApplicationName = "otopcua"
+	DefaultProductURI      = "urn:otopcua"
+	DefaultProductName     = "otopcua"
+	DefaultManufacturer    = "otopcua"
+	DefaultSoftwareVersion = "dev"
+)
+
+// AnyPort as Config.Port lets the kernel pick a free port (tests, the
+// demo); EndpointURL reports the real one after Start.
+const AnyPort = -1
+
+// BuildInfo describes the product in Server.ServerStatus.BuildInfo.
+type BuildInfo struct {
+	// ProductName. Default: "otopcua".
+	ProductName string
+	// ManufacturerName. Default: "otopcua".
+	ManufacturerName string
+	// SoftwareVersion, e.g. "1.4.2". Default: "dev".
+	SoftwareVersion string
+	// BuildNumber, e.g. a commit hash. Default: empty.
+	BuildNumber string
+	// BuildDate (UTC). Default: zero (the OPC UA null DateTime).
+	BuildDate time.Time
+}
+
+// Config configures a Server. Zero values take the documented defaults; New
+// rejects values that make no sense with an error naming the field and what
+// it accepts.
+type Config struct {
+	// ListenHost is the address the server binds. Default: "0.0.0.0" (every
+	// IPv4 interface).
+	ListenHost string
+
+	// Port is the TCP port of the opc.tcp endpoint. Default: 4840. AnyPort
+	// (-1) lets the kernel pick one.
+	Port int
+
+	// PublicHostname is the host clients reach this server by, used in the
+	// advertised endpoint URL "opc.tcp://PublicHostname:Port". Default:
+	// ListenHost, or the machine's host name when ListenHost is unspecified
+	// (0.0.0.0, ::).
+	PublicHostname string
+
+	// ApplicationURI identifies this server; it must differ between the
+	// servers of a redundant set, which list each other by it. It is also
+	// namespace 1. Default: "urn:otopcua:<PublicHostname>:<Port>".
+	ApplicationURI string
+
+	// ApplicationName is the human-readable server name. Default: "otopcua".
+	ApplicationName string
+
+	// ProductURI identifies the product. Default: "urn:otopcua".
+	ProductURI string
+
+	// PeerApplicationURIs are the ApplicationURIs of the other servers of the
+	// redundant set, in a fixed order. They follow this server's URI in
+	// Server.ServerArray, ServerRedundancy.ServerUriArray and
+	// RedundantServerArray. Default: none (a set of one).
+	PeerApplicationURIs []string
+
+	// PeerDiscoveryURLs are the endpoint URLs of the peers, in the order of
+	// PeerApplicationURIs; FindServers returns them. Optional: empty, or one
+	// per peer ("" for a peer whose URL is unknown).
+	PeerDiscoveryURLs []string
+
+	// RedundancySupport is the value of
+	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm or
+	// ua.RedundancySupportHot (the non-transparent modes otopcua implements).
+	// Default: Warm.
+	RedundancySupport ua.RedundancySupport
+
+	// BuildInfo fills Server.ServerStatus.BuildInfo.
+	BuildInfo BuildInfo
+
+	// Logger receives the server's logs. Default: slog.Default().
+	Logger *slog.Logger
+
+	// Clock drives timestamps, session timeouts and subscription timers.
+	// Default: the real clock.
+	Clock clockwork.Clock
+
+	// Session limits, passed to the service layer and published in
+	// Server.ServerCapabilities. Zero takes the service layer's default
+	// (uaserver.Default*).
+
+	// MaxSessions: sessions held at once. Default: 100.
+	MaxSessions int
+	// MinSessionTimeout: lower bound of a revised session timeout.
+	// Default: 1 s.
+	MinSessionTimeout time.Duration
+	// MaxSessionTimeout: upper bound of a revised session timeout.
+	// Default: 1 h.
+	MaxSessionTimeout time.Duration
+	// MaxContinuationPoints: Browse continuation points per session
+	// (ServerCapabilities.MaxBrowseContinuationPoints). Default: 10.
+	MaxContinuationPoints int
+	// MaxNodesPerRead: NodesToRead of one Read. Default: 10000.
+	MaxNodesPerRead int
+	// MaxNodesPerWrite: NodesToWrite of one Write. Default: 10000.
+	MaxNodesPerWrite int
+	// MaxNodesPerBrowse: NodesToBrowse of one Browse. Default: 10000.
+	MaxNodesPerBrowse int
+	// MaxNodesPerTranslate: BrowsePaths of one
+	// TranslateBrowsePathsToNodeIds. Default: 10000.
+	MaxNodesPerTranslate int
+	// MaxNodesPerRegister: nodes of one RegisterNodes. Default: 10000.
+	MaxNodesPerRegister int
+	// MaxNodesPerMethodCall: MethodsToCall of one Call. Default: 1000.
+	MaxNodesPerMethodCall int
+
+	// Subscriptions tunes the subscription engine (intervals, queue sizes,
+	// limits); its zero values take the engine's defaults. Its Clock and
+	// Logger default to the ones above.
+	Subscriptions subscription.Options
+}
+
+// withDefaults returns c with every zero field set to its default, or an
+// error naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.ListenHost == "" {
+		c.ListenHost = DefaultListenHost
+	}
+	switch {
+	case c.Port == 0:
+		c.Port = DefaultPort
+	case c.Port == AnyPort:
+	case c.Port < 0 || c.Port > 65535:
+		return c, fmt.Errorf("opcua: Config.Port %d: want 1-65535, or AnyPort (-1)", c.Port)
+	}
+	if c.PublicHostname == "" {
+		c.PublicHostname = c.ListenHost
+		if ip := net.ParseIP(c.ListenHost); ip != nil && ip.IsUnspecified() {
+			h, err := os.Hostname()
+			if err != nil || h == "" {
+				h = "localhost"
+			}
+			c.PublicHostname = h
+		}
+	}
+	if c.ApplicationURI == "" {
+		c.ApplicationURI = "urn:otopcua:" + c.PublicHostname
+		if c.Port > 0 {
+			c.ApplicationURI += ":" + strconv.Itoa(c.Port)
+		}
+	}
+	if c.ApplicationName == "" {
+		c.ApplicationName = DefaultApplicationName
+	}
+	if c.ProductURI == "" {
+		c.ProductURI = DefaultProductURI
+	}
+	if err := c.checkPeers(); err != nil {
+		return c, err
+	}
+	switch c.RedundancySupport {
+	case ua.RedundancySupportNone:
+		c.RedundancySupport = ua.RedundancySupportWarm
+	case ua.RedundancySupportWarm, ua.RedundancySupportHot:
+	default:
+		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d) or Hot (%d)",
+			c.RedundancySupport, ua.RedundancySupportWarm, ua.RedundancySupportHot)
+	}
+	b := &c.BuildInfo
+	b.ProductName = orDefault(b.ProductName, DefaultProductName)
+	b.ManufacturerName = orDefault(b.ManufacturerName, DefaultManufacturer)
+	b.SoftwareVersion = orDefault(b.SoftwareVersion, DefaultSoftwareVersion)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Subscriptions.Clock == nil {
+		c.Subscriptions.Clock = c.Clock
+	}
+	if c.Subscriptions.Logger == nil {
+		c.Subscriptions.Logger = c.Logger
+	}
+	defInt(&c.MaxSessions, uaserver.DefaultMaxSessions)
+	defInt(&c.MaxContinuationPoints, uaserver.DefaultMaxContinuationPoints)
+	defInt(&c.MaxNodesPerRead, uaserver.DefaultMaxNodesPerRead)
+	defInt(&c.MaxNodesPerWrite, uaserver.DefaultMaxNodesPerWrite)
+	defInt(&c.MaxNodesPerBrowse, uaserver.DefaultMaxNodesPerBrowse)
+	defInt(&c.MaxNodesPerTranslate, uaserver.DefaultMaxNodesPerTranslate)
+	defInt(&c.MaxNodesPerRegister, uaserver.DefaultMaxNodesPerRegister)
+	defInt(&c.MaxNodesPerMethodCall, uaserver.DefaultMaxNodesPerMethodCall)
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = uaserver.DefaultMinSessionTimeout
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = uaserver.DefaultMaxSessionTimeout
+	}
+	if c.MaxContinuationPoints > 65535 {
+		return c, fmt.Errorf("opcua: Config.MaxContinuationPoints %d: want at most 65535", c.MaxContinuationPoints)
+	}
+	return c, nil
+}
+
+func (c Config) checkPeers() error {
+	for k, uri := range c.PeerApplicationURIs {
+		switch {
+		case strings.TrimSpace(uri) == "":
+			return fmt.Errorf("opcua: Config.PeerApplicationURIs[%d] is empty", k)
+		case uri == c.ApplicationURI:
+			return fmt.Errorf("opcua: Config.PeerApplicationURIs[%d] %q is this server's ApplicationURI; every server of a redundant set needs its own", k, uri)
+		case slices.Index(c.PeerApplicationURIs, uri) != k:
+			return fmt.Errorf("opcua: Config.PeerApplicationURIs[%d] %q is listed twice", k, uri)
+		}
+	}
+	if n := len(c.PeerDiscoveryURLs); n != 0 && n != len(c.PeerApplicationURIs) {
+		return fmt.Errorf("opcua: Config.PeerDiscoveryURLs has %d entries: want none or one per PeerApplicationURIs entry (%d)", n, len(c.PeerApplicationURIs))
+	}
+	for k, u := range c.PeerDiscoveryURLs {
+		if u != "" && !strings.HasPrefix(u, "opc.tcp://") {
+			return fmt.Errorf("opcua: Config.PeerDiscoveryURLs[%d] %q: want opc.tcp://host:port", k, u)
+		}
+	}
+	return nil
+}
+
+// serverURIs returns this server's ApplicationURI followed by the peers'.
+func (c Config) serverURIs() []string {
+	return append([]string{c.ApplicationURI}, c.PeerApplicationURIs...)
+}
+
+// uaserverConfig is the service layer's configuration.
+func (c Config) uaserverConfig() uaserver.Config {
+	port := max(c.Port, 0)
+	peers := make([]uaserver.Peer, len(c.PeerApplicationURIs))
+	for k, uri := range c.PeerApplicationURIs {
+		peers[k] = uaserver.Peer{ApplicationURI: uri}
+		if k < len(c.PeerDiscoveryURLs) {
+			peers[k].DiscoveryURL = c.PeerDiscoveryURLs[k]
+		}
+	}
+	return uaserver.Config{
+		ListenAddr:            net.JoinHostPort(c.ListenHost, strconv.Itoa(port)),
+		EndpointURL:           "opc.tcp://" + net.JoinHostPort(c.PublicHostname, strconv.Itoa(port)),
+		ApplicationURI:        c.ApplicationURI,
+		ProductURI:            c.ProductURI,
+		ApplicationName:       c.ApplicationName,
+		Peers:                 peers,
+		MaxSessions:           c.MaxSessions,
+		MinSessionTimeout:     c.MinSessionTimeout,
+		MaxSessionTimeout:     c.MaxSessionTimeout,
+		MaxContinuationPoints: c.MaxContinuationPoints,
+		MaxNodesPerRead:       c.MaxNodesPerRead,
+		MaxNodesPerWrite:      c.MaxNodesPerWrite,
+		MaxNodesPerBrowse:     c.MaxNodesPerBrowse,
+		MaxNodesPerTranslate:  c.MaxNodesPerTranslate,
+		MaxNodesPerRegister:   c.MaxNodesPerRegister,
+		MaxNodesPerMethodCall: c.MaxNodesPerMethodCall,
+		Clock:                 c.Clock,
+		Logger:                c.Logger,
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func defInt(v *int, def int) {
+	if *v <= 0 {
+		*v = def
+	}
+}

@@ -1,0 +1,47 @@
+// Package opcua is otopcua's OPC UA server with the redundancy surface that
+// SCADA and HMI clients read to choose a server of a non-transparent
+// redundant set (Part 4 §6.6.2, Part 5 §6.3.7–6.3.9).
+//
+// New composes three packages: addrspace (the nodes), subscription (the
+// monitored-item engine, reading the address space through
+// AddressSpace.Source) and uaserver (the opc.tcp service layer over the
+// address space). It then fills the Server object (i=2253):
+//
+//   - ServiceLevel (i=2267): Byte, read-only for clients (a Write answers
+//     BadNotWritable), 255 until the first SetServiceLevel; every
+//     SetServiceLevel is a data change for subscribers.
+//   - ServerArray (i=2254): this server's ApplicationURI, then
+//     Config.PeerApplicationURIs.
+//   - NamespaceArray (i=2255): kept current by the address space; namespace
+//     1 is this server's ApplicationURI.
+//   - ServerStatus (i=2256) and its children: StartTime, CurrentTime (the
+//     time of each read; pushed to subscribers every second), State Running,
+//     BuildInfo, SecondsTillShutdown, ShutdownReason.
+//   - ServerRedundancy (i=2296), retyped from ServerRedundancyType to
+//     NonTransparentRedundancyType (i=2039), with the properties
+//     RedundancySupport (i=3709, Warm or Hot), ServerUriArray (i=11314,
+//     every server of the set, this one first) and RedundantServerArray
+//     (i=11313). RedundantServerArray is optional for NonTransparent
+//     redundancy; it is published so that a client connected to any one
+//     server sees each server's ServiceLevel and state: this server's live,
+//     the peers' as SetPeerStatus last reported (ServiceLevel 0, state
+//     Unknown until then).
+//   - ServerCapabilities: the operation limits the service layer enforces,
+//     MaxBrowseContinuationPoints, MaxSessions; Auditing false.
+//
+// # ServiceLevel publishers
+//
+// The redundancy layer computes ServiceLevel before the server may exist.
+// It publishes through a ServiceLevelPublisher: NullServiceLevelPublisher
+// (drops; a node without an endpoint), DeferredServiceLevelPublisher (keeps
+// the latest level until Bind, then forwards) and ServerServiceLevelPublisher
+// (writes into a started Server).
+//
+// # Duties of the caller
+//
+//  1. Give every server of a set its own ApplicationURI and list the others
+//     in PeerApplicationURIs in the same order on every node.
+//  2. Add application namespaces and nodes through AddressSpace before or
+//     after Start; install write hooks (the primary gate) there.
+//  3. Close the Server; it ends every session before stopping the engine.
+package opcua
