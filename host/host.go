@@ -1,0 +1,118 @@
+// Package host wires one otopcua node: the OPC UA server with its redundancy
+// surface, the HTTP endpoints (/healthz, /readyz, /metrics) and telemetry.
+//
+// Run is called by `otopcua host` with a configuration that has already
+// been loaded and validated. It returns nil after a graceful stop (ctx
+// cancelled) and an error when a part cannot start or fails.
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/health"
+	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/telemetry"
+)
+
+// Version and Commit fill Server.ServerStatus.BuildInfo; cmd/otopcua sets them.
+var (
+	Version = "dev"
+	Commit  = ""
+)
+
+// EnvTestHooks, when set to 1 in the environment of `otopcua host`, mounts
+// the test-only endpoint POST /debug/service-level?level=N on the HTTP port.
+// Multi-process tests use it to move Server.ServiceLevel before the
+// redundancy runtime computes it. Never set it in production.
+const EnvTestHooks = "OTOPCUA_TEST_HOOKS"
+
+// Options are the parts of a run that do not come from the configuration.
+type Options struct {
+	// TestHooks mounts the test-only HTTP endpoints (see EnvTestHooks).
+	TestHooks bool
+}
+
+// Run runs the node until ctx is cancelled.
+func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) error {
+	metrics := telemetry.NopMetrics()
+	if cfg.Telemetry.MetricsEnabled {
+		m, err := telemetry.NewMetrics()
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		metrics = m
+	}
+	defer metrics.Shutdown(context.Background())
+
+	srv, err := opcua.New(opcuaConfig(cfg, logger))
+	if err != nil {
+		return fmt.Errorf("OPC UA server: %w", err)
+	}
+	defer srv.Close()
+
+	// Until the server listens, computed levels wait in the deferred
+	// publisher; the first one reaches clients as soon as it starts.
+	deferred := &opcua.DeferredServiceLevelPublisher{}
+	levels := newLevelPublisher(deferred, metrics, logger)
+
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", cfg.OpcUa.Port, err)
+	}
+	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
+
+	var web *health.HTTPServer
+	if addr := cfg.Http.Addr(); addr != "" {
+		ready := func() error {
+			if !srv.Listening() {
+				return errors.New("OPC UA endpoint not listening")
+			}
+			return nil
+		}
+		web = health.NewHTTPServer(addr, ready, metrics.Handler(), logger)
+		if opts.TestHooks {
+			web.Handle("POST /debug/service-level", levels.debugHandler())
+			logger.Warn("test hooks enabled: POST /debug/service-level moves Server.ServiceLevel; never enable this in production", "env", EnvTestHooks)
+		}
+		if err := web.Start(); err != nil {
+			return err
+		}
+	}
+	logger.Info("node ready", "endpoint", srv.EndpointURL(), "http", cfg.Http.Addr(),
+		"nodeId", cfg.Cluster.NodeID(), "clusterId", cfg.Node.ClusterId, "roles", cfg.Cluster.Roles)
+
+	<-ctx.Done()
+	logger.Info("stopping")
+	if web != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = web.Shutdown(sctx)
+	}
+	return srv.Close()
+}
+
+func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
+	support := ua.RedundancySupportWarm
+	if cfg.OpcUa.RedundancySupport == config.RedundancyHot {
+		support = ua.RedundancySupportHot
+	}
+	return opcua.Config{
+		ListenHost:          cfg.Cluster.Hostname,
+		Port:                cfg.OpcUa.Port,
+		PublicHostname:      cfg.Cluster.PublicHostname,
+		ApplicationURI:      cfg.OpcUa.ApplicationUri,
+		ApplicationName:     cfg.OpcUa.ApplicationName,
+		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
+		PeerDiscoveryURLs:   cfg.OpcUa.PeerDiscoveryUrls,
+		RedundancySupport:   support,
+		MaxSessions:         cfg.OpcUa.MaxSessions,
+		BuildInfo:           opcua.BuildInfo{SoftwareVersion: Version, BuildNumber: Commit},
+		Logger:              logger,
+	}
+}
