@@ -10,19 +10,16 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/addrspace"
-	"github.com/otopcua/otopcua/opcua/subscription"
-	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
-// otopcuaServer is otopcua's own OPC UA server: the address space
-// (opcua/addrspace), the subscription engine (opcua/subscription) and the
-// service layer (opcua/uaserver), wired the way the opcua package wires
-// them for a host.
+// otopcuaServer is otopcua's own OPC UA server as a host runs it:
+// opcua.New with default options (address space, subscription engine,
+// service layer, Server object). Its ApplicationURI is NamespaceURI, so
+// the benchmark's variables live in the server's own namespace 1.
 type otopcuaServer struct {
-	as     *addrspace.AddressSpace
-	engine *subscription.Engine
-	srv    *uaserver.Server
+	srv    *opcua.Server
 	vars   []*addrspace.Variable
 	rounds *addrspace.Variable
 }
@@ -32,41 +29,44 @@ func newOtopcua(ctx context.Context, cfg Config) (Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	o := &otopcuaServer{as: addrspace.New(addrspace.Options{})}
-	if err := o.build(cfg.Items); err != nil {
-		return nil, err
+	if port == 0 {
+		port = opcua.AnyPort
 	}
-	o.engine = subscription.New(o.as.Source(), subscription.Options{Logger: log})
-	o.srv, err = uaserver.New(uaserver.Config{
-		ListenAddr:     fmt.Sprintf("%s:%d", host, port),
-		EndpointURL:    fmt.Sprintf("opc.tcp://%s:%d", host, port),
-		ApplicationURI: "urn:otopcua:bench:server",
-		Logger:         log,
-	}, o.as, o.engine)
+	srv, err := opcua.New(opcua.Config{
+		ListenHost:     host,
+		Port:           port,
+		PublicHostname: host,
+		ApplicationURI: NamespaceURI,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
 	if err != nil {
-		o.engine.Close()
+		return nil, fmt.Errorf("benchsrv: otopcua: %w", err)
+	}
+	o := &otopcuaServer{srv: srv}
+	if err := o.build(cfg.Items); err != nil {
+		srv.Close()
 		return nil, err
 	}
-	if err := o.srv.Start(ctx); err != nil {
-		o.engine.Close()
+	if err := srv.Start(ctx); err != nil {
+		srv.Close()
 		return nil, fmt.Errorf("benchsrv: otopcua: start: %w", err)
 	}
 	return o, nil
 }
 
 func (o *otopcuaServer) build(items int) error {
-	ns := o.as.AddNamespace(NamespaceURI)
+	as := o.srv.AddressSpace()
+	ns := as.AddNamespace(NamespaceURI)
 	if ns != Namespace {
 		return fmt.Errorf("benchsrv: otopcua put %s at ns=%d, want %d", NamespaceURI, ns, Namespace)
 	}
 	folder := ua.NewNumericNodeID(ns, FolderID)
-	if err := o.as.AddFolder(folder, "Bench", "", ua.NewNumericNodeID(0, id.ObjectsFolder)); err != nil {
+	if err := as.AddFolder(folder, "Bench", "", ua.NewNumericNodeID(0, id.ObjectsFolder)); err != nil {
 		return err
 	}
 	read := byte(ua.AccessLevelTypeCurrentRead)
 	var err error
-	o.rounds, err = o.as.AddVariable(ua.NewNumericNodeID(ns, RoundsID), "Rounds", "", folder, ua.NewNumericNodeID(0, id.Int64), int64(0), read)
+	o.rounds, err = as.AddVariable(ua.NewNumericNodeID(ns, RoundsID), "Rounds", "", folder, ua.NewNumericNodeID(0, id.Int64), int64(0), read)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (o *otopcuaServer) build(items int) error {
 		if k%2 == 1 {
 			dt = ua.NewNumericNodeID(0, id.Double)
 		}
-		o.vars[k], err = o.as.AddVariable(ua.NewNumericNodeID(ns, uint32(FirstID+k)), fmt.Sprintf("V%06d", k), "", folder, dt, valueOf(k, 0), read)
+		o.vars[k], err = as.AddVariable(ua.NewNumericNodeID(ns, uint32(FirstID+k)), fmt.Sprintf("V%06d", k), "", folder, dt, valueOf(k, 0), read)
 		if err != nil {
 			return err
 		}
@@ -98,8 +98,4 @@ func (o *otopcuaServer) UpdateAll(round int64) {
 	}
 }
 
-func (o *otopcuaServer) Close() error {
-	err := o.srv.Close()
-	o.engine.Close()
-	return err
-}
+func (o *otopcuaServer) Close() error { return o.srv.Close() }
