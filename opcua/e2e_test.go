@@ -146,6 +146,21 @@ func TestClientSeesRedundancySurface(t *testing.T) {
 		}
 	}
 
+	// FindServers lists the whole set, this server first.
+	fs, err := c.FindServers(ctx)
+	if err != nil {
+		t.Fatalf("FindServers: %v", err)
+	}
+	var found []string
+	for _, app := range fs.Servers {
+		found = append(found, app.ApplicationURI)
+	}
+	if !slices.Equal(found, want) {
+		t.Errorf("FindServers = %v, want %v", found, want)
+	} else if urls := fs.Servers[1].DiscoveryURLs; len(urls) != 1 || urls[0] != "opc.tcp://127.0.0.1:4999" {
+		t.Errorf("peer discovery URLs = %v", urls)
+	}
+
 	// Clients cannot write ServiceLevel.
 	wr, err := c.Write(ctx, &ua.WriteRequest{NodesToWrite: []*ua.WriteValue{{
 		NodeID: nsid(id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue,
