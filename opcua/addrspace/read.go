@@ -39,7 +39,6 @@ func (as *AddressSpace) Read(rv *ua.ReadValueID, ttr ua.TimestampsToReturn) *ua.
 	return as.withTimestamps(dv, rv.AttributeID == ua.AttributeIDValue, ttr)
 }
 
-
 func statusValue(s ua.StatusCode) *ua.DataValue {
 	return &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: s}
 }
