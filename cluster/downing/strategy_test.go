@@ -11,6 +11,12 @@ import (
 
 // The members of Akka.NET's SBR TestAddresses: E is the oldest (up 1), then
 // D, C, B; A and F share up 5 (A older by address); G is the youngest.
+// tb is what the helpers need from *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 var testMembers = map[string]m.Member{
 	"A": tm("a", 5, "role3"),
 	"B": tm("b", 4, "role1", "role3"),
@@ -28,7 +34,7 @@ func tm(host string, up int, roles ...string) m.Member {
 
 // member parses "A", "Aj" (Joining), "Aw" (WeaklyUp), "Al" (Leaving), "Ax"
 // (Exiting), "Ad" (Down).
-func member(t testing.TB, spec string) m.Member {
+func member(t tb, spec string) m.Member {
 	t.Helper()
 	base, ok := testMembers[spec[:1]]
 	if !ok {
@@ -53,13 +59,13 @@ func member(t testing.TB, spec string) m.Member {
 	return m.Member{}
 }
 
-func addr(t testing.TB, name string) m.UniqueAddress { return member(t, name[:1]).Address }
+func addr(t tb, name string) m.UniqueAddress { return member(t, name[:1]).Address }
 
 // sideView builds the view of one side exactly as Akka's
 // SplitBrainResolverSpec.StrategySetup.Strategy(side): all members known,
 // the side's first member observing every other-side member unreachable,
 // the indirectly connected records added, seen by the whole side.
-func sideView(t testing.TB, sides [][]m.Member, side int, indirect string) View {
+func sideView(t tb, sides [][]m.Member, side int, indirect string) View {
 	var all []m.Member
 	for _, s := range sides {
 		all = append(all, s...)
@@ -110,7 +116,7 @@ type sbrCase struct {
 	checks   []sideCheck
 }
 
-func names(t testing.TB, us []m.UniqueAddress) string {
+func names(t tb, us []m.UniqueAddress) string {
 	var out []string
 	for _, u := range us {
 		out = append(out, strings.ToUpper(u.Host))

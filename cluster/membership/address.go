@@ -88,12 +88,25 @@ func ParseAddress(s string) (Address, error) {
 	if host == "" {
 		return Address{}, fmt.Errorf("%w: %q: empty host", ErrBadAddress, s)
 	}
-	if strings.ContainsAny(host, "/@ \t") {
-		return Address{}, fmt.Errorf("%w: %q: invalid host %q", ErrBadAddress, s, host)
+	if !validHost(host) {
+		return Address{}, fmt.Errorf("%w: %q: invalid host %q (letters, digits and -._:%% only)", ErrBadAddress, s, host)
 	}
 	port, err := strconv.Atoi(portText)
 	if err != nil || port < 1 || port > 65535 {
 		return Address{}, fmt.Errorf("%w: %q: port must be 1..65535", ErrBadAddress, s)
 	}
 	return Address{Host: host, Port: port}, nil
+}
+
+// validHost accepts DNS names, IPv4 and IPv6 literals (with a zone).
+func validHost(h string) bool {
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("-._:%", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

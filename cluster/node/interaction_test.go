@@ -50,6 +50,10 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 			groups = append(groups, strings.Split(g, ","))
 		}
 		e.nw.Partition(groups...)
+	case "listen":
+		for _, n := range names(d) {
+			e.nw.Listen(n)
+		}
 	case "heal":
 		e.nw.Heal()
 	case "kill":
@@ -183,7 +187,7 @@ func shown(l LogLine, verbose bool) bool {
 
 func (e *interactionEnv) printLog(out *strings.Builder, d *datadriven.TestData) {
 	lines := e.nw.TakeLog()
-	if d.HasArg("quiet") {
+	if d.HasArg("silent") {
 		return
 	}
 	verbose := d.HasArg("verbose")

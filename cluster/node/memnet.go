@@ -153,6 +153,17 @@ func (nw *Network) Start(name string) {
 	delete(nw.held, addr)
 }
 
+// Listen makes the host a bare TCP listener that speaks no cluster
+// protocol: probes are accepted, messages vanish.
+func (nw *Network) Listen(name string) {
+	h := nw.Host(name)
+	if h.Alive {
+		panic(fmt.Sprintf("memnet: host %q already running", name))
+	}
+	h.Node, h.Alive, h.Exit = nil, true, 0
+	nw.logf(name, "bare listener")
+}
+
 // Kill stops the host's process abruptly (SIGKILL): its peers see the
 // connection drop; nothing is sent on its behalf.
 func (nw *Network) Kill(name string) {
@@ -221,7 +232,7 @@ func (nw *Network) StepOnce() {
 	nw.now += Instant(nw.StepMs)
 	nw.Deliver()
 	for _, name := range nw.names {
-		if h := nw.hosts[name]; h.Alive {
+		if h := nw.hosts[name]; h.Alive && h.Node != nil {
 			nw.process(h, h.Node.Tick(nw.now))
 		}
 	}
@@ -254,8 +265,11 @@ func (nw *Network) deliver(msg Message) {
 		nw.lost++
 		return
 	}
-	if !to.Alive {
+	if !to.Alive || to.Node == nil {
 		nw.lost++
+		if to.Alive {
+			return
+		}
 		if nw.HoldFor > 0 && len(nw.held[r.To.Address()]) < 1000 {
 			nw.held[r.To.Address()] = append(nw.held[r.To.Address()], heldMsg{at: nw.now, msg: msg})
 		}
@@ -299,7 +313,7 @@ func (nw *Network) process(h *Host, effects []Effect) {
 		case StartExiting:
 			nw.Send(ExitingCompleted{Header: Local(self)})
 		case Shutdown:
-			if h.Alive && h.Node.Self() == self {
+			if h.Alive && h.Node != nil && h.Node.Self() == self {
 				h.Alive, h.Exit = false, e.Reason
 				nw.logf(h.Name, "process exits (%v)", e.Reason)
 				nw.connectionLost(h)
@@ -326,7 +340,7 @@ func (nw *Network) probe(from string, addr m.Address) fastpath.ProbeResult {
 func (nw *Network) connectionLost(h *Host) {
 	for _, name := range nw.names {
 		p := nw.hosts[name]
-		if p == h || !p.Alive || nw.partitioned(name, h.Name) {
+		if p == h || !p.Alive || p.Node == nil || nw.partitioned(name, h.Name) {
 			continue
 		}
 		nw.Send(ConnectionLost{Header: Local(p.Cfg.Self), Peer: h.Cfg.Self})
@@ -344,7 +358,7 @@ func (nw *Network) TakeLog() []LogLine {
 	return l
 }
 
-// Running returns the hosts with a running process, in order.
+// Running returns the hosts with a running node, in order.
 func (nw *Network) Running() []*Host {
-	return slices.DeleteFunc(nw.Hosts(), func(h *Host) bool { return !h.Alive })
+	return slices.DeleteFunc(nw.Hosts(), func(h *Host) bool { return !h.Alive || h.Node == nil })
 }
