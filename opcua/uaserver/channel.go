@@ -2,10 +2,12 @@ package uaserver
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"runtime/debug"
@@ -19,152 +21,359 @@ import (
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
-// channel is one secure channel (one TCP connection). Its reader goroutine
-// decodes requests and queues them; its worker goroutine handles them in
-// order. Responses are written by the worker and, for Publish, by the
-// subscription engine's goroutines; sendMu serialises the writes.
-type channel struct {
-	srv      *Server
-	id       uint32 // SecureChannelId, set by Server.addChannel before run
-	tokenID  uint32 // TokenId, set by Server.addChannel before run
-	conn     *uacp.Conn
-	helloURL string // EndpointUrl of the client's Hello
-	log      *slog.Logger
+// Secure channel limits (OPC UA Part 6 §6.7).
+const (
+	// symHeaderLen is the size of a MSG chunk's headers: message header,
+	// token id and sequence header.
+	symHeaderLen = 12 + 4 + 8
+	// maxPendingRequests is the number of multi-chunk requests one channel
+	// may be receiving at once.
+	maxPendingRequests = 16
+	// minTokenLifetime and maxTokenLifetime bound the revised lifetime of a
+	// security token, in milliseconds.
+	minTokenLifetime = 10_000
+	maxTokenLifetime = 3_600_000
+)
 
-	// scfg is the uasc configuration; sc.Receive rewrites its security
-	// fields on every OpenSecureChannel. Only the reader goroutine reads it.
-	scfg *uasc.Config
-	sc   *uasc.SecureChannel // set by run before any request is queued
+// errChannelClosedByClient ends the read loop quietly.
+var errChannelClosedByClient = errors.New("closed by the client")
+
+// channel is one secure channel (one TCP connection) with security policy
+// None. Its reader goroutine reassembles and checks chunks, answers
+// OpenSecureChannel itself and queues service requests; its worker
+// goroutine handles them in order. Responses are written by the worker
+// and, for Publish, by the engine's goroutines; sendMu serialises writes.
+//
+// The channel is implemented here rather than with uasc.SecureChannel
+// because uasc decodes a message before its caller can look at it, and
+// gopcua's decoder trusts array lengths from the wire (see wire.go).
+type channel struct {
+	srv     *Server
+	id      uint32 // SecureChannelId, set by Server.addChannel before run
+	conn    net.Conn
+	ack     *uacp.Acknowledge // negotiated buffer sizes
+	hello   *uacp.Hello       // the client's Hello: its limits for our responses
+	sendMax uint32            // body bytes per chunk we send
+	log     *slog.Logger
 
 	ctx    context.Context // cancelled when the channel closes
 	cancel context.CancelFunc
 	queue  chan *call
 	pub    *publishSender
 
-	sendMu    sync.Mutex // serialises response writes and their deadlines
+	// Reader goroutine only.
+	opened       bool
+	pending      map[uint32]*partial // multi-chunk requests being received
+	pendingBytes int
+
+	tokMu    sync.Mutex
+	token    uint32 // token of our messages and the client's; tokMu must be held.
+	newToken uint32 // token issued by a renewal, not yet used by the client; tokMu must be held.
+
+	sendMu    sync.Mutex // serialises writes, their deadlines and seq
+	seq       uint32     // last sequence number sent; sendMu must be held.
 	closeOnce sync.Once
 }
 
-func newChannel(s *Server, conn *uacp.Conn, helloURL string) *channel {
+// partial is a request whose chunks are still arriving.
+type partial struct {
+	chunks  [][]byte
+	size    int
+	discard bool // too large: drop chunks until the final one
+}
+
+func newChannel(s *Server, conn net.Conn, ack *uacp.Acknowledge, hel *uacp.Hello) *channel {
 	ctx, cancel := context.WithCancel(s.ctx)
 	ch := &channel{
-		srv:      s,
-		conn:     conn,
-		helloURL: helloURL,
-		log:      s.log.With("remote", conn.RemoteAddr().String()),
-		scfg: &uasc.Config{
-			SecurityPolicyURI: ua.SecurityPolicyURINone,
-			SecurityMode:      ua.MessageSecurityModeNone,
-			RequestTimeout:    s.cfg.WriteTimeout,
-		},
-		ctx:    ctx,
-		cancel: cancel,
-		queue:  make(chan *call, max(s.cfg.MaxRequestsInFlightPerChannel-1, 0)),
+		srv:     s,
+		conn:    conn,
+		ack:     ack,
+		hello:   hel,
+		sendMax: ack.SendBufSize - symHeaderLen,
+		log:     s.log.With("remote", conn.RemoteAddr().String()),
+		ctx:     ctx,
+		cancel:  cancel,
+		queue:   make(chan *call, max(s.cfg.MaxRequestsInFlightPerChannel-1, 0)),
+		pending: make(map[uint32]*partial),
+		seq:     uint32(rand.IntN(1023)),
 	}
 	ch.pub = &publishSender{ch: ch, handles: make(map[uint32]uint32)}
 	return ch
 }
 
-// run serves the channel until the client closes it, an unrecoverable
-// error occurs, or the server closes. It returns after the worker has
-// returned.
+// run serves the channel until the client closes it, a protocol error
+// occurs or the server closes. It returns after the worker has returned.
 func (ch *channel) run() {
 	defer ch.srv.removeChannel(ch)
-	defer ch.close()
 	ch.log = ch.log.With("channel", ch.id)
-
-	seq := uint32(rand.IntN(1023) + 1)
-	sc, err := uasc.NewServerSecureChannel(ch.helloURL, ch.conn, ch.scfg, make(chan error, 1), ch.id, seq, ch.tokenID)
-	if err != nil {
-		ch.log.Warn("uaserver: secure channel setup failed", "err", err)
-		return
-	}
-	ch.sc = sc
-	ch.log.Debug("uaserver: channel open")
-
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ch.work()
 	}()
-	ch.readLoop()
+	err := ch.readLoop()
 	ch.close()
 	<-done
-	ch.log.Debug("uaserver: channel closed")
+	switch {
+	case errors.Is(err, errChannelClosedByClient), ch.srv.ctx.Err() != nil:
+		ch.log.Debug("uaserver: channel closed", "reason", err)
+	default:
+		ch.log.Info("uaserver: channel closed", "reason", err)
+	}
 }
 
-// readLoop decodes requests and queues them for the worker.
-func (ch *channel) readLoop() {
+// readLoop reads chunks until an error ends the channel.
+func (ch *channel) readLoop() error {
 	for {
-		msg, err := ch.receive()
+		b, err := ch.readFrame()
 		if err != nil {
-			ch.log.Error("uaserver: closing channel", "err", err)
-			return
+			return err
 		}
-		if msg.Err != nil {
-			if !ch.receiveFailed(msg) {
-				return
-			}
-			continue
-		}
-		if ch.scfg.SecurityPolicyURI != ua.SecurityPolicyURINone || ch.scfg.SecurityMode != ua.MessageSecurityModeNone {
-			ch.log.Warn("uaserver: closing channel: only security policy None / mode None is offered",
-				"policy", ch.scfg.SecurityPolicyURI, "mode", ch.scfg.SecurityMode)
-			return
-		}
-		req := msg.Request()
-		if req == nil {
-			continue // OpenSecureChannel (answered inside uasc) or a stray response
-		}
-		if _, ok := req.(*ua.CloseSecureChannelRequest); ok {
-			return
-		}
-		c := &call{ch: ch, reqID: msg.RequestID, req: req, typeID: ua.ServiceTypeID(req), hdr: requestHeader(req)}
-		select {
-		case ch.queue <- c:
-		case <-ch.ctx.Done():
-			return
+		if err := ch.handleChunk(b); err != nil {
+			return err
 		}
 	}
 }
 
-// receive reads the next message; a panic while decoding hostile bytes
-// becomes an error that closes this channel only.
-func (ch *channel) receive() (msg *uasc.MessageBody, err error) {
+// readFrame reads one UACP message (header included) of at most the
+// negotiated ReceiveBufSize.
+func (ch *channel) readFrame() ([]byte, error) {
+	var hb [uacpHeaderLen]byte
+	if _, err := io.ReadFull(ch.conn, hb[:]); err != nil {
+		return nil, err
+	}
+	var h uacp.Header
+	if _, err := h.Decode(hb[:]); err != nil {
+		return nil, err
+	}
+	switch {
+	case h.MessageType == uacp.MessageTypeError:
+		return nil, errChannelClosedByClient
+	case h.MessageSize > ch.ack.ReceiveBufSize:
+		return nil, ch.abort(ua.StatusBadTCPMessageTooLarge, fmt.Sprintf("chunk of %d bytes", h.MessageSize))
+	case h.MessageSize < uacpHeaderLen+symHeaderLen-8:
+		return nil, ch.abort(ua.StatusBadTCPMessageTypeInvalid, fmt.Sprintf("chunk of %d bytes", h.MessageSize))
+	}
+	b := make([]byte, h.MessageSize)
+	copy(b, hb[:])
+	if _, err := io.ReadFull(ch.conn, b[uacpHeaderLen:]); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// handleChunk processes one chunk; an error closes the channel.
+func (ch *channel) handleChunk(b []byte) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			ch.log.Error("uaserver: panic while decoding a message", "panic", r, "stack", string(debug.Stack()))
-			err = fmt.Errorf("panic while decoding: %v", r)
+			ch.log.Error("uaserver: panic while reading a message", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic while reading: %v", r)
 		}
 	}()
-	return ch.sc.Receive(ch.ctx), nil
+	m := new(uasc.MessageChunk)
+	if _, err := m.Decode(b); err != nil {
+		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, err.Error())
+	}
+	seq := new(uasc.SequenceHeader)
+	n, err := seq.Decode(m.Data)
+	if err != nil {
+		return ch.abort(ua.StatusBadDecodingError, "sequence header")
+	}
+	body := m.Data[n:]
+	switch m.MessageType {
+	case uasc.MessageTypeOpenSecureChannel:
+		return ch.handleOpen(m, seq.RequestID, body)
+	case uasc.MessageTypeCloseSecureChannel:
+		return errChannelClosedByClient
+	}
+	return ch.handleMessage(m, seq.RequestID, body)
 }
 
-// receiveFailed handles a message uasc could not deliver. It reports
-// whether the channel can go on: a request that was read completely but
-// could not be decoded is answered with a ServiceFault; transport and
-// security errors end the channel.
-func (ch *channel) receiveFailed(msg *uasc.MessageBody) bool {
-	err := msg.Err
-	if errors.Is(err, io.EOF) || ch.ctx.Err() != nil {
-		return false
+// handleOpen answers OpenSecureChannel (issue or renew), Part 4 §5.5.2.
+func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte) error {
+	if m.ChunkType != uasc.ChunkTypeFinal {
+		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "chunked OpenSecureChannel")
 	}
-	if msg.RequestID == 0 {
-		ch.log.Info("uaserver: closing channel", "err", err)
-		return false
+	if m.SecurityPolicyURI != ua.SecurityPolicyURINone {
+		return ch.abort(ua.StatusBadSecurityPolicyRejected, "only "+ua.SecurityPolicyURINone+" is offered")
 	}
-	var code ua.StatusCode
+	r, code := decodeRequest(body)
+	req, ok := r.(*ua.OpenSecureChannelRequest)
+	if code != ua.StatusOK || !ok {
+		return ch.abort(ua.StatusBadDecodingError, "undecodable OpenSecureChannel")
+	}
 	switch {
-	case errors.As(err, &code) && code == ua.StatusBadServiceUnsupported:
-		// A service type gopcua does not know.
-	case errors.As(err, &code):
-		return true // the client aborted the request (MSGA)
-	default:
-		code = ua.StatusBadDecodingError
+	case req.SecurityMode != ua.MessageSecurityModeNone:
+		return ch.abort(ua.StatusBadSecurityModeRejected, "only security mode None is offered")
+	case req.RequestType == ua.SecurityTokenRequestTypeIssue && ch.opened:
+		return ch.abort(ua.StatusBadSecureChannelIDInvalid, "channel already open")
+	case req.RequestType == ua.SecurityTokenRequestTypeRenew && (!ch.opened || m.SecureChannelID != ch.id):
+		return ch.abort(ua.StatusBadSecureChannelIDInvalid, "renewal of an unknown channel")
+	case req.RequestType != ua.SecurityTokenRequestTypeIssue && req.RequestType != ua.SecurityTokenRequestTypeRenew:
+		return ch.abort(ua.StatusBadRequestTypeInvalid, "unknown token request type")
 	}
-	ch.log.Debug("uaserver: undecodable request", "request_id", msg.RequestID, "err", err)
-	_ = ch.send(msg.RequestID, &ua.ServiceFault{ResponseHeader: newResponseHeader(0, code, ch.srv.cfg.Clock.Now())})
-	return true
+	tok := ch.srv.newTokenID()
+	ch.tokMu.Lock()
+	if ch.opened {
+		ch.newToken = tok
+	} else {
+		ch.token = tok
+	}
+	ch.tokMu.Unlock()
+	ch.opened = true
+
+	lifetime := req.RequestedLifetime
+	switch {
+	case lifetime == 0 || lifetime > maxTokenLifetime:
+		lifetime = maxTokenLifetime
+	case lifetime < minTokenLifetime:
+		lifetime = minTokenLifetime
+	}
+	now := ch.srv.cfg.Clock.Now()
+	resp := &ua.OpenSecureChannelResponse{
+		ResponseHeader: newResponseHeader(requestHeader(req).RequestHandle, ua.StatusOK, now),
+		SecurityToken: &ua.ChannelSecurityToken{
+			ChannelID: ch.id, TokenID: tok, CreatedAt: now, RevisedLifetime: lifetime,
+		},
+		ServerNonce: []byte{},
+	}
+	ch.sendMu.Lock()
+	defer ch.sendMu.Unlock()
+	if err := ch.write(uasc.MessageTypeOpenSecureChannel, reqID, resp); err != nil {
+		return fmt.Errorf("send OpenSecureChannel response: %w", err)
+	}
+	return nil
+}
+
+// handleMessage collects the chunks of a request and delivers complete
+// ones.
+func (ch *channel) handleMessage(m *uasc.MessageChunk, reqID uint32, body []byte) error {
+	if !ch.opened || m.SecureChannelID != ch.id {
+		return ch.abort(ua.StatusBadTCPSecureChannelUnknown, "message for an unknown secure channel")
+	}
+	if !ch.acceptToken(m.TokenID) {
+		return ch.abort(ua.StatusBadSecureChannelTokenUnknown, "message with an unknown token")
+	}
+	p := ch.pending[reqID]
+	switch m.ChunkType {
+	case uasc.ChunkTypeError: // MSGA: the client aborted the request
+		ch.drop(reqID, p)
+		return nil
+	case uasc.ChunkTypeIntermediate:
+		if p == nil {
+			if len(ch.pending) >= maxPendingRequests {
+				return ch.abort(ua.StatusBadTCPMessageTooLarge, "too many chunked requests at once")
+			}
+			p = &partial{}
+			ch.pending[reqID] = p
+		}
+		if p.discard {
+			return nil
+		}
+		if len(p.chunks)+2 > maxChunkCount || ch.pendingBytes+len(body) > maxMessageSize {
+			ch.pendingBytes -= p.size
+			*p = partial{discard: true}
+			ch.fault(reqID, ua.StatusBadRequestTooLarge)
+			return nil
+		}
+		p.chunks = append(p.chunks, body)
+		p.size += len(body)
+		ch.pendingBytes += len(body)
+		return nil
+	case uasc.ChunkTypeFinal:
+		if p != nil {
+			ch.drop(reqID, p)
+			if p.discard {
+				return nil
+			}
+			body = joinChunks(p.chunks, body)
+			if len(body) > maxMessageSize {
+				ch.fault(reqID, ua.StatusBadRequestTooLarge)
+				return nil
+			}
+		}
+		return ch.deliver(reqID, body)
+	}
+	return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "unknown chunk type")
+}
+
+func (ch *channel) drop(reqID uint32, p *partial) {
+	if p != nil {
+		ch.pendingBytes -= p.size
+		delete(ch.pending, reqID)
+	}
+}
+
+func joinChunks(chunks [][]byte, last []byte) []byte {
+	n := len(last)
+	for _, c := range chunks {
+		n += len(c)
+	}
+	b := make([]byte, 0, n)
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	return append(b, last...)
+}
+
+// acceptToken reports whether the client may use token tok; the first
+// message with the token of a renewal makes it the current one.
+func (ch *channel) acceptToken(tok uint32) bool {
+	ch.tokMu.Lock()
+	defer ch.tokMu.Unlock()
+	switch {
+	case tok == ch.token:
+		return true
+	case ch.newToken != 0 && tok == ch.newToken:
+		ch.token, ch.newToken = tok, 0
+		return true
+	}
+	return false
+}
+
+// deliver decodes a complete request and queues it for the worker. A
+// request that cannot be decoded is answered with a ServiceFault.
+func (ch *channel) deliver(reqID uint32, body []byte) error {
+	req, code := decodeRequest(body)
+	if code != ua.StatusOK {
+		ch.log.Debug("uaserver: undecodable request", "request_id", reqID, "status", code)
+		ch.fault(reqID, code)
+		return nil
+	}
+	switch req.(type) {
+	case *ua.CloseSecureChannelRequest:
+		return errChannelClosedByClient
+	case *ua.OpenSecureChannelRequest:
+		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "OpenSecureChannel in a MSG message")
+	}
+	c := &call{ch: ch, reqID: reqID, req: req, typeID: ua.ServiceTypeID(req), hdr: requestHeader(req)}
+	select {
+	case ch.queue <- c:
+		return nil
+	case <-ch.ctx.Done():
+		return ch.ctx.Err()
+	}
+}
+
+// decodeRequest checks and decodes an encoded service request.
+func decodeRequest(b []byte) (req ua.Request, code ua.StatusCode) {
+	if code := checkService(b); code != ua.StatusOK {
+		return nil, code
+	}
+	defer func() {
+		if recover() != nil {
+			req, code = nil, ua.StatusBadDecodingError
+		}
+	}()
+	_, v, err := ua.DecodeService(b)
+	if err != nil {
+		return nil, ua.StatusBadDecodingError
+	}
+	req, ok := v.(ua.Request)
+	if !ok {
+		return nil, ua.StatusBadServiceUnsupported
+	}
+	return req, ua.StatusOK
 }
 
 // work handles queued requests in arrival order.
@@ -179,54 +388,147 @@ func (ch *channel) work() {
 	}
 }
 
+// fault answers reqID with a ServiceFault whose RequestHandle is unknown.
+func (ch *channel) fault(reqID uint32, code ua.StatusCode) {
+	_ = ch.send(reqID, &ua.ServiceFault{ResponseHeader: newResponseHeader(0, code, ch.srv.cfg.Clock.Now())})
+}
+
+// abort sends an ERR message and returns an error that closes the channel.
+// Like a failed handshake it half-closes and drains for a moment, so the
+// client reads the ERR before the connection goes.
+func (ch *channel) abort(code ua.StatusCode, reason string) error {
+	ch.sendMu.Lock()
+	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
+	err := writeUACP(ch.conn, "ERRF", &uacp.Error{ErrorCode: uint32(code), Reason: reason})
+	ch.sendMu.Unlock()
+	if err == nil {
+		linger(ch.conn)
+	}
+	return fmt.Errorf("%s: %s", reason, code)
+}
+
+// errResponseTooLarge means the encoded response exceeds the client's
+// MaxMessageSize or MaxChunkCount.
+var errResponseTooLarge = errors.New("response exceeds the client's message limits")
+
 // send writes resp as the answer to reqID within WriteTimeout. A response
-// that cannot be encoded is replaced by a ServiceFault BadInternalError; a
-// failed write closes the channel. It returns ErrClosed once the channel
-// is closed. Safe for concurrent use.
+// that cannot be encoded, or is too large for the client, is replaced by a
+// ServiceFault; a failed write closes the channel. It returns ErrClosed
+// once the channel is closed. Safe for concurrent use.
 func (ch *channel) send(reqID uint32, resp ua.Response) error {
 	ch.sendMu.Lock()
 	defer ch.sendMu.Unlock()
 	if ch.ctx.Err() != nil {
 		return ErrClosed
 	}
-	err := ch.write(reqID, resp)
-	if err == nil {
+	err := ch.write(uasc.MessageTypeMessage, reqID, resp)
+	var werr *writeError
+	switch {
+	case err == nil:
 		return nil
-	}
-	if ch.connFailed(err) {
+	case errors.As(err, &werr):
 		ch.close()
 		return err
 	}
-	ch.log.Error("uaserver: response could not be encoded", "response", fmt.Sprintf("%T", resp), "err", err)
+	code := ua.StatusBadInternalError
+	if errors.Is(err, errResponseTooLarge) {
+		code = ua.StatusBadResponseTooLarge
+	} else {
+		ch.log.Error("uaserver: response could not be encoded", "response", fmt.Sprintf("%T", resp), "err", err)
+	}
 	handle := uint32(0)
 	if h := resp.Header(); h != nil {
 		handle = h.RequestHandle
 	}
-	f := &ua.ServiceFault{ResponseHeader: newResponseHeader(handle, ua.StatusBadInternalError, ch.srv.cfg.Clock.Now())}
-	if err2 := ch.write(reqID, f); err2 != nil {
+	f := &ua.ServiceFault{ResponseHeader: newResponseHeader(handle, code, ch.srv.cfg.Clock.Now())}
+	if err2 := ch.write(uasc.MessageTypeMessage, reqID, f); err2 != nil {
 		ch.close()
 		return err2
 	}
 	return err
 }
 
-// write encodes and writes one response. sendMu must be held.
-func (ch *channel) write(reqID uint32, resp ua.Response) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while encoding: %v", r)
-		}
-	}()
+// writeError is a failed socket write: the byte stream is broken.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "write: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// write encodes resp into chunks of message type msgType and writes them.
+// Encoding failures (including panics of gopcua's encoder) return a plain
+// error with nothing written; socket failures return a *writeError.
+// sendMu must be held.
+func (ch *channel) write(msgType string, reqID uint32, resp ua.Response) error {
+	chunks, err := ch.encode(msgType, reqID, resp)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
 	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
 	defer func() { _ = ch.conn.SetWriteDeadline(time.Time{}) }()
-	return ch.sc.SendResponseWithContext(ch.ctx, reqID, resp)
+	if _, err := ch.conn.Write(b); err != nil {
+		return &writeError{err}
+	}
+	return nil
 }
 
-// connFailed reports whether err from write means the byte stream is
-// broken (as opposed to a response that could not be encoded).
-func (ch *channel) connFailed(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || ch.ctx.Err() != nil
+// encode returns the chunks of one message with their sequence numbers.
+// sendMu must be held.
+func (ch *channel) encode(msgType string, reqID uint32, resp ua.Response) (chunks [][]byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			chunks, err = nil, fmt.Errorf("panic while encoding: %v", r)
+		}
+	}()
+	typeID := ua.ServiceTypeID(resp)
+	if typeID == 0 {
+		return nil, fmt.Errorf("unregistered response type %T", resp)
+	}
+	hdr := &uasc.MessageHeader{
+		Header:         uasc.NewHeader(msgType, uasc.ChunkTypeFinal, ch.id),
+		SequenceHeader: uasc.NewSequenceHeader(0, reqID),
+	}
+	if msgType == uasc.MessageTypeOpenSecureChannel {
+		hdr.AsymmetricSecurityHeader = uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil)
+		hdr.SequenceHeader.SequenceNumber = ch.nextSeq()
+	} else {
+		ch.tokMu.Lock()
+		hdr.SymmetricSecurityHeader = uasc.NewSymmetricSecurityHeader(ch.token)
+		ch.tokMu.Unlock()
+	}
+	m := &uasc.Message{MessageHeader: hdr, TypeID: ua.NewFourByteExpandedNodeID(0, typeID), Service: resp}
+	chunks, err = m.EncodeChunks(ch.sendMax)
+	if err != nil {
+		return nil, err
+	}
+	if msgType == uasc.MessageTypeOpenSecureChannel {
+		return chunks, nil
+	}
+	size := 0
+	for _, c := range chunks {
+		size += len(c) - symHeaderLen
+	}
+	if (ch.hello.MaxChunkCount > 0 && len(chunks) > int(ch.hello.MaxChunkCount)) ||
+		(ch.hello.MaxMessageSize > 0 && size > int(ch.hello.MaxMessageSize)) {
+		return nil, errResponseTooLarge
+	}
+	for _, c := range chunks {
+		binary.LittleEndian.PutUint32(c[16:], ch.nextSeq())
+	}
+	return chunks, nil
+}
+
+// nextSeq returns the next sequence number (Part 6 §6.7.2.4: wraps to a
+// value below 1024 before reaching 2^32-1024). sendMu must be held.
+func (ch *channel) nextSeq() uint32 {
+	ch.seq++
+	if ch.seq > math.MaxUint32-1024 {
+		ch.seq = 1
+	}
+	return ch.seq
 }
 
 // close cancels the channel's context and closes its connection; the
@@ -258,7 +560,7 @@ func (p *publishSender) expect(reqID, handle uint32) {
 // request's RequestHandle and a Timestamp on resp. It returns an error once
 // the channel is closed.
 func (p *publishSender) SendResponse(reqID uint32, resp ua.Response) error {
-	if resp == nil {
+	if isNil(resp) {
 		return errors.New("uaserver: nil response")
 	}
 	p.mu.Lock()

@@ -219,7 +219,7 @@ type testServer struct {
 
 // startServer starts a server; setup may change the config and register
 // handlers before Start. The server is closed when the test ends.
-func startServer(t *testing.T, setup func(*Config), handlers ...func(*Server)) *testServer {
+func startServer(t testing.TB, setup func(*Config), handlers ...func(*Server)) *testServer {
 	t.Helper()
 	logs := &syncBuffer{}
 	cfg := Config{
@@ -252,7 +252,7 @@ func startServer(t *testing.T, setup func(*Config), handlers ...func(*Server)) *
 		url: "opc.tcp://" + srv.Addr().String()}
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -282,14 +282,14 @@ func connectClient(t *testing.T, url string, opts ...opcua.Option) *opcua.Client
 // rawClient is a bare secure channel: it sends any request and shows the
 // response as the server wrote it.
 type rawClient struct {
-	t     *testing.T
+	t     testing.TB
 	conn  *uacp.Conn
 	sc    *uasc.SecureChannel
 	token *ua.NodeID
 	once  sync.Once
 }
 
-func dialRaw(t *testing.T, url string) *rawClient {
+func dialRaw(t testing.TB, url string) *rawClient {
 	t.Helper()
 	ctx := testCtx(t)
 	conn, err := uacp.Dial(ctx, url)
@@ -360,7 +360,7 @@ func (c *rawClient) wantStatus(req ua.Request, want ua.StatusCode) ua.Response {
 	return resp
 }
 
-func checkHeader(t *testing.T, req ua.Request, resp ua.Response) {
+func checkHeader(t testing.TB, req ua.Request, resp ua.Response) {
 	t.Helper()
 	h := resp.Header()
 	if h == nil {

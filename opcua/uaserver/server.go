@@ -209,7 +209,7 @@ func (s *Server) Close() error {
 	return err
 }
 
-// addChannel registers ch and assigns its secure channel and token ids.
+// addChannel registers ch and assigns its secure channel id.
 // It returns false when the server is closing.
 func (s *Server) addChannel(ch *channel) bool {
 	s.mu.Lock()
@@ -226,9 +226,19 @@ func (s *Server) addChannel(ch *channel) bool {
 		s.nextTok = 1
 	}
 	ch.id = s.nextChID
-	ch.tokenID = s.nextTok
 	s.channels[ch.id] = ch
 	return true
+}
+
+// newTokenID returns a security token id not issued before by this server.
+func (s *Server) newTokenID() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextTok++
+	if s.nextTok == 0 {
+		s.nextTok = 1
+	}
+	return s.nextTok
 }
 
 func (s *Server) removeChannel(ch *channel) {

@@ -43,12 +43,6 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 		return nil, code
 	}
 	nonce := sess.nonce // set by create, written again only by activate on this channel's worker
-	sig, alg, err := c.ch.sc.NewSessionSignature(req.ClientCertificate, req.ClientNonce)
-	if err != nil {
-		s.sessions.end(sess, true, "session signature failed")
-		s.log.Warn("uaserver: session signature failed", "err", err)
-		return nil, ua.StatusBadSecurityChecksFailed
-	}
 	s.log.Info("uaserver: session created", "session", sess.sid, "name", sess.name, "timeout", timeout,
 		"channel", c.ch.id)
 	return &ua.CreateSessionResponse{
@@ -58,8 +52,10 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 		ServerNonce:                nonce,
 		ServerEndpoints:            s.endpointsFor(req.EndpointURL),
 		ServerSoftwareCertificates: []*ua.SignedSoftwareCertificate{},
-		ServerSignature:            &ua.SignatureData{Algorithm: alg, Signature: sig},
-		MaxRequestMessageSize:      maxMessageSize,
+		// Security None: no certificate, so the signature is empty (what
+		// uasc.SecureChannel.NewSessionSignature returns for None).
+		ServerSignature:       &ua.SignatureData{},
+		MaxRequestMessageSize: maxMessageSize,
 	}, nil
 }
 

@@ -84,14 +84,9 @@ func (s *Server) serveConn(tc *net.TCPConn) {
 		_ = tc.Close()
 		return
 	}
-	conn, err := uacp.NewConn(tc, ack)
-	if err != nil {
-		_ = tc.Close()
-		return
-	}
-	ch := newChannel(s, conn, hel.EndpointURL)
+	ch := newChannel(s, tc, ack, hel)
 	if !s.addChannel(ch) {
-		_ = conn.Close()
+		_ = tc.Close()
 		return
 	}
 	ch.run()
@@ -99,7 +94,7 @@ func (s *Server) serveConn(tc *net.TCPConn) {
 
 // handshake reads the client's Hello within HandshakeTimeout and answers
 // with the negotiated Acknowledge. Garbage is answered with an ERR message.
-func (s *Server) handshake(tc *net.TCPConn) (*uacp.Acknowledge, *uacp.Hello, error) {
+func (s *Server) handshake(tc net.Conn) (*uacp.Acknowledge, *uacp.Hello, error) {
 	_ = tc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	defer func() { _ = tc.SetDeadline(time.Time{}) }()
 
@@ -146,17 +141,23 @@ func (s *Server) handshake(tc *net.TCPConn) (*uacp.Acknowledge, *uacp.Hello, err
 }
 
 // handshakeFail answers the client with an ERR message carrying code and
-// returns an error describing why. It then half-closes and discards what
-// the client still sends for a moment, so that closing the socket with
-// unread bytes does not reset the connection before the client has read
-// the ERR.
-func handshakeFail(tc *net.TCPConn, code ua.StatusCode, reason string) error {
+// returns an error describing why.
+func handshakeFail(tc net.Conn, code ua.StatusCode, reason string) error {
 	if writeUACP(tc, "ERRF", &uacp.Error{ErrorCode: uint32(code), Reason: reason}) == nil {
-		_ = tc.CloseWrite()
-		_ = tc.SetReadDeadline(time.Now().Add(errLinger))
-		_, _ = io.Copy(io.Discard, io.LimitReader(tc, bufSize))
+		linger(tc)
 	}
 	return fmt.Errorf("%s: %s", reason, code)
+}
+
+// linger half-closes c and discards what the peer still sends for up to
+// errLinger, so that closing c with unread bytes does not reset the
+// connection before the peer has read our last message.
+func linger(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.SetReadDeadline(time.Now().Add(errLinger))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 4*bufSize))
 }
 
 // writeUACP writes one UACP message of type typ ("ACKF", "ERRF").
