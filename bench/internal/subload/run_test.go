@@ -11,12 +11,12 @@ import (
 	"github.com/otopcua/otopcua/bench/internal/benchsrv"
 )
 
-// startGopcua starts gopcua's server in this process with items variables
-// and its update loop; both stop when the test ends.
-func startGopcua(t *testing.T, items int) benchsrv.Server {
+// startServer starts implementation impl in this process with items
+// variables and its update loop; both stop when the test ends.
+func startServer(t *testing.T, impl string, items int) benchsrv.Server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := benchsrv.New(ctx, "gopcua", benchsrv.Config{Items: items, Addr: "127.0.0.1:0"})
+	srv, err := benchsrv.New(ctx, impl, benchsrv.Config{Items: items, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +37,20 @@ func startGopcua(t *testing.T, items int) benchsrv.Server {
 	return srv
 }
 
-func TestRunAgainstGopcua(t *testing.T) {
+func TestRunAgainst(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts a server and measures for two seconds")
+		t.Skip("starts servers and measures for two seconds each")
 	}
+	for _, impl := range benchsrv.Impls {
+		t.Run(impl, func(t *testing.T) { testRunAgainst(t, impl) })
+	}
+}
+
+func testRunAgainst(t *testing.T, impl string) {
 	const items = 200
-	srv := startGopcua(t, items)
+	srv := startServer(t, impl, items)
 	res := Run(context.Background(), Config{
-		URL: srv.URL(), Impl: "gopcua", Items: items, RoundsID: benchsrv.RoundsID,
+		URL: srv.URL(), Impl: impl, Items: items, RoundsID: benchsrv.RoundsID,
 		Warmup: time.Second, Measure: 2 * time.Second, ServerPID: os.Getpid(),
 	})
 	if !res.OK {
@@ -107,7 +113,7 @@ func TestRunFailsWhenServerGoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	srv := startGopcua(t, 50)
+	srv := startServer(t, "gopcua", 50)
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
 		srv.Close()
