@@ -44,6 +44,10 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	case "deliver":
 		e.nw.Deliver()
 		e.printLog(&out, d)
+	case "inflight":
+		for _, msg := range e.nw.InFlight() {
+			out.WriteString(describe(msg) + "\n")
+		}
 	case "partition":
 		var groups [][]string
 		for _, g := range strings.Split(d.CmdArgs[0].Key, "|") {
@@ -337,4 +341,29 @@ func (e *interactionEnv) sendStale(t *testing.T, d *datadriven.TestData) {
 	stale := to.Cfg.Self
 	stale.UID = uid
 	e.nw.Send(GossipStatus{Header: Header{From: from.Cfg.Self, To: stale}, Version: from.Node.State().Gossip.Version})
+}
+
+// describe renders a message as `from -> to Type detail`.
+func describe(msg Message) string {
+	r := msg.Route()
+	name := fmt.Sprintf("%T", msg)
+	name = name[strings.LastIndex(name, ".")+1:]
+	detail := ""
+	switch msg := msg.(type) {
+	case Welcome:
+		detail = fmt.Sprintf(" members=%d", len(msg.Gossip.Members))
+	case GossipEnvelope:
+		var ms []string
+		for _, mb := range msg.Gossip.Members {
+			ms = append(ms, strip(mb.Address.String())+"="+mb.Status.String())
+		}
+		detail = " [" + strings.Join(ms, " ") + "]"
+	case Heartbeat:
+		detail = fmt.Sprintf(" seq=%d", msg.Seq)
+	case HeartbeatRsp:
+		detail = fmt.Sprintf(" seq=%d", msg.Seq)
+	case SeedProbeResult:
+		detail = fmt.Sprintf(" accepted=%v", msg.AnyAccepted)
+	}
+	return fmt.Sprintf("%s -> %s %s%s", short(r.From), short(r.To), name, detail)
 }

@@ -264,7 +264,6 @@ func (n *Node) onSeedProbeResult(anyAccepted bool) {
 	case bootstrap.SelfForm:
 		n.note("self-form fallback: no membership after %d ms and no other seed reachable; forming a cluster on myself", n.cfg.SelfFormAfter)
 		n.self.armed = false
-		n.state.Gossip = m.Gossip{}
 		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
 	case bootstrap.WaitAnotherWindow:
 		n.note("self-form fallback: another seed accepts TCP; waiting another window")

@@ -248,8 +248,8 @@ func (nw *Network) Deliver() {
 	}
 }
 
-// InFlight is the number of messages waiting for delivery.
-func (nw *Network) InFlight() int { return len(nw.inflight) }
+// InFlight returns the messages waiting for delivery, in order.
+func (nw *Network) InFlight() []Message { return slices.Clone(nw.inflight) }
 
 func (nw *Network) hostAt(a m.Address) *Host {
 	if a.Port != MemPort {

@@ -1,0 +1,32 @@
+// Package node is the membership state machine of one cluster node: Akka.NET's
+// cluster core daemon, join processes, heartbeat sender and downing provider
+// in one value that performs no I/O and reads no clock.
+//
+// The driver (a protoactor actor in production, Network in tests) must:
+//
+//  1. build the Config from settings, Validate it (start-up fails with the
+//     error), and create the Node with New;
+//  2. call Start once, then Tick at least every 100 ms with the current
+//     Instant, and Step every received message with the Instant it arrived;
+//  3. carry out the returned effects in order: Send each message (loss is
+//     tolerated), Publish events to subscribers, and answer ProbeSeeds,
+//     ProbePeer, AcquireLease and StartExiting by stepping SeedProbeResult,
+//     PeerProbeResult, LeaseResult and ExitingCompleted;
+//  4. step ConnectionLost when the transport reports a peer's endpoint
+//     terminated;
+//  5. on Shutdown, run coordinated shutdown and exit the process — non-zero
+//     for ReasonDowned, so the supervisor restarts it.
+//
+// Every cluster message names the sender's and the receiver's incarnation;
+// a message for another uid is dropped and counted (DropStats), because the
+// transport may deliver messages queued for a dead process to its successor.
+//
+// Differences from Akka.NET, all deliberate: gossip targets and the
+// gossip-to-random-nodes rounds are chosen round-robin (deterministic), the
+// gossip speed-up ticks and the min-nr-of-members gate are not implemented,
+// every non-Joining member is heartbeated (no monitoring ring: clusters are
+// small), the failure detector is keyed by incarnation, and the split-brain
+// lease is released a fixed time after it was acquired rather than when
+// the downed members are removed. The crash fast path (package fastpath)
+// and the self-form fallback (package bootstrap) are additions.
+package node
