@@ -1,0 +1,315 @@
+// Package procs runs real `otopcua` processes for multi-process tests: it
+// builds the binary once, hands out free loopback ports, starts nodes with a
+// generated appsettings.json, signals them (SIGKILL, SIGSTOP, SIGTERM) and
+// polls with deadlines instead of sleeping.
+//
+// Every process a test starts is killed when the test ends.
+package procs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Binary builds ./cmd/otopcua once per test binary and returns its path.
+// With -race in the test build, the binary is built with -race too.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "otopcua-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		buildPath = filepath.Join(dir, "otopcua")
+		args := []string{"build", "-o", buildPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		args = append(args, "./cmd/otopcua")
+		cmd := exec.Command("go", args...)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// RepoRoot returns the repository's top folder.
+func RepoRoot() string { return repoRoot() }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// CheckFor calls fn every `every` until it returns nil or total has passed;
+// then the test fails with fn's last error.
+func CheckFor(t testing.TB, total, every time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := fn()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", total, err)
+		}
+		time.Sleep(every)
+	}
+}
+
+// Node is one `otopcua host` process.
+type Node struct {
+	Name     string
+	Config   map[string]any // the appsettings.json it was started with
+	OpcPort  int
+	HTTPPort int
+	Env      []string
+
+	t       testing.TB
+	dir     string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	exit    *os.ProcessState
+	mu      sync.Mutex
+}
+
+// Ports are a node's ports.
+type Ports struct{ Cluster, OpcUa, HTTP int }
+
+// NewPorts picks three free ports.
+func NewPorts(t testing.TB) Ports {
+	return Ports{Cluster: FreePort(t), OpcUa: FreePort(t), HTTP: FreePort(t)}
+}
+
+// BaseConfig is a loopback appsettings.json for a node with the given ports.
+func BaseConfig(name string, p Ports) map[string]any {
+	return map[string]any{
+		"Cluster": map[string]any{
+			"Hostname": "127.0.0.1", "PublicHostname": "127.0.0.1", "Port": p.Cluster,
+			"SeedNodes": []string{fmt.Sprintf("127.0.0.1:%d", p.Cluster)},
+			"Roles":     []string{"admin", "driver"},
+		},
+		"Node":      map[string]any{"ClusterId": "test"},
+		"OpcUa":     map[string]any{"Port": p.OpcUa, "ApplicationUri": "urn:" + name + ":otopcua", "ApplicationName": "otopcua " + name},
+		"Http":      map[string]any{"Hostname": "127.0.0.1", "Port": p.HTTP},
+		"Telemetry": map[string]any{"LogLevel": "debug", "LogFormat": "json"},
+	}
+}
+
+// Start writes cfg to a temp dir and starts `otopcua host --config` there.
+func Start(t testing.TB, name string, cfg map[string]any, env ...string) *Node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &Node{Name: name, Config: cfg, Env: env, t: t, dir: dir}
+	n.OpcPort = intAt(cfg, "OpcUa", "Port")
+	n.HTTPPort = intAt(cfg, "Http", "Port")
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "appsettings.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	t.Cleanup(n.cleanup)
+	return n
+}
+
+func intAt(cfg map[string]any, section, key string) int {
+	if s, ok := cfg[section].(map[string]any); ok {
+		if v, ok := s[key].(int); ok {
+			return v
+		}
+	}
+	return 0
+}
+
+func (n *Node) start() {
+	n.t.Helper()
+	n.logPath = filepath.Join(n.dir, fmt.Sprintf("%s-%d.log", n.Name, time.Now().UnixNano()))
+	logf, err := os.Create(n.logPath)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	cmd := exec.Command(Binary(n.t), "host", "--config", filepath.Join(n.dir, "appsettings.json"))
+	cmd.Dir = n.dir
+	cmd.Env = append(os.Environ(), n.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	n.mu.Lock()
+	n.cmd, n.done, n.exit = cmd, done, nil
+	n.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		n.mu.Lock()
+		n.exit = cmd.ProcessState
+		n.mu.Unlock()
+		close(done)
+	}()
+}
+
+// Restart starts the node again at the same ports and config after it exited.
+func (n *Node) Restart() {
+	n.t.Helper()
+	n.WaitExit(30 * time.Second)
+	n.start()
+}
+
+// PID returns the current process id.
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd.Process.Pid
+}
+
+// Signal sends sig to the node's process.
+func (n *Node) Signal(sig syscall.Signal) {
+	n.t.Helper()
+	if err := syscall.Kill(n.PID(), sig); err != nil {
+		n.t.Fatalf("%s: kill %v: %v", n.Name, sig, err)
+	}
+}
+
+// WaitExit waits for the process to exit and returns its exit code (-1 when
+// killed by a signal).
+func (n *Node) WaitExit(total time.Duration) int {
+	n.t.Helper()
+	n.mu.Lock()
+	done := n.done
+	n.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(total):
+		n.t.Fatalf("%s did not exit within %v\n%s", n.Name, total, n.Log())
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exit.ExitCode()
+}
+
+// Alive reports whether the process is still running.
+func (n *Node) Alive() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Log returns everything the node has logged so far.
+func (n *Node) Log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// Endpoint is the node's OPC UA endpoint URL.
+func (n *Node) Endpoint() string { return fmt.Sprintf("opc.tcp://127.0.0.1:%d", n.OpcPort) }
+
+// HTTP is the base URL of the node's HTTP port.
+func (n *Node) HTTP() string { return fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort) }
+
+// WaitReady polls /readyz until it answers 200.
+func (n *Node) WaitReady(total time.Duration) {
+	n.t.Helper()
+	CheckFor(n.t, total, 50*time.Millisecond, func() error {
+		if !n.Alive() {
+			n.t.Fatalf("%s exited before it was ready:\n%s", n.Name, n.Log())
+		}
+		resp, err := http.Get(n.HTTP() + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s /readyz: %s", n.Name, resp.Status)
+		}
+		return nil
+	})
+}
+
+// Post sends an empty POST to path on the node's HTTP port and returns the body.
+func (n *Node) Post(path string) (string, error) {
+	return n.do(http.MethodPost, path)
+}
+
+// Get fetches path on the node's HTTP port.
+func (n *Node) Get(path string) (string, error) {
+	return n.do(http.MethodGet, path)
+}
+
+func (n *Node) do(method, path string) (string, error) {
+	req, err := http.NewRequest(method, n.HTTP()+path, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return "", err
+	}
+	if resp.StatusCode/100 != 2 {
+		return buf.String(), fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, buf.String())
+	}
+	return buf.String(), nil
+}
+
+func (n *Node) cleanup() {
+	if n.Alive() {
+		_ = syscall.Kill(-n.PID(), syscall.SIGKILL)
+		select {
+		case <-n.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	if n.t.Failed() {
+		n.t.Logf("--- log of %s ---\n%s", n.Name, n.Log())
+	}
+}
