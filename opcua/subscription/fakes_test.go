@@ -18,6 +18,12 @@ import (
 // (read) lock, so an engine that called Watch's cancel with one of the
 // locks the callback takes would deadlock here.
 type fakeSource struct {
+	// Optional hooks: beforeNotify runs with the read lock held, just before
+	// the watchers of a node are called; onCancel runs when a cancel function
+	// is called, before it takes the lock.
+	beforeNotify func(node int)
+	onCancel     func()
+
 	mu     sync.RWMutex
 	nodes  map[uint32]*fakeNode
 	now    func() time.Time
@@ -86,6 +92,9 @@ func (f *fakeSource) Watch(id *ua.NodeID, fn func(*ua.DataValue)) (func(), ua.St
 	key := f.nextID
 	n.watchers[key] = fn
 	return func() {
+		if f.onCancel != nil {
+			f.onCancel()
+		}
 		f.mu.Lock()
 		delete(n.watchers, key)
 		f.mu.Unlock()
@@ -102,6 +111,9 @@ func (f *fakeSource) setDV(i int, dv *ua.DataValue) *ua.DataValue {
 	defer f.mu.RUnlock()
 	n := f.nodes[uint32(i)]
 	n.value.Store(dv)
+	if f.beforeNotify != nil {
+		f.beforeNotify(i)
+	}
 	for _, fn := range n.watchers {
 		fn(dv)
 	}
@@ -178,7 +190,7 @@ func newEnv(t *testing.T, opts Options) *env {
 	opts.Clock = clock
 	opts.Logger = slog.New(slog.DiscardHandler)
 	e := New(src, opts)
-	t.Cleanup(e.Close)
+	t.Cleanup(func() { closeWithin(t, e, 10*time.Second) })
 	return &env{t: t, e: e, clock: clock, src: src}
 }
 
@@ -342,4 +354,16 @@ func faultStatus(t *testing.T, r ua.Response) ua.StatusCode {
 		t.Fatalf("response is %T, want *ua.ServiceFault", r)
 	}
 	return f.ResponseHeader.ServiceResult
+}
+
+// closeWithin closes e, reporting (instead of hanging) when Close does not
+// return: after a deadlock the test must still end.
+func closeWithin(t *testing.T, e *Engine, d time.Duration) {
+	done := make(chan struct{})
+	go func() { e.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Errorf("Engine.Close did not return within %v", d)
+	}
 }
