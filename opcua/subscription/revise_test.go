@@ -105,9 +105,11 @@ func TestAlignedSample(t *testing.T) {
 		{1000 * ms, 0, 100 * ms, 100 * ms}, // on the grid: the next point, never now
 		{1000 * ms, 30 * ms, 100 * ms, 100 * ms},
 		{1000 * ms, 950 * ms, 100 * ms, 1000 * ms},
-		{100 * ms, 0, 100 * ms, 100 * ms},       // sampling at the publishing interval: just before each publish
-		{100 * ms, 0, 300 * ms, 100 * ms},       // slower than publishing: the next publish
-		{100 * ms, 200 * ms, 50 * ms, 250 * ms}, // publishing tick already passed
+		{100 * ms, 0, 100 * ms, 100 * ms},        // sampling at the publishing interval: just before each publish
+		{100 * ms, 0, 300 * ms, 100 * ms},        // slower than publishing: the next publish
+		{100 * ms, 200 * ms, 50 * ms, 250 * ms},  // publishing tick already passed
+		{100 * ms, 150 * ms, 100 * ms, 200 * ms}, // passed, still on its grid
+		{100 * ms, 130 * ms, 100 * ms, 200 * ms},
 	} {
 		s := &subscription{nextPublish: t0.Add(tc.nextPublish), sampleEvery: tc.every}
 		if got := s.alignedSample(t0.Add(tc.now)).Sub(t0); got != tc.want {

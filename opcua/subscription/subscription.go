@@ -153,11 +153,15 @@ func (s *subscription) addInterval(d time.Duration, now time.Time) bool {
 // the publishing ticks, so that an item sampled at the publishing interval
 // is sampled just before each publish. mu must be held.
 func (s *subscription) alignedSample(now time.Time) time.Time {
-	ahead := s.nextPublish.Sub(now)
-	if ahead <= 0 {
-		return now.Add(s.sampleEvery)
+	// The grid is nextPublish + k × sampleEvery for any integer k; the
+	// publishing tick may already be behind now (the engine goroutine has
+	// not run it yet).
+	behind := now.Sub(s.nextPublish)
+	k := behind / s.sampleEvery
+	if behind < 0 && behind%s.sampleEvery != 0 {
+		k-- // floor division
 	}
-	return s.nextPublish.Add(-(ahead - 1) / s.sampleEvery * s.sampleEvery)
+	return s.nextPublish.Add((k + 1) * s.sampleEvery)
 }
 
 func (s *subscription) dropInterval(d time.Duration) {
