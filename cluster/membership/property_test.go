@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -142,4 +143,60 @@ func TestPropVectorClockOrdering(t *testing.T) {
 			t.Fatal("clock merge must be commutative")
 		}
 	})
+}
+
+// Gossip values are shared between nodes (and, in memory, between
+// goroutines): no operation may modify its receiver or argument.
+func TestPropGossipOperationsDoNotMutate(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a, b := genGossipPair(t)
+		var r Reachability
+		for _, m := range a.Members {
+			if rapid.Bool().Draw(t, "unreach-"+m.Address.Host) && len(a.Members) > 1 {
+				r = r.Unreachable(a.Members[0].Address, m.Address)
+			}
+		}
+		a = a.WithReachability(r).Increment("x")
+		for _, m := range a.Members {
+			a = a.WithSeen(m.Address)
+		}
+		snapA, snapB := deepCopy(a), deepCopy(b)
+		_ = a.Merge(b)
+		_ = b.Merge(a)
+		_, _ = LeaderActionsOnConvergence(a, nil)
+		for _, m := range a.Members {
+			_ = a.UpdateMember(m)
+			if CanTransition(m.Status, Down) {
+				_ = a.MarkAsDown(m)
+			}
+			_ = a.Prune(VClockNode(m.Address))
+			_ = a.Reachability.Reachable(a.Members[0].Address, m.Address)
+			_ = a.Reachability.Terminated(a.Members[0].Address, m.Address)
+			_ = a.Reachability.Remove([]UniqueAddress{m.Address})
+		}
+		_ = a.OnlySeen(UniqueAddress{}).MergeSeen(b).ClearSeen()
+		_ = Diff(State{Gossip: a}, State{Gossip: b})
+		if !gossipEqual(a, snapA) || !gossipEqual(b, snapB) {
+			t.Fatal("an operation modified a shared gossip")
+		}
+	})
+}
+
+func gossipEqual(x, y Gossip) bool {
+	return slices.EqualFunc(x.Members, y.Members, func(p, q Member) bool {
+		return p.Address == q.Address && p.Status == q.Status && p.UpNumber == q.UpNumber &&
+			p.ClusterID == q.ClusterID && slices.Equal(p.Roles, q.Roles)
+	}) && slices.Equal(x.Seen, y.Seen) &&
+		slices.Equal(x.Reachability.Records(), y.Reachability.Records()) &&
+		reflect.DeepEqual(x.Reachability.Versions(), y.Reachability.Versions()) &&
+		x.Version.String() == y.Version.String()
+}
+
+func deepCopy(g Gossip) Gossip {
+	c := Gossip{Members: slices.Clone(g.Members), Seen: slices.Clone(g.Seen), Version: g.Version.Merge(VectorClock{})}
+	for i := range c.Members {
+		c.Members[i].Roles = slices.Clone(c.Members[i].Roles)
+	}
+	c.Reachability = NewReachability(g.Reachability.Records(), g.Reachability.Versions())
+	return c
 }

@@ -27,7 +27,7 @@ func newHBState() hbState {
 }
 
 // sync forgets the peers that are no longer members.
-func (h *hbState) sync(n *Node, _ m.Gossip) {
+func (h *hbState) sync(n *Node) {
 	for u := range h.fd {
 		if !n.state.Gossip.HasMember(u) {
 			h.forget(u)

@@ -294,7 +294,7 @@ func (n *Node) install(g m.Gossip) {
 	for _, ev := range evs {
 		n.out = append(n.out, Publish{Event: ev})
 	}
-	n.hb.sync(n, old.Gossip)
+	n.hb.sync(n)
 	n.dn.observe(n, evs)
 }
 
