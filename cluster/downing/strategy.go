@@ -434,3 +434,26 @@ func (DownAllNodes) decide(*view) Outcome { return Outcome{Decision: DownAll} }
 func IsAllUnreachableDownOrExiting(v View) bool {
 	return newView(v, "", false).isAllUnreachableDownOrExiting()
 }
+
+// TickInput is the split-brain resolver's snapshot at one tick.
+type TickInput struct {
+	View View
+	// IsLeader: this node is the leader among the reachable members.
+	IsLeader bool
+	// SelfAdded: this node has been Up (or WeaklyUp); before that it takes
+	// no decision.
+	SelfAdded bool
+	// Stable: membership and reachability have not changed for
+	// stable-after.
+	Stable bool
+}
+
+// Tick returns the resolution to act on, and true, when this node is
+// responsible for deciding (leader, added), there are unreachable members,
+// and the view has been stable; otherwise false (Akka's SBR OnTick).
+func Tick(s Strategy, in TickInput) (Resolution, bool) {
+	if !in.IsLeader || !in.SelfAdded || !in.Stable || len(in.View.Unreachable) == 0 {
+		return Resolution{}, false
+	}
+	return Resolve(s, in.View), true
+}

@@ -448,3 +448,22 @@ func TestMemLease(t *testing.T) {
 		t.Fatal("b must acquire the released lease")
 	}
 }
+
+func TestTickOnlyWhenResponsibleAndStable(t *testing.T) {
+	sides := [][]m.Member{{member(t, "A"), member(t, "C"), member(t, "E")}, {member(t, "B"), member(t, "D")}}
+	v := sideView(t, sides, 0, "")
+	full := TickInput{View: v, IsLeader: true, SelfAdded: true, Stable: true}
+	if r, ok := Tick(KeepMajority{}, full); !ok || names(t, r.Down) != "B D" {
+		t.Fatalf("responsible, stable: %v %v", r.Down, ok)
+	}
+	for _, in := range []TickInput{
+		{View: v, IsLeader: false, SelfAdded: true, Stable: true},
+		{View: v, IsLeader: true, SelfAdded: false, Stable: true},
+		{View: v, IsLeader: true, SelfAdded: true, Stable: false},
+		{View: View{Self: v.Self, Members: v.Members}, IsLeader: true, SelfAdded: true, Stable: true},
+	} {
+		if _, ok := Tick(KeepMajority{}, in); ok {
+			t.Fatalf("must not decide: %+v", in)
+		}
+	}
+}

@@ -142,12 +142,16 @@ func (n *Node) tickSBR() {
 		}
 		return // ticks are ignored while waiting for the lease
 	}
-	view := downing.ViewOf(n.state)
-	responsible := n.state.IsLeader(n.cfg.Self) && d.selfAdded
-	if !responsible || len(view.Unreachable) == 0 || n.now < d.stableDeadline {
+	res, act := downing.Tick(n.cfg.strategy(), downing.TickInput{
+		View:      downing.ViewOf(n.state),
+		IsLeader:  n.state.IsLeader(n.cfg.Self),
+		SelfAdded: d.selfAdded,
+		Stable:    n.now >= d.stableDeadline,
+	})
+	if !act {
 		return
 	}
-	o := downing.Decide(n.cfg.strategy(), view)
+	o := res.Outcome
 	if !o.Decision.NeedsLease() {
 		n.actOnDecision(o.Decision)
 		return
