@@ -30,9 +30,17 @@ type selfForm struct {
 	probing bool
 }
 
+// seeds is the configured seed list, or the node of a manual JoinTo.
+func (n *Node) seeds() []m.Address {
+	if n.manual != nil {
+		return []m.Address{*n.manual}
+	}
+	return n.cfg.Seeds
+}
+
 // joinSeedNodes starts the seed join process (Akka's JoinSeedNodes).
 func (n *Node) joinSeedNodes() {
-	seeds := n.cfg.Seeds
+	seeds := n.seeds()
 	self := n.cfg.Self.Address()
 	n.seed = seedProcess{}
 	switch {
@@ -130,11 +138,7 @@ func (n *Node) tickTryingToJoin() {
 		return
 	}
 	n.note("no Welcome from %v within retry-unsuccessful-join-after; retrying", n.join.with)
-	if len(n.cfg.Seeds) > 0 {
-		n.joinSeedNodes()
-	} else {
-		n.joinTo(n.join.with, 0)
-	}
+	n.joinSeedNodes()
 }
 
 func (n *Node) becomeInitialized() {

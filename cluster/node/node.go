@@ -53,9 +53,10 @@ type Node struct {
 	vnode string
 	out   []Effect
 
-	seed seedProcess
-	join joinAttempt
-	self selfForm
+	seed   seedProcess
+	join   joinAttempt
+	manual *m.Address
+	self   selfForm
 
 	nextGossip, nextLeader, nextReap, nextHeartbeat Instant
 	gossipRR                                        int
@@ -146,13 +147,20 @@ func (n *Node) Start(now Instant) []Effect {
 	return n.end()
 }
 
-// JoinTo joins the cluster of the node at addr (Cluster.Join), or forms a
-// new cluster when addr is this node's own address. It is ignored once the
+// JoinTo joins the cluster of the node at addr (Cluster.Join) instead of
+// the seeds: it asks that node with InitJoin (its uid is not known) and
+// joins once it acknowledges, retrying like a seed join. When addr is this
+// node's own address it forms a new cluster at once. It is ignored once the
 // node is a member.
-func (n *Node) JoinTo(now Instant, addr m.Address, uid uint64) []Effect {
+func (n *Node) JoinTo(now Instant, addr m.Address) []Effect {
 	n.begin(now)
 	if n.phase == Idle || n.phase == SeedJoining || n.phase == TryingToJoin {
-		n.joinTo(addr, uid)
+		if addr == n.cfg.Self.Address() {
+			n.joinTo(addr, n.cfg.Self.UID)
+		} else {
+			n.manual = &addr
+			n.joinSeedNodes()
+		}
 	}
 	return n.end()
 }

@@ -173,3 +173,26 @@ func TestPropPartitionLeavesOneSide(t *testing.T) {
 		}
 	})
 }
+
+func TestManualJoinTo(t *testing.T) {
+	nw := NewNetwork()
+	nw.AddNode("a", func(c *Config) { c.Seeds = []m.Address{Address("a")} })
+	nw.AddNode("c", func(c *Config) { c.SelfFormAfter = 0 }) // no seeds: waits
+	nw.Start("a")
+	nw.Start("c")
+	nw.Advance(3000)
+	if p := nw.Host("c").Node.Phase(); p != Idle {
+		t.Fatalf("c without seeds must wait, phase %v", p)
+	}
+	c := nw.Host("c")
+	for _, e := range c.Node.JoinTo(nw.Now(), Address("a")) {
+		if s, ok := e.(Send); ok {
+			nw.Send(s.Msg)
+		}
+	}
+	nw.Advance(5000)
+	g := c.Node.State().Gossip
+	if c.Node.Phase() != Initialized || g.StatusOf(c.Node.Self()) != m.Up || len(g.Members) != 2 {
+		t.Fatalf("c must have joined a: %v %v", c.Node.Phase(), g.Members)
+	}
+}
