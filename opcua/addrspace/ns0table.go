@@ -41,14 +41,8 @@ const (
 
 // encodeTemplate writes t in the table form, gzip-compressed.
 func encodeTemplate(t *template) ([]byte, error) {
-	b := ua.NewBuffer(nil)
-	b.WriteString(tableMagic)
-	b.WriteUint32(uint32(len(t.nodes)))
-	b.WriteUint32(uint32(t.refs))
-	for i := range t.nodes {
-		encodeNode(b, &t.nodes[i])
-	}
-	if err := b.Error(); err != nil {
+	raw, err := encodeTable(t)
+	if err != nil {
 		return nil, err
 	}
 	var z bytes.Buffer
@@ -56,13 +50,25 @@ func encodeTemplate(t *template) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(b.Bytes()); err != nil {
+	if _, err := zw.Write(raw); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
 	return z.Bytes(), nil
+}
+
+// encodeTable writes t in the table form, uncompressed.
+func encodeTable(t *template) ([]byte, error) {
+	b := ua.NewBuffer(nil)
+	b.WriteString(tableMagic)
+	b.WriteUint32(uint32(len(t.nodes)))
+	b.WriteUint32(uint32(t.refs))
+	for i := range t.nodes {
+		encodeNode(b, &t.nodes[i])
+	}
+	return b.Bytes(), b.Error()
 }
 
 func encodeNode(b *ua.Buffer, tn *tmplNode) {
@@ -131,12 +137,23 @@ func decodeTemplate(z []byte) (*template, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ns0 table: %w", err)
 	}
+	return decodeTable(raw)
+}
+
+// decodeTable reads a table written by encodeTable. Damaged input is an
+// error: a panic of gopcua's decoders is recovered into one.
+func decodeTable(raw []byte) (t *template, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("ns0 table: damaged: %v", r)
+		}
+	}()
 	b := ua.NewBuffer(raw)
 	if m := b.ReadString(); m != tableMagic {
 		return nil, fmt.Errorf("ns0 table: magic %q, want %q", m, tableMagic)
 	}
 	count := int(b.ReadUint32())
-	t := &template{refs: int(b.ReadUint32())}
+	t = &template{refs: int(b.ReadUint32())}
 	if count > len(raw) || t.refs > len(raw) {
 		return nil, errors.New("ns0 table: counts exceed its size")
 	}
