@@ -23,6 +23,7 @@ type fakeSource struct {
 	// is called, before it takes the lock.
 	beforeNotify func(node int)
 	onCancel     func()
+	beforeWatch  func() // runs before Watch takes the lock
 
 	mu     sync.RWMutex
 	nodes  map[uint32]*fakeNode
@@ -82,6 +83,9 @@ func (f *fakeSource) Read(id *ua.NodeID, attr ua.AttributeID) *ua.DataValue {
 }
 
 func (f *fakeSource) Watch(id *ua.NodeID, fn func(*ua.DataValue)) (func(), ua.StatusCode) {
+	if f.beforeWatch != nil {
+		f.beforeWatch()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.node(id)

@@ -66,8 +66,10 @@ func validRead(rv *ua.ReadValueID) ua.StatusCode {
 // attribute is sampled by Source.Read at the item's sampling interval. The
 // current value is queued at once for items created Sampling or Reporting.
 //
-// The Source is called without the subscription's lock, so publishing goes
-// on while a large request is served.
+// The Source is called with no engine lock held, so publishing and other
+// sessions' requests go on while a large request is served. Should the
+// subscription be deleted or transferred meanwhile, the new registrations
+// are cancelled and the call fails with BadSubscriptionIdInvalid.
 func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
 	if req == nil || len(req.ItemsToCreate) == 0 {
 		return nil, ua.StatusBadNothingToDo
@@ -76,22 +78,10 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 		return nil, ua.StatusBadTimestampsToReturnInvalid
 	}
 	now := e.clock.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ua.StatusBadShutdown
+	s, publishing, room, err := e.itemTarget(sess, req.SubscriptionID)
+	if err != nil {
+		return nil, err
 	}
-	s := e.ownedLocked(e.sessions[sess], req.SubscriptionID)
-	if s == nil {
-		return nil, ua.StatusBadSubscriptionIDInvalid
-	}
-	s.mu.Lock()
-	publishing := s.interval
-	room := -1
-	if max := e.opts.MaxMonitoredItemsPerSubscription; max > 0 {
-		room = max - len(s.items)
-	}
-	s.mu.Unlock()
 
 	results := make([]*ua.MonitoredItemCreateResult, len(req.ItemsToCreate))
 	created := make([]*item, 0, len(req.ItemsToCreate))
@@ -104,15 +94,71 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 		res := &ua.MonitoredItemCreateResult{StatusCode: st, FilterResult: ua.NewExtensionObject(nil)}
 		res.RevisedSamplingInterval, res.RevisedQueueSize = p.result(st)
 		if it != nil {
-			res.MonitoredItemID = it.id
 			created = append(created, it)
 			room--
 		}
 		results[i] = res
 	}
+	if err := e.insertItems(sess, s, created, now); err != nil {
+		return nil, err
+	}
+	for i, j := 0, 0; i < len(results); i++ {
+		if results[i].StatusCode == ua.StatusGood {
+			results[i].MonitoredItemID = created[j].id
+			j++
+		}
+	}
+	return &ua.CreateMonitoredItemsResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
+}
 
+// itemTarget returns the subscription items are created in, its publishing
+// interval and how many items it may still take (-1: no limit).
+func (e *Engine) itemTarget(sess SessionID, id uint32) (s *subscription, publishing time.Duration, room int, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, 0, 0, ua.StatusBadShutdown
+	}
+	s = e.ownedLocked(e.sessions[sess], id)
+	if s == nil {
+		return nil, 0, 0, ua.StatusBadSubscriptionIDInvalid
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	room = -1
+	if limit := e.opts.MaxMonitoredItemsPerSubscription; limit > 0 {
+		room = max(limit-len(s.items), 0)
+	}
+	s.touch(e.clock.Now())
+	return s, s.interval, room, nil
+}
+
+// insertItems assigns ids to the new items and adds them to s, unless s was
+// deleted or changed hands since itemTarget: then their Source
+// registrations are cancelled.
+func (e *Engine) insertItems(sess SessionID, s *subscription, created []*item, now time.Time) error {
+	e.mu.Lock()
+	if e.closed || e.ownedLocked(e.sessions[sess], s.id) != s {
+		e.mu.Unlock()
+		for _, it := range created {
+			it.mu.Lock()
+			it.deleted = true
+			it.disableLocked()
+			it.mu.Unlock()
+			if it.cancel != nil {
+				it.cancel()
+			}
+		}
+		return ua.StatusBadSubscriptionIDInvalid
+	}
+	defer e.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, it := range created {
+		it.id = e.newItemIDLocked(s)
 		s.items[it.id] = it
 		if it.polled {
 			s.polled[it.id] = it
@@ -122,18 +168,12 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 		it.mu.Unlock()
 		s.addInterval(d, now)
 	}
-	s.touch(now)
-	next := s.nextDeadline()
-	s.mu.Unlock()
-	e.sched.at(s, next)
-	return &ua.CreateMonitoredItemsResponse{
-		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
-		Results:        results,
-	}, nil
+	e.sched.at(s, s.nextDeadline())
+	return nil
 }
 
 // newItem validates r, registers the item with the Source and queues its
-// initial value. e.mu must be held (it reserves the id); s.mu must not be.
+// initial value. No engine lock may be held: the Source is called.
 func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr ua.TimestampsToReturn, publishing time.Duration, now time.Time) (*item, ua.StatusCode, itemParams) {
 	if r == nil {
 		return nil, ua.StatusBadInvalidArgument, itemParams{}
@@ -150,7 +190,6 @@ func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr 
 		return nil, st, itemParams{}
 	}
 	it := &item{
-		id:            e.newItemIDLocked(s),
 		sub:           s,
 		node:          rv.NodeID,
 		attr:          rv.AttributeID,
@@ -201,18 +240,12 @@ func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr 
 
 // newItemIDLocked returns the next monitored item id. The counter is shared
 // by all subscriptions and grows monotonically; after a wrap-around, ids in
-// use in s are skipped. e.mu must be held.
+// use in s are skipped. e.mu and s.mu must be held.
 func (e *Engine) newItemIDLocked(s *subscription) uint32 {
 	for {
 		id := e.nextItemID
 		e.nextItemID++
-		if id == 0 {
-			continue
-		}
-		s.mu.Lock()
-		_, used := s.items[id]
-		s.mu.Unlock()
-		if !used {
+		if _, used := s.items[id]; id != 0 && !used {
 			return id
 		}
 	}

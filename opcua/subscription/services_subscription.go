@@ -21,7 +21,7 @@ func (e *Engine) CreateSubscription(sess SessionID, req *ua.CreateSubscriptionRe
 		return nil, ua.StatusBadShutdown
 	}
 	ss := e.sessionLocked(sess)
-	if max := e.opts.MaxSubscriptionsPerSession; max > 0 && len(ss.subs) >= max {
+	if limit := e.opts.MaxSubscriptionsPerSession; limit > 0 && len(ss.subs) >= limit {
 		return nil, ua.StatusBadTooManySubscriptions
 	}
 	s := &subscription{

@@ -476,3 +476,40 @@ func TestResponsesEncode(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateMonitoredItemsRacingDelete deletes the subscription while
+// CreateMonitoredItems is registering with the Source: the Source is called
+// without engine locks (the delete goes through at once), and the
+// registrations made for the dead subscription are cancelled.
+func TestCreateMonitoredItemsRacingDelete(t *testing.T) {
+	v := newEnv(t, Options{})
+	sub := v.createSub(sessA, subParams{}).SubscriptionID
+	var once bool
+	v.src.beforeWatch = func() {
+		if once {
+			return
+		}
+		once = true
+		done := make(chan error, 1)
+		go func() {
+			_, err := v.e.DeleteSubscriptions(sessA, &ua.DeleteSubscriptionsRequest{SubscriptionIDs: []uint32{sub}})
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("DeleteSubscriptions blocked while CreateMonitoredItems called the Source")
+		}
+	}
+	_, err := v.e.CreateMonitoredItems(sessA, &ua.CreateMonitoredItemsRequest{SubscriptionID: sub,
+		ItemsToCreate: []*ua.MonitoredItemCreateRequest{itemSpec{node: 1}.request(), itemSpec{node: 2}.request()}})
+	if err != ua.StatusBadSubscriptionIDInvalid {
+		t.Fatalf("CreateMonitoredItems on a subscription deleted meanwhile: %v", err)
+	}
+	if n := v.src.watchers(); n != 0 {
+		t.Fatalf("%d Source registrations left behind", n)
+	}
+}
