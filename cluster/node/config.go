@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -126,7 +127,7 @@ func DefaultConfig(self m.UniqueAddress, seeds []m.Address) Config {
 }
 
 // ErrConfig is wrapped by Validate's errors.
-var ErrConfig = fmt.Errorf("cluster config")
+var ErrConfig = errors.New("cluster config")
 
 // Validate checks the settings a start-up must refuse, naming the key and
 // the accepted values.
