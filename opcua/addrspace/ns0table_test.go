@@ -66,3 +66,20 @@ func TestStandardTable(t *testing.T) {
 		t.Fatal("decode(encode(nodeset)) does not encode back to the same table")
 	}
 }
+
+// BenchmarkDecodeTable measures the once-per-process cost of namespace 0.
+func BenchmarkDecodeTable(b *testing.B) {
+	for b.Loop() {
+		if _, err := decodeTemplate(ns0Table); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNew measures building one address space from the decoded table.
+func BenchmarkNew(b *testing.B) {
+	standardNodes()
+	for b.Loop() {
+		New(Options{})
+	}
+}
