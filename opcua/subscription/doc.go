@@ -1,0 +1,90 @@
+// Package subscription is otopcua's subscription and monitored-item engine
+// (OPC UA Part 4 §5.12–5.13): it owns every subscription and monitored item
+// of one server, samples values from the address space, queues them and
+// answers Publish requests. It replaces gopcua's engine, which deadlocks
+// when a client vanishes while values change, ignores most parameters and
+// reuses ids.
+//
+// # Data path
+//
+// The address space (a Source) calls an item's change callback on the
+// writer's goroutine. The callback takes only the item's mutex and, when the
+// item becomes pending, its subscription's pending-list mutex: it filters the
+// value (DataChangeFilter), appends it to the item's bounded queue and puts
+// the item on the subscription's report list. Items with a sampling interval
+// above 0 only keep the newest change; a sampling tick moves it into the
+// queue, so changes faster than the interval are coalesced to the latest
+// value per interval. Sampling ticks of a subscription run at the smallest
+// sampling interval of its items, on the grid of its publishing ticks.
+//
+// One engine goroutine works the subscriptions whose deadline has come
+// (sampling, publishing, keep-alive, lifetime) on the injected clock. At a
+// publishing tick it drains the report list into one NotificationMessage (at
+// most MaxNotificationsPerPublish notifications; the rest waits for the next
+// Publish request, which is answered at once) and hands the PublishResponse
+// to the session's sending goroutine. That goroutine exists while the session
+// has responses to send and is the only caller of a Sender, with no lock held.
+//
+// # Invariants
+//
+//   - Producers never wait for a client, for the engine goroutine or for a
+//     service call: only for short per-item and per-subscription list locks.
+//   - A client that stops reading blocks its own session's sending goroutine
+//     and nothing else.
+//   - Every queue is bounded: an item's queue by its revised queue size
+//     (overflow per DiscardOldest, flagged with the Overflow info bits), the
+//     Publish requests of a session by MaxPublishRequestsPerSession (the
+//     oldest is answered BadTooManyPublishRequests), the retransmission
+//     queue by MaxRetransmitMessages and MaxRetransmitNotifications, unsent
+//     responses of a session by twice the Publish request limit.
+//   - Every Publish request is answered exactly once, unless its session was
+//     closed or the engine was closed first.
+//   - Subscription and monitored item ids grow monotonically; an id in use is
+//     never handed out again.
+//
+// See locksordering.txt for the locks.
+//
+// # Behaviour worth knowing
+//
+//   - The Value attribute is watched (Source.Watch); any other attribute is
+//     sampled by Source.Read at the item's sampling interval (0 and -1 mean
+//     the publishing interval there). An unknown node or an attribute the
+//     node lacks fails the item with the Source's status.
+//   - Sampling interval -1 takes the publishing interval, 0 queues every
+//     change, anything else is at least MinSamplingInterval.
+//   - The current value is queued when an item is created, or leaves
+//     Disabled, in Sampling or Reporting mode. Disabled drops the queue.
+//   - DataChangeFilter triggers Status, StatusValue and StatusValueTimestamp
+//     with deadband None or Absolute are supported; Percent deadbands and
+//     event or aggregate filters fail with BadMonitoredItemFilterUnsupported.
+//     Index ranges fail with BadIndexRangeInvalid.
+//   - SetTriggering: when a triggering item queues a new value, the queued
+//     values of its linked items in Sampling mode go out with the next
+//     message.
+//   - TimestampsToReturn is applied per item; a server timestamp the Source
+//     did not set is filled with the publish time when asked for.
+//   - Keep-alives and the GoodSubscriptionTransferred message carry the next
+//     sequence number without consuming it. The lifetime is measured as time
+//     without client activity or Publish requests (LifetimeCount ×
+//     publishing interval); an expired subscription owes its session a
+//     StatusChangeNotification BadTimeout.
+//   - TimeoutHint of queued Publish requests is not enforced.
+//
+// # Duties of the caller
+//
+//  1. Call the service methods from any goroutine. They return quickly;
+//     CreateMonitoredItems calls Source.Watch and Source.Read once per item,
+//     with no engine lock held. A returned error is a ua.StatusCode to send
+//     as a ServiceFault.
+//  2. Hand each Publish request over with the Sender of the secure channel
+//     it arrived on. A Sender may block on the socket, but must return once
+//     its channel is closed.
+//  3. Call SessionClosed when a session ends: with CloseSession's
+//     DeleteSubscriptions flag, and with false when it timed out or lost its
+//     channel, so that a reconnecting client can transfer its subscriptions.
+//  4. Check that the caller of TransferSubscriptions may take the
+//     subscriptions over (same user identity); the engine knows no users.
+//  5. Set Options.MaxNotificationsPerPublish so that a NotificationMessage
+//     fits the channel's maximum message size.
+//  6. Call Close at shutdown; it cancels every Source registration.
+package subscription
