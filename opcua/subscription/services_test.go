@@ -513,3 +513,40 @@ func TestCreateMonitoredItemsRacingDelete(t *testing.T) {
 		t.Fatalf("%d Source registrations left behind", n)
 	}
 }
+
+func TestSamplingIntervalChangesBackAndForth(t *testing.T) {
+	v := newEnv(t, Options{})
+	sub := v.createSub(sessA, subParams{interval: 100, keepAlive: 100}).SubscriptionID
+	id := v.createItems(sessA, sub, ua.TimestampsToReturnBoth, itemSpec{node: 1, sampling: 50, queue: 10})[0].MonitoredItemID
+	modify := func(ms float64) {
+		t.Helper()
+		if _, err := v.e.ModifyMonitoredItems(sessA, &ua.ModifyMonitoredItemsRequest{SubscriptionID: sub, ItemsToModify: []*ua.MonitoredItemModifyRequest{
+			{MonitoredItemID: id, RequestedParameters: &ua.MonitoringParameters{ClientHandle: 1001, SamplingInterval: ms, QueueSize: 10}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snd := &fakeSender{}
+	cycle := func() []int32 {
+		t.Helper()
+		n := snd.len()
+		v.publish(sessA, snd, uint32(n+1))
+		v.advance(100 * time.Millisecond)
+		if snd.len() == n {
+			return nil
+		}
+		return values(t, notifications(t, snd.all()[n].resp))
+	}
+	cycle()
+	v.src.set(1, int32(1)) // waits for a sampling tick
+	modify(0)              // exception based: the pending change is queued now
+	v.src.set(1, int32(2))
+	if got := cycle(); !equalSlices(got, []int32{1, 2}) {
+		t.Fatalf("after switching to exception based: %v, want [1 2]", got)
+	}
+	modify(50)
+	v.src.set(1, int32(3))
+	v.src.set(1, int32(4))
+	if got := cycle(); !equalSlices(got, []int32{4}) {
+		t.Fatalf("after switching back to 50ms sampling: %v, want [4]", got)
+	}
+}

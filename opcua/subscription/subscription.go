@@ -132,11 +132,10 @@ func (s *subscription) nextDeadline() time.Time {
 }
 
 // addInterval and dropInterval keep the sampling tick at the smallest item
-// sampling interval; mu must be held. They report whether sampleEvery
-// changed.
-func (s *subscription) addInterval(d time.Duration, now time.Time) bool {
+// sampling interval; mu must be held, the items' mu must not be.
+func (s *subscription) addInterval(d time.Duration, now time.Time) {
 	if d <= 0 {
-		return false
+		return
 	}
 	s.intervals[d]++
 	if s.sampleEvery == 0 || d < s.sampleEvery {
@@ -144,9 +143,7 @@ func (s *subscription) addInterval(d time.Duration, now time.Time) bool {
 		if t := s.alignedSample(now); s.nextSample.IsZero() || t.Before(s.nextSample) {
 			s.nextSample = t
 		}
-		return true
 	}
-	return false
 }
 
 // alignedSample returns the first sampling tick after now on the grid of
@@ -182,7 +179,15 @@ func (s *subscription) dropInterval(d time.Duration) {
 		}
 	}
 	if s.sampleEvery == 0 {
+		// No sampling tick will drain the sample list any more.
 		s.nextSample = time.Time{}
+		list := s.takeSample()
+		for _, it := range list {
+			it.mu.Lock()
+			it.inSample, it.latest = false, nil
+			it.mu.Unlock()
+		}
+		s.putBackSample(list, nil)
 	}
 }
 
