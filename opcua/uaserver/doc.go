@@ -1,28 +1,40 @@
 // Package uaserver is otopcua's OPC UA service layer: it accepts opc.tcp
 // connections, runs the Hello/Acknowledge handshake and the secure channel
-// (security policy None, mode None) with gopcua's uacp and uasc packages,
-// and implements the session, discovery, attribute, view and method
-// services over a NodeStore. Subscription services are delegated to the
-// subscription engine.
+// (security policy None, mode None), and implements the session, discovery,
+// attribute, view and method services over a NodeStore. Subscription
+// services are delegated to the subscription engine. It uses gopcua's ua
+// package for the service types and their encoding and the uacp/uasc
+// message types for framing.
 //
 // It does not use gopcua's server package, which serves every request of
 // every session on one goroutine, handshakes serially in its accept loop,
 // never expires sessions, answers with wrong RequestHandles and has no
-// recover().
+// recover(). Nor does it use uasc.SecureChannel for receiving: that type
+// decodes a message before its caller sees the bytes, and gopcua's decoder
+// allocates whatever array length a message claims (a 60-byte request
+// aborted the process with an out-of-memory error that recover() cannot
+// catch). The channel here frames and reassembles chunks itself and runs a
+// wire check (wire.go) that bounds every count by the bytes present and
+// the nesting depth before anything is decoded.
 //
 // # Concurrency
 //
 //   - One goroutine accepts connections. Each connection gets its own
 //     goroutine for the handshake (bounded by Config.HandshakeTimeout), so a
 //     silent TCP client never delays another.
-//   - Each secure channel has a reader goroutine that decodes requests and a
-//     worker goroutine that handles them in arrival order. Channels never
-//     wait on each other. Publish is handed to the engine, which answers it
-//     later from its own goroutines; the worker goes on at once.
+//   - Each secure channel has a reader goroutine that reassembles, checks
+//     and decodes requests and a worker goroutine that handles them in
+//     arrival order. Channels never wait on each other. Publish is handed to
+//     the engine, which answers it later from its own goroutines; the worker
+//     goes on at once.
 //   - Every handler runs under recover(): a panic answers a ServiceFault
 //     BadInternalError, is logged with its stack, and the channel keeps
-//     serving. A panic while decoding a message closes only that channel.
-//   - Every response carries the request's RequestHandle and a Timestamp.
+//     serving. A request that cannot be decoded is answered with a
+//     ServiceFault; a framing or security violation ends only its channel,
+//     with an ERR message.
+//   - Every response carries the request's RequestHandle and a Timestamp;
+//     a response larger than the client's MaxMessageSize or MaxChunkCount
+//     is replaced by BadResponseTooLarge.
 //
 // # Sessions
 //
@@ -47,9 +59,8 @@
 //
 // # Known limits
 //
-// Only security None exists. Renewing a secure channel token happens inside
-// uasc.SecureChannel.Receive, which rewrites channel state without the lock
-// its senders take; harmless with policy None, but a renewal concurrent with
-// a response write is a data race in gopcua. Responses larger than the
-// client's MaxMessageSize are not refused with BadResponseTooLarge.
+// Only security None exists. Security token lifetimes are revised and
+// renewals honoured, but an expired token is not refused. The number of
+// TCP connections is not capped; sessions are capped by MaxSessions,
+// activated or not.
 package uaserver
