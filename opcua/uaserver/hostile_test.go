@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
@@ -416,5 +417,45 @@ func TestSecurityPolicyOtherThanNoneIsRejected(t *testing.T) {
 	w.writeOpen(ua.SecurityTokenRequestTypeIssue, 0, "http://opcfoundation.org/UA/SecurityPolicy#Basic256Sha256")
 	if code := w.errCode(); code != ua.StatusBadSecurityPolicyRejected {
 		t.Fatalf("ERR %v, want BadSecurityPolicyRejected", code)
+	}
+}
+
+// TestSubscriptionThroughRealEngine runs gopcua's client subscription
+// against the real engine: Publish goes out through the channel's Sender
+// and a data change for the monitored value comes back.
+func TestSubscriptionThroughRealEngine(t *testing.T) {
+	store := newFakeStore()
+	eng := subscription.New(engineSource{store}, subscription.Options{Logger: discardLogger()})
+	t.Cleanup(eng.Close)
+	srv, err := New(Config{ListenAddr: "127.0.0.1:0", Logger: discardLogger()}, store, eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c := connectClient(t, "opc.tcp://"+srv.Addr().String())
+	ctx := testCtx(t)
+	notes := make(chan *opcua.PublishNotificationData, 16)
+	sub, err := c.Subscribe(ctx, &opcua.SubscriptionParameters{Interval: 50 * time.Millisecond}, notes)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	res, err := sub.Monitor(ctx, ua.TimestampsToReturnBoth, opcua.NewMonitoredItemCreateRequestWithDefaults(nodeTemp, ua.AttributeIDValue, 1))
+	if err != nil || res.Results[0].StatusCode != ua.StatusOK {
+		t.Fatalf("Monitor: %v %v", err, res)
+	}
+	select {
+	case n := <-notes:
+		dc, ok := n.Value.(*ua.DataChangeNotification)
+		if n.Error != nil || !ok || len(dc.MonitoredItems) == 0 || dc.MonitoredItems[0].Value.Value.Value() != 21.5 {
+			t.Fatalf("notification %+v (%T), want Temp = 21.5", n, n.Value)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no data change notification")
+	}
+	if err := sub.Cancel(ctx); err != nil {
+		t.Fatalf("Cancel: %v", err)
 	}
 }

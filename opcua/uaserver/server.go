@@ -247,9 +247,6 @@ func (s *Server) removeChannel(ch *channel) {
 	delete(s.channels, ch.id)
 }
 
-// endpointURL returns the advertised URL (lock-free callers use this).
-func (s *Server) endpointURL() string { return s.EndpointURL() }
-
 func randUint32() uint32 {
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -30,7 +30,7 @@ func (s *Server) selfDescription(discoveryURL string) *ua.ApplicationDescription
 // client that reached us as localhost is not sent to a name it cannot
 // resolve. An empty clientURL gets the advertised URL.
 func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
-	url := withHost(s.endpointURL(), clientURL)
+	url := withHost(s.EndpointURL(), clientURL)
 	return []*ua.EndpointDescription{{
 		EndpointURL:       url,
 		Server:            s.selfDescription(url),
@@ -66,7 +66,7 @@ func (s *Server) findServers(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := []*ua.ApplicationDescription{s.selfDescription(withHost(s.endpointURL(), req.EndpointURL))}
+	all := []*ua.ApplicationDescription{s.selfDescription(withHost(s.EndpointURL(), req.EndpointURL))}
 	for _, p := range s.cfg.Peers {
 		name := p.ApplicationName
 		if name == "" {
