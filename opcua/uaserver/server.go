@@ -60,9 +60,9 @@ type Server struct {
 	wg     sync.WaitGroup // accept loop, handshakes, channels
 
 	mu       sync.Mutex
-	started  bool // mu must be held.
-	closed   bool // mu must be held.
-	ln       net.Listener
+	started  bool                // mu must be held.
+	closed   bool                // mu must be held.
+	ln       net.Listener        // set by Start; mu must be held.
 	endpoint string              // advertised URL, set by Start; mu must be held.
 	channels map[uint32]*channel // open secure channels; mu must be held.
 	nextChID uint32              // last secure channel id issued; mu must be held.
