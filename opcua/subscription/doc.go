@@ -38,7 +38,9 @@
 //     queue by MaxRetransmitMessages and MaxRetransmitNotifications, unsent
 //     responses of a session by twice the Publish request limit.
 //   - Every Publish request is answered exactly once, unless its session was
-//     closed or the engine was closed first.
+//     closed or the engine was closed first, or its response was dropped
+//     (and logged) because the session's unsent responses hit their bound:
+//     a client that keeps sending requests but reads no responses.
 //   - Subscription and monitored item ids grow monotonically; an id in use is
 //     never handed out again.
 //
