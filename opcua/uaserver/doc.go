@@ -40,7 +40,8 @@
 //
 // A session ends on CloseSession or when no request arrived for its
 // revised timeout (Config.Clock); the engine is then told through
-// SessionClosed. Closing the secure channel does not end the session
+// SessionClosed (on a timeout without deleting the subscriptions: they live
+// until their own lifetime ends, so a returning client can transfer them). Closing the secure channel does not end the session
 // (Part 4 §5.6): the client reconnects and re-activates it, possibly on a
 // new channel. Until ActivateSession a request answers
 // BadSessionNotActivated; an unknown authentication token answers

@@ -122,7 +122,9 @@ func (t *sessionTable) expire(sess *session) {
 		return
 	}
 	sess.mu.Unlock()
-	t.end(sess, true, "timeout")
+	// Part 4 §5.13.7: the subscriptions of a timed-out session outlive it
+	// until their own lifetime ends, so a returning client can transfer them.
+	t.end(sess, false, "timeout")
 }
 
 // end removes sess and tells the engine. It reports whether this call
