@@ -43,6 +43,7 @@ func Run(ctx context.Context, cfg Config) Result {
 	r := &run{
 		cfg:     cfg,
 		hist:    measure.NewHistogram(ageBucket, ageLimit),
+		send:    measure.NewHistogram(ageBucket, ageLimit),
 		covered: make([]bool, cfg.Items),
 		fatalCh: make(chan struct{}),
 	}
@@ -73,6 +74,7 @@ type run struct {
 	winStart  time.Time // zero until the window opens
 	winEnd    time.Time
 	hist      *measure.Histogram
+	send      *measure.Histogram // receipt − PublishTime per notification message
 	covered   []bool
 	nCovered  int
 	seqs      []uint32 // sequence numbers of notification messages in the window
@@ -84,6 +86,7 @@ type run struct {
 	faults    uint64
 	timeouts  uint64
 	badAcks   uint64
+	badAck    ua.StatusCode // first non-Good acknowledgement result
 }
 
 // fail records the first fatal error of the publish loop.
@@ -351,6 +354,9 @@ func (r *run) record(reply uaclient.Reply, p *uaclient.Publish) error {
 	}
 	for _, s := range p.AckResults {
 		if s != ua.StatusOK && in {
+			if r.badAcks == 0 {
+				r.badAck = s
+			}
 			r.badAcks++
 		}
 	}
@@ -364,6 +370,9 @@ func (r *run) record(reply uaclient.Reply, p *uaclient.Publish) error {
 	if in {
 		r.msgs++
 		r.seqs = append(r.seqs, p.SequenceNumber)
+		if p.PublishTime != 0 {
+			r.send.Add(time.Duration(at - p.PublishTime))
+		}
 	}
 	return nil
 }
@@ -518,6 +527,11 @@ func (r *run) fill(res *Result, w window, e windowEnd) {
 	res.PublishFaults = r.faults
 	res.PublishTimeouts = r.timeouts
 	res.BadAckResults = r.badAcks
+	if r.badAcks > 0 {
+		res.BadAckStatus = r.badAck.Error()
+	}
+	res.SendP50Ms = ms(r.send.Quantile(0.50))
+	res.SendP99Ms = ms(r.send.Quantile(0.99))
 	if e.roundsOK && secs > 0 {
 		res.ServerRoundsPerS = float64(e.rounds) / secs
 	}
@@ -543,6 +557,9 @@ func (r *run) warnings(res *Result) []string {
 	}
 	if res.PublishTimeouts > 0 {
 		ws = append(ws, fmt.Sprintf("%d Publish requests timed out", res.PublishTimeouts))
+	}
+	if res.BadAckResults > 0 {
+		ws = append(ws, fmt.Sprintf("%d acknowledgements answered non-Good (first %s)", res.BadAckResults, res.BadAckStatus))
 	}
 	if res.NoSourceTimestamp > 0 {
 		ws = append(ws, fmt.Sprintf("%d notifications without SourceTimestamp", res.NoSourceTimestamp))
