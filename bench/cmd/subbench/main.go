@@ -175,7 +175,7 @@ func runOne(o options, impl string, items int) subload.Result {
 		"-url", srv.url, "-impl", impl, "-items", strconv.Itoa(items),
 		"-ns", srv.ns, "-first", srv.first, "-rounds-id", srv.rounds,
 		"-warmup", o.warmup.String(), "-measure", o.measure.String(),
-		"-inflight", strconv.Itoa(o.inflight),
+		"-inflight", strconv.Itoa(o.inflight), "-update", o.update.String(),
 		"-server-pid", strconv.Itoa(srv.cmd.Process.Pid),
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(o.binDir, "subload"), append(args, o.extra...)...)

@@ -34,6 +34,7 @@ func main() {
 	flag.UintVar(&rounds, "rounds-id", 999, "numeric id of the server's update-round counter (0: do not read)")
 	flag.DurationVar(&c.PublishingInterval, "publishing", 100*time.Millisecond, "publishing interval")
 	flag.DurationVar(&c.SamplingInterval, "sampling", 100*time.Millisecond, "sampling interval of every item")
+	flag.DurationVar(&c.UpdateInterval, "update", 0, "the server's update interval, for the expected rates (default: -sampling)")
 	queue := flag.Uint("queue", 1, "queue size of every item")
 	maxNotes := flag.Uint("max-notifications", 0, "MaxNotificationsPerPublish (0: no limit)")
 	flag.IntVar(&c.InFlight, "inflight", 10, "Publish requests kept in flight")

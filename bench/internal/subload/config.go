@@ -27,6 +27,9 @@ type Config struct {
 	PublishingInterval time.Duration
 	// SamplingInterval of every monitored item. Default: 100 ms.
 	SamplingInterval time.Duration
+	// UpdateInterval is how often the server sets every variable; it only
+	// sets the expected rates of the result. Default: SamplingInterval.
+	UpdateInterval time.Duration
 	// QueueSize of every monitored item. Default: 1.
 	QueueSize uint32
 	// KeepAliveCount (publishing intervals without data before a
@@ -86,6 +89,7 @@ func (c Config) Defaults() (Config, error) {
 	}
 	def(&c.PublishingInterval, 100*time.Millisecond)
 	def(&c.SamplingInterval, 100*time.Millisecond)
+	def(&c.UpdateInterval, c.SamplingInterval)
 	def(&c.Warmup, 5*time.Second)
 	def(&c.Measure, 20*time.Second)
 	def(&c.CallTimeout, 30*time.Second)

@@ -35,7 +35,7 @@ func Run(ctx context.Context, cfg Config) Result {
 	res.InFlight = cfg.InFlight
 	res.PublishingMs = ms(cfg.PublishingInterval)
 	res.SamplingMs = ms(cfg.SamplingInterval)
-	res.ExpectedPerS = float64(cfg.Items) / cfg.SamplingInterval.Seconds()
+	res.ExpectedPerS = float64(cfg.Items) / max(cfg.SamplingInterval, cfg.UpdateInterval).Seconds()
 	res.ServerPID = cfg.ServerPID
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline())
@@ -551,6 +551,9 @@ func (r *run) warnings(res *Result) []string {
 	var ws []string
 	if res.ItemsCovered < res.Items {
 		ws = append(ws, fmt.Sprintf("only %d of %d items were notified in the window", res.ItemsCovered, res.Items))
+	}
+	if want := time.Second.Seconds() / r.cfg.UpdateInterval.Seconds(); res.ServerRoundsPerS > 0 && res.ServerRoundsPerS < 0.95*want {
+		ws = append(ws, fmt.Sprintf("the server's update loop managed %.1f rounds/s of %.0f", res.ServerRoundsPerS, want))
 	}
 	if res.SequenceGaps > 0 {
 		ws = append(ws, fmt.Sprintf("%d notification messages missing (sequence gaps)", res.SequenceGaps))
