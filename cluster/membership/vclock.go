@@ -33,6 +33,18 @@ type VectorClock struct {
 // as Akka's ClusterCoreDaemon.VclockName.
 func VClockNode(u UniqueAddress) string { return u.NodeID() + "-" + strconv.FormatUint(u.UID, 10) }
 
+// NewVectorClock builds a clock from its entries (for decoders); entries
+// with a zero counter are left out, as a missing entry counts as 0.
+func NewVectorClock(entries map[string]uint64) VectorClock {
+	n := make(map[string]uint64, len(entries))
+	for k, t := range entries {
+		if t > 0 {
+			n[k] = t
+		}
+	}
+	return VectorClock{v: n}
+}
+
 // Get returns the counter of node (0 when absent).
 func (vc VectorClock) Get(node string) uint64 { return vc.v[node] }
 

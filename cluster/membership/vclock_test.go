@@ -35,3 +35,20 @@ func TestVectorClockCompare(t *testing.T) {
 		t.Fatal("Prune drops one entry and leaves the receiver")
 	}
 }
+
+func TestNewVectorClockRoundTrip(t *testing.T) {
+	vc := VectorClock{}.Increment("a").Increment("a").Increment("b")
+	entries := map[string]uint64{}
+	for _, n := range vc.Nodes() {
+		entries[n] = vc.Get(n)
+	}
+	entries["zero"] = 0
+	got := NewVectorClock(entries)
+	if got.Compare(vc) != Same || got.Len() != 2 {
+		t.Fatalf("NewVectorClock(%v) = %v, want %v", entries, got, vc)
+	}
+	entries["a"] = 3
+	if NewVectorClock(entries).Compare(vc) != After {
+		t.Fatal("a larger counter must be After")
+	}
+}
