@@ -55,4 +55,19 @@ func TestCheck(t *testing.T) {
 	if got := Check(res, DefaultGoals); !strings.HasPrefix(got[0], "NOT MET") {
 		t.Fatalf("p99 over the goal must not be met: %s", got[0])
 	}
+
+	// A second run of otopcua at 50000 items is averaged in.
+	res[1].AgeP99Ms = 200
+	res = append(res, subload.Result{Impl: "otopcua", Items: 50000, OK: true, NotificationsPerS: 250000, AgeP99Ms: 280, NotificationsPerCPU: 150000})
+	got = Check(res, DefaultGoals)
+	if want := "MET otopcua at 50000 items: 350,000 notifications/s (goal ≥ 300,000), p99 age 240.0 ms (goal ≤ 250 ms) (mean of 2 runs)"; got[0] != want {
+		t.Fatalf("averaged\n got %s\nwant %s", got[0], want)
+	}
+	if want := "MET otopcua at 50000 items: 2.00× gopcua's notifications per CPU-second (goal ≥ 2×) (mean of 2 runs)"; got[1] != want {
+		t.Fatalf("averaged\n got %s\nwant %s", got[1], want)
+	}
+	res[4].OK = false
+	if got := Check(res, DefaultGoals); !strings.HasPrefix(got[0], "NOT MET") || !strings.Contains(got[1], "a run failed") {
+		t.Fatalf("a failed repeat must not be met: %v", got)
+	}
 }
