@@ -41,8 +41,13 @@ type Result struct {
 	// SendP50Ms and SendP99Ms are percentiles, over notification messages,
 	// of receipt time − the message's PublishTime: the part of the value
 	// age spent encoding, sending and receiving.
-	SendP50Ms           float64 `json:"send_p50_ms"`
-	SendP99Ms           float64 `json:"send_p99_ms"`
+	SendP50Ms float64 `json:"send_p50_ms"`
+	SendP99Ms float64 `json:"send_p99_ms"`
+	// FirstChunkP50Ms and FirstChunkP99Ms: the same up to the first chunk
+	// of the message (a server that encodes a whole message before writing
+	// it spends the difference to SendP*Ms only on the wire).
+	FirstChunkP50Ms     float64 `json:"first_chunk_p50_ms"`
+	FirstChunkP99Ms     float64 `json:"first_chunk_p99_ms"`
 	ServerRoundsPerS    float64 `json:"server_rounds_per_s,omitempty"` // from the Rounds counter
 	ServerPID           int     `json:"server_pid,omitempty"`
 	ServerCPUPct        float64 `json:"server_cpu_pct"`
@@ -64,8 +69,9 @@ func (r Result) Human() string {
 		}
 		b.WriteString("; ")
 	}
-	fmt.Fprintf(&b, "%.0f notifications/s (expected %.0f, %d/%d items seen) over %.1fs; age p50 %.1f ms p99 %.1f ms max %.1f ms (PublishTime to receipt p50 %.1f ms p99 %.1f ms); ",
-		r.NotificationsPerS, r.ExpectedPerS, r.ItemsCovered, r.Items, r.WindowS, r.AgeP50Ms, r.AgeP99Ms, r.AgeMaxMs, r.SendP50Ms, r.SendP99Ms)
+	fmt.Fprintf(&b, "%.0f notifications/s (expected %.0f, %d/%d items seen) over %.1fs; age p50 %.1f ms p99 %.1f ms max %.1f ms (PublishTime to first chunk p50 %.1f p99 %.1f, to last chunk p50 %.1f p99 %.1f ms); ",
+		r.NotificationsPerS, r.ExpectedPerS, r.ItemsCovered, r.Items, r.WindowS, r.AgeP50Ms, r.AgeP99Ms, r.AgeMaxMs,
+		r.FirstChunkP50Ms, r.FirstChunkP99Ms, r.SendP50Ms, r.SendP99Ms)
 	fmt.Fprintf(&b, "server CPU %.1f%%, %.0f notifications/CPU-s, RSS max %.1f MB (start %.1f); client CPU %.1f%%",
 		r.ServerCPUPct, r.NotificationsPerCPU, r.ServerRSSMaxMB, r.ServerRSSStartMB, r.ClientCPUPct)
 	if r.ServerRoundsPerS > 0 {

@@ -41,11 +41,12 @@ func Run(ctx context.Context, cfg Config) Result {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Deadline())
 	defer cancel()
 	r := &run{
-		cfg:     cfg,
-		hist:    measure.NewHistogram(ageBucket, ageLimit),
-		send:    measure.NewHistogram(ageBucket, ageLimit),
-		covered: make([]bool, cfg.Items),
-		fatalCh: make(chan struct{}),
+		cfg:       cfg,
+		hist:      measure.NewHistogram(ageBucket, ageLimit),
+		send:      measure.NewHistogram(ageBucket, ageLimit),
+		firstByte: measure.NewHistogram(ageBucket, ageLimit),
+		covered:   make([]bool, cfg.Items),
+		fatalCh:   make(chan struct{}),
 	}
 	if err := r.do(ctx, &res); err != nil {
 		res.Error = err.Error()
@@ -75,6 +76,7 @@ type run struct {
 	winEnd    time.Time
 	hist      *measure.Histogram
 	send      *measure.Histogram // receipt − PublishTime per notification message
+	firstByte *measure.Histogram // first chunk − PublishTime per notification message
 	covered   []bool
 	nCovered  int
 	seqs      []uint32 // sequence numbers of notification messages in the window
@@ -372,6 +374,7 @@ func (r *run) record(reply uaclient.Reply, p *uaclient.Publish) error {
 		r.seqs = append(r.seqs, p.SequenceNumber)
 		if p.PublishTime != 0 {
 			r.send.Add(time.Duration(at - p.PublishTime))
+			r.firstByte.Add(time.Duration(reply.First.UnixNano() - p.PublishTime))
 		}
 	}
 	return nil
@@ -532,6 +535,8 @@ func (r *run) fill(res *Result, w window, e windowEnd) {
 	}
 	res.SendP50Ms = ms(r.send.Quantile(0.50))
 	res.SendP99Ms = ms(r.send.Quantile(0.99))
+	res.FirstChunkP50Ms = ms(r.firstByte.Quantile(0.50))
+	res.FirstChunkP99Ms = ms(r.firstByte.Quantile(0.99))
 	if e.roundsOK && secs > 0 {
 		res.ServerRoundsPerS = float64(e.rounds) / secs
 	}

@@ -63,6 +63,8 @@ type Reply struct {
 	Body []byte
 	// At is when the last chunk of the response was read from the socket.
 	At time.Time
+	// First is when its first chunk was read (At for a single chunk).
+	First time.Time
 }
 
 // Channel is an OPC UA secure channel with security policy None.
@@ -248,7 +250,11 @@ func (c *Channel) readChunk() (typ string, chanID uint32, rest []byte, err error
 // readLoop assembles chunks into responses and hands each to the request
 // waiting for it. It runs until the connection fails or is closed.
 func (c *Channel) readLoop() {
-	partial := make(map[uint32][]byte)
+	type part struct {
+		body  []byte
+		first time.Time
+	}
+	partial := make(map[uint32]part)
 	var err error
 	for {
 		var typ string
@@ -265,8 +271,12 @@ func (c *Channel) readLoop() {
 		body := rest[symHeaderLen+seqHeaderLen:]
 		switch typ[3] {
 		case 'C':
-			p := append(partial[reqID], body...)
-			if len(p) > c.opts.MaxMessageSize {
+			p, ok := partial[reqID]
+			if !ok {
+				p.first = time.Now()
+			}
+			p.body = append(p.body, body...)
+			if len(p.body) > c.opts.MaxMessageSize {
 				delete(partial, reqID)
 				c.deliver(reqID, result{err: fmt.Errorf("uaclient: response larger than %d bytes", c.opts.MaxMessageSize)})
 				continue
@@ -279,11 +289,13 @@ func (c *Channel) readLoop() {
 			c.deliver(reqID, result{err: fmt.Errorf("uaclient: server aborted the response: %w", ua.StatusCode(a.ErrorCode))})
 		case 'F':
 			at := time.Now()
+			first := at
 			if p, ok := partial[reqID]; ok {
 				delete(partial, reqID)
-				body = append(p, body...)
+				body = append(p.body, body...)
+				first = p.first
 			}
-			c.deliver(reqID, result{reply: Reply{Body: body, At: at}})
+			c.deliver(reqID, result{reply: Reply{Body: body, At: at, First: first}})
 		default:
 			err = fmt.Errorf("uaclient: chunk type %q", typ)
 		}
