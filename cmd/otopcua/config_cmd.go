@@ -19,7 +19,7 @@ func (c *cli) configCmd() *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(c.configCheckCmd())
+	cmd.AddCommand(c.configCheckCmd(), c.configEffectiveCmd())
 	return cmd
 }
 
