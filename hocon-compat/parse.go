@@ -507,7 +507,7 @@ func (p *parser) simple() (*Value, error) {
 	}
 	tok := p.unquoted(false)
 	if tok == "" {
-		return nil, p.errf("unexpected %s: expected a value", p.describeNext())
+		return nil, p.errf("unexpected %s in a value: quote strings that contain it", p.describeNext())
 	}
 	return token(tok, start), nil
 }
@@ -656,6 +656,8 @@ func (p *parser) list() (*Value, error) {
 			return l, nil
 		case p.peek() == ',':
 			return nil, p.errf("unexpected ',': expected a list element")
+		case p.peek() == '}':
+			return nil, p.errf("unexpected '}': missing ']' to close the list opened at line %d column %d", start.Line, start.Col)
 		}
 		v, err := p.value()
 		if err != nil {
