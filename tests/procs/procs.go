@@ -101,6 +101,8 @@ type Node struct {
 	Env      []string
 
 	t       testing.TB
+	wrap    []string     // command prefix, e.g. ip netns exec NS
+	client  *http.Client // nil: http.DefaultClient
 	dir     string
 	cmd     *exec.Cmd
 	logPath string
@@ -135,8 +137,28 @@ func BaseConfig(name string, p Ports) map[string]any {
 // Start writes cfg to a temp dir and starts `otopcua host --config` there.
 func Start(t testing.TB, name string, cfg map[string]any, env ...string) *Node {
 	t.Helper()
+	return StartWith(t, name, cfg, Options{Env: env})
+}
+
+// Options are the less common ways to start a node.
+type Options struct {
+	// Env is added to the process environment.
+	Env []string
+	// Wrap prefixes the command line, e.g. {"ip", "netns", "exec", NS} to
+	// run the node on a test host. The prefix must exec the binary (not
+	// fork it), so that signals reach the node itself.
+	Wrap []string
+	// Client makes the node's HTTP requests (Get, Post, WaitReady,
+	// Members); nil means http.DefaultClient. A node on a test host needs a
+	// client that dials inside its namespace.
+	Client *http.Client
+}
+
+// StartWith is Start with Options.
+func StartWith(t testing.TB, name string, cfg map[string]any, o Options) *Node {
+	t.Helper()
 	dir := t.TempDir()
-	n := &Node{Name: name, Config: cfg, Env: env, t: t, dir: dir}
+	n := &Node{Name: name, Config: cfg, Env: o.Env, t: t, dir: dir, wrap: o.Wrap, client: o.Client}
 	n.OpcPort = intAt(cfg, "OpcUa", "Port")
 	n.HTTPPort = intAt(cfg, "Http", "Port")
 	b, err := json.MarshalIndent(cfg, "", "  ")
@@ -167,7 +189,8 @@ func (n *Node) start() {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	cmd := exec.Command(Binary(n.t), "host", "--config", filepath.Join(n.dir, "appsettings.json"))
+	argv := append(append([]string{}, n.wrap...), Binary(n.t), "host", "--config", filepath.Join(n.dir, "appsettings.json"))
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), n.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -259,7 +282,7 @@ func (n *Node) WaitReady(total time.Duration) {
 		if !n.Alive() {
 			n.t.Fatalf("%s exited before it was ready:\n%s", n.Name, n.Log())
 		}
-		resp, err := http.Get(n.HTTP() + "/readyz")
+		resp, err := n.httpClient().Get(n.HTTP() + "/readyz")
 		if err != nil {
 			return err
 		}
@@ -286,7 +309,7 @@ func (n *Node) do(method, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := n.httpClient().Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -299,6 +322,44 @@ func (n *Node) do(method, path string) (string, error) {
 		return buf.String(), fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, buf.String())
 	}
 	return buf.String(), nil
+}
+
+func (n *Node) httpClient() *http.Client {
+	if n.client != nil {
+		return n.client
+	}
+	return http.DefaultClient
+}
+
+// Exited reports the exit code (-1 when killed by a signal) and true once
+// the process has exited, without waiting.
+func (n *Node) Exited() (int, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.done:
+		return n.exit.ExitCode(), true
+	default:
+		return 0, false
+	}
+}
+
+// Holds calls fn every `every` for total and fails the test as soon as fn
+// returns an error: it asserts that something stays true for a while (a
+// node keeps waiting, nobody is downed). It is the negative counterpart of
+// CheckFor, not a way to wait for something.
+func Holds(t testing.TB, total, every time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		if err := fn(); err != nil {
+			t.Fatalf("within %v: %v", total, err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(every)
+	}
 }
 
 func (n *Node) cleanup() {
