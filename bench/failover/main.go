@@ -1,0 +1,317 @@
+// Command failover measures otopcua's cluster take-over and formation times
+// with real `otopcua host` processes on loopback:
+//
+//   - failover: a pair (seeds a, b; auto-down, production defaults) is
+//     formed, a (the oldest) is killed with SIGKILL, and b's
+//     /api/cluster/members is polled every 10 ms until b is Up and the
+//     oldest Up driver in its own view. Measured with the crash fast path
+//     on (the auto-down default) and off (Cluster:DownOnConnectionRefused
+//     false: detection + AutoDownUnreachableAfter, 15 s).
+//   - convergence: N processes (default 24) are started at once (seeds: the
+//     first two) and every node is polled until each reports N Up members
+//     and converged.
+//
+// Usage:
+//
+//	go run ./bench/failover -trials 10 -off-trials 10 -nodes 24 -converge-trials 3
+//
+// Results are printed as Markdown tables (median, p99 by nearest rank, min,
+// max) for docs/benchmarks-cluster.md. Every process it starts is killed
+// before it exits.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+func main() {
+	trials := flag.Int("trials", 10, "failover trials with the crash fast path on")
+	offTrials := flag.Int("off-trials", 10, "failover trials with the fast path off (each takes ≈ 20 s)")
+	nodes := flag.Int("nodes", 24, "processes for the convergence measurement (0 skips it)")
+	convTrials := flag.Int("converge-trials", 3, "convergence trials")
+	verbose := flag.Bool("v", false, "log every trial")
+	flag.Parse()
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if !*verbose {
+		log.SetOutput(io.Discard)
+	}
+
+	var report []string
+	if *trials > 0 {
+		report = append(report, measureFailover("fast path on (default)", *trials, nil)...)
+	}
+	if *offTrials > 0 {
+		report = append(report, measureFailover("fast path off (DownOnConnectionRefused=false)", *offTrials,
+			func(c map[string]any) { c["DownOnConnectionRefused"] = false })...)
+	}
+	if *nodes > 0 && *convTrials > 0 {
+		report = append(report, measureConvergence(*nodes, *convTrials)...)
+	}
+	fmt.Printf("\n%s, GOMAXPROCS %d, %s/%s\n", time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
+	fmt.Println(strings.Join(report, "\n"))
+}
+
+// measureFailover runs n trials and returns the Markdown rows.
+func measureFailover(label string, n int, tune func(cluster map[string]any)) []string {
+	var took, unreach []time.Duration
+	failures := 0
+	for i := range n {
+		d, u, err := failoverTrial(tune)
+		if err != nil {
+			failures++
+			fmt.Fprintf(os.Stderr, "failover %s, trial %d: %v\n", label, i+1, err)
+			continue
+		}
+		log.Printf("failover %s trial %d: unreachable after %v, take-over after %v", label, i+1, u, d)
+		fmt.Fprintf(os.Stderr, "failover %s, trial %d/%d: %v\n", label, i+1, n, d.Round(time.Millisecond))
+		took = append(took, d)
+		if u > 0 {
+			unreach = append(unreach, u)
+		}
+	}
+	return []string{
+		fmt.Sprintf("| SIGKILL of the oldest → survivor oldest, %s | %s | %d/%d |", label, summary(took), len(took), n),
+		fmt.Sprintf("| … survivor first saw the peer unreachable, %s | %s | %d/%d |", label, summary(unreach), len(unreach), n),
+	}
+}
+
+// measureConvergence runs n trials with k processes.
+func measureConvergence(k, n int) []string {
+	var took []time.Duration
+	for i := range n {
+		d, err := convergenceTrial(k)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "convergence trial %d: %v\n", i+1, err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "convergence of %d, trial %d/%d: %v\n", k, i+1, n, d.Round(time.Millisecond))
+		took = append(took, d)
+	}
+	return []string{fmt.Sprintf("| %d processes started at once → every node sees %d Up, converged | %s | %d/%d |", k, k, summary(took), len(took), n)}
+}
+
+// summary is "median | p99 | min | max" in ms.
+func summary(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "– | – | – | –"
+	}
+	s := slices.Clone(ds)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	return fmt.Sprintf("%s | %s | %s | %s", ms(percentile(s, 50)), ms(percentile(s, 99)), ms(s[0]), ms(s[len(s)-1]))
+}
+
+// percentile by nearest rank over sorted s.
+func percentile(s []time.Duration, p int) time.Duration {
+	rank := (p*len(s) + 99) / 100
+	if rank < 1 {
+		rank = 1
+	}
+	return s[rank-1]
+}
+
+// failoverTrial forms a pair, kills the oldest and times the take-over.
+func failoverTrial(tune func(map[string]any)) (took, unreachable time.Duration, err error) {
+	err = run(func(t testing.TB) {
+		pa, pb := procs.NewPorts(t), procs.NewPorts(t)
+		seeds := []string{fmt.Sprintf("127.0.0.1:%d", pa.Cluster), fmt.Sprintf("127.0.0.1:%d", pb.Cluster)}
+		var ns []*procs.Node
+		for i, p := range []procs.Ports{pa, pb} {
+			name := string(rune('a' + i))
+			cfg := procs.BaseConfig(name, p)
+			cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
+			c := cfg["Cluster"].(map[string]any)
+			c["SeedNodes"] = seeds
+			if tune != nil {
+				tune(c)
+			}
+			ns = append(ns, procs.Start(t, name, cfg))
+		}
+		a, b := ns[0], ns[1]
+		waitAll(t, []*procs.Node{a, b}, 2, 60*time.Second)
+		// Let the failure detector collect a few heartbeats, as in a
+		// running pair.
+		time.Sleep(3 * time.Second)
+		a.Signal(syscall.SIGKILL)
+		at := time.Now()
+		procs.CheckFor(t, 90*time.Second, 10*time.Millisecond, func() error {
+			v, err := b.Members()
+			if err != nil {
+				if !b.Alive() {
+					t.Fatalf("the survivor exited:\n%s", b.Log())
+				}
+				return err
+			}
+			if m, ok := v.Member(seeds[0]); ok && !m.Reachable && unreachable == 0 {
+				unreachable = time.Since(at)
+			}
+			self, _ := v.SelfMember()
+			if old, ok := v.OldestUp("driver", self.ClusterID); v.SelfStatus != procs.StatusUp || !ok || old.Address != seeds[1] {
+				return fmt.Errorf("not taken over: %s", v)
+			}
+			return nil
+		})
+		took = time.Since(at)
+	})
+	return took, unreachable, err
+}
+
+// convergenceTrial starts k processes at once and times full convergence.
+func convergenceTrial(k int) (time.Duration, error) {
+	var took time.Duration
+	err := run(func(t testing.TB) {
+		ports := make([]procs.Ports, k)
+		for i := range ports {
+			ports[i] = procs.NewPorts(t)
+		}
+		seeds := []string{fmt.Sprintf("127.0.0.1:%d", ports[0].Cluster), fmt.Sprintf("127.0.0.1:%d", ports[1].Cluster)}
+		procs.Binary(t) // build before the clock starts
+		start := time.Now()
+		var ns []*procs.Node
+		for i, p := range ports {
+			name := fmt.Sprintf("n%02d", i)
+			cfg := procs.BaseConfig(name, p)
+			cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
+			cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
+			cfg["Node"].(map[string]any)["ClusterId"] = fmt.Sprintf("site-%02d", i/2)
+			ns = append(ns, procs.Start(t, name, cfg))
+		}
+		waitAll(t, ns, k, 5*time.Minute)
+		took = time.Since(start)
+	})
+	return took, err
+}
+
+// waitAll polls until every node reports want Up members and converged.
+func waitAll(t testing.TB, ns []*procs.Node, want int, total time.Duration) {
+	procs.CheckFor(t, total, 100*time.Millisecond, func() error {
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for _, n := range ns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v, err := n.Members()
+				if err != nil && strings.Contains(err.Error(), "404") {
+					err = fmt.Errorf("this build has no cluster runtime: %w", err)
+				}
+				if err == nil && (v.SelfStatus != procs.StatusUp || !v.Converged || len(v.UpAddresses()) != want || len(v.Members) != want) {
+					err = fmt.Errorf("%s: %s", n.Name, v)
+				}
+				if err != nil {
+					if !n.Alive() {
+						err = fmt.Errorf("%s exited:\n%s", n.Name, n.Log())
+					}
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if strings.Contains(err.Error(), "no cluster runtime") {
+				t.Fatal(err)
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%d of %d nodes not there yet, e.g. %w", len(errs), len(ns), errs[0])
+		}
+		return nil
+	})
+}
+
+// runner lets tests/procs, written for tests, run in this command: it is a
+// testing.TB whose Fatal ends the trial (not the program) and whose
+// cleanups (killing every process) run when the trial ends. Only the
+// methods procs calls are implemented; the embedded nil TB is never used.
+type runner struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+	failed   bool
+	dirs     []string
+}
+
+type fatal struct{ msg string }
+
+// run runs f with a fresh runner and returns its failure, if any.
+func run(f func(t testing.TB)) (err error) {
+	r := &runner{}
+	defer func() {
+		if p := recover(); p != nil {
+			if fe, ok := p.(fatal); ok {
+				err = errors.New(fe.msg)
+			} else {
+				panic(p)
+			}
+		}
+		r.mu.Lock()
+		cs := r.cleanups
+		r.mu.Unlock()
+		for i := len(cs) - 1; i >= 0; i-- {
+			cs[i]()
+		}
+		for _, d := range r.dirs {
+			_ = os.RemoveAll(d)
+		}
+	}()
+	f(r)
+	return nil
+}
+
+func (r *runner) Helper()      {}
+func (r *runner) Name() string { return "bench-failover" }
+func (r *runner) Failed() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.failed }
+func (r *runner) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+func (r *runner) TempDir() string {
+	d, err := os.MkdirTemp("", "otopcua-bench-")
+	if err != nil {
+		r.Fatal(err)
+	}
+	r.mu.Lock()
+	r.dirs = append(r.dirs, d)
+	r.mu.Unlock()
+	return d
+}
+func (r *runner) Logf(format string, args ...any) { log.Printf(format, args...) }
+func (r *runner) Log(args ...any)                 { log.Print(args...) }
+func (r *runner) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	log.Printf(format, args...)
+}
+func (r *runner) Fatal(args ...any) { r.fail(fmt.Sprint(args...)) }
+func (r *runner) Fatalf(format string, args ...any) {
+	r.fail(fmt.Sprintf(format, args...))
+}
+func (r *runner) fail(msg string) {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+	if len(msg) > 4000 {
+		msg = msg[:4000] + "…"
+	}
+	panic(fatal{msg})
+}
