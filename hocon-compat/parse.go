@@ -59,7 +59,7 @@ func (p *parser) peek() byte {
 }
 
 func (p *parser) hasPrefix(s string) bool {
-	return strings.HasPrefix(string(p.src[p.off:min(len(p.src), p.off+len(s))]), s)
+	return p.off+len(s) <= len(p.src) && string(p.src[p.off:p.off+len(s)]) == s
 }
 
 // advance consumes n bytes, keeping line and column.
@@ -88,8 +88,7 @@ func (p *parser) skipSpaces() {
 		case isSpace(p.peek()):
 			p.advance(1)
 		case p.hasPrefix("\ufeff"), p.hasPrefix("\u00a0"):
-			r, n := utf8.DecodeRune(p.src[p.off:])
-			_ = r
+			_, n := utf8.DecodeRune(p.src[p.off:])
 			p.advance(n)
 		default:
 			return
