@@ -700,7 +700,13 @@ func (p *parser) pathExpr() ([]string, error) {
 			}
 			tok := p.unquoted(true)
 			if tok == "" {
-				break
+				if pieces == 0 || !p.keyContinues() {
+					break
+				}
+				from := p.off
+				p.skipSpaces()
+				seg.Write(p.src[from:p.off]) // "a b = 1" has the key "a b"
+				continue
 			}
 			seg.WriteString(tok)
 			pieces++
@@ -717,6 +723,21 @@ func (p *parser) pathExpr() ([]string, error) {
 		}
 		p.advance(1)
 	}
+}
+
+// keyContinues reports whether whitespace at the current position is
+// followed by more of the same key on this line.
+func (p *parser) keyContinues() bool {
+	i := p.off
+	for i < len(p.src) && isSpace(p.src[i]) {
+		i++
+	}
+	if i == p.off || i >= len(p.src) {
+		return false
+	}
+	c := p.src[i]
+	rest := string(p.src[i:min(len(p.src), i+2)])
+	return c == '"' || c != '\n' && c != '.' && strings.IndexByte(forbidden, c) < 0 && rest != "//"
 }
 
 // parsePathExpr parses a whole string as a path expression.

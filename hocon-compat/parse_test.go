@@ -79,6 +79,8 @@ func TestParseValues(t *testing.T) {
 		{"include is skipped", "include \"other.conf\"\na = 1", `{a:1}`},
 		{"include-like key", "includes = 1\ninclude = 2", `{includes:1,include:2}`},
 		{"byte order mark", "\ufeffa = 1", `{a:1}`},
+		{"key with spaces", "fork-join-executor { parallelism - min = 8 }\na b {c = 1}", `{fork-join-executor:{parallelism - min:8},a b:{c:1}}`},
+		{"quoted pieces join", `a"b.c"d = 1`, `{ab.cd:1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := mustParse(t, tc.src)

@@ -248,3 +248,45 @@ func TestExtractEmptyDocument(t *testing.T) {
 		t.Errorf("settings %+v warnings %v err %v", s, ws, err)
 	}
 }
+
+func TestExtractFullHostConf(t *testing.T) {
+	s, ws, err := extractFile(t, "akka-idioms.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Strategy.Value != "auto-down" || s.AutoDownUnreachableAfter.Value != 15*time.Second || s.HeartbeatInterval.Value != time.Second || s.Threshold.Value != 10 {
+		t.Errorf("settings %+v", s)
+	}
+	var keys []string
+	for _, w := range ws {
+		keys = append(keys, w.Key)
+	}
+	want := []string{"akka.cluster.min-nr-of-members", "akka.cluster.role.driver.min-nr-of-members", "akka.cluster.failure-detector.implementation-class"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("warnings about %v, want %v", keys, want)
+	}
+	doc := mustParseFile(t, "akka-idioms.conf")
+	for path, want := range map[string]string{
+		`akka.actor.serialization-bindings."Akka.Cluster.IClusterMessage, Akka.Cluster"`: "akka-cluster",
+		`akka.actor.deployment."/redundancy-state/workers".cluster.use-role`:             "driver",
+		`akka.actor.default-dispatcher.fork-join-executor."parallelism - min"`:           "8",
+		`akka.remote.dot-netty.tcp.hostname`:                                             "0.0.0.0",
+	} {
+		if v := doc.Get(path); v == nil || v.Text() != want {
+			t.Errorf("%s = %v, want %s", path, v, want)
+		}
+	}
+}
+
+func mustParseFile(t *testing.T, name string) *Document {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
