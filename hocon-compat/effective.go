@@ -121,7 +121,8 @@ type EffectiveCluster struct {
 	// Default 15s.
 	StableAfter time.Duration
 	// DownAllWhenUnstable: 0 is "on" (derived: max(4s, 3/4 of StableAfter)),
-	// DownAllOff is "off", otherwise the duration. Default on.
+	// any negative value (DownAllOff) is "off", otherwise the duration.
+	// Default on.
 	DownAllWhenUnstable time.Duration
 	// DownIfAlone for keep-oldest. Default true.
 	DownIfAlone bool
@@ -364,9 +365,6 @@ func (e EffectiveCluster) Validate() error {
 		if d.v <= 0 {
 			add("%s = %s: accepted values are durations greater than 0", d.name, FormatDuration(d.v))
 		}
-	}
-	if e.DownAllWhenUnstable < 0 && e.DownAllWhenUnstable != DownAllOff {
-		add("%s: accepted values are on, off or durations greater than 0", PathDownAllWhenUnstable)
 	}
 	if f := e.FailureDetector.Threshold; !(f > 0) || math.IsInf(f, 0) {
 		add("%s = %v: accepted values are numbers greater than 0", KeyThreshold, f)
