@@ -42,6 +42,9 @@ func TestRunAgainst(t *testing.T) {
 		t.Skip("starts servers and measures for two seconds each")
 	}
 	for _, impl := range benchsrv.Impls {
+		if raceEnabled && impl == "gopcua" {
+			continue // see race_on_test.go
+		}
 		t.Run(impl, func(t *testing.T) { testRunAgainst(t, impl) })
 	}
 }
@@ -113,7 +116,11 @@ func TestRunFailsWhenServerGoes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server")
 	}
-	srv := startServer(t, "gopcua", 50)
+	impl := "gopcua"
+	if raceEnabled {
+		impl = "otopcua" // see race_on_test.go
+	}
+	srv := startServer(t, impl, 50)
 	go func() {
 		time.Sleep(1500 * time.Millisecond)
 		srv.Close()

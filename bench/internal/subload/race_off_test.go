@@ -1,0 +1,5 @@
+//go:build !race
+
+package subload
+
+const raceEnabled = false
