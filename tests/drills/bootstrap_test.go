@@ -195,7 +195,7 @@ func TestDrill20SixNodesThreeClusterIds(t *testing.T) {
 		m1, _ := views["a1"].Member(r.addr(site + "1"))
 		m2, _ := views["a1"].Member(r.addr(site + "2"))
 		older := site + "1"
-		if m2.UpNumber < m1.UpNumber || m2.UpNumber == m1.UpNumber && m2.Address < m1.Address {
+		if m2.UpNumber < m1.UpNumber || m2.UpNumber == m1.UpNumber && procs.AddressLess(m2.Address, m1.Address) {
 			older = site + "2"
 		}
 		if claim[0] != older {

@@ -48,6 +48,10 @@ func TestClaims(t *testing.T) {
 		{"node without the driver role", []Observation{{"E", mkView("e", noDriver)}}, nil},
 		{"partitioned pair both alone", []Observation{{"A", mkView("a", a1)}, {"B", mkView("b", b2)}}, []string{"A", "B"}},
 		{"up-number tie goes to the lower address", []Observation{{"B", mkView("b", mem("a", "1", procs.StatusUp, 1, "x"), mem("b", "2", procs.StatusUp, 1, "x"))}}, nil},
+		{"ports compare as numbers", []Observation{
+			{"P900", mkView("127.0.0.1:900", mem("127.0.0.1:900", "1", procs.StatusUp, 1, "x"), mem("127.0.0.1:10000", "2", procs.StatusUp, 1, "x"))},
+			{"P10000", mkView("127.0.0.1:10000", mem("127.0.0.1:900", "1", procs.StatusUp, 1, "x"), mem("127.0.0.1:10000", "2", procs.StatusUp, 1, "x"))},
+		}, []string{"P900"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -115,11 +117,24 @@ func (v *ClusterView) OldestUp(role, clusterID string) (Member, bool) {
 		if m.Status != StatusUp || !m.HasRole(role) || (clusterID != "" && m.ClusterID != clusterID) {
 			continue
 		}
-		if !found || m.UpNumber < best.UpNumber || (m.UpNumber == best.UpNumber && m.Address < best.Address) {
+		if !found || m.UpNumber < best.UpNumber || (m.UpNumber == best.UpNumber && AddressLess(m.Address, best.Address)) {
 			best, found = m, true
 		}
 	}
 	return best, found
+}
+
+// AddressLess orders "host:port" addresses the way the cluster does: by
+// host, then by port as a number.
+func AddressLess(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if ha != hb {
+		return ha < hb
+	}
+	na, _ := strconv.Atoi(pa)
+	nb, _ := strconv.Atoi(pb)
+	return na < nb
 }
 
 // SelfMember is this node's own entry in its view.
