@@ -1,0 +1,40 @@
+// Package configdb owns the Config DB: the one database every node of a
+// redundant otopcua set shares (ConfigDb:Provider, ConfigDb:ConnectionString).
+//
+// Three providers are accepted: "sqlite" (modernc.org/sqlite, pure Go, the
+// embedded default "file:otopcua.db"), "postgres" (pgx) and "sqlserver"
+// (go-mssqldb). Everything that differs between their SQL dialects —
+// placeholders, column types, auto-increment keys, the migration lock,
+// upserts, "insert returning id" and row limits — lives in dialect.go; every
+// other statement is written once with $1, $2 … placeholders.
+//
+// The schema (see Migrate) is versioned in a schema_version table:
+//
+//   - clusters: id, name, created_at — one row per application cluster.
+//   - cluster_nodes: cluster_id, node_id (host:port), application_uri,
+//     service_level_base (the operator's stored preference, kept for the
+//     admin page and not used by the runtime ServiceLevel), created_at,
+//     updated_at.
+//   - deployments: id, cluster_id, artifact (bytes), created_at.
+//   - audit_log: id, at, actor, action, target, detail.
+//
+// Invariants:
+//
+//   - Times are written in UTC with microsecond precision and read back in
+//     UTC.
+//   - A released migration step is never edited; a schema change is a new
+//     step appended to migrations.
+//   - Ping is exactly the probe query SELECT 1 under the caller's deadline;
+//     it has no side effect and never retries past that deadline.
+//
+// Duties of the caller (the host):
+//
+//  1. Open with the configured provider and connection string; stop start-up
+//     when Open fails (the error names the accepted values). Open does not
+//     require a networked server to be up.
+//  2. Call Migrate before using the helpers; on ErrSchemaNewer stop start-up
+//     (a newer otopcua owns the database).
+//  3. Probe reachability with Ping under a short deadline (health.DbProbe
+//     does this on a timer); never let a Config DB outage stop the node.
+//  4. Close on shutdown.
+package configdb

@@ -1,0 +1,138 @@
+package configdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migration is one step of the schema. Steps are applied in version order,
+// each at most once; a released step is never edited, a change is a new step.
+type migration struct {
+	version int
+	name    string
+	stmts   func(d *dialect) []string
+}
+
+// migrations is the schema history. SchemaVersion is its last version.
+var migrations = []migration{
+	{1, "clusters, cluster_nodes, deployments, audit_log", schemaV1},
+}
+
+// SchemaVersion is the schema version this build of otopcua writes.
+var SchemaVersion = migrations[len(migrations)-1].version
+
+// schemaVersionTable records the applied steps, one row per version.
+func schemaVersionTable(d *dialect) string {
+	return d.createIfMissing("schema_version",
+		"version INTEGER NOT NULL PRIMARY KEY, name "+d.str+" NOT NULL, applied_at "+d.ts+" NOT NULL")
+}
+
+func schemaV1(d *dialect) []string {
+	return []string{
+		"CREATE TABLE clusters (" +
+			"id " + d.str + " NOT NULL PRIMARY KEY, " +
+			"name " + d.str + " NOT NULL, " +
+			"created_at " + d.ts + " NOT NULL)",
+		"CREATE TABLE cluster_nodes (" +
+			"cluster_id " + d.str + " NOT NULL REFERENCES clusters (id), " +
+			"node_id " + d.str + " NOT NULL, " +
+			"application_uri " + d.text + " NOT NULL, " +
+			"service_level_base INTEGER NOT NULL DEFAULT 0, " +
+			"created_at " + d.ts + " NOT NULL, " +
+			"updated_at " + d.ts + " NOT NULL, " +
+			"PRIMARY KEY (cluster_id, node_id))",
+		"CREATE TABLE deployments (" +
+			"id " + d.ident + ", " +
+			"cluster_id " + d.str + " NOT NULL REFERENCES clusters (id), " +
+			"artifact " + d.blob + " NOT NULL, " +
+			"created_at " + d.ts + " NOT NULL)",
+		"CREATE INDEX deployments_cluster ON deployments (cluster_id, id)",
+		"CREATE TABLE audit_log (" +
+			"id " + d.ident + ", " +
+			"at " + d.ts + " NOT NULL, " +
+			"actor " + d.str + " NOT NULL, " +
+			"action " + d.str + " NOT NULL, " +
+			"target " + d.text + " NOT NULL, " +
+			"detail " + d.text + " NOT NULL)",
+		"CREATE INDEX audit_log_at ON audit_log (at)",
+	}
+}
+
+// Migrate brings the schema to SchemaVersion. It is idempotent, and safe
+// when several nodes call it at once: everything runs in one transaction
+// that first takes the dialect's migration lock (SQLite: BEGIN IMMEDIATE,
+// PostgreSQL: pg_advisory_xact_lock, SQL Server: sp_getapplock), so the
+// second node waits, then finds nothing left to do. A failed step rolls the
+// whole call back. A database already at a newer version than this build
+// knows returns ErrSchemaNewer and is left untouched.
+func (db *DB) Migrate(ctx context.Context) (err error) {
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("configdb: migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if db.d.lockStmt != "" {
+		if _, err := tx.ExecContext(ctx, db.d.lockStmt); err != nil {
+			return fmt.Errorf("configdb: migrate: take the migration lock: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, schemaVersionTable(db.d)); err != nil {
+		return fmt.Errorf("configdb: migrate: create schema_version: %w", err)
+	}
+	current, err := currentVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if current > SchemaVersion {
+		return fmt.Errorf("%w: the database is at version %d, this otopcua knows up to %d", ErrSchemaNewer, current, SchemaVersion)
+	}
+	for _, m := range migrations {
+		if m.version <= current {
+			continue
+		}
+		for _, stmt := range m.stmts(db.d) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("configdb: migrate to version %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		q := db.d.bind("INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)")
+		if _, err := tx.ExecContext(ctx, q, m.version, m.name, db.now()); err != nil {
+			return fmt.Errorf("configdb: migrate: record version %d: %w", m.version, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("configdb: migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// Version returns the schema version recorded in the database: 0 when it
+// was never migrated.
+func (db *DB) Version(ctx context.Context) (int, error) {
+	var n int
+	if err := db.sql.QueryRowContext(ctx, db.d.bind(db.d.tableExists), "schema_version").Scan(&n); err != nil {
+		return 0, fmt.Errorf("configdb: schema version: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return currentVersion(ctx, db.sql)
+}
+
+// queryRower is *sql.DB or *sql.Tx.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func currentVersion(ctx context.Context, q queryRower) (int, error) {
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, "SELECT MAX(version) FROM schema_version").Scan(&v); err != nil {
+		return 0, fmt.Errorf("configdb: read schema_version: %w", err)
+	}
+	return int(v.Int64), nil
+}

@@ -1,0 +1,274 @@
+package configdb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// maxKeyLen is the longest id, node id, actor or action, in characters
+// (the VARCHAR(255) / NVARCHAR(255) columns).
+const maxKeyLen = 255
+
+// Cluster is a clusters row: one application cluster (Node:ClusterId), the
+// unit of redundancy.
+type Cluster struct {
+	ID        string
+	Name      string
+	CreatedAt time.Time // set by UpsertCluster on insert
+}
+
+// ClusterNode is a cluster_nodes row: one otopcua node of a cluster.
+type ClusterNode struct {
+	ClusterID      string
+	NodeID         string // host:port of Cluster:PublicHostname and Cluster:Port
+	ApplicationURI string // OpcUa:ApplicationUri
+
+	// ServiceLevelBase is the operator's stored preference (0–255). It is
+	// kept for the admin page and not used by the runtime ServiceLevel.
+	ServiceLevelBase int
+
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Deployment is a deployments row: one deployed configuration artifact.
+type Deployment struct {
+	ID        int64
+	ClusterID string
+	Artifact  []byte
+	CreatedAt time.Time
+}
+
+// AuditEntry is an audit_log row.
+type AuditEntry struct {
+	ID     int64     // assigned by the database
+	At     time.Time // zero = now (the DB's clock)
+	Actor  string    // who: a user name or "node host:port"; required
+	Action string    // what: e.g. "failover.manual"; required
+	Target string    // on what: e.g. a cluster or node id
+	Detail string    // free text
+}
+
+// UpsertCluster inserts the cluster or renames it.
+func (db *DB) UpsertCluster(ctx context.Context, c Cluster) error {
+	if err := checkKey("Cluster.ID", c.ID); err != nil {
+		return err
+	}
+	if err := checkKey("Cluster.Name", c.Name); err != nil {
+		return err
+	}
+	if _, err := db.sql.ExecContext(ctx, db.d.bind(db.d.upsertCluster()), c.ID, c.Name, db.now()); err != nil {
+		return fmt.Errorf("configdb: upsert cluster %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// UpsertClusterNode inserts the node or updates its ApplicationURI and
+// UpdatedAt. ServiceLevelBase is written only when the row is new; an
+// existing row keeps the operator's value (SetServiceLevelBase changes it).
+// The cluster must exist (ErrUnknownCluster).
+func (db *DB) UpsertClusterNode(ctx context.Context, n ClusterNode) error {
+	if err := checkNode(n); err != nil {
+		return err
+	}
+	return db.inClusterTx(ctx, n.ClusterID, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, db.d.bind(db.d.upsertClusterNode()),
+			n.ClusterID, n.NodeID, n.ApplicationURI, n.ServiceLevelBase, db.now())
+		if err != nil {
+			return fmt.Errorf("configdb: upsert node %s of cluster %q: %w", n.NodeID, n.ClusterID, err)
+		}
+		return nil
+	})
+}
+
+// SetServiceLevelBase stores the operator's ServiceLevelBase (0–255) of an
+// existing node (ErrNotFound otherwise).
+func (db *DB) SetServiceLevelBase(ctx context.Context, clusterID, nodeID string, v int) error {
+	if v < 0 || v > 255 {
+		return fmt.Errorf("%w: ServiceLevelBase %d: accepted values are 0 to 255", ErrInvalid, v)
+	}
+	q := db.d.bind("UPDATE cluster_nodes SET service_level_base = $1, updated_at = $2 WHERE cluster_id = $3 AND node_id = $4")
+	res, err := db.sql.ExecContext(ctx, q, v, db.now(), clusterID, nodeID)
+	if err != nil {
+		return fmt.Errorf("configdb: set ServiceLevelBase of %s: %w", nodeID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%w: node %s of cluster %q", ErrNotFound, nodeID, clusterID)
+	}
+	return nil
+}
+
+// ListClusterNodes returns the nodes of a cluster ordered by NodeID; an
+// unknown cluster has none.
+func (db *DB) ListClusterNodes(ctx context.Context, clusterID string) ([]ClusterNode, error) {
+	q := db.d.bind("SELECT cluster_id, node_id, application_uri, service_level_base, created_at, updated_at " +
+		"FROM cluster_nodes WHERE cluster_id = $1 ORDER BY node_id")
+	rows, err := db.sql.QueryContext(ctx, q, clusterID)
+	if err != nil {
+		return nil, fmt.Errorf("configdb: list nodes of cluster %q: %w", clusterID, err)
+	}
+	defer rows.Close()
+	var out []ClusterNode
+	for rows.Next() {
+		var n ClusterNode
+		if err := rows.Scan(&n.ClusterID, &n.NodeID, &n.ApplicationURI, &n.ServiceLevelBase, &n.CreatedAt, &n.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("configdb: list nodes of cluster %q: %w", clusterID, err)
+		}
+		n.CreatedAt, n.UpdatedAt = n.CreatedAt.UTC(), n.UpdatedAt.UTC()
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("configdb: list nodes of cluster %q: %w", clusterID, err)
+	}
+	return out, nil
+}
+
+// AddDeployment stores a configuration artifact for a cluster and returns
+// its id; ids grow with every deployment.
+func (db *DB) AddDeployment(ctx context.Context, clusterID string, artifact []byte) (int64, error) {
+	if artifact == nil {
+		artifact = []byte{}
+	}
+	var id int64
+	err := db.inClusterTx(ctx, clusterID, func(tx *sql.Tx) error {
+		q := db.d.bind(db.d.insertReturningID("deployments", "cluster_id", "artifact", "created_at"))
+		if err := tx.QueryRowContext(ctx, q, clusterID, artifact, db.now()).Scan(&id); err != nil {
+			return fmt.Errorf("configdb: add deployment to cluster %q: %w", clusterID, err)
+		}
+		return nil
+	})
+	return id, err
+}
+
+// LatestDeployment returns the cluster's newest deployment (ErrNotFound
+// when there is none).
+func (db *DB) LatestDeployment(ctx context.Context, clusterID string) (Deployment, error) {
+	q := db.d.bind("SELECT id, cluster_id, artifact, created_at FROM deployments WHERE cluster_id = $1 ORDER BY id DESC" + db.d.limit("1"))
+	var d Deployment
+	err := db.sql.QueryRowContext(ctx, q, clusterID).Scan(&d.ID, &d.ClusterID, &d.Artifact, &d.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Deployment{}, fmt.Errorf("%w: no deployment for cluster %q", ErrNotFound, clusterID)
+	}
+	if err != nil {
+		return Deployment{}, fmt.Errorf("configdb: latest deployment of cluster %q: %w", clusterID, err)
+	}
+	d.CreatedAt = d.CreatedAt.UTC()
+	return d, nil
+}
+
+// WriteAudit appends an entry to audit_log. A zero At is stamped with the
+// DB's clock.
+func (db *DB) WriteAudit(ctx context.Context, e AuditEntry) error {
+	if err := checkKey("AuditEntry.Actor", e.Actor); err != nil {
+		return err
+	}
+	if err := checkKey("AuditEntry.Action", e.Action); err != nil {
+		return err
+	}
+	at := db.now()
+	if !e.At.IsZero() {
+		at = dbTime(e.At)
+	}
+	q := db.d.bind("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)")
+	if _, err := db.sql.ExecContext(ctx, q, at, e.Actor, e.Action, e.Target, e.Detail); err != nil {
+		return fmt.Errorf("configdb: write audit %s by %s: %w", e.Action, e.Actor, err)
+	}
+	return nil
+}
+
+// RecentAudit returns up to limit entries, newest first.
+func (db *DB) RecentAudit(ctx context.Context, limit int) ([]AuditEntry, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("%w: audit limit %d: must be at least 1", ErrInvalid, limit)
+	}
+	q := db.d.bind("SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC" + db.d.limit("$1"))
+	rows, err := db.sql.QueryContext(ctx, q, limit)
+	if err != nil {
+		return nil, fmt.Errorf("configdb: read audit log: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		if err := rows.Scan(&e.ID, &e.At, &e.Actor, &e.Action, &e.Target, &e.Detail); err != nil {
+			return nil, fmt.Errorf("configdb: read audit log: %w", err)
+		}
+		e.At = e.At.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("configdb: read audit log: %w", err)
+	}
+	return out, nil
+}
+
+// inClusterTx runs fn in a transaction after checking that the cluster
+// exists (ErrUnknownCluster otherwise), so a missing cluster is reported
+// the same way by every dialect instead of as a foreign-key error.
+func (db *DB) inClusterTx(ctx context.Context, clusterID string, fn func(*sql.Tx) error) (err error) {
+	if err := checkKey("cluster id", clusterID); err != nil {
+		return err
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("configdb: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var n int
+	if err := tx.QueryRowContext(ctx, db.d.bind("SELECT COUNT(*) FROM clusters WHERE id = $1"), clusterID).Scan(&n); err != nil {
+		return fmt.Errorf("configdb: look up cluster %q: %w", clusterID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w %q: add it with UpsertCluster first", ErrUnknownCluster, clusterID)
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("configdb: commit: %w", err)
+	}
+	return nil
+}
+
+func checkKey(what, v string) error {
+	if v == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
+	}
+	if utf8.RuneCountInString(v) > maxKeyLen {
+		return fmt.Errorf("%w: %s is longer than %d characters", ErrInvalid, what, maxKeyLen)
+	}
+	return nil
+}
+
+func checkNode(n ClusterNode) error {
+	if err := checkKey("ClusterNode.ClusterID", n.ClusterID); err != nil {
+		return err
+	}
+	if err := checkKey("ClusterNode.NodeID", n.NodeID); err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(n.NodeID)
+	if err != nil || host == "" {
+		return fmt.Errorf("%w: ClusterNode.NodeID %q: accepted values are host:port", ErrInvalid, n.NodeID)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("%w: ClusterNode.NodeID %q: the port must be 1 to 65535", ErrInvalid, n.NodeID)
+	}
+	if n.ApplicationURI == "" {
+		return fmt.Errorf("%w: ClusterNode.ApplicationURI is empty", ErrInvalid)
+	}
+	if n.ServiceLevelBase < 0 || n.ServiceLevelBase > 255 {
+		return fmt.Errorf("%w: ClusterNode.ServiceLevelBase %d: accepted values are 0 to 255", ErrInvalid, n.ServiceLevelBase)
+	}
+	return nil
+}
