@@ -12,6 +12,8 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} (Debian packages)"
