@@ -14,11 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/gopcua/opcua/uasc"
 
 	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/opcua/uaserver/uabin"
 )
 
 // Secure channel limits (OPC UA Part 6 §6.7).
@@ -239,7 +241,7 @@ func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte) e
 	}
 	ch.sendMu.Lock()
 	defer ch.sendMu.Unlock()
-	if err := ch.write(uasc.MessageTypeOpenSecureChannel, reqID, resp); err != nil {
+	if err := ch.writeOpen(reqID, resp); err != nil {
 		return fmt.Errorf("send OpenSecureChannel response: %w", err)
 	}
 	return nil
@@ -411,25 +413,36 @@ func (ch *channel) abort(code ua.StatusCode, reason string) error {
 // MaxMessageSize or MaxChunkCount.
 var errResponseTooLarge = errors.New("response exceeds the client's message limits")
 
-// send writes resp as the answer to reqID within WriteTimeout. A response
-// that cannot be encoded, or is too large for the client, is replaced by a
-// ServiceFault; a failed write closes the channel. It returns ErrClosed
-// once the channel is closed. Safe for concurrent use.
+// send writes resp as the answer to reqID within WriteTimeout. The response
+// is encoded before sendMu is taken, so responses of one channel encode in
+// parallel and only their writes are serialised. A response that cannot be
+// encoded, or is too large for the client, is replaced by a ServiceFault; a
+// failed write closes the channel. It returns ErrClosed once the channel is
+// closed. Safe for concurrent use.
 func (ch *channel) send(reqID uint32, resp ua.Response) error {
+	if ch.ctx.Err() != nil {
+		return ErrClosed
+	}
+	body, err := ch.encodeBody(resp)
+	if err != nil {
+		return ch.sendFault(reqID, resp, err)
+	}
+	defer putBody(body)
 	ch.sendMu.Lock()
 	defer ch.sendMu.Unlock()
 	if ch.ctx.Err() != nil {
 		return ErrClosed
 	}
-	err := ch.write(uasc.MessageTypeMessage, reqID, resp)
-	var werr *writeError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &werr):
+	if err := ch.writeMsg(reqID, *body); err != nil {
 		ch.close()
 		return err
 	}
+	return nil
+}
+
+// sendFault answers reqID with a ServiceFault in place of resp, which
+// failed to encode with err, and returns err (or the write's error).
+func (ch *channel) sendFault(reqID uint32, resp ua.Response, err error) error {
 	code := ua.StatusBadInternalError
 	if errors.Is(err, errResponseTooLarge) {
 		code = ua.StatusBadResponseTooLarge
@@ -441,9 +454,19 @@ func (ch *channel) send(reqID uint32, resp ua.Response) error {
 		handle = h.RequestHandle
 	}
 	f := &ua.ServiceFault{ResponseHeader: newResponseHeader(handle, code, ch.srv.cfg.Clock.Now())}
-	if err2 := ch.write(uasc.MessageTypeMessage, reqID, f); err2 != nil {
+	body, ferr := ch.encodeBody(f)
+	if ferr != nil {
+		return ferr // unreachable: a ServiceFault always encodes
+	}
+	defer putBody(body)
+	ch.sendMu.Lock()
+	defer ch.sendMu.Unlock()
+	if ch.ctx.Err() != nil {
+		return ErrClosed
+	}
+	if werr := ch.writeMsg(reqID, *body); werr != nil {
 		ch.close()
-		return err2
+		return werr
 	}
 	return err
 }
@@ -454,71 +477,119 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return "write: " + e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// write encodes resp into chunks of message type msgType and writes them.
-// Encoding failures (including panics of gopcua's encoder) return a plain
-// error with nothing written; socket failures return a *writeError.
-// sendMu must be held.
-func (ch *channel) write(msgType string, reqID uint32, resp ua.Response) error {
-	chunks, err := ch.encode(msgType, reqID, resp)
-	if err != nil {
-		return err
+// maxPooledBody is the largest encode buffer kept for reuse.
+const maxPooledBody = 4 << 20
+
+// bodyPool holds encode buffers (*[]byte) for encodeBody.
+var bodyPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, 64<<10)
+	return &b
+}}
+
+func putBody(b *[]byte) {
+	if cap(*b) <= maxPooledBody {
+		*b = (*b)[:0]
+		bodyPool.Put(b)
 	}
-	var b []byte
-	for _, c := range chunks {
-		b = append(b, c...)
+}
+
+// encodeBody encodes resp, type id first, into a pooled buffer the caller
+// returns with putBody: Publish responses and faults with uabin's encoder,
+// anything else with ua.Encode. Encoding failures (including panics of
+// gopcua's encoder) and responses beyond the client's MaxMessageSize or
+// MaxChunkCount return an error and no buffer.
+func (ch *channel) encodeBody(resp ua.Response) (body *[]byte, err error) {
+	typeID := responseTypeID(resp)
+	if typeID == 0 {
+		return nil, fmt.Errorf("unregistered response type %T", resp)
+	}
+	buf := bodyPool.Get().(*[]byte)
+	defer func() {
+		if r := recover(); r != nil {
+			putBody(buf)
+			body, err = nil, fmt.Errorf("panic while encoding: %v", r)
+		}
+	}()
+	b, err := uabin.AppendResponse((*buf)[:0], typeID, resp)
+	*buf = b
+	if err != nil {
+		putBody(buf)
+		return nil, err
+	}
+	chunks := (len(b) + int(ch.sendMax) - 1) / int(ch.sendMax)
+	if (ch.hello.MaxChunkCount > 0 && chunks > int(ch.hello.MaxChunkCount)) ||
+		(ch.hello.MaxMessageSize > 0 && len(b) > int(ch.hello.MaxMessageSize)) {
+		putBody(buf)
+		return nil, errResponseTooLarge
+	}
+	return buf, nil
+}
+
+// responseTypeID is the binary encoding id of resp; the hot types skip
+// gopcua's registry, which parses a NodeId string on every lookup.
+func responseTypeID(resp ua.Response) uint16 {
+	switch resp.(type) {
+	case *ua.PublishResponse:
+		return id.PublishResponse_Encoding_DefaultBinary
+	case *ua.ServiceFault:
+		return id.ServiceFault_Encoding_DefaultBinary
+	}
+	return ua.ServiceTypeID(resp)
+}
+
+// writeMsg frames body (an encoded service) as MSG chunks of at most
+// sendMax body bytes, numbers them and writes them with one vectored write
+// within WriteTimeout. Failures are *writeError. sendMu must be held.
+func (ch *channel) writeMsg(reqID uint32, body []byte) error {
+	n := max((len(body)+int(ch.sendMax)-1)/int(ch.sendMax), 1)
+	ch.tokMu.Lock()
+	tok := ch.token
+	ch.tokMu.Unlock()
+	hdrs := make([]byte, n*symHeaderLen)
+	bufs := make(net.Buffers, 0, 2*n)
+	for i := range n {
+		part := body[min(i*int(ch.sendMax), len(body)):min((i+1)*int(ch.sendMax), len(body))]
+		h := hdrs[i*symHeaderLen : (i+1)*symHeaderLen]
+		copy(h, "MSGC")
+		if i == n-1 {
+			h[3] = uasc.ChunkTypeFinal
+		}
+		binary.LittleEndian.PutUint32(h[4:], uint32(symHeaderLen+len(part)))
+		binary.LittleEndian.PutUint32(h[8:], ch.id)
+		binary.LittleEndian.PutUint32(h[12:], tok)
+		binary.LittleEndian.PutUint32(h[16:], ch.nextSeq())
+		binary.LittleEndian.PutUint32(h[20:], reqID)
+		bufs = append(bufs, h, part)
 	}
 	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
 	defer func() { _ = ch.conn.SetWriteDeadline(time.Time{}) }()
-	if _, err := ch.conn.Write(b); err != nil {
+	if _, err := bufs.WriteTo(ch.conn); err != nil {
 		return &writeError{err}
 	}
 	return nil
 }
 
-// encode returns the chunks of one message with their sequence numbers.
-// sendMu must be held.
-func (ch *channel) encode(msgType string, reqID uint32, resp ua.Response) (chunks [][]byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			chunks, err = nil, fmt.Errorf("panic while encoding: %v", r)
-		}
-	}()
-	typeID := ua.ServiceTypeID(resp)
-	if typeID == 0 {
-		return nil, fmt.Errorf("unregistered response type %T", resp)
-	}
+// writeOpen encodes and writes an OpenSecureChannel response (one chunk,
+// asymmetric security header). sendMu must be held.
+func (ch *channel) writeOpen(reqID uint32, resp *ua.OpenSecureChannelResponse) error {
 	hdr := &uasc.MessageHeader{
-		Header:         uasc.NewHeader(msgType, uasc.ChunkTypeFinal, ch.id),
-		SequenceHeader: uasc.NewSequenceHeader(0, reqID),
+		Header:                   uasc.NewHeader(uasc.MessageTypeOpenSecureChannel, uasc.ChunkTypeFinal, ch.id),
+		AsymmetricSecurityHeader: uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil),
+		SequenceHeader:           uasc.NewSequenceHeader(ch.nextSeq(), reqID),
 	}
-	if msgType == uasc.MessageTypeOpenSecureChannel {
-		hdr.AsymmetricSecurityHeader = uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil)
-		hdr.SequenceHeader.SequenceNumber = ch.nextSeq()
-	} else {
-		ch.tokMu.Lock()
-		hdr.SymmetricSecurityHeader = uasc.NewSymmetricSecurityHeader(ch.token)
-		ch.tokMu.Unlock()
-	}
-	m := &uasc.Message{MessageHeader: hdr, TypeID: ua.NewFourByteExpandedNodeID(0, typeID), Service: resp}
-	chunks, err = m.EncodeChunks(ch.sendMax)
+	m := &uasc.Message{MessageHeader: hdr, TypeID: ua.NewFourByteExpandedNodeID(0, id.OpenSecureChannelResponse_Encoding_DefaultBinary), Service: resp}
+	chunks, err := m.EncodeChunks(ch.sendMax)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if msgType == uasc.MessageTypeOpenSecureChannel {
-		return chunks, nil
-	}
-	size := 0
+	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
+	defer func() { _ = ch.conn.SetWriteDeadline(time.Time{}) }()
 	for _, c := range chunks {
-		size += len(c) - symHeaderLen
+		if _, err := ch.conn.Write(c); err != nil {
+			return &writeError{err}
+		}
 	}
-	if (ch.hello.MaxChunkCount > 0 && len(chunks) > int(ch.hello.MaxChunkCount)) ||
-		(ch.hello.MaxMessageSize > 0 && size > int(ch.hello.MaxMessageSize)) {
-		return nil, errResponseTooLarge
-	}
-	for _, c := range chunks {
-		binary.LittleEndian.PutUint32(c[16:], ch.nextSeq())
-	}
-	return chunks, nil
+	return nil
 }
 
 // nextSeq returns the next sequence number (Part 6 §6.7.2.4: wraps to a
