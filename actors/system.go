@@ -118,6 +118,16 @@ func Start(cfg Config) (*System, error) {
 	return &System{Actor: sys, Remote: r, Address: adv, cfg: cfg}, nil
 }
 
+// NewLocal returns an actor system without a remote, for tests and tools
+// that run every actor in one process. Shutdown only stops the actor
+// system.
+func NewLocal(logger *slog.Logger) *System {
+	cfg := Config{Logger: logger}.withDefaults()
+	l := slog.New(demote{cfg.Logger.Handler()}).With("lib", "protoactor")
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return l }))
+	return &System{Actor: sys, Address: sys.Address(), cfg: cfg}
+}
+
 // startRemote turns protoactor's panic on a failed listen (the port was
 // taken between the check and the start) into an error.
 func startRemote(r *remote.Remote, cfg Config) (err error) {
@@ -160,6 +170,10 @@ func PID(address, name string) *actor.PID { return actor.NewPID(address, name) }
 // known dead, because protoactor then waits while it retries that peer.
 func (s *System) Shutdown(graceful bool) {
 	s.once.Do(func() {
+		if s.Remote == nil {
+			s.Actor.Shutdown()
+			return
+		}
 		if graceful {
 			done := make(chan struct{})
 			go func() {

@@ -1,0 +1,471 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otopcua/otopcua/cluster/fastpath"
+	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/node"
+	"github.com/otopcua/otopcua/cluster/wire"
+)
+
+// Local messages of the daemon actor (never sent over the network).
+type (
+	tickMsg   struct{}
+	connLost  struct{ peer m.Address }
+	probeDone struct {
+		peer    m.UniqueAddress
+		trigger trigger
+		results []fastpath.ProbeResult
+	}
+	seedProbeDone struct{ anyAccepted bool }
+	leaseDone     struct{ acquired bool }
+	exitingDone   struct{}
+	leaveCmd      struct{}
+	downCmd       struct{ addr m.Address }
+	joinCmd       struct{ addr m.Address }
+	lingerDone    struct{}
+)
+
+// trigger is what started a crash fast-path probe.
+type trigger uint8
+
+const (
+	byConnection trigger = iota + 1 // the transport reported the connection broken
+	byDetector                      // the failure detector marked the peer unreachable
+)
+
+func (t trigger) String() string {
+	if t == byConnection {
+		return "connection lost"
+	}
+	return "detector"
+}
+
+// quarantineSize bounds the set of removed incarnations remembered.
+const quarantineSize = 256
+
+// daemonActor owns the node. Every field is touched only on the actor's
+// goroutine.
+type daemonActor struct {
+	d     *Daemon
+	n     *node.Node
+	epoch time.Time
+	log   *slog.Logger
+
+	events     []m.Event
+	wasMember  bool
+	probing    map[m.UniqueAddress]bool
+	refused    map[m.UniqueAddress]bool // the fast path found no process listening
+	quarantine map[m.UniqueAddress]bool
+	qOrder     []m.UniqueAddress
+	leave      bool
+	stopped    *node.ShutdownReason
+	crashed    bool
+}
+
+func newActor(d *Daemon) *daemonActor {
+	return &daemonActor{
+		d:          d,
+		n:          node.New(d.opts.Node),
+		epoch:      d.epoch,
+		log:        d.opts.Logger,
+		probing:    map[m.UniqueAddress]bool{},
+		refused:    map[m.UniqueAddress]bool{},
+		quarantine: map[m.UniqueAddress]bool{},
+	}
+}
+
+func (a *daemonActor) now() node.Instant     { return now(a.d.opts.Clock, a.epoch) }
+func (a *daemonActor) self() m.UniqueAddress { return a.d.self }
+func (a *daemonActor) local() node.Header    { return node.Local(a.d.self) }
+func (a *daemonActor) step(msg node.Message) { a.run(a.n.Step(a.now(), msg)) }
+func (a *daemonActor) tell(msg any)          { a.d.root.Send(a.d.pid, msg) }
+
+// Receive is the actor loop: one message at a time.
+func (a *daemonActor) Receive(ctx actor.Context) {
+	if a.crashed {
+		return
+	}
+	defer a.recoverCrash()
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.run(a.n.Start(a.now()))
+	case tickMsg:
+		t := a.now()
+		a.run(a.n.Tick(t))
+		a.downRefused()
+		a.d.lastTick.Store(int64(t))
+	case connLost:
+		a.onConnLost(msg.peer)
+	case probeDone:
+		a.onProbeDone(msg)
+	case seedProbeDone:
+		a.step(node.SeedProbeResult{Header: a.local(), AnyAccepted: msg.anyAccepted})
+	case leaseDone:
+		a.step(node.LeaseResult{Header: a.local(), Acquired: msg.acquired})
+	case exitingDone:
+		a.step(node.ExitingCompleted{Header: a.local()})
+	case leaveCmd:
+		a.onLeave()
+	case downCmd:
+		a.step(node.Down{Header: a.local(), Node: msg.addr})
+	case joinCmd:
+		a.run(a.n.JoinTo(a.now(), msg.addr))
+	case lingerDone:
+		a.d.markDone(a.result())
+	case proto.Message:
+		a.onInbound(msg)
+	default:
+		return // protoactor's system messages
+	}
+	a.publish()
+}
+
+// recoverCrash turns a panic (a broken invariant in the core) into a
+// stopped daemon: the node's state can no longer be trusted, so nothing
+// more is processed and the host exits for the supervisor to restart it.
+func (a *daemonActor) recoverCrash() {
+	p := recover()
+	if p == nil {
+		return
+	}
+	a.crashed = true
+	err := fmt.Errorf("cluster daemon crashed: %v", p)
+	a.log.Error("cluster daemon crashed; this node stops", "err", err, "stack", string(debug.Stack()))
+	r := a.result()
+	r.Err = err
+	a.d.hub.update(a.n.State(), Info{Phase: node.Stopped, Finished: true, Result: r}, nil)
+	a.d.markDone(r)
+}
+
+func (a *daemonActor) result() Result {
+	r := Result{LeaveRequested: a.leave}
+	if a.stopped != nil {
+		r.Reason = *a.stopped
+	}
+	return r
+}
+
+// publish hands the state and the events of this message to the hub.
+func (a *daemonActor) publish() {
+	st := a.n.State()
+	if !a.wasMember && a.n.Phase() == node.Initialized {
+		a.wasMember = true
+		l, _ := st.Leader()
+		a.log.Info(LogJoined, "self", a.self().NodeID(), "uid", a.self().UID,
+			"formed", len(st.Gossip.Members) == 1, "members", len(st.Gossip.Members), "leader", l.NodeID())
+	}
+	info := Info{Phase: a.n.Phase(), Finished: a.stopped != nil || a.crashed}
+	if info.Finished {
+		info.Result = a.result()
+	}
+	a.d.hub.update(st, info, a.events)
+	a.events = nil
+}
+
+// onInbound filters a received message and steps it.
+func (a *daemonActor) onInbound(pm proto.Message) {
+	c := &a.d.stats
+	c.received.Add(1)
+	msg, err := wire.FromWire(pm)
+	if err != nil {
+		c.invalid.Add(1)
+		a.log.Debug("cluster message dropped: invalid", "type", fmt.Sprintf("%T", pm), "err", err)
+		return
+	}
+	h := msg.Route()
+	self := a.self()
+	switch {
+	case h.To.Address() != self.Address():
+		c.misaddressed.Add(1)
+		return
+	case h.To.UID != self.UID && (h.To.UID != 0 || !isInitJoin(msg)):
+		c.wrongIncarnation.Add(1)
+		a.log.Debug("cluster message dropped: for another incarnation", "type", fmt.Sprintf("%T", msg),
+			"from", h.From.String(), "to", h.To.String())
+		return
+	case a.quarantine[h.From]:
+		c.quarantined.Add(1)
+		return
+	}
+	switch msg.(type) {
+	case node.Leave, node.Down:
+		if !a.n.State().Gossip.HasMember(h.From) {
+			c.unknownSender.Add(1)
+			a.log.Warn("cluster message dropped: Leave/Down from a node that is not a member", "from", h.From.String())
+			return
+		}
+	}
+	a.step(msg)
+}
+
+func isInitJoin(msg node.Message) bool {
+	_, ok := msg.(node.InitJoin)
+	return ok
+}
+
+// run carries out the core's effects in order.
+func (a *daemonActor) run(effects []node.Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case node.Send:
+			a.send(e.Msg)
+		case node.Publish:
+			a.onEvent(e.Event)
+		case node.Note:
+			a.onNote(e.Text)
+		case node.ProbeSeeds:
+			a.probeSeeds(e.Seeds)
+		case node.ProbePeer:
+			a.startProbe(e.Peer, byConnection)
+		case node.AcquireLease:
+			go func() { a.tell(leaseDone{a.d.opts.Lease.Acquire(e.Owner)}) }()
+		case node.ReleaseLease:
+			go a.d.opts.Lease.Release(e.Owner)
+		case node.StartExiting:
+			a.startExiting()
+		case node.Shutdown:
+			a.onShutdown(e.Reason)
+		}
+	}
+}
+
+func (a *daemonActor) send(msg node.Message) {
+	w, err := wire.ToWire(msg)
+	if err != nil {
+		a.log.Error("cluster: the core asked to send a local message; dropped", "err", err)
+		return
+	}
+	to := msg.Route().To.Address()
+	if to == a.self().Address() {
+		a.tell(w) // not produced by the core; kept correct anyway
+		return
+	}
+	a.d.opts.Transport.Send(to, w)
+}
+
+func (a *daemonActor) onNote(text string) {
+	switch {
+	case strings.HasPrefix(text, "self-form fallback: no membership"):
+		a.log.Warn(LogSelfFormed, "detail", text)
+	case strings.HasPrefix(text, "new incarnation"):
+		a.log.Warn(LogNewIncarnation, "detail", text)
+	default:
+		a.log.Info("cluster decision", "detail", text)
+	}
+}
+
+func memberAttrs(mb m.Member) []any {
+	return []any{"member", mb.Address.NodeID(), "uid", mb.Address.UID, "status", mb.Status.String(),
+		"roles", mb.Roles, "clusterId", mb.ClusterID}
+}
+
+func (a *daemonActor) onEvent(ev m.Event) {
+	a.events = append(a.events, ev)
+	mb := ev.Member
+	switch ev.Kind {
+	case m.MemberJoined:
+		a.log.Info("cluster member joining", memberAttrs(mb)...)
+	case m.MemberWeaklyUp:
+		a.log.Info("cluster member WeaklyUp", memberAttrs(mb)...)
+	case m.MemberUp:
+		a.log.Info(LogMemberUp, append(memberAttrs(mb), "upNumber", mb.UpNumber)...)
+	case m.MemberLeft:
+		a.log.Info(LogLeaving, memberAttrs(mb)...)
+	case m.MemberExited:
+		a.log.Info("cluster member exiting", memberAttrs(mb)...)
+	case m.MemberDowned:
+		a.log.Warn(LogDowned, memberAttrs(mb)...)
+	case m.MemberRemoved:
+		a.log.Info(LogRemoved, append(memberAttrs(mb), "previousStatus", ev.PreviousStatus.String())...)
+		if mb.Address != a.self() {
+			a.quarantineAdd(mb.Address)
+		}
+	case m.UnreachableMember:
+		a.log.Warn(LogUnreachable, memberAttrs(mb)...)
+		a.detectorSuspects(mb.Address)
+	case m.ReachableMember:
+		a.log.Info(LogReachableAgain, memberAttrs(mb)...)
+		delete(a.refused, mb.Address)
+	case m.LeaderChanged:
+		a.log.Info("cluster leader changed", "leader", leaderName(ev))
+	case m.RoleLeaderChanged:
+		a.log.Debug("cluster role leader changed", "role", ev.Role, "leader", leaderName(ev))
+	case m.SelfDowned:
+		a.log.Warn("cluster this node was downed", "self", a.self().NodeID())
+	}
+}
+
+func leaderName(ev m.Event) string {
+	if !ev.HasLeader {
+		return ""
+	}
+	return ev.Leader.NodeID()
+}
+
+func (a *daemonActor) quarantineAdd(u m.UniqueAddress) {
+	if a.quarantine[u] {
+		return
+	}
+	a.quarantine[u] = true
+	a.qOrder = append(a.qOrder, u)
+	if len(a.qOrder) > quarantineSize {
+		delete(a.quarantine, a.qOrder[0])
+		a.qOrder = a.qOrder[1:]
+	}
+}
+
+func (a *daemonActor) probeSeeds(seeds []m.Address) {
+	ctx, prober := a.d.ctx, a.d.opts.Prober
+	go func() { a.tell(seedProbeDone{prober.AnyAccepts(ctx, seeds, SeedProbeTimeout)}) }()
+}
+
+// onConnLost maps a broken connection to the member at that address.
+func (a *daemonActor) onConnLost(peer m.Address) {
+	mb, ok := a.n.State().Gossip.MemberAt(peer)
+	if !ok || mb.Address == a.self() {
+		return
+	}
+	a.log.Debug("cluster connection lost", "member", peer.String())
+	a.step(node.ConnectionLost{Header: a.local(), Peer: mb.Address})
+}
+
+// detectorSuspects starts a fast-path probe of a member this node's own
+// detector marked unreachable (the connection may never have reported a
+// break), unless one is running or already found it dead.
+func (a *daemonActor) detectorSuspects(u m.UniqueAddress) {
+	st := a.n.State()
+	if !a.d.opts.Node.CrashFastPath || u == a.self() || a.probing[u] || a.refused[u] ||
+		st.Gossip.Reachability.StatusFrom(a.self(), u) != m.Unreachable {
+		return
+	}
+	a.startProbe(u, byDetector)
+}
+
+func (a *daemonActor) startProbe(u m.UniqueAddress, t trigger) {
+	if a.probing[u] {
+		return // the running probe's result answers the core too
+	}
+	a.probing[u] = true
+	ctx, prober := a.d.ctx, a.d.opts.Prober
+	go func() { a.tell(probeDone{peer: u, trigger: t, results: prober.ProbePeer(ctx, u.Address())}) }()
+}
+
+// onProbeDone feeds the probes to the core and applies the down-at-once
+// rule when they found no process at the peer's port.
+func (a *daemonActor) onProbeDone(p probeDone) {
+	delete(a.probing, p.peer)
+	a.step(node.PeerProbeResult{Header: a.local(), Peer: p.peer, Results: p.results})
+	v := fastpath.Decide(fastpath.Input{ConnectionBroken: p.trigger == byConnection, DetectorUnreachable: p.trigger == byDetector, Probes: p.results})
+	a.log.Info("cluster crash fast path", "member", p.peer.NodeID(), "uid", p.peer.UID, "trigger", p.trigger.String(),
+		"probes", fmt.Sprint(p.results), "verdict", v.String())
+	if v == fastpath.MarkUnreachableNow {
+		a.refused[p.peer] = true
+		a.downRefused()
+	} else {
+		delete(a.refused, p.peer)
+	}
+}
+
+// downRefused downs, on the leader, the members whose port refused the
+// fast path's probes (see DownNow).
+func (a *daemonActor) downRefused() {
+	if !a.d.opts.Node.CrashFastPath {
+		return
+	}
+	for u := range a.refused {
+		down, keep := DownNow(a.n.State(), u)
+		if !keep {
+			delete(a.refused, u)
+		}
+		if down {
+			a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections",
+				"member", u.NodeID(), "uid", u.UID)
+			a.step(node.Down{Header: a.local(), Node: u.Address()})
+		}
+	}
+}
+
+// DownNow is the crash fast path's down-at-once rule, decided on this
+// node's view st for a peer u whose cluster port refused every probe:
+// down it now when this node is the leader, u is still the member at its
+// address, this node holds it unreachable, and it is neither Down nor
+// Exiting (a graceful leaver is removed by its exit, not downed). keep
+// reports whether the rule may apply later (this node may become leader).
+func DownNow(st m.State, u m.UniqueAddress) (down, keep bool) {
+	mb, ok := st.Gossip.Member(u)
+	if !ok || mb.Status == m.Down || mb.Status == m.Exiting || st.Gossip.Reachability.StatusFrom(st.Self, u) == m.Reachable {
+		return false, false
+	}
+	if !st.IsLeader(st.Self) {
+		return false, true
+	}
+	return true, false
+}
+
+func (a *daemonActor) startExiting() {
+	a.log.Info("cluster exiting: running the leave tasks", "tasks", len(a.d.opts.ExitingTasks))
+	tasks, timeout, parent := a.d.opts.ExitingTasks, a.d.opts.ExitingTimeout, a.d.ctx
+	log := a.log
+	go func() {
+		ctx, cancel := context.WithTimeout(parent, timeout)
+		defer cancel()
+		for i, task := range tasks {
+			if err := task(ctx); err != nil {
+				log.Warn("cluster leave task failed; leaving anyway", "task", i, "err", err)
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				log.Warn("cluster leave tasks timed out; leaving anyway", "timeout", timeout.String())
+				break
+			}
+		}
+		a.tell(exitingDone{})
+	}()
+}
+
+func (a *daemonActor) onLeave() {
+	if a.leave || a.stopped != nil {
+		return
+	}
+	a.leave = true
+	if a.n.Phase() != node.Initialized || !a.n.State().Gossip.HasMember(a.self()) {
+		a.log.Info("cluster leave requested before this node joined; stopping", "self", a.self().NodeID())
+		a.finish(node.ReasonLeft)
+		return
+	}
+	a.log.Info("cluster leave requested", "self", a.self().NodeID())
+	a.step(node.Leave{Header: a.local(), Node: a.self().Address()})
+}
+
+func (a *daemonActor) onShutdown(r node.ShutdownReason) {
+	switch r {
+	case node.ReasonLeft:
+		a.log.Info(LogStopped, "self", a.self().NodeID(), "reason", r.String())
+	default:
+		a.log.Warn(LogStopped, "self", a.self().NodeID(), "reason", r.String())
+	}
+	a.finish(r)
+}
+
+// finish records the reason and reports Done after the linger.
+func (a *daemonActor) finish(r node.ShutdownReason) {
+	if a.stopped != nil {
+		return
+	}
+	a.stopped = &r
+	if a.d.opts.Linger < 0 {
+		a.d.markDone(a.result())
+		return
+	}
+	a.d.opts.Clock.AfterFunc(a.d.opts.Linger, func() { a.tell(lingerDone{}) })
+}

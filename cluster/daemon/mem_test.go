@@ -1,0 +1,448 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/actors"
+	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/node"
+	"github.com/otopcua/otopcua/cluster/wire"
+)
+
+// logSink collects a daemon's log lines.
+type logSink struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *logSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// memCluster runs daemons on a MemNetwork, each in its own local actor
+// system, all on one fake clock.
+type memCluster struct {
+	t     *testing.T
+	clock *clockwork.FakeClock
+	net   *MemNetwork
+	nodes map[string]*memNode
+	uid   uint64
+}
+
+type memNode struct {
+	name string
+	d    *Daemon
+	sys  *actors.System
+	log  *logSink
+	tr   *MemTransport
+}
+
+func newMemCluster(t *testing.T) *memCluster {
+	c := &memCluster{t: t, clock: clockwork.NewFakeClock(), net: NewMemNetwork(), nodes: map[string]*memNode{}}
+	t.Cleanup(func() {
+		for _, n := range c.nodes {
+			n.d.Stop()
+			n.sys.Shutdown(false)
+		}
+	})
+	return c
+}
+
+func memAddr(name string) m.Address { return m.Address{Host: name, Port: 2552} }
+
+// start starts a process on name (a new incarnation if one ran there).
+func (c *memCluster) start(name string, seeds []string, configure func(*node.Config)) *memNode {
+	c.t.Helper()
+	if old := c.nodes[name]; old != nil {
+		old.d.Stop()
+		old.sys.Shutdown(false)
+	}
+	c.uid++
+	var ss []m.Address
+	for _, s := range seeds {
+		ss = append(ss, memAddr(s))
+	}
+	self := m.UniqueAddress{Host: name, Port: 2552, UID: c.uid}
+	cfg := node.DefaultConfig(self, ss)
+	cfg.Roles = []string{"admin", "driver"}
+	cfg.ClusterID = "site-a"
+	if configure != nil {
+		configure(&cfg)
+	}
+	sink := &logSink{}
+	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sys := actors.NewLocal(logger)
+	tr := c.net.Transport()
+	d, err := Start(Options{Node: cfg, System: sys, Transport: tr, Prober: tr.Prober(), Clock: c.clock, Logger: logger})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n := &memNode{name: name, d: d, sys: sys, log: sink, tr: tr}
+	c.nodes[name] = n
+	return n
+}
+
+// kill stops a node's process without a word: its peers are told the
+// connection broke and probes of its address are refused.
+func (c *memCluster) kill(name string) {
+	n := c.nodes[name]
+	c.net.Kill(memAddr(name))
+	n.d.Stop()
+}
+
+// advance moves the clock in tick steps and waits until every running
+// daemon has processed each tick.
+func (c *memCluster) advance(total time.Duration) {
+	c.t.Helper()
+	for step := time.Duration(0); step < total; step += DefaultTickInterval {
+		c.clock.Advance(DefaultTickInterval)
+		for _, n := range c.nodes {
+			select {
+			case <-n.d.stopTick:
+				continue
+			default:
+			}
+			want := int64(c.clock.Since(n.d.epoch) / time.Millisecond)
+			deadline := time.Now().Add(5 * time.Second)
+			for n.d.lastTick.Load() < want {
+				if time.Now().After(deadline) {
+					c.t.Fatalf("%s did not process the tick at %d ms (last %d)", n.name, want, n.d.lastTick.Load())
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+}
+
+// until advances the clock until cond holds, failing after limit.
+func (c *memCluster) until(limit time.Duration, what string, cond func() bool) time.Duration {
+	c.t.Helper()
+	for waited := time.Duration(0); ; waited += DefaultTickInterval {
+		if cond() {
+			return waited
+		}
+		if waited >= limit {
+			c.t.Fatalf("not within %v of cluster time: %s\n%s", limit, what, c.views())
+		}
+		c.advance(DefaultTickInterval)
+	}
+}
+
+func (c *memCluster) views() string {
+	var b strings.Builder
+	for name, n := range c.nodes {
+		st := n.d.Snapshot()
+		fmt.Fprintf(&b, "%s: %v unreachable=%v\n", name, st.Gossip.Members, st.Gossip.Reachability)
+	}
+	return b.String()
+}
+
+func statusAt(st m.State, name string) m.Status {
+	mb, ok := st.Gossip.MemberAt(memAddr(name))
+	if !ok {
+		return m.Removed
+	}
+	return mb.Status
+}
+
+func allUp(n *memNode, names ...string) func() bool {
+	return func() bool {
+		st := n.d.Snapshot()
+		if len(st.Gossip.Members) != len(names) {
+			return false
+		}
+		for _, name := range names {
+			if statusAt(st, name) != m.Up {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func oldestIs(n *memNode, name string) func() bool {
+	return func() bool {
+		o, ok := n.d.Snapshot().Oldest("driver")
+		return ok && o.Address.Address() == memAddr(name)
+	}
+}
+
+func formPair(t *testing.T, configure func(*node.Config)) (*memCluster, *memNode, *memNode) {
+	c := newMemCluster(t)
+	a := c.start("a", []string{"a", "b"}, configure)
+	b := c.start("b", []string{"a", "b"}, configure)
+	c.until(10*time.Second, "a and b Up on both", func() bool { return allUp(a, "a", "b")() && allUp(b, "a", "b")() })
+	if !oldestIs(b, "a")() {
+		t.Fatalf("the first seed must be the oldest:\n%s", c.views())
+	}
+	return c, a, b
+}
+
+// TestCrashFastPathDownsAtOnce: a crashed peer (connection broken, port
+// refusing) is downed and removed by the leader within a couple of
+// seconds, not after the 15 s auto-down window; the survivor is oldest.
+func TestCrashFastPathDownsAtOnce(t *testing.T) {
+	c, _, b := formPair(t, nil)
+	c.kill("a")
+	took := c.until(3*time.Second, "b alone and oldest", func() bool {
+		st := b.d.Snapshot()
+		return len(st.Gossip.Members) == 1 && oldestIs(b, "b")()
+	})
+	t.Logf("oldest crashed: survivor oldest after %v of cluster time", took)
+	for _, want := range []string{LogUnreachable, "cluster crash fast path: downing", LogDowned, LogRemoved} {
+		if !strings.Contains(b.log.String(), want) {
+			t.Fatalf("survivor log lacks %q:\n%s", want, b.log.String())
+		}
+	}
+}
+
+// TestFastPathOffWaitsForAutoDown is the control: without the fast path
+// the survivor needs the detector and the 15 s auto-down window.
+func TestFastPathOffWaitsForAutoDown(t *testing.T) {
+	c, _, b := formPair(t, func(cfg *node.Config) { cfg.CrashFastPath = false })
+	c.kill("a")
+	c.advance(10 * time.Second)
+	if statusAt(b.d.Snapshot(), "a") != m.Up {
+		t.Fatalf("a downed within 10 s without the fast path:\n%s", c.views())
+	}
+	took := c.until(15*time.Second, "a removed", func() bool { return statusAt(b.d.Snapshot(), "a") == m.Removed })
+	t.Logf("without the fast path: removed after %v more", took)
+}
+
+// TestSilentPartitionGoesThroughDetector: a partition gives no connection
+// event and probes time out, so the fast path does not fire: each side
+// marks the other unreachable after the phi detector's pause and downs it
+// only after auto-down-unreachable-after.
+func TestSilentPartitionGoesThroughDetector(t *testing.T) {
+	c, a, b := formPair(t, nil)
+	c.net.Partition(memAddr("a"), memAddr("b"))
+	took := c.until(10*time.Second, "b sees a unreachable", func() bool {
+		return !b.d.Snapshot().Gossip.Reachability.IsReachableFrom(b.d.Self(), a.d.Self())
+	})
+	if took < 3*time.Second {
+		t.Fatalf("unreachable after %v: faster than the detector's acceptable pause", took)
+	}
+	c.advance(10 * time.Second)
+	if statusAt(b.d.Snapshot(), "a") == m.Removed || statusAt(b.d.Snapshot(), "a") == m.Down {
+		t.Fatalf("silent peer downed before the auto-down window:\n%s", c.views())
+	}
+	if !strings.Contains(b.log.String(), `"verdict":"DeferToDetector"`) {
+		t.Fatalf("the detector's suspicion must have been probed (timeouts: defer):\n%s", b.log.String())
+	}
+	c.until(10*time.Second, "b downs a", func() bool { return statusAt(b.d.Snapshot(), "a") == m.Removed })
+}
+
+// TestLeave: a graceful leave goes Leaving → Exiting → Removed on the
+// other node; the leaver's Result is ReasonLeft with LeaveRequested; a
+// subscriber of the other node sees the events in order.
+func TestLeave(t *testing.T) {
+	c, a, b := formPair(t, nil)
+	var mu sync.Mutex
+	var kinds []string
+	_, cancel := a.d.Subscribe(func(ev m.Event) {
+		if ev.Member.Address == b.d.Self() {
+			mu.Lock()
+			kinds = append(kinds, ev.Kind.String())
+			mu.Unlock()
+		}
+	})
+	defer cancel()
+	b.d.Leave()
+	c.until(5*time.Second, "b done", isDone(b))
+	if r := b.d.Result(); r.Reason != node.ReasonLeft || !r.LeaveRequested || r.Err != nil {
+		t.Fatalf("b result = %+v", r)
+	}
+	c.until(3*time.Second, "b removed on a", func() bool { return statusAt(a.d.Snapshot(), "b") == m.Removed })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Join(kinds, " ")
+		mu.Unlock()
+		if got == "MemberLeft MemberExited MemberRemoved" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a's subscriber saw %q", got)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v := Members(a.d.Snapshot(), false); len(v.Members) != 1 || v.Oldest["driver"] != "a:2552" {
+		t.Fatalf("a after b left: %+v", v)
+	}
+	if a.d.Stats().Quarantined != 0 {
+		t.Fatal("nothing should have come from the removed incarnation yet")
+	}
+}
+
+// TestLeaveBeforeJoiningStopsAtOnce: a node still looking for seeds has
+// nothing to leave.
+func TestLeaveBeforeJoiningStopsAtOnce(t *testing.T) {
+	c := newMemCluster(t)
+	b := c.start("b", []string{"a", "b"}, nil) // a never starts
+	c.advance(time.Second)
+	if b.d.Info().Phase != node.SeedJoining {
+		t.Fatalf("phase %v", b.d.Info().Phase)
+	}
+	b.d.Leave()
+	c.until(2*time.Second, "b done", isDone(b))
+	if r := b.d.Result(); r.Reason != node.ReasonLeft || !r.LeaveRequested {
+		t.Fatalf("result %+v", r)
+	}
+	if v := Members(b.d.Snapshot(), true); v.SelfStatus != "Removed" {
+		t.Fatalf("selfStatus %q", v.SelfStatus)
+	}
+}
+
+// TestSelfFormFallback: a non-first seed whose peer never answers forms a
+// cluster on itself after Cluster:SelfFormAfter, and the restarted first
+// seed then joins it as the youngest.
+func TestSelfFormFallback(t *testing.T) {
+	c := newMemCluster(t)
+	b := c.start("b", []string{"a", "b"}, func(cfg *node.Config) { cfg.SelfFormAfter = 3000 })
+	if v := Members(b.d.Snapshot(), false); v.SelfStatus != "None" || v.Converged {
+		t.Fatalf("before joining: %+v", v)
+	}
+	c.until(6*time.Second, "b self-formed", allUp(b, "b"))
+	if !strings.Contains(b.log.String(), LogSelfFormed) || !strings.Contains(b.log.String(), LogJoined) {
+		t.Fatalf("log lacks the self-form lines:\n%s", b.log.String())
+	}
+	a := c.start("a", []string{"a", "b"}, nil)
+	c.until(10*time.Second, "a joined b's cluster", func() bool { return allUp(a, "a", "b")() && allUp(b, "a", "b")() })
+	if !oldestIs(a, "b")() {
+		t.Fatalf("b formed the cluster and must stay oldest:\n%s", c.views())
+	}
+}
+
+// TestRestartedNodeRejoinsAsYoungest: a crashed oldest restarts at the same
+// address with a new uid and joins as the youngest; stale messages for its
+// old uid are dropped.
+func TestRestartedNodeRejoinsAsYoungest(t *testing.T) {
+	c, a, b := formPair(t, nil)
+	old := a.d.Self()
+	c.kill("a")
+	c.until(3*time.Second, "a removed on b", func() bool { return statusAt(b.d.Snapshot(), "a") == m.Removed })
+	a2 := c.start("a", []string{"a", "b"}, nil)
+	// a message still addressed to the old incarnation
+	a2.tr.inbox(&wire.Heartbeat{From: &wire.UniqueAddress{Host: "b", Port: 2552, Uid: b.d.Self().UID},
+		To: &wire.UniqueAddress{Host: "a", Port: 2552, Uid: old.UID}, Seq: 99})
+	c.until(10*time.Second, "a rejoined", func() bool { return allUp(b, "a", "b")() && allUp(a2, "a", "b")() })
+	if !oldestIs(a2, "b")() {
+		t.Fatalf("the restarted node must be the youngest:\n%s", c.views())
+	}
+	if s := a2.d.Stats(); s.WrongIncarnation < 1 {
+		t.Fatalf("stale message not counted: %+v", s)
+	}
+	// the removed incarnation is quarantined on b
+	b.tr.inbox(&wire.Heartbeat{From: &wire.UniqueAddress{Host: "a", Port: 2552, Uid: old.UID},
+		To: &wire.UniqueAddress{Host: "b", Port: 2552, Uid: b.d.Self().UID}})
+	waitFor(t, "quarantined heartbeat counted", func() bool { return b.d.Stats().Quarantined >= 1 })
+}
+
+func isDone(n *memNode) func() bool {
+	return func() bool {
+		select {
+		case <-n.d.Done():
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 5 s: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestExitingTasksRunBeforeTheExit: the leave tasks run while the node is
+// Exiting, before it confirms its exit.
+func TestExitingTasksRunBeforeTheExit(t *testing.T) {
+	c := newMemCluster(t)
+	ran := make(chan m.Status, 1)
+	var a *memNode
+	a = c.start("a", []string{"a"}, nil)
+	c.until(2*time.Second, "a Up", allUp(a, "a"))
+	a.d.opts.ExitingTasks = nil // options are read when exiting starts
+	a.d.opts.ExitingTasks = append(a.d.opts.ExitingTasks, func(context.Context) error {
+		mb, _ := a.d.Snapshot().SelfMember()
+		ran <- mb.Status
+		return nil
+	})
+	a.d.Leave()
+	c.until(5*time.Second, "a done", func() bool { return a.d.Info().Finished })
+	select {
+	case st := <-ran:
+		if st != m.Exiting {
+			t.Fatalf("leave task ran while %v", st)
+		}
+	default:
+		t.Fatal("leave task did not run")
+	}
+}
+
+func TestDownNow(t *testing.T) {
+	a := m.UniqueAddress{Host: "a", Port: 1, UID: 1}
+	b := m.UniqueAddress{Host: "b", Port: 1, UID: 2}
+	view := func(self m.UniqueAddress, bStatus m.Status, unreachable bool) m.State {
+		ma := m.NewMember(a, nil, "").WithUp(1)
+		mb := m.NewMember(b, nil, "").WithUp(2)
+		if bStatus == m.Leaving || bStatus == m.Exiting {
+			mb = mb.WithStatus(m.Leaving)
+		}
+		mb = mb.WithStatus(bStatus)
+		g := m.NewGossip(ma, mb)
+		if unreachable {
+			g = g.WithReachability(g.Reachability.Unreachable(a, b))
+		}
+		return m.State{Gossip: g, Self: self}
+	}
+	cases := []struct {
+		name       string
+		st         m.State
+		u          m.UniqueAddress
+		down, keep bool
+	}{
+		{"leader, unreachable Up peer", view(a, m.Up, true), b, true, false},
+		{"leader, unreachable Leaving peer", view(a, m.Leaving, true), b, true, false},
+		{"peer answers again", view(a, m.Up, false), b, false, false},
+		{"exiting peer is not downed", view(a, m.Exiting, true), b, false, false},
+		{"already down", view(a, m.Down, true), b, false, false},
+		{"another incarnation", view(a, m.Up, true), m.UniqueAddress{Host: "b", Port: 1, UID: 3}, false, false},
+	}
+	for _, tc := range cases {
+		down, keep := DownNow(tc.st, tc.u)
+		if down != tc.down || keep != tc.keep {
+			t.Errorf("%s: DownNow = %v,%v want %v,%v", tc.name, down, keep, tc.down, tc.keep)
+		}
+	}
+	// b observing a unreachable, with c as leader: wait
+	c := m.UniqueAddress{Host: "0", Port: 1, UID: 3}
+	g := m.NewGossip(m.NewMember(a, nil, "").WithUp(1), m.NewMember(b, nil, "").WithUp(2), m.NewMember(c, nil, "").WithUp(3))
+	g = g.WithReachability(g.Reachability.Unreachable(b, a))
+	if down, keep := DownNow(m.State{Gossip: g, Self: b}, a); down || !keep {
+		t.Errorf("non-leader: DownNow = %v,%v want false,true", down, keep)
+	}
+}

@@ -1,0 +1,389 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/fastpath"
+	"github.com/otopcua/otopcua/cluster/membership"
+)
+
+// Name is the well-known actor name of the cluster daemon in every
+// process: a peer's daemon is the PID host:port/Name.
+const Name = "otopcua-cluster"
+
+// Transport carries wire messages between the daemons of different nodes.
+// Loss is tolerated: the membership protocol retries and heartbeats decide
+// liveness.
+type Transport interface {
+	// Bind is called once, before the first Send: inbox hands a message to
+	// the local daemon (transports that deliver to the daemon's PID
+	// themselves may ignore it), lost reports that the connection to a
+	// peer's address broke. Both are safe to call from any goroutine and
+	// do not block.
+	Bind(self membership.Address, inbox func(msg any), lost func(peer membership.Address))
+	// Send delivers msg to the daemon at to, best effort. It is called from
+	// the daemon's actor goroutine and must not block for long.
+	Send(to membership.Address, msg proto.Message)
+	// DeadPeers lists the addresses whose last connection broke or whose
+	// last probe failed.
+	DeadPeers() []membership.Address
+	// Stats reports what the transport sent and dropped.
+	Stats() TransportStats
+	// Close releases the transport; later Sends are dropped.
+	Close()
+}
+
+// TransportStats counts messages handed to a Transport.
+type TransportStats struct {
+	// Sent to a peer's send queue.
+	Sent uint64
+	// GateDropped: dropped because the peer did not accept a TCP
+	// connection (or its pending buffer was full).
+	GateDropped uint64
+}
+
+// Gate settings of RemoteTransport.
+const (
+	// GateDialTimeout bounds the TCP probe made before sending to a peer
+	// that is dead or has never been reached.
+	GateDialTimeout = time.Second
+	// GatePending is how many messages wait for a peer's probe; older ones
+	// are dropped first.
+	GatePending = 64
+)
+
+type gateState uint8
+
+const (
+	gateClosed gateState = iota // dead, or never reached: probe before sending
+	gateProbing
+	gateOpen
+)
+
+type peerGate struct {
+	state   gateState
+	failed  bool // the last probe failed or the connection broke
+	pending []proto.Message
+}
+
+// RemoteTransport sends through protoactor-go's remote, with a dial gate:
+// a message for a peer that is dead or has never been reached is held
+// until a plain TCP connect to the peer's cluster port succeeds, and only
+// then handed to protoactor. protoactor would otherwise start a connection
+// that retries on a blocking 2 s schedule, reaching a restarted peer 1–2 s
+// late and delivering the dead process's queued messages to the new one.
+// The gate closes again when protoactor reports the endpoint terminated.
+type RemoteTransport struct {
+	sys  *actors.System
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	mu     sync.Mutex // guards peers, self, lost, sub, closed
+	peers  map[membership.Address]*peerGate
+	self   membership.Address
+	lost   func(membership.Address)
+	sub    *eventstream.Subscription
+	closed bool
+
+	sent, dropped atomic.Uint64
+}
+
+var _ Transport = (*RemoteTransport)(nil)
+
+// NewRemoteTransport returns a transport over sys's remote. dial is the
+// gate's TCP probe; nil means net.Dialer.DialContext.
+func NewRemoteTransport(sys *actors.System, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *RemoteTransport {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return &RemoteTransport{sys: sys, dial: dial, peers: map[membership.Address]*peerGate{}}
+}
+
+// Bind implements Transport: protoactor's endpoint events feed the gate
+// and, for terminated endpoints, lost.
+func (t *RemoteTransport) Bind(self membership.Address, _ func(any), lost func(membership.Address)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.self, t.lost = self, lost
+	t.sub = t.sys.Actor.EventStream.SubscribeWithPredicate(t.onEndpointEvent, func(ev any) bool {
+		_, ok := ev.(*remote.EndpointTerminatedEvent)
+		return ok
+	})
+}
+
+// onEndpointEvent runs on the protoactor goroutine that published the
+// event (≈ 2 ms after a peer process dies).
+func (t *RemoteTransport) onEndpointEvent(ev any) {
+	e, ok := ev.(*remote.EndpointTerminatedEvent)
+	if !ok {
+		return
+	}
+	addr, err := membership.ParseAddress(e.Address)
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	if p := t.peers[addr]; p != nil && p.state == gateOpen {
+		p.state, p.failed = gateClosed, true
+	}
+	lost := t.lost
+	t.mu.Unlock()
+	if lost != nil {
+		lost(addr)
+	}
+}
+
+func (t *RemoteTransport) peer(a membership.Address) *peerGate {
+	p := t.peers[a]
+	if p == nil {
+		p = &peerGate{}
+		t.peers[a] = p
+	}
+	return p
+}
+
+// deliver hands msg to protoactor; t.mu must be held (keeps the order of
+// a flushed backlog and later sends).
+func (t *RemoteTransport) deliver(to membership.Address, msg proto.Message) {
+	t.sent.Add(1)
+	t.sys.Root().Send(actors.PID(to.String(), Name), msg)
+}
+
+// Send implements Transport.
+func (t *RemoteTransport) Send(to membership.Address, msg proto.Message) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		t.dropped.Add(1)
+		return
+	}
+	p := t.peer(to)
+	switch p.state {
+	case gateOpen:
+		t.deliver(to, msg)
+		return
+	case gateClosed:
+		p.state = gateProbing
+		go t.probe(to)
+	}
+	if len(p.pending) >= GatePending {
+		p.pending = p.pending[1:]
+		t.dropped.Add(1)
+	}
+	p.pending = append(p.pending, msg)
+}
+
+// probe dials the peer; on success the gate opens and the backlog is
+// handed to protoactor, otherwise the backlog is dropped.
+func (t *RemoteTransport) probe(to membership.Address) {
+	ctx, cancel := context.WithTimeout(context.Background(), GateDialTimeout)
+	c, err := t.dial(ctx, "tcp", to.String())
+	cancel()
+	if err == nil {
+		_ = c.Close()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.peer(to)
+	backlog := p.pending
+	p.pending = nil
+	if err != nil || t.closed {
+		p.state, p.failed = gateClosed, err != nil
+		t.dropped.Add(uint64(len(backlog)))
+		return
+	}
+	p.state, p.failed = gateOpen, false
+	for _, msg := range backlog {
+		t.deliver(to, msg)
+	}
+}
+
+// DeadPeers implements Transport.
+func (t *RemoteTransport) DeadPeers() []membership.Address {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []membership.Address
+	for a, p := range t.peers {
+		if p.failed && p.state != gateOpen {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Stats implements Transport.
+func (t *RemoteTransport) Stats() TransportStats {
+	return TransportStats{Sent: t.sent.Load(), GateDropped: t.dropped.Load()}
+}
+
+// Close implements Transport.
+func (t *RemoteTransport) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.closed = true
+	if t.sub != nil {
+		t.sys.Actor.EventStream.Unsubscribe(t.sub)
+	}
+}
+
+// MemNetwork is an in-memory network of daemons in one process, for tests:
+// each daemon's MemTransport delivers straight to the other daemons'
+// actors, and its Prober answers as TCP would. Kill makes an address
+// silent (probes refused) and tells every other node its connection broke;
+// Partition drops messages between two addresses silently (probes time
+// out). It is safe for concurrent use; mu guards the maps.
+type MemNetwork struct {
+	mu    sync.Mutex
+	nodes map[membership.Address]*MemTransport
+	cut   map[[2]membership.Address]bool
+}
+
+// NewMemNetwork returns an empty network.
+func NewMemNetwork() *MemNetwork {
+	return &MemNetwork{nodes: map[membership.Address]*MemTransport{}, cut: map[[2]membership.Address]bool{}}
+}
+
+// Transport returns a new transport attached to the network.
+func (n *MemNetwork) Transport() *MemTransport { return &MemTransport{net: n} }
+
+// Kill detaches addr: messages to it are dropped, probes are refused, and
+// every other node is told its connection to addr broke.
+func (n *MemNetwork) Kill(addr membership.Address) {
+	n.mu.Lock()
+	delete(n.nodes, addr)
+	var notify []func(membership.Address)
+	for _, t := range n.nodes {
+		notify = append(notify, t.lost)
+	}
+	n.mu.Unlock()
+	for _, f := range notify {
+		f(addr)
+	}
+}
+
+// Partition drops every message between a and b, both ways, silently.
+func (n *MemNetwork) Partition(a, b membership.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cut[[2]membership.Address{a, b}], n.cut[[2]membership.Address{b, a}] = true, true
+}
+
+// Heal undoes Partition.
+func (n *MemNetwork) Heal(a, b membership.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.cut, [2]membership.Address{a, b})
+	delete(n.cut, [2]membership.Address{b, a})
+}
+
+// route returns the transport at to as seen from from, nil when dead or
+// cut off.
+func (n *MemNetwork) route(from, to membership.Address) (*MemTransport, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.nodes[to], n.cut[[2]membership.Address{from, to}]
+}
+
+// MemTransport is one daemon's attachment to a MemNetwork.
+type MemTransport struct {
+	net     *MemNetwork
+	self    membership.Address
+	inbox   func(any)
+	lost    func(membership.Address)
+	sent    atomic.Uint64
+	dropped atomic.Uint64
+}
+
+var _ Transport = (*MemTransport)(nil)
+
+// Bind implements Transport.
+func (t *MemTransport) Bind(self membership.Address, inbox func(any), lost func(membership.Address)) {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	t.self, t.inbox, t.lost = self, inbox, lost
+	t.net.nodes[self] = t
+}
+
+// Send implements Transport. The message is copied, as a real transport
+// would serialise it.
+func (t *MemTransport) Send(to membership.Address, msg proto.Message) {
+	dst, cut := t.net.route(t.self, to)
+	if dst == nil || cut {
+		t.dropped.Add(1)
+		return
+	}
+	t.sent.Add(1)
+	dst.inbox(proto.Clone(msg))
+}
+
+// DeadPeers implements Transport.
+func (t *MemTransport) DeadPeers() []membership.Address { return nil }
+
+// Stats implements Transport.
+func (t *MemTransport) Stats() TransportStats {
+	return TransportStats{Sent: t.sent.Load(), GateDropped: t.dropped.Load()}
+}
+
+// Close implements Transport: the daemon leaves the network silently.
+func (t *MemTransport) Close() {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	if t.net.nodes[t.self] == t {
+		delete(t.net.nodes, t.self)
+	}
+}
+
+// Prober answers probes from this transport's node as TCP would: an
+// attached node accepts, a cut-off one times out, anything else refuses.
+func (t *MemTransport) Prober() Prober { return memProber{t} }
+
+type memProber struct{ t *MemTransport }
+
+func (p memProber) probe(a membership.Address) fastpath.ProbeResult {
+	dst, cut := p.t.net.route(p.t.self, a)
+	switch {
+	case cut:
+		return fastpath.Timeout
+	case dst == nil:
+		return fastpath.Refused
+	}
+	return fastpath.Accepted
+}
+
+func (p memProber) ProbePeer(_ context.Context, a membership.Address) []fastpath.ProbeResult {
+	var out []fastpath.ProbeResult
+	for range fastpath.MaxProbes {
+		r := p.probe(a)
+		out = append(out, r)
+		if r != fastpath.Refused {
+			break
+		}
+	}
+	return out
+}
+
+func (p memProber) AnyAccepts(_ context.Context, addrs []membership.Address, _ time.Duration) bool {
+	for _, a := range addrs {
+		if p.probe(a) == fastpath.Accepted {
+			return true
+		}
+	}
+	return false
+}
+
+// inboxFor is the inbox of a daemon actor: a Root.Send to its PID.
+func inboxFor(root *actor.RootContext, pid *actor.PID) func(any) {
+	return func(msg any) { root.Send(pid, msg) }
+}
