@@ -1,9 +1,14 @@
-// Package host wires one otopcua node: the OPC UA server with its redundancy
-// surface, the HTTP endpoints (/healthz, /readyz, /metrics) and telemetry.
+// Package host wires one otopcua node: the cluster transport and
+// membership daemon, the OPC UA server with its redundancy surface, the
+// HTTP endpoints (/healthz, /readyz, /metrics, /api/cluster/members) and
+// telemetry.
 //
 // Run is called by `otopcua host` with a configuration that has already
 // been loaded and validated. It returns nil after a graceful stop (ctx
-// cancelled) and an error when a part cannot start or fails.
+// cancelled: the node leaves the cluster first), an *ExitError with
+// ExitRestart when the cluster ended this node's membership (downed,
+// removed, or left on request), and another error when a part cannot start
+// or fails.
 package host
 
 import (
@@ -51,6 +56,19 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	}
 	defer metrics.Shutdown(context.Background())
 
+	// The cluster transport listens first, so that a used Cluster:Port
+	// stops start-up before anything else listens or joins.
+	sys, err := startTransport(cfg, logger)
+	if err != nil {
+		return err
+	}
+	var cluster *clusterRuntime
+	defer func() {
+		if cluster == nil {
+			sys.Shutdown(false)
+		}
+	}()
+
 	srv, err := opcua.New(opcuaConfig(cfg, logger))
 	if err != nil {
 		return fmt.Errorf("OPC UA server: %w", err)
@@ -67,7 +85,20 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	}
 	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
 
+	cluster, err = startCluster(cfg, sys, metrics, logger)
+	if err != nil {
+		return err
+	}
 	var web *health.HTTPServer
+	stopAll := func() {
+		if web != nil {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = web.Shutdown(sctx)
+		}
+		_ = srv.Close()
+		cluster.stop()
+	}
 	if addr := cfg.Http.Addr(); addr != "" {
 		ready := func() error {
 			if !srv.Listening() {
@@ -76,25 +107,38 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			return nil
 		}
 		web = health.NewHTTPServer(addr, ready, metrics.Handler(), logger)
+		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		if opts.TestHooks {
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level moves Server.ServiceLevel; never enable this in production", "env", EnvTestHooks)
 		}
 		if err := web.Start(); err != nil {
+			web = nil
+			stopAll()
 			return err
 		}
 	}
 	logger.Info("node ready", "endpoint", srv.EndpointURL(), "http", cfg.Http.Addr(),
 		"nodeId", cfg.Cluster.NodeID(), "clusterId", cfg.Node.ClusterId, "roles", cfg.Cluster.Roles)
 
-	<-ctx.Done()
-	logger.Info("stopping")
-	if web != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = web.Shutdown(sctx)
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping: leaving the cluster first")
+		cluster.leave(LeaveTimeout)
+		stopAll()
+		return nil
+	case <-cluster.d.Done():
+		r := cluster.d.Result()
+		logger.Warn("the cluster ended this node's membership; coordinated shutdown", "reason", r.Reason.String(), "err", r.Err)
+		code := ExitRestart
+		if r.Err != nil {
+			code = 1
+		}
+		stopWatchdog := startWatchdog(WatchdogTimeout, code, logger, exit)
+		defer stopWatchdog()
+		stopAll()
+		return ended(r)
 	}
-	return srv.Close()
 }
 
 func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +69,7 @@ type daemonActor struct {
 	refused    map[m.UniqueAddress]bool // the fast path found no process listening
 	quarantine map[m.UniqueAddress]bool
 	qOrder     []m.UniqueAddress
+	noticed    map[m.UniqueAddress]node.Instant // last quarantine notice
 	leave      bool
 	stopped    *node.ShutdownReason
 	crashed    bool
@@ -82,6 +84,7 @@ func newActor(d *Daemon) *daemonActor {
 		probing:    map[m.UniqueAddress]bool{},
 		refused:    map[m.UniqueAddress]bool{},
 		quarantine: map[m.UniqueAddress]bool{},
+		noticed:    map[m.UniqueAddress]node.Instant{},
 	}
 }
 
@@ -162,7 +165,7 @@ func (a *daemonActor) publish() {
 	if !a.wasMember && a.n.Phase() == node.Initialized {
 		a.wasMember = true
 		l, _ := st.Leader()
-		a.log.Info(LogJoined, "self", a.self().NodeID(), "uid", a.self().UID,
+		a.log.Info(LogJoined, "self", a.self().NodeID(), "uid", uidText(a.self()),
 			"formed", len(st.Gossip.Members) == 1, "members", len(st.Gossip.Members), "leader", l.NodeID())
 	}
 	info := Info{Phase: a.n.Phase(), Finished: a.stopped != nil || a.crashed}
@@ -196,6 +199,7 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 		return
 	case a.quarantine[h.From]:
 		c.quarantined.Add(1)
+		a.noticeRemoved(h.From)
 		return
 	}
 	switch msg.(type) {
@@ -207,6 +211,22 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 		}
 	}
 	a.step(msg)
+}
+
+// noticeRemoved tells a removed incarnation that still talks to this node
+// that it is no longer a member (Akka's quarantine notice), at most once
+// per second: a Down naming its own address, which makes it down itself
+// and stop, so that its supervisor restarts it as a new incarnation. A
+// process paused past its removal (SIGSTOP, a VM freeze) thus stops
+// instead of running on alone.
+func (a *daemonActor) noticeRemoved(u m.UniqueAddress) {
+	t := a.now()
+	if last, ok := a.noticed[u]; ok && t-last < 1000 {
+		return
+	}
+	a.noticed[u] = t
+	a.log.Info("cluster told a removed incarnation it is no longer a member", "member", u.NodeID(), "uid", uidText(u))
+	a.send(node.Down{Header: node.Header{From: a.self(), To: u}, Node: u.Address()})
 }
 
 func isInitJoin(msg node.Message) bool {
@@ -266,7 +286,7 @@ func (a *daemonActor) onNote(text string) {
 }
 
 func memberAttrs(mb m.Member) []any {
-	return []any{"member", mb.Address.NodeID(), "uid", mb.Address.UID, "status", mb.Status.String(),
+	return []any{"member", mb.Address.NodeID(), "uid", uidText(mb.Address), "status", mb.Status.String(),
 		"roles", mb.Roles, "clusterId", mb.ClusterID}
 }
 
@@ -321,6 +341,7 @@ func (a *daemonActor) quarantineAdd(u m.UniqueAddress) {
 	a.qOrder = append(a.qOrder, u)
 	if len(a.qOrder) > quarantineSize {
 		delete(a.quarantine, a.qOrder[0])
+		delete(a.noticed, a.qOrder[0])
 		a.qOrder = a.qOrder[1:]
 	}
 }
@@ -367,7 +388,7 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 	delete(a.probing, p.peer)
 	a.step(node.PeerProbeResult{Header: a.local(), Peer: p.peer, Results: p.results})
 	v := fastpath.Decide(fastpath.Input{ConnectionBroken: p.trigger == byConnection, DetectorUnreachable: p.trigger == byDetector, Probes: p.results})
-	a.log.Info("cluster crash fast path", "member", p.peer.NodeID(), "uid", p.peer.UID, "trigger", p.trigger.String(),
+	a.log.Info("cluster crash fast path", "member", p.peer.NodeID(), "uid", uidText(p.peer), "trigger", p.trigger.String(),
 		"probes", fmt.Sprint(p.results), "verdict", v.String())
 	if v == fastpath.MarkUnreachableNow {
 		a.refused[p.peer] = true
@@ -390,7 +411,7 @@ func (a *daemonActor) downRefused() {
 		}
 		if down {
 			a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections",
-				"member", u.NodeID(), "uid", u.UID)
+				"member", u.NodeID(), "uid", uidText(u))
 			a.step(node.Down{Header: a.local(), Node: u.Address()})
 		}
 	}
@@ -469,3 +490,7 @@ func (a *daemonActor) finish(r node.ShutdownReason) {
 	}
 	a.d.opts.Clock.AfterFunc(a.d.opts.Linger, func() { a.tell(lingerDone{}) })
 }
+
+// uidText renders a uid for logs: as a string, since JSON numbers above
+// 2^53 lose precision in many readers.
+func uidText(u m.UniqueAddress) string { return strconv.FormatUint(u.UID, 10) }

@@ -194,7 +194,7 @@ func Start(o Options) (*Daemon, error) {
 		return nil, fmt.Errorf("daemon: spawn %s: %w", Name, err)
 	}
 	d.pid = pid
-	o.Logger.Info("cluster starting", "self", d.self.NodeID(), "uid", d.self.UID, "seeds", addrs(o.Node.Seeds),
+	o.Logger.Info("cluster starting", "self", d.self.NodeID(), "uid", uidText(d.self), "seeds", addrs(o.Node.Seeds),
 		"roles", o.Node.Roles, "clusterId", o.Node.ClusterID, "strategy", o.Node.Downing.Strategy,
 		"selfFormAfterMs", o.Node.SelfFormAfter, "crashFastPath", o.Node.CrashFastPath)
 	go d.tickLoop(o.Clock.NewTicker(o.TickInterval))

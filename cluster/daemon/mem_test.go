@@ -37,25 +37,27 @@ func (s *logSink) String() string {
 }
 
 // memCluster runs daemons on a MemNetwork, each in its own local actor
-// system, all on one fake clock.
+// system with its own fake clock; advance moves every clock but those of
+// paused nodes (a paused node is like a process stopped by SIGSTOP).
 type memCluster struct {
 	t     *testing.T
-	clock *clockwork.FakeClock
 	net   *MemNetwork
 	nodes map[string]*memNode
 	uid   uint64
 }
 
 type memNode struct {
-	name string
-	d    *Daemon
-	sys  *actors.System
-	log  *logSink
-	tr   *MemTransport
+	name   string
+	d      *Daemon
+	sys    *actors.System
+	log    *logSink
+	tr     *MemTransport
+	clock  *clockwork.FakeClock
+	paused bool
 }
 
 func newMemCluster(t *testing.T) *memCluster {
-	c := &memCluster{t: t, clock: clockwork.NewFakeClock(), net: NewMemNetwork(), nodes: map[string]*memNode{}}
+	c := &memCluster{t: t, net: NewMemNetwork(), nodes: map[string]*memNode{}}
 	t.Cleanup(func() {
 		for _, n := range c.nodes {
 			n.d.Stop()
@@ -90,11 +92,12 @@ func (c *memCluster) start(name string, seeds []string, configure func(*node.Con
 	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sys := actors.NewLocal(logger)
 	tr := c.net.Transport()
-	d, err := Start(Options{Node: cfg, System: sys, Transport: tr, Prober: tr.Prober(), Clock: c.clock, Logger: logger})
+	clock := clockwork.NewFakeClock()
+	d, err := Start(Options{Node: cfg, System: sys, Transport: tr, Prober: tr.Prober(), Clock: clock, Logger: logger})
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n := &memNode{name: name, d: d, sys: sys, log: sink, tr: tr}
+	n := &memNode{name: name, d: d, sys: sys, log: sink, tr: tr, clock: clock}
 	c.nodes[name] = n
 	return n
 }
@@ -112,14 +115,17 @@ func (c *memCluster) kill(name string) {
 func (c *memCluster) advance(total time.Duration) {
 	c.t.Helper()
 	for step := time.Duration(0); step < total; step += DefaultTickInterval {
-		c.clock.Advance(DefaultTickInterval)
 		for _, n := range c.nodes {
 			select {
 			case <-n.d.stopTick:
 				continue
 			default:
 			}
-			want := int64(c.clock.Since(n.d.epoch) / time.Millisecond)
+			if n.paused {
+				continue
+			}
+			n.clock.Advance(DefaultTickInterval)
+			want := int64(n.clock.Since(n.d.epoch) / time.Millisecond)
 			deadline := time.Now().Add(5 * time.Second)
 			for n.d.lastTick.Load() < want {
 				if time.Now().After(deadline) {
@@ -400,6 +406,29 @@ func TestExitingTasksRunBeforeTheExit(t *testing.T) {
 		}
 	default:
 		t.Fatal("leave task did not run")
+	}
+}
+
+// TestPausedNodeRemovedThenStops: a node frozen past its removal (SIGSTOP,
+// a VM pause) comes back talking to a cluster that removed it; the
+// quarantine notice makes it down itself and stop with ReasonDowned
+// instead of running on alone.
+func TestPausedNodeRemovedThenStops(t *testing.T) {
+	c, a, b := formPair(t, nil)
+	b.paused = true
+	c.net.Partition(memAddr("a"), memAddr("b"))
+	c.until(30*time.Second, "a removed the silent b", func() bool { return statusAt(a.d.Snapshot(), "b") == m.Removed })
+	c.net.Heal(memAddr("a"), memAddr("b"))
+	b.paused = false
+	c.until(5*time.Second, "b stopped", isDone(b))
+	if r := b.d.Result(); r.Reason != node.ReasonDowned || r.LeaveRequested {
+		t.Fatalf("b result %+v", r)
+	}
+	if !allUp(a, "a")() || a.d.Stats().Quarantined == 0 {
+		t.Fatalf("a must stay alone and have refused b: %+v\n%s", a.d.Stats(), c.views())
+	}
+	if !strings.Contains(a.log.String(), "no longer a member") {
+		t.Fatalf("a's log lacks the quarantine notice:\n%s", a.log.String())
 	}
 }
 

@@ -31,7 +31,13 @@ func (c *cli) hostCmd() *cobra.Command {
 appsettings.json in the working directory; without that file, the defaults)
 plus OTOPCUA_ environment overrides. An invalid configuration stops start-up
 with exit code 2 and every problem listed; SIGINT or SIGTERM stops the node
-gracefully (exit 0); a second signal kills it at once.`,
+gracefully: it leaves the cluster (at most 10 s) and exits 0; a second
+signal kills it at once. When the cluster ends this node's membership
+without a stop request (downed by the leader or by itself, removed, or a
+requested leave such as a manual failover), the node shuts down and exits
+with code 3 so that its supervisor restarts it and it rejoins as the
+youngest member. Exit code 1 means a part failed (for example a used
+Cluster:Port or OpcUa:Port).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("config") {
@@ -75,6 +81,11 @@ func (c *cli) host(parent context.Context, path string) error {
 	}()
 
 	if err := runHost(ctx, cfg, logger); err != nil {
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			logger.Warn("otopcua stopped", "reason", err.Error(), "exitCode", coded.ExitCode())
+			return &exitError{code: coded.ExitCode()}
+		}
 		logger.Error("otopcua stopped with an error", "err", err)
 		return &exitError{code: exitFailure}
 	}

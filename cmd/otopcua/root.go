@@ -13,6 +13,7 @@ const (
 	exitOK      = 0
 	exitFailure = 1 // the host stopped with an error
 	exitUsage   = 2 // bad command line or invalid configuration
+	exitRestart = 3 // host.ExitRestart: the cluster ended this node's membership; the supervisor restarts it
 )
 
 // exitError carries an exit code out of a command. A nil err means the

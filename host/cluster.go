@@ -1,0 +1,131 @@
+package host
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/daemon"
+	"github.com/otopcua/otopcua/cluster/node"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/telemetry"
+)
+
+// ExitRestart is the process exit code after the cluster ended this
+// node's membership without a stop request: it was downed (by the leader,
+// or by itself under a split-brain strategy), removed by the others, or
+// left on an operator's request (manual failover). The code is non-zero so
+// that the supervisor (systemd Restart=, Windows service recovery, docker
+// restart policy) starts the process again; it rejoins as a new
+// incarnation, the youngest member.
+const ExitRestart = 3
+
+// Bounds of the cluster's part in a stop.
+const (
+	// LeaveTimeout bounds the graceful leave on SIGTERM (Leave → Exiting →
+	// exit confirmed).
+	LeaveTimeout = 10 * time.Second
+	// WatchdogTimeout bounds the coordinated shutdown after the cluster
+	// ended this node's membership; the termination watchdog then exits
+	// the process with ExitRestart regardless.
+	WatchdogTimeout = 15 * time.Second
+)
+
+// ExitError is returned by Run when the process must exit with Code.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode is the process exit code.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// exit ends the process; tests replace it.
+var exit = os.Exit
+
+// clusterRuntime is this node's actor system and membership daemon.
+type clusterRuntime struct {
+	sys *actors.System
+	d   *daemon.Daemon
+	log *slog.Logger
+}
+
+// startTransport starts the actor system and its remote on Cluster:Port;
+// a used port is an error naming the key.
+func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, error) {
+	return actors.Start(actors.Config{
+		BindHost:      cfg.Cluster.Hostname,
+		Port:          cfg.Cluster.Port,
+		AdvertiseHost: cfg.Cluster.PublicHostname,
+		Logger:        logger,
+	})
+}
+
+// startCluster starts the membership daemon on sys: it joins through
+// Cluster:SeedNodes at once (a lone node, or the first seed finding no
+// other, forms the cluster; others use the self-form fallback).
+func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Metrics, logger *slog.Logger) (*clusterRuntime, error) {
+	nc, err := daemon.NodeConfig(cfg, daemon.NewUID())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if err := d.RegisterMetrics(metrics.Meter()); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	return &clusterRuntime{sys: sys, d: d, log: logger}, nil
+}
+
+// leave leaves the cluster gracefully, waiting at most timeout.
+func (c *clusterRuntime) leave(timeout time.Duration) {
+	c.d.Leave()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-c.d.Done():
+		if r := c.d.Result(); r.Reason != node.ReasonLeft {
+			c.log.Warn("cluster membership ended otherwise while leaving", "reason", r.Reason.String(), "err", r.Err)
+		}
+	case <-t.C:
+		c.log.Warn("cluster leave did not complete in time; stopping anyway", "timeout", timeout.String())
+	}
+}
+
+// stop stops the daemon and the actor system, non-gracefully when a peer
+// is dead (protoactor's graceful stop waits while it retries that peer).
+func (c *clusterRuntime) stop() {
+	dead := c.d.DeadPeers()
+	c.d.Stop()
+	c.sys.Shutdown(len(dead) == 0)
+}
+
+// ended turns the daemon's Result into Run's error when the membership
+// ended without a stop request.
+func ended(r daemon.Result) error {
+	if r.Err != nil {
+		return r.Err
+	}
+	return &ExitError{Code: ExitRestart, Err: fmt.Errorf("cluster membership ended (%s); exiting with code %d for the supervisor to restart this node", r.Reason, ExitRestart)}
+}
+
+// startWatchdog is the termination watchdog: unless stopped first, it
+// exits the process with code after timeout, so that a coordinated
+// shutdown that hangs cannot keep a node without membership alive.
+func startWatchdog(timeout time.Duration, code int, logger *slog.Logger, exitFn func(int)) (stop func()) {
+	t := time.AfterFunc(timeout, func() {
+		logger.Error("termination watchdog: shutdown did not finish in time; exiting", "timeout", timeout.String(), "exitCode", code)
+		exitFn(code)
+	})
+	return func() { t.Stop() }
+}
