@@ -18,12 +18,20 @@
 // sampling interval of its items, on the grid of its publishing ticks.
 //
 // One engine goroutine works the subscriptions whose deadline has come
-// (sampling, publishing, keep-alive, lifetime) on the injected clock. At a
-// publishing tick it drains the report list into one NotificationMessage (at
-// most MaxNotificationsPerPublish notifications; the rest waits for the next
-// Publish request, which is answered at once) and hands the PublishResponse
-// to the session's sending goroutine. That goroutine exists while the session
-// has responses to send and is the only caller of a Sender, with no lock held.
+// (sampling, publishing, keep-alive, lifetime) on the injected clock. A
+// sampling tick moves the due changes into the item queues and puts the items
+// on the report list with one pendMu round. At a publishing tick it drains
+// the report list into a NotificationMessage of at most
+// MaxNotificationsPerPublish notifications (default 10,000) and hands the
+// PublishResponse to the session's sending goroutine. When values are left,
+// the message says MoreNotifications and the engine goroutine goes on at
+// once with the next message on the next queued Publish request (or on the
+// next request to arrive), while the sending goroutine encodes and writes
+// the previous one: a cycle of 50,000 notifications is five messages built,
+// encoded and sent in a pipeline on two cores. The sending goroutine exists
+// while the session has responses to send and is the only caller of a
+// Sender, with no lock held, so a session's responses go out in the order
+// the engine made them: per subscription, by sequence number.
 //
 // # Invariants
 //
@@ -35,8 +43,17 @@
 //     (overflow per DiscardOldest, flagged with the Overflow info bits), the
 //     Publish requests of a session by MaxPublishRequestsPerSession (the
 //     oldest is answered BadTooManyPublishRequests), the retransmission
-//     queue by MaxRetransmitMessages and MaxRetransmitNotifications, unsent
-//     responses of a session by twice the Publish request limit.
+//     queue by MaxRetransmitMessages and MaxRetransmitNotifications (about
+//     34 MB per subscription with the defaults; the newest message is kept
+//     even beyond them), unsent responses of a session by twice the Publish
+//     request limit.
+//   - An acknowledgement that comes back in the Publish request a client
+//     sends after receiving the message is never answered
+//     BadSequenceNumberUnknown while the client keeps at most
+//     min(MaxRetransmitMessages, MaxRetransmitNotifications /
+//     MaxNotificationsPerPublish) requests in flight (20 with the
+//     defaults): the server cannot send more newer messages than it has
+//     requests before that one arrives.
 //   - Every Publish request is answered exactly once, unless its session was
 //     closed or the engine was closed first, or its response was dropped
 //     (and logged) because the session's unsent responses hit their bound:

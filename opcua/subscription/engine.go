@@ -11,6 +11,16 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
+// Defaults of Options whose value other layers may want to know.
+const (
+	// DefaultMaxNotificationsPerPublish is the default server cap on
+	// notifications in one NotificationMessage.
+	DefaultMaxNotificationsPerPublish = 10000
+	// DefaultMaxRetransmitNotifications is the default bound on the
+	// notifications held for Republish per subscription.
+	DefaultMaxRetransmitNotifications = 200000
+)
+
 // Options tune the engine. Zero values take the documented defaults.
 type Options struct {
 	// Clock drives publishing, sampling, keep-alive and lifetime timers.
@@ -45,20 +55,33 @@ type Options struct {
 	// below 3 × the keep-alive count. Default: 1h.
 	MaxLifetime time.Duration
 	// MaxNotificationsPerPublish is the server's cap on notifications in one
-	// NotificationMessage, applied on top of the client's value (0 on either
-	// side means unlimited). Set it from the channel's maximum message size.
-	// Default: 0 (unlimited).
+	// NotificationMessage, applied on top of the client's value (the smaller
+	// wins; the client's 0 means no cap of its own). A publishing cycle with
+	// more notifications becomes several messages (MoreNotifications set on
+	// all but the last), answered on the session's queued Publish requests
+	// at once, so that a large cycle is built, encoded and sent in pieces
+	// that overlap instead of one large message, and so that a message fits
+	// the channel's maximum message size. About 22 bytes on the wire per
+	// notification of a numeric value with both timestamps. Set
+	// math.MaxUint32 for no server cap. Default: 10000.
 	MaxNotificationsPerPublish uint32
 	// MaxPublishRequestsPerSession bounds the queued Publish requests of a
 	// session; the oldest beyond it is answered BadTooManyPublishRequests.
 	// Default: 100.
 	MaxPublishRequestsPerSession int
-	// MaxRetransmitMessages bounds each subscription's Republish queue.
-	// Default: 100.
+	// MaxRetransmitMessages bounds each subscription's Republish queue, in
+	// messages. Default: 100.
 	MaxRetransmitMessages int
 	// MaxRetransmitNotifications bounds the notifications held in each
 	// subscription's Republish queue (the newest message is always kept).
-	// Default: 100000.
+	// A client that acknowledges a message in the Publish request it sends
+	// after receiving it, and keeps K requests in flight, finds its message
+	// still held as long as K ≤ MaxRetransmitMessages and K ×
+	// MaxNotificationsPerPublish ≤ MaxRetransmitNotifications: the server
+	// can send at most K−1 newer messages before that request arrives. With
+	// the defaults, K ≤ 20. A held notification costs about 170 bytes (its
+	// slot in the message and the DataValue it keeps alive), so the default
+	// bounds the queue at about 34 MB per subscription. Default: 200000.
 	MaxRetransmitNotifications int
 	// MaxSubscriptionsPerSession limits CreateSubscription
 	// (BadTooManySubscriptions). Default: 0 (unlimited).
@@ -104,7 +127,10 @@ func (o *Options) setDefaults() {
 		o.MaxRetransmitMessages = 100
 	}
 	if o.MaxRetransmitNotifications <= 0 {
-		o.MaxRetransmitNotifications = 100000
+		o.MaxRetransmitNotifications = DefaultMaxRetransmitNotifications
+	}
+	if o.MaxNotificationsPerPublish == 0 {
+		o.MaxNotificationsPerPublish = DefaultMaxNotificationsPerPublish
 	}
 }
 

@@ -69,13 +69,23 @@ func (it *item) onChange(dv *ua.DataValue) {
 
 // offerLocked runs dv through the filter and queues it. it.mu must be held.
 func (it *item) offerLocked(dv *ua.DataValue) {
+	if it.queueLocked(dv) {
+		it.sub.pushReport(it)
+	}
+}
+
+// queueLocked is offerLocked for a caller that puts many items on the
+// report list at once: when it reports true, the item is marked inReport
+// and the caller must push it (subscription.pushReports) before the next
+// publish takes the list. it.mu must be held.
+func (it *item) queueLocked(dv *ua.DataValue) (push bool) {
 	if !it.filter.passes(it.last, dv) {
-		return
+		return false
 	}
 	it.last = dv
 	it.queue.push(dv, it.queueSize, it.discardOldest)
 	it.fresh = true
-	it.markReportLocked()
+	return it.needsReportLocked()
 }
 
 // forceLocked queues dv without filtering (initial values, transfer).
@@ -90,34 +100,42 @@ func (it *item) forceLocked(dv *ua.DataValue) {
 // markReportLocked puts the item on its subscription's report list when it
 // has something a publish cycle must look at. it.mu must be held.
 func (it *item) markReportLocked() {
+	if it.needsReportLocked() {
+		it.sub.pushReport(it)
+	}
+}
+
+// needsReportLocked marks the item inReport and reports true when it must
+// be put on the report list. it.mu must be held.
+func (it *item) needsReportLocked() bool {
 	if it.inReport || it.queue.len() == 0 {
-		return
+		return false
 	}
 	if it.mode != ua.MonitoringModeReporting && !it.triggers {
-		return
+		return false
 	}
 	it.inReport = true
-	it.sub.pushReport(it)
+	return true
 }
 
 // sampleLocked moves the pending change into the queue if the item's
 // sampling tick has come. It reports whether the item is done with this
-// sampling round (false: keep it on the sample list). it.mu must be held.
-func (it *item) sampleLocked(tick time.Time) (done bool) {
+// sampling round (false: keep it on the sample list), and, as queueLocked,
+// whether the caller must push it on the report list. it.mu must be held.
+func (it *item) sampleLocked(tick time.Time) (done, push bool) {
 	if it.deleted || it.mode == ua.MonitoringModeDisabled || it.latest == nil {
 		it.latest = nil
 		it.inSample = false
-		return true
+		return true, false
 	}
 	if tick.Before(it.nextSample) {
-		return false
+		return false, false
 	}
 	dv := it.latest
 	it.latest = nil
 	it.inSample = false
 	it.nextSample = tick.Add(it.interval)
-	it.offerLocked(dv)
-	return true
+	return true, it.queueLocked(dv)
 }
 
 // disableLocked stops sampling and drops queued values. it.mu must be held.

@@ -147,13 +147,22 @@ func (e *Engine) work(s *subscription, now time.Time) (next time.Time, expired b
 func (e *Engine) sampleTick(s *subscription, tick time.Time) {
 	list := s.takeSample()
 	var keep []*item
+	report := s.reportBatch[:0]
 	for _, it := range list {
 		it.mu.Lock()
-		if !it.sampleLocked(tick) {
+		done, push := it.sampleLocked(tick)
+		it.mu.Unlock()
+		if !done {
 			keep = append(keep, it)
 		}
-		it.mu.Unlock()
+		if push {
+			report = append(report, it)
+		}
 	}
+	// One pendMu round for the whole tick instead of one per item.
+	s.pushReports(report)
+	clear(report)
+	s.reportBatch = report[:0]
 	s.putBackSample(list, keep)
 
 	for _, it := range s.polled {

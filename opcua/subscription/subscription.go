@@ -41,6 +41,7 @@ type subscription struct {
 	keepAlives  uint32                         // publishing cycles since the last message
 	sentOnce    bool                           // a message (data or keep-alive) was sent
 	slab        []ua.MonitoredItemNotification // reused notification storage
+	reportBatch []*item                        // sampleTick's scratch list of items to report
 
 	// pendMu guards the lists of items with work to do. Producers append
 	// (with the item's mu held); the engine goroutine swaps them out.
@@ -62,6 +63,16 @@ func (s *subscription) touch(now time.Time) { s.lastActivity.Store(now.UnixNano(
 func (s *subscription) pushReport(it *item) {
 	s.pendMu.Lock()
 	s.report = append(s.report, it)
+	s.pendMu.Unlock()
+}
+
+// pushReports appends items, already marked inReport, to the report list.
+func (s *subscription) pushReports(items []*item) {
+	if len(items) == 0 {
+		return
+	}
+	s.pendMu.Lock()
+	s.report = append(s.report, items...)
 	s.pendMu.Unlock()
 }
 
