@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,11 @@ import (
 
 // Local messages of the daemon actor (never sent over the network).
 type (
-	tickMsg   struct{}
-	connLost  struct{ peer m.Address }
+	tickMsg  struct{}
+	connLost struct {
+		peer  m.Address
+		retry bool // a second look after an inconclusive fast path
+	}
 	probeDone struct {
 		peer    m.UniqueAddress
 		trigger trigger
@@ -70,6 +74,7 @@ type daemonActor struct {
 	quarantine map[m.UniqueAddress]bool
 	qOrder     []m.UniqueAddress
 	noticed    map[m.UniqueAddress]node.Instant // last quarantine notice
+	retried    map[m.UniqueAddress]bool         // fast path already looked twice
 	leave      bool
 	stopped    *node.ShutdownReason
 	crashed    bool
@@ -85,6 +90,7 @@ func newActor(d *Daemon) *daemonActor {
 		refused:    map[m.UniqueAddress]bool{},
 		quarantine: map[m.UniqueAddress]bool{},
 		noticed:    map[m.UniqueAddress]node.Instant{},
+		retried:    map[m.UniqueAddress]bool{},
 	}
 }
 
@@ -109,7 +115,7 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 		a.downRefused()
 		a.d.lastTick.Store(int64(t))
 	case connLost:
-		a.onConnLost(msg.peer)
+		a.onConnLost(msg)
 	case probeDone:
 		a.onProbeDone(msg)
 	case seedProbeDone:
@@ -352,12 +358,15 @@ func (a *daemonActor) probeSeeds(seeds []m.Address) {
 }
 
 // onConnLost maps a broken connection to the member at that address.
-func (a *daemonActor) onConnLost(peer m.Address) {
-	mb, ok := a.n.State().Gossip.MemberAt(peer)
+func (a *daemonActor) onConnLost(c connLost) {
+	mb, ok := a.n.State().Gossip.MemberAt(c.peer)
 	if !ok || mb.Address == a.self() {
 		return
 	}
-	a.log.Debug("cluster connection lost", "member", peer.String())
+	a.log.Debug("cluster connection lost", "member", c.peer.String(), "retry", c.retry)
+	if c.retry {
+		a.retried[mb.Address] = true
+	}
 	a.step(node.ConnectionLost{Header: a.local(), Peer: mb.Address})
 }
 
@@ -390,13 +399,27 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 	v := fastpath.Decide(fastpath.Input{ConnectionBroken: p.trigger == byConnection, DetectorUnreachable: p.trigger == byDetector, Probes: p.results})
 	a.log.Info("cluster crash fast path", "member", p.peer.NodeID(), "uid", uidText(p.peer), "trigger", p.trigger.String(),
 		"probes", fmt.Sprint(p.results), "verdict", v.String())
-	if v == fastpath.MarkUnreachableNow {
+	retried := a.retried[p.peer]
+	delete(a.retried, p.peer)
+	switch {
+	case v == fastpath.MarkUnreachableNow:
 		a.refused[p.peer] = true
 		a.downRefused()
-	} else {
+	case p.trigger == byConnection && !retried && slices.Contains(p.results, fastpath.Accepted):
+		// The connection broke, yet the port accepted: a process that is
+		// still going away, or a live one whose stream broke. Look once
+		// more; a live peer then keeps answering heartbeats.
+		delete(a.refused, p.peer)
+		addr := p.peer.Address()
+		a.d.opts.Clock.AfterFunc(RecheckAfter, func() { a.tell(connLost{peer: addr, retry: true}) })
+	default:
 		delete(a.refused, p.peer)
 	}
 }
+
+// RecheckAfter is when the crash fast path looks again at a peer whose
+// connection broke but whose port still accepted.
+const RecheckAfter = 300 * time.Millisecond
 
 // downRefused downs, on the leader, the members whose port refused the
 // fast path's probes (see DownNow).

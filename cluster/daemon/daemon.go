@@ -182,7 +182,7 @@ func Start(o Options) (*Daemon, error) {
 	}
 	d.pid = o.System.Actor.NewLocalPID(Name)
 	o.Transport.Bind(d.self.Address(), inboxFor(d.root, d.pid), func(peer membership.Address) {
-		d.root.Send(d.pid, connLost{peer})
+		d.root.Send(d.pid, connLost{peer: peer})
 	})
 	a := newActor(d)
 	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()))

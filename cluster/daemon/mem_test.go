@@ -219,6 +219,20 @@ func TestCrashFastPathDownsAtOnce(t *testing.T) {
 	}
 }
 
+// TestCrashFastPathLooksAgainAtADyingListener: right after a SIGKILL the
+// dead process's listening socket may still accept for a moment; the
+// fast path looks once more and still downs the peer at once.
+func TestCrashFastPathLooksAgainAtADyingListener(t *testing.T) {
+	c, _, b := formPair(t, nil)
+	c.net.KillDying(memAddr("a"), 1)
+	c.nodes["a"].d.Stop()
+	took := c.until(3*time.Second, "b alone", func() bool { return len(b.d.Snapshot().Gossip.Members) == 1 })
+	t.Logf("removed after %v of cluster time", took)
+	if !strings.Contains(b.log.String(), `"probes":"[Accepted]"`) || !strings.Contains(b.log.String(), `"probes":"[Refused Refused Refused]"`) {
+		t.Fatalf("expected an inconclusive probe and a second, conclusive one:\n%s", b.log.String())
+	}
+}
+
 // TestFastPathOffWaitsForAutoDown is the control: without the fast path
 // the survivor needs the detector and the 15 s auto-down window.
 func TestFastPathOffWaitsForAutoDown(t *testing.T) {

@@ -35,9 +35,13 @@ type TCPProber struct {
 
 var _ Prober = TCPProber{}
 
-// Fast-path probe pacing: each connect may take ProbeTimeout; connects
-// start ProbeSpacing apart, so three fit in fastpath.ProbeWindow.
+// Fast-path probe pacing: the first connect waits ProbeSettle after the
+// trigger (a process killed by SIGKILL drops its connections a moment
+// before its listening socket, whose backlog still accepts meanwhile);
+// each connect may take ProbeTimeout; connects start ProbeSpacing apart,
+// so three fit in fastpath.ProbeWindow.
 const (
+	ProbeSettle  = 50 * time.Millisecond
 	ProbeTimeout = 100 * time.Millisecond
 	ProbeSpacing = 50 * time.Millisecond
 )
@@ -65,18 +69,15 @@ func (p TCPProber) dial(ctx context.Context, addr membership.Address, timeout ti
 // of the network I/O, not of the membership timing.
 func (p TCPProber) ProbePeer(ctx context.Context, addr membership.Address) []fastpath.ProbeResult {
 	var out []fastpath.ProbeResult
-	start := time.Now()
+	start := time.Now().Add(ProbeSettle)
 	for i := range fastpath.MaxProbes {
-		if i > 0 {
-			wait := time.Until(start.Add(time.Duration(i) * ProbeSpacing))
-			if wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-					t.Stop()
-					return out
-				}
+		if wait := time.Until(start.Add(time.Duration(i) * ProbeSpacing)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return out
 			}
 		}
 		r := p.dial(ctx, addr, ProbeTimeout)

@@ -248,11 +248,23 @@ type MemNetwork struct {
 	mu    sync.Mutex
 	nodes map[membership.Address]*MemTransport
 	cut   map[[2]membership.Address]bool
+	dying map[membership.Address]int // probes still accepted after a kill
 }
 
 // NewMemNetwork returns an empty network.
 func NewMemNetwork() *MemNetwork {
-	return &MemNetwork{nodes: map[membership.Address]*MemTransport{}, cut: map[[2]membership.Address]bool{}}
+	return &MemNetwork{nodes: map[membership.Address]*MemTransport{}, cut: map[[2]membership.Address]bool{},
+		dying: map[membership.Address]int{}}
+}
+
+// KillDying is Kill for a process whose listening socket outlives its
+// connections for a moment: the next accepts probes of addr still answer
+// Accepted.
+func (n *MemNetwork) KillDying(addr membership.Address, accepts int) {
+	n.mu.Lock()
+	n.dying[addr] = accepts
+	n.mu.Unlock()
+	n.Kill(addr)
 }
 
 // Transport returns a new transport attached to the network.
@@ -357,6 +369,13 @@ func (p memProber) probe(a membership.Address) fastpath.ProbeResult {
 	case cut:
 		return fastpath.Timeout
 	case dst == nil:
+		n := p.t.net
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.dying[a] > 0 {
+			n.dying[a]--
+			return fastpath.Accepted
+		}
 		return fastpath.Refused
 	}
 	return fastpath.Accepted
