@@ -1,0 +1,103 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// membersPath is the HTTP endpoint with a node's view of the cluster.
+const membersPath = "/api/cluster/members"
+
+// clusterView is the part of GET /api/cluster/members the demo shows.
+type clusterView struct {
+	Self struct {
+		Address string `json:"address"`
+	} `json:"self"`
+	SelfStatus string   `json:"selfStatus"`
+	Members    []member `json:"members"`
+}
+
+type member struct {
+	Address   string   `json:"address"`
+	Status    string   `json:"status"`
+	Roles     []string `json:"roles"`
+	ClusterID string   `json:"clusterId"`
+	UpNumber  int      `json:"upNumber"`
+	Reachable bool     `json:"reachable"`
+}
+
+// self is the node's own member entry.
+func (v *clusterView) self() (member, bool) {
+	for _, m := range v.Members {
+		if m.Address == v.Self.Address {
+			return m, true
+		}
+	}
+	return member{}, false
+}
+
+// oldestDriver is the address of the oldest Up member with role driver in
+// the node's own ClusterId (lowest up-number, ties by host, then port as a
+// number): the Primary by the election's rule; "" when there is none.
+func (v *clusterView) oldestDriver() string {
+	self, _ := v.self()
+	var best member
+	found := false
+	for _, m := range v.Members {
+		if m.Status != "Up" || !slices.Contains(m.Roles, "driver") || m.ClusterID != self.ClusterID {
+			continue
+		}
+		if !found || m.UpNumber < best.UpNumber || (m.UpNumber == best.UpNumber && addressLess(m.Address, best.Address)) {
+			best, found = m, true
+		}
+	}
+	if !found {
+		return ""
+	}
+	return best.Address
+}
+
+func addressLess(a, b string) bool {
+	ha, pa, _ := net.SplitHostPort(a)
+	hb, pb, _ := net.SplitHostPort(b)
+	if ha != hb {
+		return ha < hb
+	}
+	na, _ := strconv.Atoi(pa)
+	nb, _ := strconv.Atoi(pb)
+	return na < nb
+}
+
+// fetchView GETs base + membersPath within timeout.
+func fetchView(ctx context.Context, client *http.Client, base string, timeout time.Duration) (*clusterView, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+membersPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", membersPath, resp.Status)
+	}
+	var v clusterView
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", membersPath, err)
+	}
+	return &v, nil
+}
