@@ -121,11 +121,12 @@ func ended(r daemon.Result) error {
 
 // startWatchdog is the termination watchdog: unless stopped first, it
 // exits the process with code after timeout, so that a coordinated
-// shutdown that hangs cannot keep a node without membership alive.
-func startWatchdog(timeout time.Duration, code int, logger *slog.Logger, exitFn func(int)) (stop func()) {
+// shutdown that hangs cannot keep a node without membership alive. stop
+// reports whether it stopped the watchdog before it fired.
+func startWatchdog(timeout time.Duration, code int, logger *slog.Logger, exitFn func(int)) (stop func() bool) {
 	t := time.AfterFunc(timeout, func() {
 		logger.Error("termination watchdog: shutdown did not finish in time; exiting", "timeout", timeout.String(), "exitCode", code)
 		exitFn(code)
 	})
-	return func() { t.Stop() }
+	return t.Stop
 }
