@@ -38,6 +38,7 @@ var (
 type DB struct {
 	sql   *sql.DB
 	d     *dialect
+	q     *queries
 	clock clockwork.Clock
 }
 
@@ -72,11 +73,17 @@ func Open(ctx context.Context, provider, connectionString string, opts ...Option
 	if err != nil {
 		return nil, err
 	}
-	sdb, err := sql.Open(d.driver, dsn)
-	if err != nil {
+	var sdb *sql.DB
+	if d == sqlServerDialect {
+		c, err := newSQLServerConnector(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrBadConnectionString, d.provider, err)
+		}
+		sdb = sql.OpenDB(c)
+	} else if sdb, err = sql.Open(d.driver, dsn); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadConnectionString, d.provider, err)
 	}
-	db := &DB{sql: sdb, d: d, clock: clockwork.NewRealClock()}
+	db := &DB{sql: sdb, d: d, q: buildQueries(d), clock: clockwork.NewRealClock()}
 	for _, o := range opts {
 		o(db)
 	}

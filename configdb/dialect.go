@@ -26,7 +26,7 @@ type dialect struct {
 	driver   string // database/sql driver name
 
 	// Column types.
-	str   string // a short, indexable string (ids, names, URIs)
+	str   string // a short, indexable string of at most maxKeyLen characters
 	text  string // an unbounded string
 	ts    string // a point in time (written in UTC, microsecond precision)
 	blob  string // bytes
@@ -70,7 +70,7 @@ var (
 	postgresDialect = &dialect{
 		provider:    ProviderPostgres,
 		driver:      "pgx",
-		str:         "VARCHAR(255)",
+		str:         "VARCHAR(200)",
 		text:        "TEXT",
 		ts:          "TIMESTAMPTZ",
 		blob:        "BYTEA",
@@ -85,7 +85,7 @@ var (
 	sqlServerDialect = &dialect{
 		provider:    ProviderSQLServer,
 		driver:      "sqlserver",
-		str:         "NVARCHAR(255)",
+		str:         "NVARCHAR(200)",
 		text:        "NVARCHAR(MAX)",
 		ts:          "DATETIMEOFFSET(6)",
 		blob:        "VARBINARY(MAX)",

@@ -66,7 +66,13 @@ func schemaV1(d *dialect) []string {
 // second node waits, then finds nothing left to do. A failed step rolls the
 // whole call back. A database already at a newer version than this build
 // knows returns ErrSchemaNewer and is left untouched.
-func (db *DB) Migrate(ctx context.Context) (err error) {
+func (db *DB) Migrate(ctx context.Context) error {
+	return db.migrate(ctx, migrations)
+}
+
+// migrate applies the steps of list that the database lacks.
+func (db *DB) migrate(ctx context.Context, list []migration) (err error) {
+	latest := list[len(list)-1].version
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("configdb: migrate: begin: %w", err)
@@ -88,10 +94,10 @@ func (db *DB) Migrate(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if current > SchemaVersion {
-		return fmt.Errorf("%w: the database is at version %d, this otopcua knows up to %d", ErrSchemaNewer, current, SchemaVersion)
+	if current > latest {
+		return fmt.Errorf("%w: the database is at version %d, this otopcua knows up to %d", ErrSchemaNewer, current, latest)
 	}
-	for _, m := range migrations {
+	for _, m := range list {
 		if m.version <= current {
 			continue
 		}
@@ -100,8 +106,7 @@ func (db *DB) Migrate(ctx context.Context) (err error) {
 				return fmt.Errorf("configdb: migrate to version %d (%s): %w", m.version, m.name, err)
 			}
 		}
-		q := db.d.bind("INSERT INTO schema_version (version, name, applied_at) VALUES ($1, $2, $3)")
-		if _, err := tx.ExecContext(ctx, q, m.version, m.name, db.now()); err != nil {
+		if _, err := tx.ExecContext(ctx, db.q.insertVersion, m.version, m.name, db.now()); err != nil {
 			return fmt.Errorf("configdb: migrate: record version %d: %w", m.version, err)
 		}
 	}
@@ -115,7 +120,7 @@ func (db *DB) Migrate(ctx context.Context) (err error) {
 // was never migrated.
 func (db *DB) Version(ctx context.Context) (int, error) {
 	var n int
-	if err := db.sql.QueryRowContext(ctx, db.d.bind(db.d.tableExists), "schema_version").Scan(&n); err != nil {
+	if err := db.sql.QueryRowContext(ctx, db.q.tableExists, "schema_version").Scan(&n); err != nil {
 		return 0, fmt.Errorf("configdb: schema version: %w", err)
 	}
 	if n == 0 {

@@ -11,9 +11,11 @@ import (
 	"unicode/utf8"
 )
 
-// maxKeyLen is the longest id, node id, actor or action, in characters
-// (the VARCHAR(255) / NVARCHAR(255) columns).
-const maxKeyLen = 255
+// maxKeyLen is the longest id, node id, name, actor or action, in
+// characters (the VARCHAR(200) / NVARCHAR(200) columns). 200 keeps the
+// two-column key of cluster_nodes within SQL Server's 900-byte limit for a
+// clustered index (2 × 200 × 2 bytes).
+const maxKeyLen = 200
 
 // Cluster is a clusters row: one application cluster (Node:ClusterId), the
 // unit of redundancy.
@@ -63,7 +65,7 @@ func (db *DB) UpsertCluster(ctx context.Context, c Cluster) error {
 	if err := checkKey("Cluster.Name", c.Name); err != nil {
 		return err
 	}
-	if _, err := db.sql.ExecContext(ctx, db.d.bind(db.d.upsertCluster()), c.ID, c.Name, db.now()); err != nil {
+	if _, err := db.sql.ExecContext(ctx, db.q.upsertCluster, c.ID, c.Name, db.now()); err != nil {
 		return fmt.Errorf("configdb: upsert cluster %q: %w", c.ID, err)
 	}
 	return nil
@@ -78,7 +80,7 @@ func (db *DB) UpsertClusterNode(ctx context.Context, n ClusterNode) error {
 		return err
 	}
 	return db.inClusterTx(ctx, n.ClusterID, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, db.d.bind(db.d.upsertClusterNode()),
+		_, err := tx.ExecContext(ctx, db.q.upsertNode,
 			n.ClusterID, n.NodeID, n.ApplicationURI, n.ServiceLevelBase, db.now())
 		if err != nil {
 			return fmt.Errorf("configdb: upsert node %s of cluster %q: %w", n.NodeID, n.ClusterID, err)
@@ -93,8 +95,7 @@ func (db *DB) SetServiceLevelBase(ctx context.Context, clusterID, nodeID string,
 	if v < 0 || v > 255 {
 		return fmt.Errorf("%w: ServiceLevelBase %d: accepted values are 0 to 255", ErrInvalid, v)
 	}
-	q := db.d.bind("UPDATE cluster_nodes SET service_level_base = $1, updated_at = $2 WHERE cluster_id = $3 AND node_id = $4")
-	res, err := db.sql.ExecContext(ctx, q, v, db.now(), clusterID, nodeID)
+	res, err := db.sql.ExecContext(ctx, db.q.setSLB, v, db.now(), clusterID, nodeID)
 	if err != nil {
 		return fmt.Errorf("configdb: set ServiceLevelBase of %s: %w", nodeID, err)
 	}
@@ -107,9 +108,7 @@ func (db *DB) SetServiceLevelBase(ctx context.Context, clusterID, nodeID string,
 // ListClusterNodes returns the nodes of a cluster ordered by NodeID; an
 // unknown cluster has none.
 func (db *DB) ListClusterNodes(ctx context.Context, clusterID string) ([]ClusterNode, error) {
-	q := db.d.bind("SELECT cluster_id, node_id, application_uri, service_level_base, created_at, updated_at " +
-		"FROM cluster_nodes WHERE cluster_id = $1 ORDER BY node_id")
-	rows, err := db.sql.QueryContext(ctx, q, clusterID)
+	rows, err := db.sql.QueryContext(ctx, db.q.listNodes, clusterID)
 	if err != nil {
 		return nil, fmt.Errorf("configdb: list nodes of cluster %q: %w", clusterID, err)
 	}
@@ -137,8 +136,7 @@ func (db *DB) AddDeployment(ctx context.Context, clusterID string, artifact []by
 	}
 	var id int64
 	err := db.inClusterTx(ctx, clusterID, func(tx *sql.Tx) error {
-		q := db.d.bind(db.d.insertReturningID("deployments", "cluster_id", "artifact", "created_at"))
-		if err := tx.QueryRowContext(ctx, q, clusterID, artifact, db.now()).Scan(&id); err != nil {
+		if err := tx.QueryRowContext(ctx, db.q.addDeployment, clusterID, artifact, db.now()).Scan(&id); err != nil {
 			return fmt.Errorf("configdb: add deployment to cluster %q: %w", clusterID, err)
 		}
 		return nil
@@ -149,9 +147,8 @@ func (db *DB) AddDeployment(ctx context.Context, clusterID string, artifact []by
 // LatestDeployment returns the cluster's newest deployment (ErrNotFound
 // when there is none).
 func (db *DB) LatestDeployment(ctx context.Context, clusterID string) (Deployment, error) {
-	q := db.d.bind("SELECT id, cluster_id, artifact, created_at FROM deployments WHERE cluster_id = $1 ORDER BY id DESC" + db.d.limit("1"))
 	var d Deployment
-	err := db.sql.QueryRowContext(ctx, q, clusterID).Scan(&d.ID, &d.ClusterID, &d.Artifact, &d.CreatedAt)
+	err := db.sql.QueryRowContext(ctx, db.q.latestDeployment, clusterID).Scan(&d.ID, &d.ClusterID, &d.Artifact, &d.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Deployment{}, fmt.Errorf("%w: no deployment for cluster %q", ErrNotFound, clusterID)
 	}
@@ -175,8 +172,7 @@ func (db *DB) WriteAudit(ctx context.Context, e AuditEntry) error {
 	if !e.At.IsZero() {
 		at = dbTime(e.At)
 	}
-	q := db.d.bind("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)")
-	if _, err := db.sql.ExecContext(ctx, q, at, e.Actor, e.Action, e.Target, e.Detail); err != nil {
+	if _, err := db.sql.ExecContext(ctx, db.q.writeAudit, at, e.Actor, e.Action, e.Target, e.Detail); err != nil {
 		return fmt.Errorf("configdb: write audit %s by %s: %w", e.Action, e.Actor, err)
 	}
 	return nil
@@ -187,8 +183,7 @@ func (db *DB) RecentAudit(ctx context.Context, limit int) ([]AuditEntry, error) 
 	if limit <= 0 {
 		return nil, fmt.Errorf("%w: audit limit %d: must be at least 1", ErrInvalid, limit)
 	}
-	q := db.d.bind("SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC" + db.d.limit("$1"))
-	rows, err := db.sql.QueryContext(ctx, q, limit)
+	rows, err := db.sql.QueryContext(ctx, db.q.recentAudit, limit)
 	if err != nil {
 		return nil, fmt.Errorf("configdb: read audit log: %w", err)
 	}
@@ -225,7 +220,7 @@ func (db *DB) inClusterTx(ctx context.Context, clusterID string, fn func(*sql.Tx
 		}
 	}()
 	var n int
-	if err := tx.QueryRowContext(ctx, db.d.bind("SELECT COUNT(*) FROM clusters WHERE id = $1"), clusterID).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, db.q.clusterExists, clusterID).Scan(&n); err != nil {
 		return fmt.Errorf("configdb: look up cluster %q: %w", clusterID, err)
 	}
 	if n == 0 {

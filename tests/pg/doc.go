@@ -8,8 +8,8 @@
 // trust authentication and no Unix socket, then creates the database
 // Database. When the test runs as root the server runs as the postgres user
 // (PostgreSQL refuses root), and the temporary directory belongs to that
-// user. The server is its own process group, so Kill, Freeze and Thaw reach
-// every backend.
+// user. Kill, Freeze and Thaw signal the postmaster and every backend (found
+// in /proc: PostgreSQL gives each backend its own session).
 //
 // Invariants:
 //

@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,7 +91,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Logf("pg: start on port %d failed (%v), trying another port", s.port, err)
 	}
-	s.createDatabase()
+	s.CreateDatabase(Database)
 	return s
 }
 
@@ -116,8 +117,28 @@ func BinDir() (string, error) {
 }
 
 // DSN is a pgx/libpq URL for the database Database on this server.
-func (s *Server) DSN() string {
-	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, Database)
+func (s *Server) DSN() string { return s.DSNFor(Database) }
+
+// DSNFor is a pgx/libpq URL for database db on this server.
+func (s *Server) DSNFor(db string) string {
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, db)
+}
+
+// CreateDatabase creates an empty database (name: lower-case letters,
+// digits and '_') and returns its DSN, so tests can share one server.
+func (s *Server) CreateDatabase(name string) string {
+	s.t.Helper()
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			s.t.Fatalf("pg: database name %q: use lower-case letters, digits and '_'", name)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := s.query(ctx, "postgres", "CREATE DATABASE "+name); err != nil {
+		s.t.Fatalf("pg: create database %s: %v", name, err)
+	}
+	return s.DSNFor(name)
 }
 
 // Port is the TCP port the server listens on (the same across restarts).
@@ -159,8 +180,8 @@ func (s *Server) Stop() {
 }
 
 // Kill ends the server and all its processes with SIGKILL (a crash: no
-// shutdown checkpoint; the next Start runs crash recovery) and waits for
-// the postmaster to be reaped.
+// shutdown checkpoint; the next Start runs crash recovery) and waits until
+// they are gone.
 func (s *Server) Kill() {
 	s.t.Helper()
 	if err := s.signal(syscall.SIGKILL, true); err != nil {
@@ -168,22 +189,6 @@ func (s *Server) Kill() {
 	}
 	if err := s.wait(startTimeout); err != nil {
 		s.t.Fatalf("pg: kill: %v", err)
-	}
-	s.waitGroupGone(5 * time.Second)
-}
-
-// waitGroupGone waits until no process of the server's group is left, so
-// a following Start does not find the old shared memory still attached.
-// Orphans that nobody reaps stay as zombies, which hold no memory: the wait
-// is bounded and its expiry is not an error.
-func (s *Server) waitGroupGone(d time.Duration) {
-	s.mu.Lock()
-	pgid := s.cmd.Process.Pid
-	s.mu.Unlock()
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
 	}
 }
 
@@ -249,7 +254,7 @@ func (s *Server) start() error {
 		"-c", "log_min_messages=warning",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr.Setpgid = true // its own process group: signal() reaches every backend
+	cmd.SysProcAttr.Setpgid = true // keep terminal signals meant for the test away from it
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Path, err)
 	}
@@ -286,18 +291,10 @@ func (s *Server) start() error {
 	}
 }
 
-func (s *Server) createDatabase() {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := s.query(ctx, "postgres", "CREATE DATABASE "+Database); err != nil {
-		s.t.Fatalf("pg: create database %s: %v", Database, err)
-	}
-}
 
 // query runs one statement in database db over a fresh connection.
 func (s *Server) query(ctx context.Context, db, stmt string) error {
-	conn, err := pgx.Connect(ctx, fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", superuser, s.port, db))
+	conn, err := pgx.Connect(ctx, s.DSNFor(db))
 	if err != nil {
 		return err
 	}
@@ -306,8 +303,13 @@ func (s *Server) query(ctx context.Context, db, stmt string) error {
 	return err
 }
 
-// signal sends sig to the postmaster, or to its whole process group.
-func (s *Server) signal(sig syscall.Signal, group bool) error {
+// signal sends sig to the postmaster, or to the postmaster and every
+// process it started. PostgreSQL puts each backend in its own session, so
+// a process-group signal would miss them: the children are found in /proc.
+// The postmaster is stopped first, so it forks no new child meanwhile, and
+// for SIGKILL the call waits until the children have exited (zombies left
+// to an init that does not reap count as exited: they hold no memory).
+func (s *Server) signal(sig syscall.Signal, all bool) error {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
 	s.mu.Unlock()
@@ -319,19 +321,87 @@ func (s *Server) signal(sig syscall.Signal, group bool) error {
 		return errors.New("the server is not running")
 	default:
 	}
-	pid := cmd.Process.Pid
-	if group {
-		pid = -pid // the process group Setpgid created, led by the postmaster
+	pm := cmd.Process.Pid
+	if !all {
+		return kill(pm, sig)
 	}
+	if sig != syscall.SIGCONT {
+		if err := kill(pm, syscall.SIGSTOP); err != nil {
+			return err
+		}
+	}
+	kids := children(pm)
+	for _, pid := range kids {
+		_ = kill(pid, sig) // a backend may have exited meanwhile
+	}
+	if err := kill(pm, sig); err != nil {
+		return err
+	}
+	if sig != syscall.SIGKILL {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range kids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("backend %d still alive 10s after SIGKILL", pid)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func kill(pid int, sig syscall.Signal) error {
 	if err := syscall.Kill(pid, sig); err != nil {
 		return fmt.Errorf("signal %v to %d: %w", sig, pid, err)
 	}
 	return nil
 }
 
-// wait waits for the postmaster to exit. After a SIGKILL of the group its
-// backends are gone too; after a fast shutdown the postmaster waits for
-// them itself.
+// children lists the processes whose parent is pid, from /proc/<n>/stat.
+func children(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(n); ok && ppid == pid {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != 'Z' && state != 'X'
+}
+
+// procStat reads the parent pid and state of pid from /proc/<pid>/stat
+// ("pid (comm) state ppid …"; comm may hold spaces and parentheses).
+func procStat(pid int) (ppid int, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(string(f[1]))
+	return ppid, f[0][0], err == nil
+}
+
+// wait waits for the postmaster to exit (after a fast shutdown it has
+// waited for its backends itself).
 func (s *Server) wait(d time.Duration) error {
 	s.mu.Lock()
 	exited := s.exited

@@ -106,9 +106,23 @@ func TestStopStartKillKeepsDataAndPort(t *testing.T) {
 
 func TestFreezeHangsQueriesUntilThaw(t *testing.T) {
 	s := Start(t)
+	bg := context.Background()
+	held, err := connect(bg, t, s) // a session opened before the freeze
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close(bg)
 	s.Freeze()
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	_, err := connect(ctx, t, s)
+
+	ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
+	_, err = held.Exec(ctx, "SELECT 1")
+	cancel()
+	if err == nil {
+		t.Fatal("an open session answered while the server was frozen")
+	}
+
+	ctx, cancel = context.WithTimeout(bg, 500*time.Millisecond)
+	_, err = connect(ctx, t, s)
 	cancel()
 	if err == nil {
 		t.Fatal("connected to a frozen server")
@@ -149,5 +163,21 @@ func TestBinDirFindsTheServer(t *testing.T) {
 		if !isExecutable(d + "/" + name) {
 			t.Fatalf("%s/%s is not executable", d, name)
 		}
+	}
+}
+
+func TestCreateDatabase(t *testing.T) {
+	s := Start(t)
+	dsn := s.CreateDatabase("second_db")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var name string
+	if err := c.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil || name != "second_db" {
+		t.Fatalf("current_database() = %q, %v", name, err)
 	}
 }
