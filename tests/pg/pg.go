@@ -291,7 +291,6 @@ func (s *Server) start() error {
 	}
 }
 
-
 // query runs one statement in database db over a fresh connection.
 func (s *Server) query(ctx context.Context, db, stmt string) error {
 	conn, err := pgx.Connect(ctx, s.DSNFor(db))
