@@ -1,0 +1,331 @@
+package redundancy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/redundancy/wire"
+)
+
+// levels records what the actor publishes.
+type levels struct {
+	mu  sync.Mutex
+	got []byte
+}
+
+func (l *levels) Publish(level byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, level)
+}
+
+func (l *levels) all() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
+}
+
+func (l *levels) last() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.got) == 0 {
+		return -1
+	}
+	return int(l.got[len(l.got)-1])
+}
+
+type fakeDb struct {
+	mu    sync.Mutex
+	st    DbStatus
+	known bool
+}
+
+func (d *fakeDb) DbStatus() (DbStatus, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st, d.known
+}
+
+func (d *fakeDb) set(reachable bool, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.st, d.known = DbStatus{Reachable: reachable, AsOf: at}, true
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type pubRig struct {
+	clock   *clockwork.FakeClock
+	members *fakeMembers
+	bus     *fakeBus
+	db      *fakeDb
+	levels  *levels
+	view    *RoleView
+	log     *syncBuf
+	peers   *levels // peer levels reported through PeerStatus (alive only)
+	goneMu  sync.Mutex
+	gone    []string
+	actor   *PublishActor
+	self    m.Member
+	peer    m.Member
+}
+
+const selfNode, peerNode = "127.0.0.1:4002", "127.0.0.1:4001"
+
+func newPubRig(t *testing.T) *pubRig {
+	t.Helper()
+	r := &pubRig{clock: clockwork.NewFakeClockAt(tEpoch), bus: newFakeBus(), db: &fakeDb{}, levels: &levels{}, log: &syncBuf{}, peers: &levels{}}
+	r.peer = member("127.0.0.1", 4001, 1, m.Up, 1, "pair", "admin", "driver")
+	r.self = member("127.0.0.1", 4002, 2, m.Up, 2, "pair", "admin", "driver")
+	r.members = newFakeMembers(r.self.Address)
+	r.view = NewRoleView(r.members, "pair")
+	r.actor = NewPublishActor(PublishActorOptions{
+		Membership: r.members, PubSub: r.bus, DbHealth: r.db, Publisher: r.levels, RoleView: r.view,
+		PeerStatus: func(uri string, level byte, alive bool) {
+			if alive {
+				r.peers.Publish(level)
+			} else {
+				r.goneMu.Lock()
+				r.gone = append(r.gone, uri)
+				r.goneMu.Unlock()
+			}
+		},
+		PeerApplicationURIs: []string{"urn:a"},
+		ConfiguredRoles:     []string{"admin", "driver"}, ClusterID: "pair",
+		ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842",
+		Clock: r.clock, Logger: slog.New(slog.NewTextHandler(r.log, nil)),
+	})
+	return r
+}
+
+func (r *pubRig) start(t *testing.T) {
+	t.Helper()
+	r.actor.Start(context.Background())
+	t.Cleanup(r.actor.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.clock.BlockUntilContext(ctx, 1); err != nil { // the HealthTick ticker
+		t.Fatal(err)
+	}
+}
+
+// snapshot publishes a snapshot naming self with role and uid.
+func (r *pubRig) snapshot(selfRole Role, selfUID uint64) {
+	s := Snapshot{Entries: map[string]Entry{
+		peerNode: {NodeID: peerNode, UID: 1, Role: RoleSecondary, ClusterID: "pair", Status: m.Up},
+	}, Epochs: EpochBook{}, AsOf: r.clock.Now(), Publisher: peerNode}
+	if selfRole != RoleUnknown {
+		s.Entries[selfNode] = Entry{NodeID: selfNode, UID: selfUID, Role: selfRole, ClusterID: "pair", IsDriverPrimary: selfRole == RolePrimary, Status: m.Up}
+	}
+	if selfRole == RolePrimary {
+		s.Epochs["pair"] = EpochState{Epoch: 1, Primary: selfNode, PrimaryUID: selfUID}
+	} else if selfRole == RoleSecondary {
+		s.Entries[peerNode] = Entry{NodeID: peerNode, UID: 1, Role: RolePrimary, IsDriverPrimary: true, ClusterID: "pair", Status: m.Up}
+	}
+	r.bus.Publish(wire.Topic, s.ToWire())
+}
+
+func (r *pubRig) probe(target string, ok bool) {
+	r.bus.Publish(wire.Topic, &wire.OpcUaProbeResult{Target: target, Ok: ok, Prober: peerNode, AtUnixMs: wire.UnixMs(r.clock.Now())})
+}
+
+func (r *pubRig) wantLevel(t *testing.T, want byte) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("level %d", want), func() bool { return r.levels.last() == int(want) })
+}
+
+func TestPublishActorFirstLevelAtOnce(t *testing.T) {
+	r := newPubRig(t)
+	r.actor.Start(context.Background())
+	defer r.actor.Stop()
+	// Not a member yet: 0, published synchronously by Start, before any
+	// tick.
+	if got := r.levels.all(); !slices.Equal(got, []byte{0}) {
+		t.Fatalf("levels after Start = %v, want [0]", got)
+	}
+	if l, ok := r.actor.Level(); !ok || l != 0 {
+		t.Fatalf("Level() = %d, %v", l, ok)
+	}
+	// Its NodeStatus went out with it.
+	st := all[*wire.NodeStatus](r.bus)
+	if len(st) != 1 || st[0].GetNodeId() != selfNode || st[0].GetUid() != 2 || st[0].GetOpcuaEndpoint() != "opc.tcp://127.0.0.1:4842" || st[0].GetServiceLevel() != 0 {
+		t.Fatalf("NodeStatus at start: %v", st)
+	}
+}
+
+func TestPublishActorFollowsItsInputs(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.wantLevel(t, 0)
+
+	// Joins and comes Up; the DB answers; no snapshot names it yet: stale,
+	// 200.
+	r.members.set(r.peer, r.self)
+	r.db.set(true, r.clock.Now())
+	r.actor.NotifyDbChanged()
+	r.wantLevel(t, 200) // DB reachable, no snapshot: stale
+	if role, drivers := r.view.State(); role != RoleUnknown || drivers != 2 {
+		t.Fatalf("role view before a snapshot: %v, %d", role, drivers)
+	}
+
+	// The snapshot names this node Secondary: 240; then Primary: 250.
+	r.snapshot(RoleSecondary, 2)
+	r.wantLevel(t, 240)
+	if r.view.Role() != RoleSecondary {
+		t.Fatalf("role view %v", r.view.Role())
+	}
+	r.snapshot(RolePrimary, 2)
+	r.wantLevel(t, 250)
+	if r.view.Role() != RolePrimary {
+		t.Fatalf("role view %v", r.view.Role())
+	}
+
+	// A failed probe of another node changes nothing; of this node: 200.
+	r.probe(peerNode, false)
+	never(t, "a probe about a peer moved the level", func() bool { return r.levels.last() != 250 })
+	r.probe(selfNode, false)
+	r.wantLevel(t, 200)
+	r.probe(selfNode, true)
+	r.wantLevel(t, 250)
+
+	// Repeats are suppressed: the same snapshot and a tick publish nothing.
+	n := len(r.levels.all())
+	r.snapshot(RolePrimary, 2)
+	r.clock.Advance(HealthTick)
+	never(t, "a repeated level was published", func() bool { return len(r.levels.all()) != n })
+
+	// A snapshot for another incarnation at this address is not ours: the
+	// role becomes unknown, the entry we had stays until it is stale.
+	r.snapshot(RolePrimary, 99)
+	eventually(t, "the role view forgets the role", func() bool { return r.view.Role() == RoleUnknown })
+
+	// The DB becomes unreachable: the HealthTick picks it up (100).
+	r.db.set(false, r.clock.Now())
+	r.clock.Advance(HealthTick)
+	r.wantLevel(t, 100)
+	r.db.set(true, r.clock.Now())
+	r.actor.NotifyDbChanged()
+	r.wantLevel(t, 250)
+
+	// No snapshot for more than 30 s (the admin singleton is gone): 200.
+	for range 6 {
+		r.db.set(true, r.clock.Now())
+		r.clock.Advance(HealthTick)
+	}
+	r.wantLevel(t, 200)
+
+	// Leaving: 0.
+	r.self.Status = m.Leaving
+	r.members.set(r.peer, r.self)
+	r.wantLevel(t, 0)
+
+	got := r.levels.all()
+	want := []byte{0, 200, 240, 250, 200, 250, 100, 250, 200, 0}
+	if !slices.Equal(got, want) {
+		t.Fatalf("published %v, want %v", got, want)
+	}
+}
+
+func TestPublishActorProbeFreshness(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.members.set(r.peer, r.self)
+	r.db.set(true, r.clock.Now())
+	r.snapshot(RoleSecondary, 2)
+	r.wantLevel(t, 240)
+	r.probe(selfNode, false)
+	r.wantLevel(t, 200)
+	// 30 s later the failure is old: benefit of the doubt (the snapshot
+	// and DB verdict are kept fresh meanwhile).
+	for range 6 {
+		r.clock.Advance(HealthTick)
+		r.db.set(true, r.clock.Now())
+		r.snapshot(RoleSecondary, 2)
+	}
+	never(t, "the failure stopped counting within 30 s", func() bool { return r.levels.last() != 200 })
+	r.clock.Advance(HealthTick)
+	r.db.set(true, r.clock.Now())
+	r.snapshot(RoleSecondary, 2)
+	r.wantLevel(t, 240)
+}
+
+func TestPublishActorWarnsOnceWhenSnapshotsOmitIt(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.members.set(r.peer, r.self)
+	for range 3 {
+		r.snapshot(RoleUnknown, 0)
+	}
+	eventually(t, "the warning", func() bool { return strings.Contains(r.log.String(), "do not name this node") })
+	for range 3 {
+		r.snapshot(RoleUnknown, 0)
+	}
+	never(t, "a second warning", func() bool { return strings.Count(r.log.String(), "do not name this node") > 1 })
+	if !strings.Contains(r.log.String(), "nodeId="+selfNode) {
+		t.Fatalf("the warning does not name the NodeId:\n%s", r.log.String())
+	}
+}
+
+func TestPublishActorNoWarningWithoutDriverPeer(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.peer.Roles = []string{"admin"}
+	r.members.set(r.peer, r.self)
+	for range 4 {
+		r.snapshot(RoleUnknown, 0)
+	}
+	never(t, "a warning without a driver peer", func() bool { return strings.Contains(r.log.String(), "do not name this node") })
+}
+
+func TestPublishActorAdvertisesAndReportsPeers(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.clock.Advance(HealthTick)
+	eventually(t, "the NodeStatus of the tick", func() bool { return len(all[*wire.NodeStatus](r.bus)) == 2 })
+
+	// A configured peer's status is shown; an unknown URI is not.
+	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 250, At: r.clock.Now()}.ToWire())
+	r.bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4009", UID: 9, ApplicationURI: "urn:stranger", ServiceLevel: 240, At: r.clock.Now()}.ToWire())
+	eventually(t, "the peer's level", func() bool { return r.peers.last() == 250 })
+	never(t, "a stranger's level", func() bool { return len(r.peers.all()) != 1 })
+	// No news for 30 s: reported gone on a tick.
+	for range 7 {
+		r.clock.Advance(HealthTick)
+	}
+	eventually(t, "the peer reported gone", func() bool {
+		r.goneMu.Lock()
+		defer r.goneMu.Unlock()
+		return slices.Equal(r.gone, []string{"urn:a"})
+	})
+	r.clock.Advance(HealthTick)
+	never(t, "the peer reported gone twice", func() bool {
+		r.goneMu.Lock()
+		defer r.goneMu.Unlock()
+		return len(r.gone) > 1
+	})
+}

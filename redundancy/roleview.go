@@ -1,0 +1,43 @@
+package redundancy
+
+import "sync/atomic"
+
+// RoleView is what data-plane code asks before it acts as Primary: this
+// node's role from the last redundancy snapshot and the live number of Up
+// driver members of its ClusterId. Pass both to gate.ShouldServiceAsPrimary:
+//
+//	role, drivers := view.State()
+//	ok, reason := gate.ShouldServiceAsPrimary(role, drivers)
+//
+// It is safe for concurrent use; State never blocks on I/O.
+type RoleView struct {
+	members   Membership
+	clusterID string
+	role      atomic.Int32 // a Role
+}
+
+// NewRoleView returns a view with role RoleUnknown. members may be nil (a
+// node without cluster membership: driver count 0, the single-node posture).
+func NewRoleView(members Membership, clusterID string) *RoleView {
+	return &RoleView{members: members, clusterID: clusterID}
+}
+
+// SetRole records the role named by the last snapshot (RoleUnknown when it
+// did not name this node). The OpcUaPublishActor calls it on every
+// snapshot.
+func (v *RoleView) SetRole(r Role) { v.role.Store(int32(r)) }
+
+// Role is the role from the last snapshot.
+func (v *RoleView) Role() Role { return Role(v.role.Load()) }
+
+// DriverMemberCount is the number of Up members with role driver in this
+// node's ClusterId, read live from membership.
+func (v *RoleView) DriverMemberCount() int {
+	if v.members == nil {
+		return 0
+	}
+	return CountDriverMembers(v.members.Snapshot().Gossip.Members, v.clusterID)
+}
+
+// State returns Role and DriverMemberCount together.
+func (v *RoleView) State() (Role, int) { return v.Role(), v.DriverMemberCount() }

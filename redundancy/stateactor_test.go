@@ -1,0 +1,209 @@
+package redundancy
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/redundancy/wire"
+)
+
+type stateRig struct {
+	clock   *clockwork.FakeClock
+	members *fakeMembers
+	bus     *fakeBus
+	tracker *Tracker
+	actor   *StateActor
+}
+
+func newStateRig(t *testing.T, clock *clockwork.FakeClock, bus *fakeBus, self m.UniqueAddress, members ...m.Member) *stateRig {
+	t.Helper()
+	r := &stateRig{clock: clock, members: newFakeMembers(self), bus: bus, tracker: NewTracker()}
+	r.members.set(members...)
+	cancel := bus.Subscribe(wire.Topic, r.tracker.Handle)
+	t.Cleanup(cancel)
+	return r
+}
+
+func (r *stateRig) start(t *testing.T) {
+	t.Helper()
+	r.actor = NewStateActor(StateActorOptions{Membership: r.members, PubSub: r.bus, Tracker: r.tracker, Clock: r.clock})
+	r.actor.Start(context.Background())
+	t.Cleanup(r.actor.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.clock.BlockUntilContext(ctx, 2); err != nil { // republish ticker + debounce timer
+		t.Fatal(err)
+	}
+}
+
+// event changes membership and waits until the actor has taken the event.
+func (r *stateRig) event(t *testing.T, members ...m.Member) {
+	t.Helper()
+	before := r.actor.kicks.Load()
+	r.members.set(members...)
+	eventually(t, "the actor takes the membership event", func() bool { return r.actor.kicks.Load() > before })
+}
+
+func snapshots(b *fakeBus) []*wire.RedundancyStateChanged {
+	return all[*wire.RedundancyStateChanged](b)
+}
+
+func pairMembers(aUp, bUp int) []m.Member {
+	return []m.Member{
+		member("127.0.0.1", 4001, 1, m.Up, aUp, "pair", "admin", "driver"),
+		member("127.0.0.1", 4002, 2, m.Up, bUp, "pair", "admin", "driver"),
+	}
+}
+
+func TestStateActorDebouncesAndRepublishes(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(tEpoch)
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
+	r.start(t)
+	count := func() int { return len(snapshots(bus)) }
+
+	// The first snapshot waits for the quiet period after Start.
+	clock.Advance(200 * time.Millisecond)
+	never(t, "a snapshot before 250 ms", func() bool { return count() > 0 })
+	// An event at +200 ms moves the deadline to +450 ms.
+	r.event(t, ms...)
+	clock.Advance(200 * time.Millisecond) // +400
+	never(t, "a snapshot before the quiet period after the last event", func() bool { return count() > 0 })
+	clock.Advance(50 * time.Millisecond) // +450
+	eventually(t, "the debounced snapshot", func() bool { return count() == 1 })
+	s, err := SnapshotFromWire(snapshots(bus)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Entries["127.0.0.1:4001"].Role != RolePrimary || s.Entries["127.0.0.1:4002"].Role != RoleSecondary {
+		t.Fatalf("entries %+v", s.Entries)
+	}
+	if s.Publisher != "127.0.0.1:4001" || s.Sequence != 1 || !s.AsOf.Equal(tEpoch.Add(450*time.Millisecond)) {
+		t.Fatalf("snapshot header %q #%d at %v", s.Publisher, s.Sequence, s.AsOf)
+	}
+
+	// A steady stream of events: at most DebounceMax after the first.
+	for i := range 5 { // events at +450 … +1250 ms
+		r.event(t, ms...)
+		clock.Advance(200 * time.Millisecond)
+		if i < 4 {
+			never(t, "a snapshot while events keep coming within the cap", func() bool { return count() > 1 })
+		}
+	}
+	eventually(t, "the capped snapshot", func() bool { return count() == 2 })
+	if capped, _ := SnapshotFromWire(snapshots(bus)[1]); !capped.AsOf.Equal(tEpoch.Add(1450 * time.Millisecond)) {
+		t.Fatalf("capped snapshot at +%v, want +1.45s (DebounceMax after the first event)", capped.AsOf.Sub(tEpoch))
+	}
+
+	// Nothing happens: the heartbeat republishes every 10 s (the ticker
+	// started at Start, so its first beat is at +10 s).
+	clock.Advance(10*time.Second - 1450*time.Millisecond)
+	eventually(t, "the heartbeat", func() bool { return count() == 3 })
+	clock.Advance(RepublishEvery)
+	eventually(t, "the next heartbeat", func() bool { return count() == 4 })
+	last, _ := SnapshotFromWire(snapshots(bus)[3])
+	if last.Sequence != 4 || last.Epochs["pair"] != s.Epochs["pair"] {
+		t.Fatalf("heartbeat #%d epochs %v, first %v", last.Sequence, last.Epochs, s.Epochs)
+	}
+
+	// Stop: nothing more.
+	r.actor.Stop()
+	clock.Advance(time.Minute)
+	never(t, "a snapshot after Stop", func() bool { return count() > 4 })
+	if r.members.subscribers() != 0 {
+		t.Fatal("Stop left the membership subscription")
+	}
+}
+
+func TestStateActorCarriesAdvertisedEndpoints(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(tEpoch)
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
+	r.start(t)
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+
+	// The Secondary advertises its endpoint: the actor publishes again
+	// after the quiet period, with the endpoint in the entry.
+	before := r.actor.kicks.Load()
+	bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4002", UID: 2, ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842"}.ToWire())
+	eventually(t, "the NodeStatus wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the snapshot after the NodeStatus", func() bool { return len(snapshots(bus)) == 2 })
+	s, _ := SnapshotFromWire(snapshots(bus)[1])
+	if e := s.Entries["127.0.0.1:4002"]; e.OpcUaEndpoint != "opc.tcp://127.0.0.1:4842" || e.ApplicationURI != "urn:b" {
+		t.Fatalf("entry %+v", e)
+	}
+	// The same NodeStatus again (a HealthTick) changes nothing and does
+	// not wake the actor.
+	before = r.actor.kicks.Load()
+	bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4002", UID: 2, ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842", ServiceLevel: 240}.ToWire())
+	never(t, "a repeated NodeStatus wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+}
+
+// TestEpochMonotonicAcrossInstances: a new singleton instance after a
+// take-over continues the epochs above the old instance's, even with a
+// clock an hour behind; a node that saw nothing (a whole-cluster restart)
+// starts above them thanks to the clock floor; an instance moving while the
+// Primary stays keeps the epoch.
+func TestEpochMonotonicAcrossInstances(t *testing.T) {
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	clockA := clockwork.NewFakeClockAt(tEpoch)
+	a := newStateRig(t, clockA, bus, ms[0].Address, ms...)
+	// Node b's tracker listens from its process start, like the host's.
+	clockB := clockwork.NewFakeClockAt(tEpoch.Add(-time.Hour))
+	b := newStateRig(t, clockB, bus, ms[1].Address, ms...)
+
+	a.start(t)
+	clockA.Advance(DebounceQuiet)
+	eventually(t, "a's snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	first, _ := SnapshotFromWire(snapshots(bus)[0])
+	epA := first.Epochs["pair"]
+	if epA.Primary != "127.0.0.1:4001" || epA.Epoch == 0 {
+		t.Fatalf("first epoch %+v", epA)
+	}
+
+	// a is killed; b takes over with only itself left.
+	a.actor.Stop()
+	b.members.set(ms[1])
+	b.start(t)
+	clockB.Advance(DebounceQuiet)
+	eventually(t, "b's snapshot", func() bool { return len(snapshots(bus)) == 2 })
+	second, _ := SnapshotFromWire(snapshots(bus)[1])
+	epB := second.Epochs["pair"]
+	if epB.Primary != "127.0.0.1:4002" || epB.Epoch <= epA.Epoch {
+		t.Fatalf("epoch after take-over %+v, before %+v: must be higher", epB, epA)
+	}
+
+	// A hand-over to a third admin node while the Primary stays: same epoch.
+	c := newStateRig(t, clockwork.NewFakeClockAt(tEpoch.Add(-2*time.Hour)), bus,
+		m.UniqueAddress{Host: "127.0.0.1", Port: 4003, UID: 3}, ms[1], member("127.0.0.1", 4003, 3, m.Up, 3, "pair", "admin"))
+	c.tracker.ObserveEpochs(b.tracker.Epochs()) // c heard b's snapshots
+	b.actor.Stop()
+	c.start(t)
+	c.clock.Advance(DebounceQuiet)
+	eventually(t, "c's snapshot", func() bool { return len(snapshots(bus)) == 3 })
+	third, _ := SnapshotFromWire(snapshots(bus)[2])
+	if third.Epochs["pair"] != epB {
+		t.Fatalf("epoch after a hand-over with the same Primary %+v, want %+v", third.Epochs["pair"], epB)
+	}
+
+	// Whole cluster restarted later: a fresh process with an empty tracker
+	// and new incarnations still issues a higher epoch.
+	fresh := newStateRig(t, clockwork.NewFakeClockAt(tEpoch.Add(time.Minute)), newFakeBus(),
+		m.UniqueAddress{Host: "127.0.0.1", Port: 4001, UID: 11}, member("127.0.0.1", 4001, 11, m.Up, 1, "pair", "admin", "driver"))
+	fresh.start(t)
+	fresh.clock.Advance(DebounceQuiet)
+	eventually(t, "the fresh snapshot", func() bool { return len(snapshots(fresh.bus)) == 1 })
+	fourth, _ := SnapshotFromWire(snapshots(fresh.bus)[0])
+	if fourth.Epochs["pair"].Epoch <= epB.Epoch {
+		t.Fatalf("epoch after a full restart %d, before %d", fourth.Epochs["pair"].Epoch, epB.Epoch)
+	}
+}
