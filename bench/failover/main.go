@@ -39,12 +39,15 @@ import (
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
+var warmup time.Duration
+
 func main() {
 	trials := flag.Int("trials", 10, "failover trials with the crash fast path on")
 	offTrials := flag.Int("off-trials", 10, "failover trials with the fast path off (each takes ≈ 20 s)")
 	nodes := flag.Int("nodes", 24, "processes for the convergence measurement (0 skips it)")
 	convTrials := flag.Int("converge-trials", 3, "convergence trials")
 	verbose := flag.Bool("v", false, "log every trial")
+	flag.DurationVar(&warmup, "warmup", 3*time.Second, "how long a formed pair runs before the kill")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if !*verbose {
@@ -146,7 +149,7 @@ func failoverTrial(tune func(map[string]any)) (took, unreachable time.Duration, 
 		waitAll(t, []*procs.Node{a, b}, 2, 60*time.Second)
 		// Let the failure detector collect a few heartbeats, as in a
 		// running pair.
-		time.Sleep(3 * time.Second)
+		time.Sleep(warmup)
 		a.Signal(syscall.SIGKILL)
 		at := time.Now()
 		procs.CheckFor(t, 90*time.Second, 10*time.Millisecond, func() error {

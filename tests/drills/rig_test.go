@@ -356,6 +356,16 @@ type sampler struct {
 func (r *rig) sample() *sampler {
 	s := &sampler{r: r, stop: make(chan struct{}), done: make(chan struct{}), every: 50 * time.Millisecond, seen: map[string]map[string]bool{}}
 	go s.run()
+	// The drill acts only once the sampler has seen the state before the
+	// action: two complete rounds.
+	procs.CheckFor(r.t, 10*time.Second, 10*time.Millisecond, func() error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if n := s.checker.Rounds(); n < 2 {
+			return fmt.Errorf("invariant sampler: %d rounds so far", n)
+		}
+		return nil
+	})
 	r.t.Cleanup(func() {
 		s.halt()
 		s.mu.Lock()
