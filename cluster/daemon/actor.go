@@ -68,6 +68,7 @@ type daemonActor struct {
 	log   *slog.Logger
 
 	events     []m.Event
+	later      []func() // run once the state of this message is published
 	wasMember  bool
 	probing    map[m.UniqueAddress]bool
 	refused    map[m.UniqueAddress]bool // the fast path found no process listening
@@ -180,6 +181,10 @@ func (a *daemonActor) publish() {
 	}
 	a.d.hub.update(st, info, a.events)
 	a.events = nil
+	for _, f := range a.later {
+		f()
+	}
+	a.later = nil
 }
 
 // onInbound filters a received message and steps it.
@@ -461,7 +466,12 @@ func (a *daemonActor) startExiting() {
 	a.log.Info("cluster exiting: running the leave tasks", "tasks", len(a.d.opts.ExitingTasks))
 	tasks, timeout, parent := a.d.opts.ExitingTasks, a.d.opts.ExitingTimeout, a.d.ctx
 	log := a.log
-	go func() {
+	// started after publish, so that the tasks see this node Exiting
+	a.later = append(a.later, func() { go a.runExitingTasks(tasks, timeout, parent, log) })
+}
+
+func (a *daemonActor) runExitingTasks(tasks []func(context.Context) error, timeout time.Duration, parent context.Context, log *slog.Logger) {
+	{
 		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		for i, task := range tasks {
@@ -474,7 +484,7 @@ func (a *daemonActor) startExiting() {
 			}
 		}
 		a.tell(exitingDone{})
-	}()
+	}
 }
 
 func (a *daemonActor) onLeave() {

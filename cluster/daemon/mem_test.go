@@ -72,6 +72,11 @@ func memAddr(name string) m.Address { return m.Address{Host: name, Port: 2552} }
 // start starts a process on name (a new incarnation if one ran there).
 func (c *memCluster) start(name string, seeds []string, configure func(*node.Config)) *memNode {
 	c.t.Helper()
+	return c.startWith(name, seeds, configure, nil)
+}
+
+func (c *memCluster) startWith(name string, seeds []string, configure func(*node.Config), options func(*Options)) *memNode {
+	c.t.Helper()
 	if old := c.nodes[name]; old != nil {
 		old.d.Stop()
 		old.sys.Shutdown(false)
@@ -93,7 +98,11 @@ func (c *memCluster) start(name string, seeds []string, configure func(*node.Con
 	sys := actors.NewLocal(logger)
 	tr := c.net.Transport()
 	clock := clockwork.NewFakeClock()
-	d, err := Start(Options{Node: cfg, System: sys, Transport: tr, Prober: tr.Prober(), Clock: clock, Logger: logger})
+	o := Options{Node: cfg, System: sys, Transport: tr, Prober: tr.Prober(), Clock: clock, Logger: logger}
+	if options != nil {
+		options(&o)
+	}
+	d, err := Start(o)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -403,14 +412,14 @@ func TestExitingTasksRunBeforeTheExit(t *testing.T) {
 	c := newMemCluster(t)
 	ran := make(chan m.Status, 1)
 	var a *memNode
-	a = c.start("a", []string{"a"}, nil)
-	c.until(2*time.Second, "a Up", allUp(a, "a"))
-	a.d.opts.ExitingTasks = nil // options are read when exiting starts
-	a.d.opts.ExitingTasks = append(a.d.opts.ExitingTasks, func(context.Context) error {
-		mb, _ := a.d.Snapshot().SelfMember()
-		ran <- mb.Status
-		return nil
+	a = c.startWith("a", []string{"a"}, nil, func(o *Options) {
+		o.ExitingTasks = []func(context.Context) error{func(context.Context) error {
+			mb, _ := a.d.Snapshot().SelfMember()
+			ran <- mb.Status
+			return nil
+		}}
 	})
+	c.until(2*time.Second, "a Up", allUp(a, "a"))
 	a.d.Leave()
 	c.until(5*time.Second, "a done", func() bool { return a.d.Info().Finished })
 	select {
