@@ -302,7 +302,9 @@ func (p *PeerOpcUaProbeActor) probeOnce(ctx context.Context, wasOk bool) bool {
 			res.Error = fmt.Sprintf("no Acknowledge within %v: %v", p.o.Timeout, err)
 		}
 	}
-	p.o.PubSub.Publish(wire.Topic, res)
+	if err := p.o.PubSub.Publish(wire.Topic, res); err != nil {
+		p.o.Logger.Error("peer probe result not published", "peer", p.peer.NodeID, "err", err)
+	}
 	switch {
 	case wasOk && err != nil:
 		p.o.Logger.Warn("peer OPC UA probe failed", "peer", p.peer.NodeID, "endpoint", p.peer.Endpoint, "err", res.Error)

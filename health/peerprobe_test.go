@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
@@ -238,7 +239,7 @@ type fakeBus struct {
 	published []*wire.OpcUaProbeResult
 }
 
-func (b *fakeBus) Publish(_ string, msg proto.Message) {
+func (b *fakeBus) Publish(_ string, msg proto.Message) error {
 	b.mu.Lock()
 	if r, ok := msg.(*wire.OpcUaProbeResult); ok {
 		b.published = append(b.published, r)
@@ -251,8 +252,9 @@ func (b *fakeBus) Publish(_ string, msg proto.Message) {
 	for _, fn := range fns {
 		fn(m.UniqueAddress{}, msg)
 	}
+	return nil
 }
-func (b *fakeBus) Subscribe(_ string, fn func(m.UniqueAddress, proto.Message)) func() {
+func (b *fakeBus) Subscribe(_ string, fn pubsub.Handler) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	id := b.next

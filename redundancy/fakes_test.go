@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/pubsub"
 )
 
 // fakeMembers is a membership daemon whose view the test sets.
@@ -77,7 +78,7 @@ func newFakeBus() *fakeBus {
 	return &fakeBus{subs: map[string]map[int]func(m.UniqueAddress, proto.Message){}}
 }
 
-func (b *fakeBus) Publish(topic string, msg proto.Message) {
+func (b *fakeBus) Publish(topic string, msg proto.Message) error {
 	b.mu.Lock()
 	b.published = append(b.published, msg)
 	var fns []func(m.UniqueAddress, proto.Message)
@@ -88,9 +89,10 @@ func (b *fakeBus) Publish(topic string, msg proto.Message) {
 	for _, fn := range fns {
 		fn(b.from, msg)
 	}
+	return nil
 }
 
-func (b *fakeBus) Subscribe(topic string, fn func(m.UniqueAddress, proto.Message)) func() {
+func (b *fakeBus) Subscribe(topic string, fn pubsub.Handler) func() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs[topic] == nil {

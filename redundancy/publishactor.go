@@ -290,11 +290,14 @@ func (a *PublishActor) advertise() {
 	if a.last < 0 {
 		return
 	}
-	a.o.PubSub.Publish(wire.Topic, NodeInfo{
+	err := a.o.PubSub.Publish(wire.Topic, NodeInfo{
 		NodeID: a.obs.Self.NodeID(), UID: a.obs.Self.UID, ClusterID: a.o.ClusterID,
 		ApplicationURI: a.o.ApplicationURI, OpcUaEndpoint: a.o.OpcUaEndpoint,
 		ServiceLevel: byte(a.last), At: a.o.Clock.Now(),
 	}.ToWire())
+	if err != nil {
+		a.o.Logger.Error("NodeStatus not published", "err", err)
+	}
 }
 
 // onPeerStatus records a peer's NodeStatus and reports it to PeerStatus.

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -24,15 +25,19 @@ type Membership interface {
 	Subscribe(fn func(membership.Event)) (membership.State, func())
 }
 
-// PubSub is the distributed pub/sub mediator as the runtime uses it.
+// PubSub is the distributed pub/sub mediator as the runtime uses it
+// (*pubsub.Mediator satisfies it).
 type PubSub interface {
 	// Publish sends msg to every subscriber of topic in the cluster, this
-	// node's included. Nothing is buffered for late subscribers.
-	Publish(topic string, msg proto.Message)
+	// node's included. Nothing is buffered for late subscribers. An error
+	// means msg could not be encoded; it never blocks on the network.
+	Publish(topic string, msg proto.Message) error
 	// Subscribe calls fn for every message published on topic from now
 	// on. fn runs on the mediator's delivery goroutine and must not block.
-	Subscribe(topic string, fn func(from membership.UniqueAddress, msg proto.Message)) (cancel func())
+	Subscribe(topic string, fn pubsub.Handler) (cancel func())
 }
+
+var _ PubSub = (*pubsub.Mediator)(nil)
 
 // DbStatus is the last Config DB probe verdict.
 type DbStatus struct {

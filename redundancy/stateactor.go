@@ -154,6 +154,9 @@ func (a *StateActor) publish(why string) {
 		}
 	}
 	a.o.Tracker.ObserveEpochs(book)
-	a.o.PubSub.Publish(wire.Topic, snap.ToWire())
+	if err := a.o.PubSub.Publish(wire.Topic, snap.ToWire()); err != nil {
+		a.o.Logger.Error("redundancy snapshot not published", "err", err)
+		return
+	}
 	a.o.Logger.Debug("redundancy snapshot published", "why", why, "sequence", a.seq, "entries", len(snap.Entries))
 }

@@ -1,6 +1,8 @@
 package wire
 
-// Regenerate wire.pb.go after editing wire.proto (needs protoc from Debian's
-// protobuf-compiler and protoc-gen-go v1.36.12 on PATH):
+// Regenerate redundancy.pb.go after editing redundancy.proto (needs protoc
+// from Debian's protobuf-compiler and protoc-gen-go v1.36.12 on PATH). The
+// file name is registered globally by the protobuf runtime: it must differ
+// from every other .proto linked into otopcua (cluster/wire has wire.proto).
 //
-//go:generate protoc --go_out=. --go_opt=paths=source_relative wire.proto
+//go:generate protoc --go_out=. --go_opt=paths=source_relative redundancy.proto

@@ -7,7 +7,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: wire.proto
+// source: redundancy.proto
 
 package wire
 
@@ -66,11 +66,11 @@ func (x Role) String() string {
 }
 
 func (Role) Descriptor() protoreflect.EnumDescriptor {
-	return file_wire_proto_enumTypes[0].Descriptor()
+	return file_redundancy_proto_enumTypes[0].Descriptor()
 }
 
 func (Role) Type() protoreflect.EnumType {
-	return &file_wire_proto_enumTypes[0]
+	return &file_redundancy_proto_enumTypes[0]
 }
 
 func (x Role) Number() protoreflect.EnumNumber {
@@ -79,7 +79,7 @@ func (x Role) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Role.Descriptor instead.
 func (Role) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_redundancy_proto_rawDescGZIP(), []int{0}
 }
 
 // NodeRedundancyState is one member's entry of a snapshot.
@@ -112,7 +112,7 @@ type NodeRedundancyState struct {
 
 func (x *NodeRedundancyState) Reset() {
 	*x = NodeRedundancyState{}
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_redundancy_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -124,7 +124,7 @@ func (x *NodeRedundancyState) String() string {
 func (*NodeRedundancyState) ProtoMessage() {}
 
 func (x *NodeRedundancyState) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[0]
+	mi := &file_redundancy_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -137,7 +137,7 @@ func (x *NodeRedundancyState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeRedundancyState.ProtoReflect.Descriptor instead.
 func (*NodeRedundancyState) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{0}
+	return file_redundancy_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *NodeRedundancyState) GetNodeId() string {
@@ -220,7 +220,7 @@ type ClusterEpoch struct {
 
 func (x *ClusterEpoch) Reset() {
 	*x = ClusterEpoch{}
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_redundancy_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -232,7 +232,7 @@ func (x *ClusterEpoch) String() string {
 func (*ClusterEpoch) ProtoMessage() {}
 
 func (x *ClusterEpoch) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[1]
+	mi := &file_redundancy_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -245,7 +245,7 @@ func (x *ClusterEpoch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterEpoch.ProtoReflect.Descriptor instead.
 func (*ClusterEpoch) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{1}
+	return file_redundancy_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ClusterEpoch) GetClusterId() string {
@@ -296,7 +296,7 @@ type RedundancyStateChanged struct {
 
 func (x *RedundancyStateChanged) Reset() {
 	*x = RedundancyStateChanged{}
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_redundancy_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +308,7 @@ func (x *RedundancyStateChanged) String() string {
 func (*RedundancyStateChanged) ProtoMessage() {}
 
 func (x *RedundancyStateChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[2]
+	mi := &file_redundancy_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +321,7 @@ func (x *RedundancyStateChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedundancyStateChanged.ProtoReflect.Descriptor instead.
 func (*RedundancyStateChanged) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{2}
+	return file_redundancy_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RedundancyStateChanged) GetEntries() map[string]*NodeRedundancyState {
@@ -380,7 +380,7 @@ type OpcUaProbeResult struct {
 
 func (x *OpcUaProbeResult) Reset() {
 	*x = OpcUaProbeResult{}
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_redundancy_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +392,7 @@ func (x *OpcUaProbeResult) String() string {
 func (*OpcUaProbeResult) ProtoMessage() {}
 
 func (x *OpcUaProbeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_redundancy_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +405,7 @@ func (x *OpcUaProbeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpcUaProbeResult.ProtoReflect.Descriptor instead.
 func (*OpcUaProbeResult) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{3}
+	return file_redundancy_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OpcUaProbeResult) GetTarget() string {
@@ -471,7 +471,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_redundancy_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -483,7 +483,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_redundancy_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -496,7 +496,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{4}
+	return file_redundancy_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeStatus) GetNodeId() string {
@@ -548,12 +548,11 @@ func (x *NodeStatus) GetAtUnixMs() int64 {
 	return 0
 }
 
-var File_wire_proto protoreflect.FileDescriptor
+var File_redundancy_proto protoreflect.FileDescriptor
 
-const file_wire_proto_rawDesc = "" +
+const file_redundancy_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"wire.proto\x12\x17otopcua.redundancy.wire\"\xc9\x02\n" +
+	"\x10redundancy.proto\x12\x17otopcua.redundancy.wire\"\xc9\x02\n" +
 	"\x13NodeRedundancyState\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x10\n" +
 	"\x03uid\x18\x02 \x01(\x04R\x03uid\x121\n" +
@@ -612,20 +611,20 @@ const file_wire_proto_rawDesc = "" +
 	"\rROLE_DETACHED\x10\x03B,Z*github.com/otopcua/otopcua/redundancy/wireb\x06proto3"
 
 var (
-	file_wire_proto_rawDescOnce sync.Once
-	file_wire_proto_rawDescData []byte
+	file_redundancy_proto_rawDescOnce sync.Once
+	file_redundancy_proto_rawDescData []byte
 )
 
-func file_wire_proto_rawDescGZIP() []byte {
-	file_wire_proto_rawDescOnce.Do(func() {
-		file_wire_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)))
+func file_redundancy_proto_rawDescGZIP() []byte {
+	file_redundancy_proto_rawDescOnce.Do(func() {
+		file_redundancy_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_redundancy_proto_rawDesc), len(file_redundancy_proto_rawDesc)))
 	})
-	return file_wire_proto_rawDescData
+	return file_redundancy_proto_rawDescData
 }
 
-var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
-var file_wire_proto_goTypes = []any{
+var file_redundancy_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_redundancy_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_redundancy_proto_goTypes = []any{
 	(Role)(0),                      // 0: otopcua.redundancy.wire.Role
 	(*NodeRedundancyState)(nil),    // 1: otopcua.redundancy.wire.NodeRedundancyState
 	(*ClusterEpoch)(nil),           // 2: otopcua.redundancy.wire.ClusterEpoch
@@ -635,7 +634,7 @@ var file_wire_proto_goTypes = []any{
 	nil,                            // 6: otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
 	nil,                            // 7: otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
 }
-var file_wire_proto_depIdxs = []int32{
+var file_redundancy_proto_depIdxs = []int32{
 	0, // 0: otopcua.redundancy.wire.NodeRedundancyState.role:type_name -> otopcua.redundancy.wire.Role
 	6, // 1: otopcua.redundancy.wire.RedundancyStateChanged.entries:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
 	7, // 2: otopcua.redundancy.wire.RedundancyStateChanged.epochs:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
@@ -648,27 +647,27 @@ var file_wire_proto_depIdxs = []int32{
 	0, // [0:5] is the sub-list for field type_name
 }
 
-func init() { file_wire_proto_init() }
-func file_wire_proto_init() {
-	if File_wire_proto != nil {
+func init() { file_redundancy_proto_init() }
+func file_redundancy_proto_init() {
+	if File_redundancy_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_redundancy_proto_rawDesc), len(file_redundancy_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_wire_proto_goTypes,
-		DependencyIndexes: file_wire_proto_depIdxs,
-		EnumInfos:         file_wire_proto_enumTypes,
-		MessageInfos:      file_wire_proto_msgTypes,
+		GoTypes:           file_redundancy_proto_goTypes,
+		DependencyIndexes: file_redundancy_proto_depIdxs,
+		EnumInfos:         file_redundancy_proto_enumTypes,
+		MessageInfos:      file_redundancy_proto_msgTypes,
 	}.Build()
-	File_wire_proto = out.File
-	file_wire_proto_goTypes = nil
-	file_wire_proto_depIdxs = nil
+	File_redundancy_proto = out.File
+	file_redundancy_proto_goTypes = nil
+	file_redundancy_proto_depIdxs = nil
 }
