@@ -1,0 +1,52 @@
+// Package singleton is otopcua's cluster singleton manager, with Akka.NET's
+// ClusterSingletonManager semantics: one Manager per node and singleton
+// (Name, Role) runs the singleton's Instance on the node that is its
+// Placement — the oldest member that is Up (or Leaving) and carries the
+// role — and only there. The admin-role RedundancyStateActor is the
+// singleton otopcua runs this way.
+//
+// The decision core (Placement, JudgePrevious, and the machine behind
+// Manager) is pure: membership views, hand-over messages, ticks and
+// instance stops in; effects out. The Manager is the loop around it: one
+// goroutine that takes the inputs in order and carries the effects out
+// (start the Instance, stop it on a goroutine, send a hand-over message
+// through the pub/sub mediator, log).
+//
+// Hand-over on a graceful leave (Leave → Exiting → Removed): the leaving
+// oldest's manager sees itself Exiting (or its exit task runs) and offers
+// TakeOverFromMe to the new placement; the new placement, seeing the old
+// one Exiting, asks HandOverToMe; the old one answers HandOverInProgress,
+// stops its instance, and sends HandOverDone; only then does the new one
+// start. The leaving node's exit task (ExitGroup.Task, run by the daemon
+// before it confirms its exit) returns only when its instance has
+// stopped, so the old incarnation's removal cannot come before its stop:
+// there is no instant at which both run.
+//
+// Take-over after a crash: an unreachable oldest stays the placement
+// until it is downed (never while it is merely unreachable). Once it is
+// Down and unreachable, or removed, the next oldest starts at once; if it
+// is Down but still reachable (it will stop as soon as it sees its own
+// Down) the next oldest waits for its HandOverDone, at most
+// HandOverTimeout. The documented trade of auto-down applies: across a
+// partition, each side may down the other and both run the singleton
+// until the partition heals.
+//
+// A manager stops its instance for good when its own member is downed or
+// removed, or when Stop is called.
+//
+// Messages travel as wire.SingletonHandOver through the node's mediator
+// (pubsub.Mediator.SendTo on Topic(Name)), which drops a message meant for
+// another incarnation at the same address; a manager also checks that a
+// HandOverDone comes from the very incarnation it waits for.
+//
+// Caller's duties (package host): create an ExitGroup and put its Task in
+// the daemon's ExitingTasks before starting the daemon; start the
+// mediator; Start one Manager per singleton on every node with the role,
+// with the group as Exit; on shutdown, after the leave, Stop every
+// manager before the mediator and the actor system.
+//
+// Concurrency: the machine lives on the manager's goroutine; Active and
+// Phase read atomics; OnChange is called from that goroutine and must not
+// block; Instance.Start is called from it too and must return promptly,
+// Instance.Stop runs on its own goroutine.
+package singleton
