@@ -1,14 +1,3 @@
-// Package host wires one otopcua node: the cluster transport and
-// membership daemon, the OPC UA server with its redundancy surface, the
-// HTTP endpoints (/healthz, /readyz, /metrics, /api/cluster/members) and
-// telemetry.
-//
-// Run is called by `otopcua host` with a configuration that has already
-// been loaded and validated. It returns nil after a graceful stop (ctx
-// cancelled: the node leaves the cluster first), an *ExitError with
-// ExitRestart when the cluster ended this node's membership (downed,
-// removed, or left on request), and another error when a part cannot start
-// or fails.
 package host
 
 import (
