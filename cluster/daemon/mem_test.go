@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
 	m "github.com/otopcua/otopcua/cluster/membership"
@@ -496,5 +497,30 @@ func TestDownNow(t *testing.T) {
 	g = g.WithReachability(g.Reachability.Unreachable(b, a))
 	if down, keep := DownNow(m.State{Gossip: g, Self: b}, a); down || !keep {
 		t.Errorf("non-leader: DownNow = %v,%v want false,true", down, keep)
+	}
+}
+
+// panicky is a transport whose Send panics, standing in for a broken
+// invariant on the daemon's goroutine.
+type panicky struct{ *MemTransport }
+
+func (panicky) Send(m.Address, proto.Message) { panic("invariant broken") }
+
+// TestCrashStopsTheDaemon: a panic on the actor goroutine does not restart
+// the daemon with a fresh node (peers still count this incarnation): it
+// stops for good and Done reports the error, for the host to exit.
+func TestCrashStopsTheDaemon(t *testing.T) {
+	c := newMemCluster(t)
+	b := c.startWith("b", []string{"a", "b"}, nil, func(o *Options) { o.Transport = panicky{o.Transport.(*MemTransport)} })
+	waitFor(t, "crash reported", isDone(b))
+	r := b.d.Result()
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "invariant broken") || !b.d.Info().Finished {
+		t.Fatalf("result %+v", r)
+	}
+	if !strings.Contains(b.log.String(), "cluster daemon crashed") {
+		t.Fatalf("log lacks the crash:\n%s", b.log.String())
+	}
+	if got := b.d.Snapshot(); len(got.Gossip.Members) != 0 {
+		t.Fatalf("b crashed before joining: %v", got.Gossip.Members)
 	}
 }
