@@ -25,7 +25,11 @@
 //   - A released migration step is never edited; a schema change is a new
 //     step appended to migrations.
 //   - Ping is exactly the probe query SELECT 1 under the caller's deadline;
-//     it has no side effect and never retries past that deadline.
+//     it has no side effect and never retries past that deadline. The
+//     deadline also bounds connecting: pgx and modernc.org/sqlite watch the
+//     context themselves; for SQL Server, whose driver reads the server's
+//     pre-login answer without looking at the context, sqlserver.go expires
+//     the socket when the context ends.
 //
 // Duties of the caller (the host):
 //
