@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,8 +14,13 @@ import (
 )
 
 // benchItems builds an engine with one subscription of n Value items,
-// exception based (sampling 0) or sampled at samplingMS.
+// exception based (sampling 0) or sampled at samplingMS, with both
+// timestamps returned.
 func benchItems(b *testing.B, clock clockwork.Clock, n int, intervalMS, samplingMS float64) (*Engine, *fakeSource, uint32) {
+	return benchItemsTTR(b, clock, n, intervalMS, samplingMS, ua.TimestampsToReturnBoth)
+}
+
+func benchItemsTTR(b *testing.B, clock clockwork.Clock, n int, intervalMS, samplingMS float64, ttr ua.TimestampsToReturn) (*Engine, *fakeSource, uint32) {
 	b.Helper()
 	src := newFakeSource(clock.Now, n)
 	e := New(src, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
@@ -24,7 +30,7 @@ func benchItems(b *testing.B, clock clockwork.Clock, n int, intervalMS, sampling
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := &ua.CreateMonitoredItemsRequest{SubscriptionID: cs.SubscriptionID, TimestampsToReturn: ua.TimestampsToReturnBoth}
+	req := &ua.CreateMonitoredItemsRequest{SubscriptionID: cs.SubscriptionID, TimestampsToReturn: ttr}
 	for i := 1; i <= n; i++ {
 		req.ItemsToCreate = append(req.ItemsToCreate, itemSpec{node: i, sampling: samplingMS, queue: 1}.request())
 	}
@@ -183,4 +189,83 @@ func benchChangeToNotification(b *testing.B, sampling float64, paced bool) {
 	b.ReportMetric(float64(rec.percentile(0.50))/float64(time.Millisecond), "p50-age-ms")
 	b.ReportMetric(float64(rec.percentile(0.99))/float64(time.Millisecond), "p99-age-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// discardClient answers every response with a new Publish request and
+// counts the notifications, so that the engine always has requests.
+type discardClient struct {
+	e      *Engine
+	next   atomic.Uint32
+	notifs atomic.Int64
+}
+
+func (c *discardClient) SendResponse(_ uint32, resp ua.Response) error {
+	if pr, ok := resp.(*ua.PublishResponse); ok && pr.NotificationMessage != nil {
+		c.notifs.Add(int64(notifCount(pr.NotificationMessage)))
+	}
+	c.e.Publish(sessA, c, c.next.Add(1), &ua.PublishRequest{RequestHeader: &ua.RequestHeader{}})
+	return nil
+}
+
+// BenchmarkPublishCycle measures the engine's own work per notification at
+// a publishing tick of 50,000 changed items (sampling tick, report list,
+// NotificationMessages of the default size, hand-over to the sending
+// goroutine), without the producers' side: the changes are made with the
+// timer stopped. One iteration is one cycle. "source-only" returns only the
+// source timestamp, so every value is copied without its server timestamp.
+func BenchmarkPublishCycle(b *testing.B) {
+	for _, tc := range []struct {
+		name     string
+		sampling float64
+		ttr      ua.TimestampsToReturn
+	}{
+		{"exception", 0, ua.TimestampsToReturnBoth},
+		{"sampled100ms", 100, ua.TimestampsToReturnBoth},
+		{"exception/source-only", 0, ua.TimestampsToReturnSource},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			const n = 50000
+			clock := clockwork.NewFakeClock()
+			e, src, _ := benchItemsTTR(b, clock, n, 100, tc.sampling, tc.ttr)
+			defer e.Close()
+			c := &discardClient{e: e}
+			for range 10 {
+				e.Publish(sessA, c, c.next.Add(1), &ua.PublishRequest{RequestHeader: &ua.RequestHeader{}})
+			}
+			sets := [2][]*ua.DataValue{}
+			for k := range sets {
+				sets[k] = make([]*ua.DataValue, n+1)
+				for i := 1; i <= n; i++ {
+					dv := &ua.DataValue{Value: ua.MustVariant(int32(k + 1)), SourceTimestamp: clock.Now()}
+					dv.ServerTimestamp = dv.SourceTimestamp
+					dv.UpdateMask()
+					sets[k][i] = dv
+				}
+			}
+			cycle := func(r int) {
+				want := c.notifs.Load() + n
+				clock.Advance(100 * time.Millisecond)
+				e.sync()
+				deadline := time.Now().Add(10 * time.Second)
+				for c.notifs.Load() < want {
+					if time.Now().After(deadline) {
+						b.Fatalf("cycle %d: %d of %d notifications", r, c.notifs.Load(), want)
+					}
+					runtime.Gosched()
+				}
+			}
+			cycle(0) // the initial values
+			b.ReportAllocs()
+			b.ResetTimer()
+			for r := range b.N {
+				b.StopTimer()
+				for i := 1; i <= n; i++ {
+					src.setDV(i, sets[r%2][i])
+				}
+				b.StartTimer()
+				cycle(r)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/notification")
+		})
+	}
 }

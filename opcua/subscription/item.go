@@ -147,17 +147,30 @@ func (it *item) disableLocked() {
 }
 
 // stamp applies TimestampsToReturn to a queued value. DataValues are shared
-// with the Source and other items, so a value that needs a change is copied;
+// with the Source and other items, so a value that needs a change is copied
+// (into *slab when slab is not nil, which saves one allocation per copy);
 // one that already has the right fields and mask is returned as is. A
 // requested server timestamp the Source did not set is filled with now.
-func stamp(dv *ua.DataValue, ttr ua.TimestampsToReturn, now time.Time) *ua.DataValue {
+func stamp(dv *ua.DataValue, ttr ua.TimestampsToReturn, now time.Time, slab *[]ua.DataValue) *ua.DataValue {
 	wantSrc := ttr == ua.TimestampsToReturnSource || ttr == ua.TimestampsToReturnBoth
 	wantSrv := ttr == ua.TimestampsToReturnServer || ttr == ua.TimestampsToReturnBoth
 	hasSrc, hasSrv := !dv.SourceTimestamp.IsZero(), !dv.ServerTimestamp.IsZero()
 	if hasSrc == (wantSrc && hasSrc) && hasSrv == wantSrv && maskOK(dv) {
 		return dv
 	}
-	c := *dv
+	var c *ua.DataValue
+	if slab == nil {
+		c = new(ua.DataValue)
+	} else {
+		if len(*slab) == 0 {
+			// Copies are referenced by sent messages: a slab is replaced
+			// once consumed, never reused.
+			*slab = make([]ua.DataValue, dataValueSlab)
+		}
+		c = &(*slab)[0]
+		*slab = (*slab)[1:]
+	}
+	*c = *dv
 	if !wantSrc {
 		c.SourceTimestamp, c.SourcePicoseconds = time.Time{}, 0
 	}
@@ -168,8 +181,11 @@ func stamp(dv *ua.DataValue, ttr ua.TimestampsToReturn, now time.Time) *ua.DataV
 		c.ServerTimestamp = now
 	}
 	c.UpdateMask()
-	return &c
+	return c
 }
+
+// dataValueSlab is the number of DataValue copies allocated at once.
+const dataValueSlab = 256
 
 // maskOK reports whether dv's EncodingMask announces exactly the fields it
 // carries (a Good status may be announced or not).

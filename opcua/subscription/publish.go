@@ -258,7 +258,7 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 	if budget == 0 {
 		budget = int(^uint(0) >> 1)
 	}
-	b := notifBuilder{slab: s.slab, now: now}
+	b := notifBuilder{slab: s.slab, dvSlab: s.dvSlab, now: now}
 	b.grow(min(len(list), budget))
 	var triggered []*item
 	leftover := 0
@@ -296,7 +296,7 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 		it.mu.Unlock()
 	}
 	s.putBackReport(list, leftover)
-	s.slab = b.slab
+	s.slab, s.dvSlab = b.slab, b.dvSlab
 	if b.n() == 0 {
 		return nil, leftover > 0
 	}
@@ -309,12 +309,14 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 	}, leftover > 0
 }
 
-// notifBuilder collects MonitoredItemNotifications, allocating them in
-// slabs rather than one by one.
+// notifBuilder collects MonitoredItemNotifications, allocating them (and
+// the DataValue copies TimestampsToReturn needs) in slabs rather than one by
+// one.
 type notifBuilder struct {
-	slab []ua.MonitoredItemNotification
-	out  []*ua.MonitoredItemNotification
-	now  time.Time
+	slab   []ua.MonitoredItemNotification
+	dvSlab []ua.DataValue
+	out    []*ua.MonitoredItemNotification
+	now    time.Time
 }
 
 func (b *notifBuilder) n() int { return len(b.out) }
@@ -335,7 +337,7 @@ func (b *notifBuilder) drain(it *item, budget int) {
 		n := &b.slab[0]
 		b.slab = b.slab[1:]
 		n.ClientHandle = it.handle
-		n.Value = stamp(it.queue.pop(), it.ttr, b.now)
+		n.Value = stamp(it.queue.pop(), it.ttr, b.now, &b.dvSlab)
 		b.out = append(b.out, n)
 	}
 }

@@ -138,7 +138,12 @@ func TestStamp(t *testing.T) {
 		{"wrong mask repaired", badMask, ua.TimestampsToReturnBoth, src, srv, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := stamp(tc.dv, tc.ttr, now)
+			got := stamp(tc.dv, tc.ttr, now, nil)
+			var slab []ua.DataValue
+			if fromSlab := stamp(tc.dv, tc.ttr, now, &slab); *fromSlab != *got || (fromSlab == tc.dv) != tc.wantSame ||
+				(!tc.wantSame && len(slab) != dataValueSlab-1) {
+				t.Fatalf("copy into a slab %+v (slab left %d), want %+v", fromSlab, len(slab), got)
+			}
 			if !got.SourceTimestamp.Equal(tc.wantSrc) || !got.ServerTimestamp.Equal(tc.wantSrv) {
 				t.Fatalf("timestamps src %v srv %v, want %v %v", got.SourceTimestamp, got.ServerTimestamp, tc.wantSrc, tc.wantSrv)
 			}

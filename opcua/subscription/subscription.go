@@ -41,6 +41,7 @@ type subscription struct {
 	keepAlives  uint32                         // publishing cycles since the last message
 	sentOnce    bool                           // a message (data or keep-alive) was sent
 	slab        []ua.MonitoredItemNotification // reused notification storage
+	dvSlab      []ua.DataValue                 // storage for stamped DataValue copies
 	reportBatch []*item                        // sampleTick's scratch list of items to report
 
 	// pendMu guards the lists of items with work to do. Producers append
