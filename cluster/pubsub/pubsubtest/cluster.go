@@ -55,6 +55,12 @@ type Cluster struct {
 	Clock  *StepClock
 	Net    *daemon.MemNetwork
 	PubNet *pubsub.MemNetwork
+	// Configure, when set before the first Start, adjusts every node's
+	// start (after Start's own configure function).
+	Configure func(name string, cfg *Config)
+	// OnStart, when set before the first Start, runs after every node
+	// started (to start more services on it).
+	OnStart func(n *Node)
 
 	mu    sync.Mutex // guards nodes, uid
 	nodes map[string]*Node
@@ -83,8 +89,14 @@ func (n *Node) OnStop(fn func()) {
 	n.cleanup = append(n.cleanup, fn)
 }
 
-// Stop stops what runs on the node, without a word to the cluster.
-func (n *Node) Stop() {
+// Stop stops what runs on the node, without a word to the cluster: the
+// OnStop functions first, then the mediator and the daemon.
+func (n *Node) Stop() { n.stop(false) }
+
+// stop stops the node; crash silences the daemon and the mediator first,
+// as a killed process stops sending at once, and runs the OnStop
+// functions after them.
+func (n *Node) stop(crash bool) {
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
@@ -93,6 +105,10 @@ func (n *Node) Stop() {
 	n.stopped = true
 	fns := n.cleanup
 	n.mu.Unlock()
+	if crash {
+		n.Daemon.Stop()
+		n.Mediator.Stop()
+	}
 	for _, fn := range slices.Backward(fns) {
 		fn()
 	}
@@ -168,6 +184,9 @@ func (c *Cluster) Start(name string, seeds []string, configure func(*Config)) *N
 	if configure != nil {
 		configure(&Config{Node: &nc, Daemon: &do})
 	}
+	if c.Configure != nil {
+		c.Configure(name, &Config{Node: &nc, Daemon: &do})
+	}
 	do.Node = nc
 	d, err := daemon.Start(do)
 	if err != nil {
@@ -181,17 +200,21 @@ func (c *Cluster) Start(name string, seeds []string, configure func(*Config)) *N
 	c.mu.Lock()
 	c.nodes[name] = n
 	c.mu.Unlock()
+	if c.OnStart != nil {
+		c.OnStart(n)
+	}
 	return n
 }
 
 // Kill stops a node's process without a word: its peers are told their
-// connection broke, probes of its address are refused, and messages to it
-// are dropped.
+// connection broke, probes of its address are refused, messages to it are
+// dropped, and its daemon and mediator send nothing more; its OnStop
+// functions run after that.
 func (c *Cluster) Kill(name string) {
 	n := c.Node(name)
 	c.Net.Kill(Addr(name))
 	c.PubNet.Kill(Addr(name))
-	n.Stop()
+	n.stop(true)
 }
 
 // Advance moves the clock by total in Step steps, every tick delivered.
