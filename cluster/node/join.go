@@ -19,6 +19,10 @@ type seedProcess struct {
 	attempts  int
 }
 
+// joinSeedRetry is how often a joining node that is not the first seed
+// sends InitJoin to the other seeds again (Akka: every second).
+const joinSeedRetry Instant = 1000
+
 type joinAttempt struct {
 	with     m.Address
 	deadline Instant
@@ -57,7 +61,8 @@ func (n *Node) joinSeedNodes() {
 	default:
 		others := bootstrap.OtherSeeds(self, seeds)
 		n.phase = SeedJoining
-		n.seed = seedProcess{active: true, others: others, next: n.now + Instant(n.cfg.SeedNodeTimeout), attempts: 1}
+		// Akka's JoinSeedNodeProcess asks the other seeds again every second.
+		n.seed = seedProcess{active: true, others: others, next: n.now + joinSeedRetry, attempts: 1}
 		n.sendInitJoins(others)
 	}
 }
@@ -79,7 +84,7 @@ func (n *Node) tickSeedProcess() {
 		s.next = n.now + 1000
 		n.sendInitJoins(s.remaining)
 	case !s.first && n.now >= s.next:
-		s.next = n.now + Instant(n.cfg.SeedNodeTimeout)
+		s.next = n.now + joinSeedRetry
 		s.attempts++
 		n.sendInitJoins(s.others)
 	}
