@@ -11,7 +11,6 @@ import (
 // Drill 1: both seeds start together → one cluster, the first seed oldest.
 func TestDrill01BothSeedsStartTogether(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	r.sample()
 	start := time.Now()
@@ -46,7 +45,6 @@ func assertOldest(t *testing.T, r *rig, views map[string]*procs.ClusterView, wan
 // that only the join protocol is exercised (drill 15 covers the fallback).
 func TestDrill02FirstSeedAbsent(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	b := r.start("b", selfFormEx("120s"))
 	waitNone(t, b, 30*time.Second)
@@ -63,7 +61,6 @@ func TestDrill02FirstSeedAbsent(t *testing.T) {
 // seed-node-timeout) and the second joins later as the youngest.
 func TestDrill03SecondSeedAbsent(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	r.sample()
 	start := time.Now()
@@ -87,7 +84,6 @@ func TestDrill03SecondSeedAbsent(t *testing.T) {
 // not before.
 func TestDrill15LoneNonFirstSeedSelfForms(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	const window = 3 * time.Second
 	r := loopRig(t, "a", "b") // a is never started: its port stays closed
 	start := time.Now()
@@ -106,7 +102,6 @@ func TestDrill15LoneNonFirstSeedSelfForms(t *testing.T) {
 // and the node joins it.
 func TestDrill16SelfFormDisabled(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	b := r.start("b", selfFormEx("0"))
 	waitNone(t, b, 30*time.Second)
@@ -122,7 +117,6 @@ func TestDrill16SelfFormDisabled(t *testing.T) {
 // positive control: start its seed and it joins.
 func TestDrill17NotInOwnSeedList(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	b := r.start("b", seeds("a"), selfFormEx("2s"))
 	waitNone(t, b, 30*time.Second)
@@ -139,7 +133,6 @@ func TestDrill17NotInOwnSeedList(t *testing.T) {
 // listens; after it goes, the node self-forms.
 func TestDrill18ReachableSilentSeedSuppressesSelfForm(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b")
 	hole := netem.NewProxy(t, r.addr("a"), "127.0.0.1:1")
 	if err := hole.SetMode(netem.Blackhole); err != nil {
@@ -167,7 +160,6 @@ func TestDrill18ReachableSilentSeedSuppressesSelfForm(t *testing.T) {
 // oldest driver, the older of its pair.
 func TestDrill20SixNodesThreeClusterIds(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	names := []string{"a1", "a2", "b1", "b2", "c1", "c2"}
 	r := loopRig(t, names...)
 	r.sample()

@@ -41,7 +41,6 @@ func takeover(t *testing.T, r *rig, survivor, dead string, at time.Time, total t
 // defaults (detector 1 s / 3 s / 10, AutoDownUnreachableAfter 15 s).
 func TestDrill06SigkillOldestAutoDown(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	for _, tc := range []struct {
 		name     string
 		opts     []opt
@@ -72,7 +71,6 @@ func TestDrill06SigkillOldestAutoDown(t *testing.T) {
 // documented pathology of keep-oldest for a pair), and never takes over.
 func TestDrill07SigkillOldestKeepOldest(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r, _ := pair(t, strategy("keep-oldest"), shortDowning)
 	s := r.sample()
 	var killed, claimed atomic.Bool
@@ -100,7 +98,6 @@ func TestDrill07SigkillOldestKeepOldest(t *testing.T) {
 // throughout; under auto-down (fast path) and under keep-oldest.
 func TestDrill08SigkillYounger(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	for _, tc := range []struct {
 		name string
 		opts []opt
@@ -132,7 +129,6 @@ func TestDrill08SigkillYounger(t *testing.T) {
 // joins as the youngest.
 func TestDrill09QuickRestartSameAddress(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r, views := pair(t)
 	oldB := views["b"].Self
 	s := r.sample()
@@ -161,7 +157,6 @@ func TestDrill09QuickRestartSameAddress(t *testing.T) {
 // cluster of its own.
 func TestDrill10RestartFirstSeed(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r := loopRig(t, "a", "b", "c")
 	r.startAll()
 	views := r.waitSettled(40*time.Second, []string{"a", "b", "c"}, "a", "b", "c")
@@ -210,7 +205,6 @@ func TestDrill10RestartFirstSeed(t *testing.T) {
 // freezes the oldest).
 func TestDrill11SigstopSigcont(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	cases := []struct{ name, frozen, survivor string }{{"younger", "b", "a"}}
 	if *long {
 		cases = append(cases, struct{ name, frozen, survivor string }{"oldest", "a", "b"})

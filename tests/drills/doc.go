@@ -30,6 +30,7 @@
 //	18 other seed's address accepts TCP but never answers → no self-form;
 //	   self-forms once the listener goes
 //	19 restart right after a Leave → joins the existing cluster, never a second
+//	   (also with the survivor frozen while it holds the old incarnation Exiting)
 //	20 six processes, three ClusterIds → one cluster, every view equal
 //
 // Timings: drills 6 (both variants) and 13 run on the production defaults

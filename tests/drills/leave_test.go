@@ -62,7 +62,6 @@ func keepsOldest(r *rig, s *sampler, node, want string, rec *recorder) {
 // exits 0, and the other node becomes the oldest.
 func TestDrill04SigtermOldest(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r, views := pair(t)
 	oldA := views["a"].Self
 	s := r.sample()
@@ -83,7 +82,6 @@ func TestDrill04SigtermOldest(t *testing.T) {
 // the oldest throughout.
 func TestDrill05SigtermYounger(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	r, views := pair(t)
 	oldB := views["b"].Self
 	s := r.sample()
@@ -105,9 +103,29 @@ func TestDrill05SigtermYounger(t *testing.T) {
 // restarted at once, while the survivor may still hold its old incarnation
 // → the new process joins the existing cluster and never forms a second
 // one, even with a self-form window (2 s) shorter than the hand-over.
+//
+// "immediate" restarts as soon as the old process exited: the survivor
+// has usually removed the old incarnation by then (logged). "survivor-frozen"
+// makes the reference incident certain: the survivor is frozen (SIGSTOP)
+// the moment its view shows the old incarnation Exiting, the new process
+// starts and must keep waiting past its self-form window (the frozen
+// survivor's port still accepts TCP), and the survivor is thawed, 2.5 s
+// after the restart, with the Exiting incarnation still in its ring.
 func TestDrill19RestartAfterLeaveWhileOldIncarnationExiting(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
+	for _, frozen := range []bool{false, true} {
+		name := "immediate"
+		if frozen {
+			name = "survivor-frozen"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drill19(t, frozen)
+		})
+	}
+}
+
+func drill19(t *testing.T, freeze bool) {
 	r, views := pair(t, selfFormEx("2s"))
 	oldA := views["a"].Self
 	s := r.sample()
@@ -123,18 +141,43 @@ func TestDrill19RestartAfterLeaveWhileOldIncarnationExiting(t *testing.T) {
 			}
 		}
 	})
-	a := r.node("a")
+	a, b := r.node("a"), r.node("b")
 	kill(t, a, syscall.SIGTERM)
+	if freeze {
+		procs.CheckFor(t, 15*time.Second, 5*time.Millisecond, func() error {
+			v, err := view(b)
+			if err != nil {
+				return err
+			}
+			if m, ok := v.Member(oldA.Address); !ok || m.UID != oldA.UID || m.Status != procs.StatusExiting {
+				return fmt.Errorf("b does not hold a#%s as Exiting: %s", oldA.UID, v)
+			}
+			return nil
+		})
+		kill(t, b, syscall.SIGSTOP)
+		t.Cleanup(func() { _ = syscall.Kill(b.PID(), syscall.SIGCONT) })
+	}
 	expectLeft(t, a, 30*time.Second)
-	if vb, err := view(r.node("b")); err == nil {
-		if m, ok := vb.Member(oldA.Address); ok {
-			t.Logf("drill 19: when a exited, b still held its old incarnation as %s: %s", m.Status, vb)
-		} else {
-			t.Logf("drill 19: when a exited, b had already removed it: %s", vb)
+	if !freeze {
+		if vb, err := view(b); err == nil {
+			if m, ok := vb.Member(oldA.Address); ok {
+				t.Logf("drill 19: when a exited, b still held its old incarnation as %s: %s", m.Status, vb)
+			} else {
+				t.Logf("drill 19: when a exited, b had already removed it: %s", vb)
+			}
 		}
 	}
 	start := time.Now()
 	a.Restart()
+	if freeze {
+		// Past one self-form window (2 s, from the cluster start, which
+		// precedes the first HTTP answer), but short of seed-node-timeout
+		// (5 s): a first seed that no other seed answers within it forms a
+		// new cluster by design, whatever the fallback's guards say.
+		waitNone(t, a, 30*time.Second)
+		staysUnjoined(t, a, time.Until(start.Add(2500*time.Millisecond)))
+		kill(t, b, syscall.SIGCONT)
+	}
 	views = r.waitSettled(60*time.Second, []string{"a", "b"}, "a", "b")
 	t.Logf("drill 19: the restarted a joined %v after start", time.Since(start).Round(time.Millisecond))
 	assertOldest(t, r, views, "b")

@@ -23,7 +23,6 @@ import (
 // at once.
 func TestDrill12PartitionPairAutoDown(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	for _, tc := range []struct {
 		f        netem.Filter
 		min, max time.Duration
@@ -75,7 +74,6 @@ func TestDrill12PartitionPairAutoDown(t *testing.T) {
 // partition lasts until both sides have seen the other unreachable.
 func TestDrill13PartitionHealedBeforeStableAfter(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	const stableAfter = 15 * time.Second
 	r := hostRig(t, "a", "b")
 	r.startAll(strategy("keep-oldest"))
@@ -117,7 +115,6 @@ func TestDrill13PartitionHealedBeforeStableAfter(t *testing.T) {
 // minority node, which downs itself and exits non-zero.
 func TestDrill14MajorityPartition(t *testing.T) {
 	t.Parallel()
-	requireRuntime(t)
 	for _, tc := range []struct {
 		name string
 		opts []opt

@@ -481,29 +481,3 @@ func kill(t *testing.T, n *procs.Node, sig syscall.Signal) time.Time {
 	t.Logf("%s: sent %v to %s (pid %d)", at.Format("15:04:05.000"), sig, n.Name, n.PID())
 	return at
 }
-
-var (
-	runtimeOnce sync.Once
-	runtimeSkip string
-)
-
-// requireRuntime skips the drill while the binary has no cluster runtime:
-// the drills were written against the /api/cluster/members contract before
-// the runtime serving it landed. A node that cannot start fails the test.
-func requireRuntime(t *testing.T) {
-	t.Helper()
-	runtimeOnce.Do(func() {
-		p := procs.NewPorts(t)
-		n := procs.Start(t, "runtime-probe", procs.BaseConfig("runtime-probe", p))
-		n.WaitReady(60 * time.Second)
-		body, err := n.Get(procs.MembersPath)
-		if err != nil && strings.Contains(err.Error(), "404") {
-			runtimeSkip = "this build has no cluster runtime: GET " + procs.MembersPath + " answers 404 (" + strings.TrimSpace(body) + ")"
-		}
-		n.Signal(syscall.SIGKILL)
-		n.WaitExit(10 * time.Second)
-	})
-	if runtimeSkip != "" {
-		t.Skip(runtimeSkip)
-	}
-}
