@@ -37,7 +37,7 @@ func freePort(t *testing.T) int {
 func needRemotes(t *testing.T) {
 	t.Helper()
 	if raceDetector {
-		t.Skip("several protoactor remotes in one process race on gRPC's global logger")
+		t.Skip("several protoactor remotes in one process race on gRPC's global logger; scripts/test.sh runs this package again without -race")
 	}
 }
 

@@ -27,7 +27,7 @@ import (
 func needRemotes(t *testing.T) {
 	t.Helper()
 	if raceDetector {
-		t.Skip("several protoactor remotes in one process race on gRPC's global logger (remote.Start sets it); a real process starts one")
+		t.Skip("several protoactor remotes in one process race on gRPC's global logger (remote.Start sets it); a real process starts one; scripts/test.sh runs this package again without -race")
 	}
 }
 
