@@ -1,6 +1,10 @@
 package singleton
 
 import (
+	"maps"
+	"slices"
+	"strings"
+
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/wire"
 )
@@ -14,8 +18,8 @@ type Phase uint8
 const (
 	// Younger: another member should run the singleton (or none can).
 	Younger Phase = iota
-	// BecomingOldest: this node should run it, and waits for the previous
-	// oldest's HandOverDone (or its removal).
+	// BecomingOldest: this node should run it, and waits for the
+	// HandOverDone (or the removal) of every member that may still run it.
 	BecomingOldest
 	// Oldest: the instance runs here.
 	Oldest
@@ -115,18 +119,25 @@ type machineConfig struct {
 // ClusterSingletonManager FSM), pure: views, hand-over messages, ticks
 // and instance stops in; effects out. It reads no clock (timeouts count
 // ticks) and performs no I/O. Safety rule: it starts the instance only
-// when this node is the Placement and the previous oldest has confirmed
-// its stop (HandOverDone), was removed, or is Down and unreachable (or
-// Down and silent for handOverTicks).
+// when this node is the Placement and every member that may still run it
+// (the previous oldest, any older member that is Exiting or Down, any
+// member that offered TakeOverFromMe) has confirmed its stop
+// (HandOverDone), was removed, or is Down and unreachable (or Down and
+// silent for handOverTicks).
 type machine struct {
 	cfg       machineConfig
 	phase     Phase
 	view      membership.State
 	wasMember bool
 	exiting   bool
-	// prev: in Younger the last other placement seen; in BecomingOldest
-	// the member to hear HandOverDone from.
+	// prev: the last other placement seen (Younger).
 	prev membership.UniqueAddress
+	// waiting: in BecomingOldest, the members that may still run the
+	// instance and have neither confirmed its stop nor gone; confirmed
+	// and gone record how the others left the set.
+	waiting   map[membership.UniqueAddress]bool
+	confirmed map[membership.UniqueAddress]bool
+	gone      []membership.UniqueAddress
 	// next: in WasOldest the new oldest; in HandingOver and Stopping the
 	// receiver of HandOverDone once stopped (zero: nobody).
 	next  membership.UniqueAddress
@@ -198,15 +209,14 @@ func (m *machine) reconsider() {
 		}
 	case BecomingOldest:
 		if !mine {
-			m.phase, m.ticks = Younger, 0
+			m.phase, m.ticks, m.waiting = Younger, 0, nil
 			if ok {
 				m.prev = p
 			}
 			return
 		}
-		if JudgePrevious(m.view, m.prev) == PreviousGone {
-			m.start(startTakeOver, "previous oldest "+previousState(m.view, m.prev), m.prev)
-		}
+		m.addCandidates()
+		m.settle(false)
 	case Oldest:
 		if !mine {
 			m.offer(p, ok)
@@ -230,32 +240,86 @@ func previousState(st membership.State, u membership.UniqueAddress) string {
 	return "removed"
 }
 
-// becomeOldest: this node is the placement while Younger.
+// becomeOldest: this node is the placement while Younger. It waits for
+// every member that may still run the instance (see candidates).
 func (m *machine) becomeOldest() {
-	prev := m.prev
-	if prev == m.cfg.self || !m.view.Gossip.HasMember(prev) {
-		prev = membership.UniqueAddress{}
+	m.phase, m.ticks = BecomingOldest, 0
+	m.waiting, m.confirmed, m.gone = map[membership.UniqueAddress]bool{}, map[membership.UniqueAddress]bool{}, nil
+	if !m.prev.IsZero() && !m.view.Gossip.HasMember(m.prev) {
+		m.gone = append(m.gone, m.prev) // the last placement seen vanished
 	}
-	if prev.IsZero() {
-		if h, ok := formerHolder(m.view, m.cfg.role); ok {
-			prev = h
+	m.addCandidates()
+	m.settle(false)
+	if m.phase == BecomingOldest {
+		for _, u := range m.waitingSorted() {
+			m.send(u, HandOverToMe)
 		}
 	}
+}
+
+// addCandidates adds to waiting the members that may still run the
+// instance: the last other placement seen, if still a member, and every
+// member with the role older than this node that is Exiting or Down
+// (a node that became the placement without seeing who ran it before
+// does not know which of them did). Members that confirmed or are gone
+// stay out.
+func (m *machine) addCandidates() {
+	add := func(u membership.UniqueAddress) {
+		if u.IsZero() || u == m.cfg.self || m.confirmed[u] || slices.Contains(m.gone, u) || !m.view.Gossip.HasMember(u) {
+			return
+		}
+		m.waiting[u] = true
+	}
+	add(m.prev)
+	for _, u := range formerHolders(m.view, m.cfg.role) {
+		add(u)
+	}
+}
+
+func (m *machine) waitingSorted() []membership.UniqueAddress {
+	return slices.SortedFunc(maps.Keys(m.waiting), membership.UniqueAddress.Compare)
+}
+
+// settle drops from waiting the members that are gone (timedOut: also
+// those Down but still reachable) and starts the instance once nobody is
+// left to wait for.
+func (m *machine) settle(timedOut bool) {
+	for _, u := range m.waitingSorted() {
+		switch JudgePrevious(m.view, u) {
+		case PreviousGone:
+			delete(m.waiting, u)
+			m.gone = append(m.gone, u)
+		case PreviousGoneAfterTimeout:
+			if timedOut {
+				delete(m.waiting, u)
+				m.gone = append(m.gone, u)
+			}
+		}
+	}
+	if len(m.waiting) > 0 {
+		return
+	}
 	switch {
-	case prev.IsZero() && m.prev.IsZero():
-		m.start(startFirst, "", prev)
-	case prev.IsZero():
-		m.start(startTakeOver, "previous oldest removed", m.prev)
-	case JudgePrevious(m.view, prev) == PreviousGone:
-		m.start(startTakeOver, "previous oldest "+previousState(m.view, prev), prev)
+	case len(m.gone) > 0:
+		var parts []string
+		for _, u := range m.gone {
+			parts = append(parts, u.String()+" "+previousState(m.view, u))
+		}
+		detail := "previous oldest gone without a hand-over: " + strings.Join(parts, ", ")
+		if timedOut {
+			detail += " (hand-over timeout)"
+		}
+		m.start(startTakeOver, detail, m.gone[0])
+	case len(m.confirmed) > 0:
+		m.start(startHandOver, "", slices.MinFunc(slices.Collect(maps.Keys(m.confirmed)), membership.UniqueAddress.Compare))
 	default:
-		m.phase, m.prev, m.ticks = BecomingOldest, prev, 0
-		m.send(prev, HandOverToMe)
+		m.start(startFirst, "", membership.UniqueAddress{})
 	}
 }
 
 func (m *machine) start(how, detail string, prev membership.UniqueAddress) {
 	m.phase, m.ticks, m.next = Oldest, 0, membership.UniqueAddress{}
+	m.waiting, m.confirmed, m.gone = nil, nil, nil
 	m.emit(startInstance{how: how, detail: detail, previous: prev})
 }
 
@@ -301,16 +365,22 @@ func (m *machine) onReceive(from membership.UniqueAddress, sig wire.SingletonSig
 	case HandOverToMe:
 		m.onHandOverToMe(from)
 	case HandOverInProgress:
-		if m.phase == BecomingOldest && from == m.prev {
+		if m.phase == BecomingOldest && m.waiting[from] {
 			m.ticks = 0 // it is stopping; give it a full timeout again
 		}
 	case HandOverDone:
-		if m.phase == BecomingOldest && from == m.prev && m.isPlacement() {
-			m.start(startHandOver, "", from)
+		if m.phase == BecomingOldest && m.waiting[from] {
+			delete(m.waiting, from)
+			m.confirmed[from] = true
+			m.settle(false)
 		}
 	case TakeOverFromMe:
 		switch {
-		case m.phase == BecomingOldest && from == m.prev:
+		case m.phase == BecomingOldest && m.view.Gossip.HasMember(from) && !slices.Contains(m.gone, from):
+			// it says it runs the instance: wait for it too
+			if !m.confirmed[from] {
+				m.waiting[from] = true
+			}
 			m.send(from, HandOverToMe)
 		case m.phase == Oldest && m.view.Gossip.HasMember(from):
 			m.send(from, HandOverToMe) // already running here: tell it to stop
@@ -342,16 +412,14 @@ func (m *machine) onTick() []effect {
 	switch m.phase {
 	case BecomingOldest:
 		m.ticks++
-		m.send(m.prev, HandOverToMe)
-		v := JudgePrevious(m.view, m.prev)
-		switch {
-		case v == PreviousGone:
-			m.start(startTakeOver, "previous oldest "+previousState(m.view, m.prev), m.prev)
-		case m.ticks < m.cfg.handOverTicks:
-		case v == PreviousGoneAfterTimeout:
-			m.start(startTakeOver, "hand-over timeout, previous oldest Down", m.prev)
-		case m.ticks%m.cfg.handOverTicks == 0:
-			m.emit(stillWaiting{previous: m.prev, verdict: v})
+		for _, u := range m.waitingSorted() {
+			m.send(u, HandOverToMe)
+		}
+		m.settle(m.ticks >= m.cfg.handOverTicks)
+		if m.phase == BecomingOldest && m.ticks%m.cfg.handOverTicks == 0 {
+			for _, u := range m.waitingSorted() {
+				m.emit(stillWaiting{previous: u, verdict: JudgePrevious(m.view, u)})
+			}
 		}
 	case WasOldest:
 		m.ticks++

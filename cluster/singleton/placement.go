@@ -1,6 +1,8 @@
 package singleton
 
 import (
+	"slices"
+
 	"github.com/otopcua/otopcua/cluster/membership"
 )
 
@@ -28,26 +30,27 @@ func placementExcept(st membership.State, role string, except membership.UniqueA
 	return membership.Oldest(ms, role)
 }
 
-// formerHolder returns, for a node that has just become the placement
-// without having seen who ran the singleton before, the member that may
-// still be running it: the oldest member with role that is older than
-// self and Exiting or Down (its hand-over or removal is under way).
-func formerHolder(st membership.State, role string) (membership.UniqueAddress, bool) {
+// formerHolders returns the members that may still run the singleton
+// for a node that has just become the placement: every member with role
+// that is older than self and Exiting or Down (its hand-over or removal is
+// under way), oldest first.
+func formerHolders(st membership.State, role string) []membership.UniqueAddress {
 	self, ok := st.SelfMember()
 	if !ok {
-		return membership.UniqueAddress{}, false
+		return nil
 	}
-	var best membership.Member
-	found := false
+	var ms []membership.Member
 	for _, m := range st.Gossip.Members {
-		if (m.Status != membership.Exiting && m.Status != membership.Down) || !m.HasRole(role) || !m.IsOlderThan(self) {
-			continue
-		}
-		if !found || m.IsOlderThan(best) {
-			best, found = m, true
+		if (m.Status == membership.Exiting || m.Status == membership.Down) && m.HasRole(role) && m.IsOlderThan(self) {
+			ms = append(ms, m)
 		}
 	}
-	return best.Address, found
+	slices.SortFunc(ms, membership.CompareByAge)
+	out := make([]membership.UniqueAddress, len(ms))
+	for i, m := range ms {
+		out[i] = m.Address
+	}
+	return out
 }
 
 // Previous is what a new oldest knows of the member that ran the
