@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/cluster/node"
+	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/telemetry"
 )
@@ -71,12 +73,16 @@ func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, er
 // startCluster starts the membership daemon on sys: it joins through
 // Cluster:SeedNodes at once (a lone node, or the first seed finding no
 // other, forms the cluster; others use the self-form fallback).
-func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Metrics, logger *slog.Logger) (*clusterRuntime, error) {
+//
+// exits is the group of this node's singleton managers: the daemon's
+// graceful leave waits for their hand-over.
+func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
 	nc, err := daemon.NodeConfig(cfg, daemon.NewUID())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger})
+	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger,
+		ExitingTasks: []func(context.Context) error{exits.Task}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -11,8 +11,27 @@
 // or fails.
 //
 // Start-up order: the cluster transport (a used Cluster:Port fails here,
-// before anything listens or joins), the OPC UA server, the membership
-// daemon (joins at once), then HTTP. Exit codes as seen by `otopcua host`:
+// before anything listens or joins), the Config DB (ConfigDb:Provider and
+// ConnectionString, opened and migrated; the SQLite default
+// "file:otopcua.db" lands in the working directory; an unreachable
+// networked database does not stop start-up, its migration is retried in
+// the background), the OPC UA server, the membership daemon (joins at
+// once), the redundancy runtime, then HTTP.
+//
+// The redundancy runtime (redundancy.go): the DB probe (every 5 s), the
+// pub/sub mediator, and by role — admin: a Tracker of the topic
+// redundancy-state and the cluster singleton "redundancy-state" running the
+// RedundancyStateActor; driver: the OpcUaPublishActor, whose levels go
+// through the test-hook switch, the repeat-suppressing publisher that
+// counts otopcua.redundancy.service_level_change, and the deferred
+// publisher to Server.ServiceLevel, and the PeerProbeSupervisor. A node
+// without the driver role publishes ServiceLevel 0 once. The runtime stops
+// after the graceful leave (its singleton hands over during the leave),
+// before the daemon and the actor system.
+//
+// With OTOPCUA_TEST_HOOKS=1 (EnvTestHooks), POST /debug/service-level owns
+// Server.ServiceLevel from start-up and the runtime's levels are held back
+// until ?level=runtime. Exit codes as seen by `otopcua host`:
 // 0 after SIGTERM/SIGINT (graceful leave, at most LeaveTimeout), 1 when a
 // part fails, 2 for an invalid configuration, ExitRestart (3) when the
 // cluster ended this node's membership.

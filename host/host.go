@@ -9,6 +9,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
@@ -22,9 +23,12 @@ var (
 )
 
 // EnvTestHooks, when set to 1 in the environment of `otopcua host`, mounts
-// the test-only endpoint POST /debug/service-level?level=N on the HTTP port.
-// Multi-process tests use it to move Server.ServiceLevel before the
-// redundancy runtime computes it. Never set it in production.
+// the test-only endpoint POST /debug/service-level on the HTTP port and
+// gives it Server.ServiceLevel: from start-up the redundancy runtime keeps
+// computing (and logging) levels but does not publish them; ?level=N
+// publishes N, ?level=runtime hands ServiceLevel back to the runtime, whose
+// latest level is published at once. Multi-process tests use it to drive
+// ServiceLevel by hand. Never set it in production.
 const EnvTestHooks = "OTOPCUA_TEST_HOOKS"
 
 // Options are the parts of a run that do not come from the configuration.
@@ -58,6 +62,15 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		}
 	}()
 
+	// The Config DB opens before anything listens: a bad provider or
+	// connection string, or a database newer than this otopcua, stops
+	// start-up; an unreachable server does not (see openConfigDb).
+	db, closeDb, err := openConfigDb(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeDb()
+
 	srv, err := opcua.New(opcuaConfig(cfg, logger))
 	if err != nil {
 		return fmt.Errorf("OPC UA server: %w", err)
@@ -65,17 +78,25 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	defer srv.Close()
 
 	// Until the server listens, computed levels wait in the deferred
-	// publisher; the first one reaches clients as soon as it starts.
+	// publisher; the first one reaches clients as soon as it starts. The
+	// runtime publishes through the switch, which the test hook can take
+	// over.
 	deferred := &opcua.DeferredServiceLevelPublisher{}
-	levels := newLevelPublisher(deferred, metrics, logger)
+	levels := newLevelSwitch(newLevelPublisher(deferred, metrics, logger), opts.TestHooks)
 
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", cfg.OpcUa.Port, err)
 	}
 	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
 
-	cluster, err = startCluster(cfg, sys, metrics, logger)
+	var exits singleton.ExitGroup
+	cluster, err = startCluster(cfg, sys, metrics, &exits, logger)
 	if err != nil {
+		return err
+	}
+	red, err := startRedundancy(cfg, sys, cluster.d, db, srv, levels, &exits, logger)
+	if err != nil {
+		cluster.stop()
 		return err
 	}
 	var web *health.HTTPServer
@@ -85,6 +106,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			defer cancel()
 			_ = web.Shutdown(sctx)
 		}
+		red.stop()
 		_ = srv.Close()
 		cluster.stop()
 	}
@@ -99,7 +121,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		if opts.TestHooks {
 			web.Handle("POST /debug/service-level", levels.debugHandler())
-			logger.Warn("test hooks enabled: POST /debug/service-level moves Server.ServiceLevel; never enable this in production", "env", EnvTestHooks)
+			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
 		if err := web.Start(); err != nil {
 			web = nil

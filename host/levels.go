@@ -39,15 +39,75 @@ func (p *levelPublisher) Publish(level byte) {
 	p.metrics.ServiceLevelChanged(level)
 }
 
-// debugHandler serves POST /debug/service-level?level=N (test hook).
-func (p *levelPublisher) debugHandler() http.Handler {
+// levelSwitch sits between the redundancy runtime and levelPublisher.
+// With the test hooks on, POST /debug/service-level owns Server.ServiceLevel
+// from start-up: the runtime keeps computing (its latest level is kept and
+// logged) but nothing it computes reaches the server until the hook hands
+// control back with level=runtime. Without the hooks the runtime owns it
+// and the hook does not exist.
+type levelSwitch struct {
+	next opcua.ServiceLevelPublisher
+
+	mu     sync.Mutex
+	manual bool // the hook owns the level; mu must be held.
+	latest byte // the runtime's latest level; mu must be held.
+	has    bool // latest is set; mu must be held.
+}
+
+func newLevelSwitch(next opcua.ServiceLevelPublisher, manual bool) *levelSwitch {
+	return &levelSwitch{next: next, manual: manual}
+}
+
+// Publish takes a level from the runtime.
+func (s *levelSwitch) Publish(level byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latest, s.has = level, true
+	if !s.manual {
+		s.next.Publish(level)
+	}
+}
+
+// set publishes a level from the hook; the runtime stays out until release.
+func (s *levelSwitch) set(level byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.manual = true
+	s.next.Publish(level)
+}
+
+// release gives the level back to the runtime, whose latest level is
+// published at once.
+func (s *levelSwitch) release() (byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.manual = false
+	if s.has {
+		s.next.Publish(s.latest)
+	}
+	return s.latest, s.has
+}
+
+// debugHandler serves the test hook POST /debug/service-level:
+// level=0..255 publishes that level and keeps the runtime out;
+// level=runtime hands Server.ServiceLevel back to the runtime.
+func (s *levelSwitch) debugHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, err := strconv.Atoi(r.URL.Query().Get("level"))
-		if err != nil || n < 0 || n > 255 {
-			http.Error(w, fmt.Sprintf("level=%q: want an integer 0-255", r.URL.Query().Get("level")), http.StatusBadRequest)
+		q := r.URL.Query().Get("level")
+		if q == "runtime" {
+			if l, ok := s.release(); ok {
+				fmt.Fprintf(w, "ServiceLevel %d (runtime)\n", l)
+			} else {
+				fmt.Fprintln(w, "ServiceLevel from the runtime (nothing computed yet)")
+			}
 			return
 		}
-		p.Publish(byte(n))
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 || n > 255 {
+			http.Error(w, fmt.Sprintf("level=%q: want an integer 0-255, or runtime", q), http.StatusBadRequest)
+			return
+		}
+		s.set(byte(n))
 		fmt.Fprintf(w, "ServiceLevel %d\n", n)
 	})
 }

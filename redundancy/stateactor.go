@@ -3,6 +3,7 @@ package redundancy
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +30,16 @@ type StateActorOptions struct {
 	// Logger receives Primary changes (Info) and every publish (Debug).
 	// Default: discard.
 	Logger *slog.Logger
+	// Subscribers, if set, lists the nodes subscribed to wire.Topic (the
+	// mediator's registry, sorted). It is read every SubscriberPoll; a node
+	// that newly appears gets a snapshot after the quiet period instead of
+	// waiting for the next heartbeat (pub/sub does not replay, and a node
+	// that just came Up subscribes before the registry tells this node).
+	Subscribers func() []membership.UniqueAddress
 }
+
+// SubscriberPoll is how often the state actor reads Subscribers.
+const SubscriberPoll = 500 * time.Millisecond
 
 // StateActor is the RedundancyStateActor: the admin singleton that turns
 // membership into RedundancyStateChanged snapshots. It subscribes to
@@ -109,22 +119,39 @@ func (a *StateActor) run(ctx context.Context, kick <-chan struct{}) {
 	clock := a.o.Clock
 	republish := clock.NewTicker(RepublishEvery)
 	defer republish.Stop()
+	var poll <-chan time.Time
+	var subscribers []membership.UniqueAddress
+	if a.o.Subscribers != nil {
+		t := clock.NewTicker(SubscriberPoll)
+		defer t.Stop()
+		poll = t.Chan()
+		subscribers = a.o.Subscribers()
+	}
 	// Start counts as a membership event: the first snapshot waits for
 	// the quiet period like any other.
 	pendingSince := clock.Now()
 	timer := clock.NewTimer(DebounceQuiet)
 	defer timer.Stop()
+	debounce := func() {
+		now := clock.Now()
+		if pendingSince.IsZero() {
+			pendingSince = now
+		}
+		timer.Reset(max(0, DebounceDeadline(pendingSince, now, DebounceQuiet, DebounceMax).Sub(now)))
+		a.kicks.Add(1)
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
-			now := clock.Now()
-			if pendingSince.IsZero() {
-				pendingSince = now
+			debounce()
+		case <-poll:
+			now := a.o.Subscribers()
+			if hasNew(subscribers, now) {
+				debounce()
 			}
-			timer.Reset(max(0, DebounceDeadline(pendingSince, now, DebounceQuiet, DebounceMax).Sub(now)))
-			a.kicks.Add(1)
+			subscribers = now
 		case <-timer.Chan():
 			pendingSince = time.Time{}
 			a.publish("change")
@@ -159,4 +186,14 @@ func (a *StateActor) publish(why string) {
 		return
 	}
 	a.o.Logger.Debug("redundancy snapshot published", "why", why, "sequence", a.seq, "entries", len(snap.Entries))
+}
+
+// hasNew reports whether now lists a node that before does not.
+func hasNew(before, now []membership.UniqueAddress) bool {
+	for _, u := range now {
+		if !slices.Contains(before, u) {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,8 @@ package redundancy
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +207,48 @@ func TestEpochMonotonicAcrossInstances(t *testing.T) {
 	fourth, _ := SnapshotFromWire(snapshots(fresh.bus)[0])
 	if fourth.Epochs["pair"].Epoch <= epB.Epoch {
 		t.Fatalf("epoch after a full restart %d, before %d", fourth.Epochs["pair"].Epoch, epB.Epoch)
+	}
+}
+
+// TestStateActorGreetsNewSubscribers: a node that appears in the topic's
+// registry gets a snapshot after the quiet period, not at the next
+// heartbeat; a node that disappears does not cause one.
+func TestStateActorGreetsNewSubscribers(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(tEpoch)
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
+	var mu sync.Mutex
+	subs := []m.UniqueAddress{ms[0].Address}
+	r.actor = NewStateActor(StateActorOptions{Membership: r.members, PubSub: bus, Tracker: r.tracker, Clock: clock,
+		Subscribers: func() []m.UniqueAddress { mu.Lock(); defer mu.Unlock(); return slices.Clone(subs) }})
+	r.actor.Start(context.Background())
+	t.Cleanup(r.actor.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 3); err != nil { // heartbeat, poll, debounce
+		t.Fatal(err)
+	}
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+
+	mu.Lock()
+	subs = append(subs, ms[1].Address)
+	mu.Unlock()
+	before := r.actor.kicks.Load()
+	clock.Advance(SubscriberPoll - DebounceQuiet) // the poll at +500 ms
+	eventually(t, "the poll sees the new subscriber", func() bool { return r.actor.kicks.Load() > before })
+	clock.Advance(DebounceQuiet)
+	eventually(t, "a snapshot for the new subscriber", func() bool { return len(snapshots(bus)) == 2 })
+
+	mu.Lock()
+	subs = subs[:1]
+	mu.Unlock()
+	before = r.actor.kicks.Load()
+	clock.Advance(SubscriberPoll)
+	clock.Advance(SubscriberPoll)
+	never(t, "a departed subscriber wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+	if len(snapshots(bus)) != 2 {
+		t.Fatalf("%d snapshots, want 2", len(snapshots(bus)))
 	}
 }
