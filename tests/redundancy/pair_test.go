@@ -133,3 +133,47 @@ func TestPairServiceLevelAndCrash(t *testing.T) {
 		t.Fatalf("the survivor did not log the Primary change:\n%s", secondary.Log())
 	}
 }
+
+// TestPairGracefulLeave: SIGTERM on the Primary leaves the cluster (its
+// singleton handed over during the leave); the survivor reads 250 and the
+// leaving node exits 0.
+func TestPairGracefulLeave(t *testing.T) {
+	cfgA, cfgB := pairConfigs(t)
+	a := procs.Start(t, "node-a", cfgA)
+	a.WaitReady(30 * time.Second)
+	b := procs.Start(t, "node-b", cfgB)
+	b.WaitReady(30 * time.Second)
+	procs.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+		la, err := readLevel(a.Endpoint())
+		if err != nil {
+			return err
+		}
+		lb, err := readLevel(b.Endpoint())
+		if err != nil {
+			return err
+		}
+		if la != 250 || lb != 240 {
+			return fmt.Errorf("ServiceLevel node-a=%d node-b=%d, want 250 and 240", la, lb)
+		}
+		return nil
+	})
+	a.Signal(syscall.SIGTERM)
+	left := time.Now()
+	procs.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		l, err := readLevel(b.Endpoint())
+		if err != nil {
+			return err
+		}
+		if l != 250 {
+			return fmt.Errorf("survivor ServiceLevel %d, want 250", l)
+		}
+		return nil
+	})
+	t.Logf("SIGTERM of node-a → node-b reads 250 after %v", time.Since(left).Round(time.Millisecond))
+	if code := a.WaitExit(20 * time.Second); code != 0 {
+		t.Fatalf("node-a exited %d after SIGTERM, want 0\n%s", code, a.Log())
+	}
+	if !strings.Contains(a.Log(), "redundancy state singleton stopped") {
+		t.Fatalf("node-a did not stop its singleton instance:\n%s", a.Log())
+	}
+}
