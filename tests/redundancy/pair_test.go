@@ -132,6 +132,17 @@ func TestPairServiceLevelAndCrash(t *testing.T) {
 	if !strings.Contains(secondary.Log(), `"redundancy Primary changed"`) {
 		t.Fatalf("the survivor did not log the Primary change:\n%s", secondary.Log())
 	}
+	noRace(t, a, b)
+}
+
+// noRace fails the test when a node built with -race reported a data race.
+func noRace(t *testing.T, nodes ...*procs.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if strings.Contains(n.Log(), "WARNING: DATA RACE") {
+			t.Fatalf("%s reported a data race:\n%s", n.Name, n.Log())
+		}
+	}
 }
 
 // TestPairGracefulLeave: SIGTERM on the Primary leaves the cluster (its
@@ -176,4 +187,5 @@ func TestPairGracefulLeave(t *testing.T) {
 	if !strings.Contains(a.Log(), "redundancy state singleton stopped") {
 		t.Fatalf("node-a did not stop its singleton instance:\n%s", a.Log())
 	}
+	noRace(t, a, b)
 }
