@@ -30,7 +30,9 @@
 //     RedundancyStateChanged DebounceQuiet (250 ms) after the last
 //     membership event (at most DebounceMax after the first) and
 //     republishes it every RepublishEvery (10 s): pub/sub does not replay
-//     to late subscribers.
+//     to late subscribers. A node that newly appears in the topic's
+//     registry (read every SubscriberPoll, 500 ms) gets a snapshot after
+//     the quiet period rather than at the next heartbeat.
 //   - PublishActor, the OpcUaPublishActor, runs on every driver node. On
 //     every HealthTick (5 s), snapshot, DB probe change, probe result about
 //     this node and membership event it computes the level and hands a
