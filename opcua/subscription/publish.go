@@ -58,10 +58,14 @@ func (e *Engine) Publish(sess SessionID, out Sender, reqID uint32, req *ua.Publi
 	}
 	ss.mu.Unlock()
 
+	var late []*subscription
 	for _, s := range ss.subs {
 		if s.late.Load() {
-			e.sched.at(s, now)
+			late = append(late, s)
 		}
+	}
+	if len(late) > 0 {
+		e.sched.atAll(now, late...)
 	}
 }
 

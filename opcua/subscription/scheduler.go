@@ -24,18 +24,26 @@ func newScheduler() *scheduler {
 }
 
 // at makes sure s is worked no later than t.
-func (sc *scheduler) at(s *subscription, t time.Time) {
+func (sc *scheduler) at(s *subscription, t time.Time) { sc.atAll(t, s) }
+
+// atAll makes sure every one of subs is worked no later than t, in one step:
+// the engine goroutine sees all of them due together, so it can order them
+// by Priority (a Publish request that finds several late subscriptions goes
+// to the highest-priority one).
+func (sc *scheduler) atAll(t time.Time, subs ...*subscription) {
 	sc.mu.Lock()
 	earlier := false
-	switch {
-	case s.heapIdx < 0:
-		s.due = t
-		heap.Push(&sc.subs, s)
-		earlier = true
-	case t.Before(s.due):
-		s.due = t
-		heap.Fix(&sc.subs, s.heapIdx)
-		earlier = true
+	for _, s := range subs {
+		switch {
+		case s.heapIdx < 0:
+			s.due = t
+			heap.Push(&sc.subs, s)
+			earlier = true
+		case t.Before(s.due):
+			s.due = t
+			heap.Fix(&sc.subs, s.heapIdx)
+			earlier = true
+		}
 	}
 	sc.mu.Unlock()
 	if earlier {
