@@ -372,10 +372,10 @@ func (m *Manager) startInstance(e startInstance) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.inst, m.cancel = m.opts.Factory(), cancel
-	m.active.Store(true)
 	if m.opts.OnChange != nil {
-		m.opts.OnChange(true)
+		m.opts.OnChange(true) // before Active turns true: a reader of Active sees its effects
 	}
+	m.active.Store(true)
 	func() {
 		defer func() {
 			if p := recover(); p != nil {

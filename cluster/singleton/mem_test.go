@@ -14,10 +14,12 @@ import (
 	"github.com/otopcua/otopcua/cluster/singleton"
 )
 
-// stopDelay is how long a test instance takes to stop, in real time: a
-// manager that started its instance before the previous one stopped would
-// overlap it for this long.
-const stopDelay = 30 * time.Millisecond
+// stopDelay is how long a test instance takes to stop, in cluster time:
+// a manager that started its instance before the previous one stopped
+// would overlap it for this long. It is shorter than the failure
+// detector's acceptable pause (3 s) and the hand-over timeout (5 s), the
+// bounds within which a downed node must stop its instance.
+const stopDelay = 1500 * time.Millisecond
 
 // tracker counts running test instances across the cluster.
 type tracker struct {
@@ -29,8 +31,10 @@ type tracker struct {
 }
 
 type instance struct {
-	t    *tracker
-	node string
+	t       *tracker
+	node    string
+	clock   *pubsubtest.StepClock
+	closing <-chan struct{} // the test is ending: stop at once
 }
 
 func (i *instance) Start(context.Context) {
@@ -46,7 +50,15 @@ func (i *instance) Start(context.Context) {
 }
 
 func (i *instance) Stop() {
-	time.Sleep(stopDelay)
+	i.t.mu.Lock()
+	dead := i.t.dead[i]
+	i.t.mu.Unlock()
+	if !dead {
+		select {
+		case <-i.clock.After(stopDelay):
+		case <-i.closing:
+		}
+	}
 	i.t.mu.Lock()
 	defer i.t.mu.Unlock()
 	if !i.t.dead[i] {
@@ -105,13 +117,14 @@ type rig struct {
 	maxActive atomic.Int32
 	stop      chan struct{}
 	sampled   chan struct{}
+	closing   chan struct{}
 }
 
 func newRig(t *testing.T, fastPath bool) *rig {
 	r := &rig{
 		t: t, c: pubsubtest.New(t), tr: &tracker{running: map[string]int{}, starts: map[string]int{}, dead: map[*instance]bool{}},
 		mgrs: map[string]*singleton.Manager{}, killed: map[*singleton.Manager]bool{}, becameActive: map[string][]map[string]membership.Status{},
-		stop: make(chan struct{}), sampled: make(chan struct{}),
+		stop: make(chan struct{}), sampled: make(chan struct{}), closing: make(chan struct{}),
 	}
 	exits := map[string]*singleton.ExitGroup{}
 	r.c.Configure = func(name string, cfg *pubsubtest.Config) {
@@ -137,7 +150,8 @@ func newRig(t *testing.T, fastPath bool) *rig {
 		n.OnStop(m.Stop)
 	}
 	go r.sample()
-	t.Cleanup(func() {
+	t.Cleanup(func() { // runs before the cluster's own cleanup
+		close(r.closing)
 		close(r.stop)
 		<-r.sampled
 	})
@@ -145,7 +159,7 @@ func newRig(t *testing.T, fastPath bool) *rig {
 }
 
 func (r *rig) newInstance(node string) *instance {
-	i := &instance{t: r.tr, node: node}
+	i := &instance{t: r.tr, node: node, clock: r.c.Clock, closing: r.closing}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.insts = append(r.insts, i)
@@ -241,11 +255,17 @@ func (r *rig) onlyActive(name string) error {
 	return nil
 }
 
+// logHas waits (5 s at most) until n's log has every text: a line may be
+// written just after the state a test waited for.
 func logHas(t *testing.T, n *pubsubtest.Node, texts ...string) {
 	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
 	for _, text := range texts {
-		if !strings.Contains(n.Log.String(), text) {
-			t.Fatalf("%s's log lacks %q:\n%s", n.Name, text, n.Log.String())
+		for !strings.Contains(n.Log.String(), text) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's log lacks %q:\n%s", n.Name, text, n.Log.String())
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
@@ -373,9 +393,7 @@ func TestStopsOnSelfDown(t *testing.T) {
 	r.c.Until(10*time.Second, "b active", r.active("b"))
 	r.checkNoOverlap()
 	logHas(t, a, `"msg":"`+singleton.LogStopped+`"`, `"reason":"this node was downed"`)
-	if r.mgr("a").Active() || r.mgr("a").Phase() != singleton.Ended {
-		t.Fatalf("downed a: active %v phase %v", r.mgr("a").Active(), r.mgr("a").Phase())
-	}
+	pubsubtest.WaitFor(t, "a's manager ended", func() bool { return !r.mgr("a").Active() && r.mgr("a").Phase() == singleton.Ended })
 	if err := r.onlyActive("b"); err != nil {
 		t.Fatal(err)
 	}
