@@ -1,13 +1,17 @@
 // Command otopcua runs and checks otopcua nodes.
 //
-//	otopcua version                    print version and commit
-//	otopcua config check FILE          load and validate FILE (+ OTOPCUA_ overrides)
-//	otopcua host --config FILE         run this node until SIGINT/SIGTERM
+//	otopcua version                        print version and commit
+//	otopcua config check FILE              load and validate FILE (+ OTOPCUA_ overrides)
+//	otopcua config effective FILE          the effective cluster settings as HOCON
+//	otopcua config effective --url URL     what a running node installed
+//	otopcua host --config FILE             run this node until SIGINT/SIGTERM
+//	otopcua demo [--kill-primary-after D]  a supervised local pair with a live table
 //
 // Exit codes: 0 success (including a graceful stop on SIGINT/SIGTERM),
 // 1 the host stopped with an error, 2 a usage error or an invalid
 // configuration (every invalid setting is printed with its key, its value
-// and what is accepted).
+// and what is accepted), 3 the node was downed or removed from its cluster
+// and must be restarted by its supervisor.
 //
 // Version and commit are stamped at build time:
 //
