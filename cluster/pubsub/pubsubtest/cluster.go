@@ -264,6 +264,16 @@ func StatusAt(n *Node, name string) membership.Status {
 	return mb.Status
 }
 
+// StatusAtAddr is the status of the member at a in st, Removed when
+// there is none.
+func StatusAtAddr(st membership.State, a membership.Address) membership.Status {
+	mb, ok := st.Gossip.MemberAt(a)
+	if !ok {
+		return membership.Removed
+	}
+	return mb.Status
+}
+
 // AllUp reports whether n sees exactly names, all Up.
 func AllUp(n *Node, names ...string) func() bool {
 	return func() bool {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pubsub_test
+
+const raceDetector = false
