@@ -1,0 +1,5 @@
+//go:build race
+
+package singleton_test
+
+const raceDetector = true
