@@ -22,14 +22,22 @@
 // stopped, so the old incarnation's removal cannot come before its stop:
 // there is no instant at which both run.
 //
+// A node that becomes the placement waits for every member that may still
+// run the instance: the previous oldest it saw, every older member with
+// the role that is Exiting or Down (it may not have seen which of them ran
+// it), and any member that offers TakeOverFromMe. Each must confirm with
+// HandOverDone, be removed, or be Down and unreachable.
+//
 // Take-over after a crash: an unreachable oldest stays the placement
 // until it is downed (never while it is merely unreachable). Once it is
 // Down and unreachable, or removed, the next oldest starts at once; if it
 // is Down but still reachable (it will stop as soon as it sees its own
 // Down) the next oldest waits for its HandOverDone, at most
-// HandOverTimeout. The documented trade of auto-down applies: across a
-// partition, each side may down the other and both run the singleton
-// until the partition heals.
+// HandOverTimeout — a downed node must stop its instance within that
+// time and within the failure detector's acceptable pause. The
+// documented trade of auto-down applies: across a partition, each side
+// may down the other and both run the singleton until the partition
+// heals.
 //
 // A manager stops its instance for good when its own member is downed or
 // removed, or when Stop is called.
@@ -37,7 +45,7 @@
 // Messages travel as wire.SingletonHandOver through the node's mediator
 // (pubsub.Mediator.SendTo on Topic(Name)), which drops a message meant for
 // another incarnation at the same address; a manager also checks that a
-// HandOverDone comes from the very incarnation it waits for.
+// HandOverDone comes from an incarnation it waits for.
 //
 // Caller's duties (package host): create an ExitGroup and put its Task in
 // the daemon's ExitingTasks before starting the daemon; start the
