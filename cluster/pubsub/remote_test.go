@@ -38,7 +38,7 @@ type proc struct {
 func startProc(t *testing.T, port, seed int) *proc {
 	t.Helper()
 	if raceDetector {
-		t.Skip("several protoactor remotes in one process race on gRPC's global logger; a real process starts one")
+		t.Skip("several protoactor remotes in one process race on gRPC's global logger; a real process starts one; scripts/test.sh runs this package again without -race")
 	}
 	sink := &pubsubtest.LogSink{}
 	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -51,7 +51,7 @@ func (i wallInstance) Stop() {
 func startRemote(t *testing.T, port, seed int, factory func() singleton.Instance) *remoteProc {
 	t.Helper()
 	if raceDetector {
-		t.Skip("several protoactor remotes in one process race on gRPC's global logger; a real process starts one")
+		t.Skip("several protoactor remotes in one process race on gRPC's global logger; a real process starts one; scripts/test.sh runs this package again without -race")
 	}
 	sink := &pubsubtest.LogSink{}
 	logger := slog.New(slog.NewJSONHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
