@@ -56,6 +56,7 @@ var exit = os.Exit
 type clusterRuntime struct {
 	sys *actors.System
 	d   *daemon.Daemon
+	nc  node.Config // the settings the daemon was started with
 	log *slog.Logger
 }
 
@@ -90,7 +91,7 @@ func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Met
 		d.Stop()
 		return nil, err
 	}
-	return &clusterRuntime{sys: sys, d: d, log: logger}, nil
+	return &clusterRuntime{sys: sys, d: d, nc: nc, log: logger}, nil
 }
 
 // leave leaves the cluster gracefully, waiting at most timeout.

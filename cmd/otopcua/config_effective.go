@@ -73,15 +73,7 @@ func (c *cli) effectiveFromFile(path string, environ []string) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("config: %w", err)}
-	}
-	explicit, err := hoconcompat.ExplicitKeys(data, environ)
-	if err != nil {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s: %w", path, err)}
-	}
-	eff, warnings, err := hoconcompat.LoadEffective(&cfg.Cluster, explicit)
+	eff, warnings, err := effectiveCluster(cfg, path, environ)
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
@@ -90,6 +82,23 @@ func (c *cli) effectiveFromFile(path string, environ []string) error {
 	}
 	_, err = io.WriteString(c.stdout, hoconcompat.Render(eff))
 	return err
+}
+
+// effectiveCluster combines the loaded configuration with the akka.conf at
+// Cluster:AkkaConfigPath (keys set in path or the environment win).
+func effectiveCluster(cfg *config.Config, path string, environ []string) (hoconcompat.EffectiveCluster, []hoconcompat.Warning, error) {
+	var data []byte
+	if path != "" {
+		var err error
+		if data, err = os.ReadFile(path); err != nil {
+			return hoconcompat.EffectiveCluster{}, nil, fmt.Errorf("config: %w", err)
+		}
+	}
+	explicit, err := hoconcompat.ExplicitKeys(data, environ)
+	if err != nil {
+		return hoconcompat.EffectiveCluster{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return hoconcompat.LoadEffective(&cfg.Cluster, explicit)
 }
 
 // effectiveFromNode prints what a running node reports.

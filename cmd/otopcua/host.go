@@ -66,6 +66,21 @@ func (c *cli) host(parent context.Context, path string) error {
 	for _, w := range cfg.Warnings() {
 		logger.Warn("configuration warning", "warning", w)
 	}
+	if cfg.Cluster.AkkaConfigPath != "" {
+		eff, warnings, err := effectiveCluster(cfg, path, c.environ)
+		for _, w := range warnings {
+			logger.Warn("akka.conf", "warning", w.String())
+		}
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		eff.ApplyTo(&cfg.Cluster)
+		if err := cfg.Validate(); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		logger.Info("cluster settings read from akka.conf", "path", cfg.Cluster.AkkaConfigPath,
+			"strategy", cfg.Cluster.SplitBrainResolverStrategy)
+	}
 	if runHost == nil {
 		return &exitError{code: exitFailure, err: errors.New("otopcua: this build has no host wiring")}
 	}
