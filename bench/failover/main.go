@@ -131,7 +131,8 @@ func percentile(s []time.Duration, p int) time.Duration {
 // failoverTrial forms a pair, kills the oldest and times the take-over.
 func failoverTrial(tune func(map[string]any)) (took, unreachable time.Duration, err error) {
 	err = run(func(t testing.TB) {
-		pa, pb := procs.NewPorts(t), procs.NewPorts(t)
+		set := procs.NewPortSet(t, 2)
+		pa, pb := set[0], set[1]
 		seeds := []string{fmt.Sprintf("127.0.0.1:%d", pa.Cluster), fmt.Sprintf("127.0.0.1:%d", pb.Cluster)}
 		var ns []*procs.Node
 		for i, p := range []procs.Ports{pa, pb} {
@@ -178,10 +179,7 @@ func failoverTrial(tune func(map[string]any)) (took, unreachable time.Duration, 
 func convergenceTrial(k int) (time.Duration, error) {
 	var took time.Duration
 	err := run(func(t testing.TB) {
-		ports := make([]procs.Ports, k)
-		for i := range ports {
-			ports[i] = procs.NewPorts(t)
-		}
+		ports := procs.NewPortSet(t, k)
 		seeds := []string{fmt.Sprintf("127.0.0.1:%d", ports[0].Cluster), fmt.Sprintf("127.0.0.1:%d", ports[1].Cluster)}
 		procs.Binary(t) // build before the clock starts
 		start := time.Now()
@@ -194,10 +192,38 @@ func convergenceTrial(k int) (time.Duration, error) {
 			cfg["Node"].(map[string]any)["ClusterId"] = fmt.Sprintf("site-%02d", i/2)
 			ns = append(ns, procs.Start(t, name, cfg))
 		}
-		waitAll(t, ns, k, 5*time.Minute)
+		defer func() {
+			if p := recover(); p != nil {
+				fmt.Fprintf(os.Stderr, "convergence of %d failed; every node's view:\n%s", k, describe(ns))
+				panic(p)
+			}
+		}()
+		waitAll(t, ns, k, 2*time.Minute)
 		took = time.Since(start)
 	})
 	return took, err
+}
+
+// describe renders every node's view in one line each: status, member
+// count, leader, and the addresses it lacks among the others.
+func describe(ns []*procs.Node) string {
+	var b strings.Builder
+	for _, n := range ns {
+		v, err := n.Members()
+		if err != nil {
+			fmt.Fprintf(&b, "  %s %s: %v\n", n.Name, n.ClusterAddr(), err)
+			continue
+		}
+		var missing []string
+		for _, o := range ns {
+			if _, ok := v.Member(o.ClusterAddr()); !ok {
+				missing = append(missing, o.Name)
+			}
+		}
+		fmt.Fprintf(&b, "  %s %s: %s, %d members, leader %s, converged %v, lacks %v\n",
+			n.Name, n.ClusterAddr(), v.SelfStatus, len(v.Members), v.Leader, v.Converged, missing)
+	}
+	return b.String()
 }
 
 // waitAll polls until every node reports want Up members and converged.
@@ -211,7 +237,7 @@ func waitAll(t testing.TB, ns []*procs.Node, want int, total time.Duration) {
 			go func() {
 				defer wg.Done()
 				v, err := n.Members()
-				if err != nil && strings.Contains(err.Error(), "404") {
+				if err != nil && strings.Contains(err.Error(), "404 Not Found") {
 					err = fmt.Errorf("this build has no cluster runtime: %w", err)
 				}
 				if err == nil && (v.SelfStatus != procs.StatusUp || !v.Converged || len(v.UpAddresses()) != want || len(v.Members) != want) {

@@ -37,8 +37,8 @@ type rig struct {
 // loopRig reserves loopback ports for every named node.
 func loopRig(t *testing.T, names ...string) *rig {
 	r := &rig{t: t, names: names, ports: map[string]procs.Ports{}, nodes: map[string]*procs.Node{}}
-	for _, n := range names {
-		r.ports[n] = procs.NewPorts(t)
+	for i, p := range procs.NewPortSet(t, len(names)) {
+		r.ports[names[i]] = p
 	}
 	return r
 }

@@ -114,6 +114,32 @@ type Node struct {
 // Ports are a node's ports.
 type Ports struct{ Cluster, OpcUa, HTTP int }
 
+// NewPortSet picks three free ports for each of n nodes, all distinct: every
+// listener is held open until all are picked, so the kernel cannot hand the
+// same port out twice within the set (NewPorts called n times can).
+func NewPortSet(t testing.TB, n int) []Ports {
+	t.Helper()
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	pick := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	out := make([]Ports, n)
+	for i := range out {
+		out[i] = Ports{Cluster: pick(), OpcUa: pick(), HTTP: pick()}
+	}
+	return out
+}
+
 // NewPorts picks three free ports.
 func NewPorts(t testing.TB) Ports {
 	return Ports{Cluster: FreePort(t), OpcUa: FreePort(t), HTTP: FreePort(t)}
