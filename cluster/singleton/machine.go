@@ -166,11 +166,19 @@ func (m *machine) send(to membership.UniqueAddress, sig wire.SingletonSignal) {
 // leaving node never counts itself.
 func (m *machine) placement() (membership.UniqueAddress, bool) {
 	var except membership.UniqueAddress
-	if m.exiting {
+	if m.exiting || m.selfLeaving() {
 		except = m.cfg.self
 	}
 	p, ok := placementExcept(m.view, m.cfg.role, except)
 	return p.Address, ok
+}
+
+// selfLeaving reports whether this node's own member has started leaving
+// (Leaving or later): once it handed the singleton over it must not take it
+// back, even while its view still shows it as the oldest.
+func (m *machine) selfLeaving() bool {
+	self, ok := m.view.SelfMember()
+	return ok && self.Status != membership.Up && self.Status != membership.Joining && self.Status != membership.WeaklyUp
 }
 
 func (m *machine) isPlacement() bool {
