@@ -25,8 +25,16 @@ const joinSeedRetry Instant = 1000
 
 type joinAttempt struct {
 	with     m.Address
-	deadline Instant
+	to       m.UniqueAddress
+	deadline Instant // give up and restart the seed process
+	resend   Instant // send the Join again
 }
+
+// joinResend is how often a Join without a Welcome is sent again. A node
+// restarted at its old address is admitted only once its previous
+// incarnation is removed (about a second after it is downed); asking again
+// every second admits it then instead of after retry-unsuccessful-join-after.
+const joinResend Instant = 1000
 
 type selfForm struct {
 	armed   bool
@@ -133,13 +141,17 @@ func (n *Node) joinTo(addr m.Address, uid uint64) {
 		return
 	}
 	n.phase = TryingToJoin
-	n.join = joinAttempt{with: addr, deadline: n.now + Instant(n.cfg.RetryUnsuccessfulJoinAfter)}
 	to := m.UniqueAddress{Host: addr.Host, Port: addr.Port, UID: uid}
+	n.join = joinAttempt{with: addr, to: to, deadline: n.now + Instant(n.cfg.RetryUnsuccessfulJoinAfter), resend: n.now + joinResend}
 	n.send(Join{Header: n.hdr(to), Roles: n.cfg.Roles, ClusterID: n.cfg.ClusterID})
 }
 
 func (n *Node) tickTryingToJoin() {
 	if n.now < n.join.deadline {
+		if n.now >= n.join.resend {
+			n.join.resend = n.now + joinResend
+			n.send(Join{Header: n.hdr(n.join.to), Roles: n.cfg.Roles, ClusterID: n.cfg.ClusterID})
+		}
 		return
 	}
 	n.note("no Welcome from %v within retry-unsuccessful-join-after; retrying", n.join.with)
