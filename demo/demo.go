@@ -27,8 +27,9 @@ type Options struct {
 	Dir string
 
 	// KillPrimaryAfter, when positive, sends SIGKILL once to the node that
-	// is Primary this long after start (or as soon as one is, if none is
-	// by then). Default 0: never.
+	// is Primary this long after start, or, if the pair is not healthy by
+	// then (one node at 250, another at 240), as soon as it is. Default 0:
+	// never.
 	KillPrimaryAfter time.Duration
 
 	// RestartAfter is the back-off before a node that exited is started
@@ -265,9 +266,10 @@ func (r *runner) run(ctx context.Context) error {
 // there is none yet; it returns the next attempt's timer (nil when done).
 func (r *runner) killPrimary() <-chan time.Time {
 	p := r.model.primary
-	if p == "" {
+	if p == "" || !r.model.healthySecondary() {
 		return time.After(200 * time.Millisecond)
 	}
+	r.flush() // the table the kill interrupts comes first
 	pid, err := r.kids[p].signal(sigKill)
 	if err != nil {
 		return time.After(200 * time.Millisecond)

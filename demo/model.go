@@ -163,6 +163,16 @@ func (m *model) checkPrimary(now time.Time) []string {
 	return out
 }
 
+// healthySecondary reports whether a node other than the Primary reads 240.
+func (m *model) healthySecondary() bool {
+	for _, n := range m.nodes {
+		if n.name != m.primary && n.level.Known && n.level.Level == 240 {
+			return true
+		}
+	}
+	return false
+}
+
 // Meaning names a ServiceLevel the way otopcua computes it.
 func Meaning(level byte) string {
 	switch level {

@@ -147,3 +147,17 @@ func TestChildEnvDropsConfigOverrides(t *testing.T) {
 		t.Fatalf("childEnv = %q", got)
 	}
 }
+
+func TestHealthySecondary(t *testing.T) {
+	m := pairModel()
+	now := time.Now()
+	m.sawLevel("a", known(250), now)
+	m.sawLevel("b", known(200), now)
+	if m.healthySecondary() {
+		t.Fatal("b at 200 counted as a healthy Secondary")
+	}
+	m.sawLevel("b", known(240), now)
+	if !m.healthySecondary() {
+		t.Fatal("b at 240 not counted as a healthy Secondary")
+	}
+}

@@ -30,7 +30,8 @@ endpoint URLs, one line per event (who is Primary, failovers and how long
 they took) and a table that follows the pair.
 
 --kill-primary-after 20s sends SIGKILL to the Primary once, 20 s after
-start: watch the other node take over and the killed one rejoin.
+start (or later, once the pair is healthy): watch the other node take over
+and the killed one rejoin.
 Ctrl-C (SIGINT) or SIGTERM stops both nodes; no process is left behind.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -130,7 +130,10 @@ func TestDemoFailoverAndCleanStop(t *testing.T) {
 	}
 
 	var primary string
-	wait("table with ServiceLevels 250 and 240", 90*time.Second, func(_ string, tbl table) bool {
+	wait("table with ServiceLevels 250 and 240", 90*time.Second, func(line string, tbl table) bool {
+		if killRe.MatchString(line) {
+			t.Fatalf("the demo killed the Primary before it printed a healthy table: %q", line)
+		}
 		p, ok := healthy(tbl)
 		primary = p
 		return ok
