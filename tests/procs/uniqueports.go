@@ -12,9 +12,9 @@ var (
 
 // UniquePort is FreePort that never returns the same port twice in this
 // process. FreePort closes its listener at once, so two calls in a row can
-// return the same port; tests that start many nodes at once (in parallel
-// with other tests) use UniquePort so that no two of their nodes are
-// configured with one port.
+// return the same port. NewPortSet keeps one set of nodes distinct; tests
+// that run in parallel in one test binary (each starting its own nodes)
+// use UniquePort so that no two nodes of any of them share a port.
 func UniquePort(t testing.TB) int {
 	t.Helper()
 	for range 1000 {
