@@ -80,8 +80,8 @@ func TestDrill03SecondSeedAbsent(t *testing.T) {
 }
 
 // Drill 15: cold start of a lone non-first seed → it self-forms once
-// SelfFormAfter has passed (the first seed's port refuses connections), and
-// not before.
+// SelfFormAfter has passed (the first seed's port refuses connections), not
+// before, and within a few seconds after (no second window).
 func TestDrill15LoneNonFirstSeedSelfForms(t *testing.T) {
 	t.Parallel()
 	const window = 3 * time.Second
@@ -93,6 +93,10 @@ func TestDrill15LoneNonFirstSeedSelfForms(t *testing.T) {
 	t.Logf("drill 15: the lone non-first seed self-formed %v after start (SelfFormAfter %v)", took.Round(time.Millisecond), window)
 	if took < window {
 		t.Fatalf("b was Up %v after start, before SelfFormAfter (%v) expired", took, window)
+	}
+	if limit := window + 5*time.Second; took > limit {
+		t.Fatalf("b self-formed %v after start, more than %v: a window was wasted; b's cluster decisions:\n%s",
+			took, limit, grepLog(r.node("b"), "starting", "decision", "self-form", "joined"))
 	}
 	assertOldest(t, r, views, "b")
 }

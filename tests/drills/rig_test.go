@@ -34,8 +34,10 @@ type rig struct {
 	nodes map[string]*procs.Node // mu must be held.
 }
 
-// loopRig reserves loopback ports for every named node.
+// loopRig reserves loopback ports for every named node. Like hostRig, it
+// builds the binary first, so that no drill's timing includes the build.
 func loopRig(t *testing.T, names ...string) *rig {
+	procs.Binary(t)
 	r := &rig{t: t, names: names, ports: map[string]procs.Ports{}, nodes: map[string]*procs.Node{}}
 	for i, p := range procs.NewPortSet(t, len(names)) {
 		r.ports[names[i]] = p
@@ -45,6 +47,7 @@ func loopRig(t *testing.T, names ...string) *rig {
 
 // hostRig puts every named node on a test host of its own.
 func hostRig(t *testing.T, names ...string) *rig {
+	procs.Binary(t)
 	return &rig{t: t, names: names, net: netem.NewNet(t, names...), nodes: map[string]*procs.Node{}}
 }
 
@@ -480,4 +483,18 @@ func kill(t *testing.T, n *procs.Node, sig syscall.Signal) time.Time {
 	n.Signal(sig)
 	t.Logf("%s: sent %v to %s (pid %d)", at.Format("15:04:05.000"), sig, n.Name, n.PID())
 	return at
+}
+
+// grepLog returns the lines of n's log that contain any of words.
+func grepLog(n *procs.Node, words ...string) string {
+	var out []string
+	for _, line := range strings.Split(n.Log(), "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				out = append(out, line)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
