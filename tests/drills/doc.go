@@ -21,7 +21,8 @@
 //	10 restart of the first seed among three → rejoins, never a second cluster
 //	11 SIGSTOP past the detector, SIGCONT → the thawed node exits 3
 //	12 partition of a pair under auto-down (DROP and REJECT) → both run alone;
-//	   heal + restart one side → one cluster
+//	   after the heal they do not merge by themselves; restart one side →
+//	   one cluster
 //	13 partition healed before StableAfter under keep-oldest → nobody downed
 //	14 2|1 partition under keep-majority and static-quorum(2) → minority exits 3
 //	15 lone non-first seed → self-forms after SelfFormAfter, not before

@@ -50,7 +50,39 @@ func TestDrill12PartitionPairAutoDown(t *testing.T) {
 				t.Fatalf("both sides alone after %v, want within [%v, %v]", took, tc.min, tc.max)
 			}
 
+			// After the heal the sides must not silently merge: neither may
+			// hold the other's downed incarnation as a member again. What each
+			// does meanwhile is logged (a removed incarnation may be told so
+			// and exit 3, which its supervisor turns into the restart).
+			oldA, oldB := mustView(t, r.node("a")).Self, mustView(t, r.node("b")).Self
 			r.net.Heal()
+			procs.Holds(t, 3*time.Second, 100*time.Millisecond, func() error {
+				for _, p := range []struct {
+					node  string
+					other procs.UniqueAddress
+				}{{"a", oldB}, {"b", oldA}} {
+					v, err := view(r.node(p.node))
+					if err != nil {
+						continue // exited or not answering: checked below
+					}
+					if m, ok := v.Member(p.other.Address); ok && m.UID == p.other.UID {
+						return fmt.Errorf("after the heal %s holds the downed %s#%s again: %s", p.node, p.other.Address, p.other.UID, v)
+					}
+				}
+				return nil
+			})
+			for _, name := range []string{"a", "b"} {
+				if code, done := r.node(name).Exited(); done {
+					t.Logf("drill 12 %s: %s exited with code %d within 3 s of the heal", tc.f, name, code)
+				}
+			}
+			an := r.node("a")
+			if code, done := an.Exited(); done {
+				if code != exitDowned {
+					t.Fatalf("a exited with code %d after the heal, want %d (told it was downed)\n%s", code, exitDowned, an.Log())
+				}
+				an.Restart() // its supervisor's restart; it forms or joins again
+			}
 			bn := r.node("b")
 			if bn.Alive() {
 				kill(t, bn, syscall.SIGTERM)

@@ -498,3 +498,13 @@ func grepLog(n *procs.Node, words ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// mustView fetches n's view or fails the test.
+func mustView(t *testing.T, n *procs.Node) *procs.ClusterView {
+	t.Helper()
+	v, err := view(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
