@@ -39,8 +39,10 @@ type rig struct {
 func loopRig(t *testing.T, names ...string) *rig {
 	procs.Binary(t)
 	r := &rig{t: t, names: names, ports: map[string]procs.Ports{}, nodes: map[string]*procs.Node{}}
-	for i, p := range procs.NewPortSet(t, len(names)) {
-		r.ports[names[i]] = p
+	for _, n := range names {
+		// Distinct from every port handed to any drill of this test binary:
+		// the drills run in parallel.
+		r.ports[n] = procs.NewUniquePorts(t)
 	}
 	return r
 }
