@@ -6,7 +6,7 @@
 // package for the service types and the uacp/uasc message types for the
 // handshake. Responses are encoded by uabin (a hand-written encoder that
 // writes PublishResponse and ServiceFault byte for byte as ua.Encode does,
-// about 80 times faster, and falls back to ua.Encode for every other type)
+// about 70 times faster, and falls back to ua.Encode for every other type)
 // into pooled buffers, and framed into MSG chunks here.
 //
 // It does not use gopcua's server package, which serves every request of
