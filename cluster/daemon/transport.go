@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/dialgate"
 	"github.com/otopcua/otopcua/cluster/fastpath"
 	"github.com/otopcua/otopcua/cluster/membership"
 )
@@ -56,45 +55,17 @@ type TransportStats struct {
 const (
 	// GateDialTimeout bounds the TCP probe made before sending to a peer
 	// that is dead or has never been reached.
-	GateDialTimeout = time.Second
+	GateDialTimeout = dialgate.DialTimeout
 	// GatePending is how many messages wait for a peer's probe; older ones
 	// are dropped first.
-	GatePending = 64
+	GatePending = dialgate.Pending
 )
 
-type gateState uint8
-
-const (
-	gateClosed gateState = iota // dead, or never reached: probe before sending
-	gateProbing
-	gateOpen
-)
-
-type peerGate struct {
-	state   gateState
-	failed  bool // the last probe failed or the connection broke
-	pending []proto.Message
-}
-
-// RemoteTransport sends through protoactor-go's remote, with a dial gate:
-// a message for a peer that is dead or has never been reached is held
-// until a plain TCP connect to the peer's cluster port succeeds, and only
-// then handed to protoactor. protoactor would otherwise start a connection
-// that retries on a blocking 2 s schedule, reaching a restarted peer 1–2 s
-// late and delivering the dead process's queued messages to the new one.
-// The gate closes again when protoactor reports the endpoint terminated.
+// RemoteTransport sends through protoactor-go's remote behind a dial gate
+// (package dialgate): a message for a peer that is dead or has never been
+// reached is held until a plain TCP connect to its cluster port succeeds.
 type RemoteTransport struct {
-	sys  *actors.System
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-
-	mu     sync.Mutex // guards peers, self, lost, sub, closed
-	peers  map[membership.Address]*peerGate
-	self   membership.Address
-	lost   func(membership.Address)
-	sub    *eventstream.Subscription
-	closed bool
-
-	sent, dropped atomic.Uint64
+	g *dialgate.Sender
 }
 
 var _ Transport = (*RemoteTransport)(nil)
@@ -102,141 +73,29 @@ var _ Transport = (*RemoteTransport)(nil)
 // NewRemoteTransport returns a transport over sys's remote. dial is the
 // gate's TCP probe; nil means net.Dialer.DialContext.
 func NewRemoteTransport(sys *actors.System, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *RemoteTransport {
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	return &RemoteTransport{sys: sys, dial: dial, peers: map[membership.Address]*peerGate{}}
+	return &RemoteTransport{g: dialgate.New(sys, Name, dial)}
 }
 
 // Bind implements Transport: protoactor's endpoint events feed the gate
 // and, for terminated endpoints, lost.
-func (t *RemoteTransport) Bind(self membership.Address, _ func(any), lost func(membership.Address)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.self, t.lost = self, lost
-	t.sub = t.sys.Actor.EventStream.SubscribeWithPredicate(t.onEndpointEvent, func(ev any) bool {
-		_, ok := ev.(*remote.EndpointTerminatedEvent)
-		return ok
-	})
-}
-
-// onEndpointEvent runs on the protoactor goroutine that published the
-// event (≈ 2 ms after a peer process dies).
-func (t *RemoteTransport) onEndpointEvent(ev any) {
-	e, ok := ev.(*remote.EndpointTerminatedEvent)
-	if !ok {
-		return
-	}
-	addr, err := membership.ParseAddress(e.Address)
-	if err != nil {
-		return
-	}
-	t.mu.Lock()
-	if p := t.peers[addr]; p != nil && p.state == gateOpen {
-		p.state, p.failed = gateClosed, true
-	}
-	lost := t.lost
-	t.mu.Unlock()
-	if lost != nil {
-		lost(addr)
-	}
-}
-
-func (t *RemoteTransport) peer(a membership.Address) *peerGate {
-	p := t.peers[a]
-	if p == nil {
-		p = &peerGate{}
-		t.peers[a] = p
-	}
-	return p
-}
-
-// deliver hands msg to protoactor; t.mu must be held (keeps the order of
-// a flushed backlog and later sends).
-func (t *RemoteTransport) deliver(to membership.Address, msg proto.Message) {
-	t.sent.Add(1)
-	t.sys.Root().Send(actors.PID(to.String(), Name), msg)
+func (t *RemoteTransport) Bind(_ membership.Address, _ func(any), lost func(membership.Address)) {
+	t.g.Start(lost)
 }
 
 // Send implements Transport.
-func (t *RemoteTransport) Send(to membership.Address, msg proto.Message) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		t.dropped.Add(1)
-		return
-	}
-	p := t.peer(to)
-	switch p.state {
-	case gateOpen:
-		t.deliver(to, msg)
-		return
-	case gateClosed:
-		p.state = gateProbing
-		go t.probe(to)
-	}
-	if len(p.pending) >= GatePending {
-		p.pending = p.pending[1:]
-		t.dropped.Add(1)
-	}
-	p.pending = append(p.pending, msg)
-}
-
-// probe dials the peer; on success the gate opens and the backlog is
-// handed to protoactor, otherwise the backlog is dropped.
-func (t *RemoteTransport) probe(to membership.Address) {
-	ctx, cancel := context.WithTimeout(context.Background(), GateDialTimeout)
-	c, err := t.dial(ctx, "tcp", to.String())
-	cancel()
-	if err == nil {
-		_ = c.Close()
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	p := t.peer(to)
-	backlog := p.pending
-	p.pending = nil
-	if err != nil || t.closed {
-		p.state, p.failed = gateClosed, err != nil
-		t.dropped.Add(uint64(len(backlog)))
-		return
-	}
-	p.state, p.failed = gateOpen, false
-	for _, msg := range backlog {
-		t.deliver(to, msg)
-	}
-}
+func (t *RemoteTransport) Send(to membership.Address, msg proto.Message) { t.g.Send(to, msg) }
 
 // DeadPeers implements Transport.
-func (t *RemoteTransport) DeadPeers() []membership.Address {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var out []membership.Address
-	for a, p := range t.peers {
-		if p.failed && p.state != gateOpen {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (t *RemoteTransport) DeadPeers() []membership.Address { return t.g.DeadPeers() }
 
 // Stats implements Transport.
 func (t *RemoteTransport) Stats() TransportStats {
-	return TransportStats{Sent: t.sent.Load(), GateDropped: t.dropped.Load()}
+	sent, dropped := t.g.Counts()
+	return TransportStats{Sent: sent, GateDropped: dropped}
 }
 
 // Close implements Transport.
-func (t *RemoteTransport) Close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return
-	}
-	t.closed = true
-	if t.sub != nil {
-		t.sys.Actor.EventStream.Unsubscribe(t.sub)
-	}
-}
+func (t *RemoteTransport) Close() { t.g.Close() }
 
 // MemNetwork is an in-memory network of daemons in one process, for tests:
 // each daemon's MemTransport delivers straight to the other daemons'

@@ -5,13 +5,11 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/asynkron/protoactor-go/eventstream"
-	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/dialgate"
 	"github.com/otopcua/otopcua/cluster/membership"
 )
 
@@ -38,43 +36,17 @@ type Transport interface {
 const (
 	// GateDialTimeout bounds the TCP probe made before sending to a peer
 	// that has never been reached or whose connection broke.
-	GateDialTimeout = time.Second
+	GateDialTimeout = dialgate.DialTimeout
 	// GatePending is how many messages wait for a peer's probe; older ones
 	// are dropped first.
-	GatePending = 64
+	GatePending = dialgate.Pending
 )
-
-type gateState uint8
-
-const (
-	gateClosed gateState = iota // never reached, or the connection broke: probe first
-	gateProbing
-	gateOpen
-)
-
-type gate struct {
-	state   gateState
-	pending []proto.Message
-}
 
 // RemoteTransport sends through protoactor-go's remote to the PID
-// host:port/Name, behind a dial gate like the cluster daemon's: a message
-// for a peer that has never been reached, or whose endpoint protoactor
-// reported terminated, waits for a plain TCP connect to the peer's
-// cluster port and is only then handed to protoactor. protoactor would
-// otherwise open an endpoint that retries on a blocking schedule — which
-// also delays the daemon's messages to that address — and deliver the
-// dead process's queued messages to its successor.
+// host:port/Name, behind the same dial gate as the cluster daemon's
+// (package dialgate).
 type RemoteTransport struct {
-	sys  *actors.System
-	dial func(ctx context.Context, network, addr string) (net.Conn, error)
-
-	mu     sync.Mutex // guards peers, sub, closed
-	peers  map[membership.Address]*gate
-	sub    *eventstream.Subscription
-	closed bool
-
-	sent, dropped atomic.Uint64
+	g *dialgate.Sender
 }
 
 var _ Transport = (*RemoteTransport)(nil)
@@ -82,113 +54,22 @@ var _ Transport = (*RemoteTransport)(nil)
 // NewRemoteTransport returns a transport over sys's remote. dial is the
 // gate's TCP probe; nil means net.Dialer.DialContext.
 func NewRemoteTransport(sys *actors.System, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *RemoteTransport {
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	return &RemoteTransport{sys: sys, dial: dial, peers: map[membership.Address]*gate{}}
+	return &RemoteTransport{g: dialgate.New(sys, Name, dial)}
 }
 
 // Bind implements Transport: protoactor delivers to the mediator's PID,
 // and its endpoint events close the gate.
-func (t *RemoteTransport) Bind(membership.Address, func(proto.Message)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.sub = t.sys.Actor.EventStream.SubscribeWithPredicate(t.onEndpointEvent, func(ev any) bool {
-		_, ok := ev.(*remote.EndpointTerminatedEvent)
-		return ok
-	})
-}
-
-func (t *RemoteTransport) onEndpointEvent(ev any) {
-	e, ok := ev.(*remote.EndpointTerminatedEvent)
-	if !ok {
-		return
-	}
-	addr, err := membership.ParseAddress(e.Address)
-	if err != nil {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if g := t.peers[addr]; g != nil && g.state == gateOpen {
-		g.state = gateClosed
-	}
-}
+func (t *RemoteTransport) Bind(membership.Address, func(proto.Message)) { t.g.Start(nil) }
 
 // Send implements Transport.
-func (t *RemoteTransport) Send(to membership.Address, msg proto.Message) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		t.dropped.Add(1)
-		return
-	}
-	g := t.peers[to]
-	if g == nil {
-		g = &gate{}
-		t.peers[to] = g
-	}
-	switch g.state {
-	case gateOpen:
-		t.deliver(to, msg)
-		return
-	case gateClosed:
-		g.state = gateProbing
-		go t.probe(to)
-	}
-	if len(g.pending) >= GatePending {
-		g.pending = g.pending[1:]
-		t.dropped.Add(1)
-	}
-	g.pending = append(g.pending, msg)
-}
-
-// deliver hands msg to protoactor; t.mu must be held (keeps the order of a
-// flushed backlog and later sends).
-func (t *RemoteTransport) deliver(to membership.Address, msg proto.Message) {
-	t.sent.Add(1)
-	t.sys.Root().Send(actors.PID(to.String(), Name), msg)
-}
-
-func (t *RemoteTransport) probe(to membership.Address) {
-	ctx, cancel := context.WithTimeout(context.Background(), GateDialTimeout)
-	c, err := t.dial(ctx, "tcp", to.String())
-	cancel()
-	if err == nil {
-		_ = c.Close()
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	g := t.peers[to]
-	backlog := g.pending
-	g.pending = nil
-	if err != nil || t.closed {
-		g.state = gateClosed
-		t.dropped.Add(uint64(len(backlog)))
-		return
-	}
-	g.state = gateOpen
-	for _, msg := range backlog {
-		t.deliver(to, msg)
-	}
-}
+func (t *RemoteTransport) Send(to membership.Address, msg proto.Message) { t.g.Send(to, msg) }
 
 // Counts returns how many messages were handed to protoactor and how many
 // the gate dropped.
-func (t *RemoteTransport) Counts() (sent, dropped uint64) { return t.sent.Load(), t.dropped.Load() }
+func (t *RemoteTransport) Counts() (sent, dropped uint64) { return t.g.Counts() }
 
 // Close implements Transport.
-func (t *RemoteTransport) Close() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return
-	}
-	t.closed = true
-	if t.sub != nil {
-		t.sys.Actor.EventStream.Unsubscribe(t.sub)
-	}
-}
+func (t *RemoteTransport) Close() { t.g.Close() }
 
 // MemNetwork is an in-memory network of mediators in one process, for
 // tests: each MemTransport delivers straight to the other mediators'
