@@ -21,7 +21,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -266,81 +265,5 @@ func waitAll(t testing.TB, ns []*procs.Node, want int, total time.Duration) {
 	})
 }
 
-// runner lets tests/procs, written for tests, run in this command: it is a
-// testing.TB whose Fatal ends the trial (not the program) and whose
-// cleanups (killing every process) run when the trial ends. Only the
-// methods procs calls are implemented; the embedded nil TB is never used.
-type runner struct {
-	testing.TB
-	mu       sync.Mutex
-	cleanups []func()
-	failed   bool
-	dirs     []string
-}
-
-type fatal struct{ msg string }
-
-// run runs f with a fresh runner and returns its failure, if any.
-func run(f func(t testing.TB)) (err error) {
-	r := &runner{}
-	defer func() {
-		if p := recover(); p != nil {
-			if fe, ok := p.(fatal); ok {
-				err = errors.New(fe.msg)
-			} else {
-				panic(p)
-			}
-		}
-		r.mu.Lock()
-		cs := r.cleanups
-		r.mu.Unlock()
-		for i := len(cs) - 1; i >= 0; i-- {
-			cs[i]()
-		}
-		for _, d := range r.dirs {
-			_ = os.RemoveAll(d)
-		}
-	}()
-	f(r)
-	return nil
-}
-
-func (r *runner) Helper()      {}
-func (r *runner) Name() string { return "bench-failover" }
-func (r *runner) Failed() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.failed }
-func (r *runner) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-func (r *runner) TempDir() string {
-	d, err := os.MkdirTemp("", "otopcua-bench-")
-	if err != nil {
-		r.Fatal(err)
-	}
-	r.mu.Lock()
-	r.dirs = append(r.dirs, d)
-	r.mu.Unlock()
-	return d
-}
-func (r *runner) Logf(format string, args ...any) { log.Printf(format, args...) }
-func (r *runner) Log(args ...any)                 { log.Print(args...) }
-func (r *runner) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	r.failed = true
-	r.mu.Unlock()
-	log.Printf(format, args...)
-}
-func (r *runner) Fatal(args ...any) { r.fail(fmt.Sprint(args...)) }
-func (r *runner) Fatalf(format string, args ...any) {
-	r.fail(fmt.Sprintf(format, args...))
-}
-func (r *runner) fail(msg string) {
-	r.mu.Lock()
-	r.failed = true
-	r.mu.Unlock()
-	if len(msg) > 4000 {
-		msg = msg[:4000] + "…"
-	}
-	panic(fatal{msg})
-}
+// run runs f as one trial with the tests/procs harness (procs.Run).
+func run(f func(t testing.TB)) error { return procs.Run("bench-failover", f) }

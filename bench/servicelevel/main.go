@@ -29,13 +29,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"sort"
@@ -65,7 +63,7 @@ func main() {
 	if !*verbose {
 		log.SetOutput(io.Discard)
 	}
-	go stopOnSignal()
+	go procs.StopOnSignal()
 
 	var rows []string
 	var topo, rejoin []time.Duration
@@ -358,112 +356,5 @@ exits, Ctrl-C included.
 ` + table
 }
 
-// runner lets tests/procs, written for tests, run in this command: it is a
-// testing.TB whose Fatal ends the trial (not the program) and whose
-// cleanups (killing every process) run when the trial ends. Only the
-// methods procs calls are implemented; the embedded nil TB is never used.
-type runner struct {
-	testing.TB
-	mu       sync.Mutex
-	cleanups []func()
-	failed   bool
-	dirs     []string
-}
-
-type fatal struct{ msg string }
-
-var (
-	currentMu sync.Mutex
-	current   *runner // the trial running now, for stopOnSignal
-)
-
-// run runs f with a fresh runner and returns its failure, if any.
-func run(f func(t testing.TB)) (err error) {
-	r := &runner{}
-	currentMu.Lock()
-	current = r
-	currentMu.Unlock()
-	defer func() {
-		if p := recover(); p != nil {
-			if fe, ok := p.(fatal); ok {
-				err = errors.New(fe.msg)
-			} else {
-				panic(p)
-			}
-		}
-		r.cleanup()
-	}()
-	f(r)
-	return nil
-}
-
-// cleanup runs the cleanups once, newest first, and removes the
-// temporary directories.
-func (r *runner) cleanup() {
-	r.mu.Lock()
-	cs, dirs := r.cleanups, r.dirs
-	r.cleanups, r.dirs = nil, nil
-	r.mu.Unlock()
-	for i := len(cs) - 1; i >= 0; i-- {
-		cs[i]()
-	}
-	for _, d := range dirs {
-		_ = os.RemoveAll(d)
-	}
-}
-
-// stopOnSignal kills every process of the running trial on SIGINT or
-// SIGTERM, then exits.
-func stopOnSignal() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	<-ch
-	fmt.Fprintln(os.Stderr, "interrupted: stopping every node")
-	currentMu.Lock()
-	r := current
-	currentMu.Unlock()
-	if r != nil {
-		r.cleanup()
-	}
-	os.Exit(130)
-}
-
-func (r *runner) Helper()      {}
-func (r *runner) Name() string { return "bench-servicelevel" }
-func (r *runner) Failed() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.failed }
-func (r *runner) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-func (r *runner) TempDir() string {
-	d, err := os.MkdirTemp("", "otopcua-bench-")
-	if err != nil {
-		r.Fatal(err)
-	}
-	r.mu.Lock()
-	r.dirs = append(r.dirs, d)
-	r.mu.Unlock()
-	return d
-}
-func (r *runner) Logf(format string, args ...any) { log.Printf(format, args...) }
-func (r *runner) Log(args ...any)                 { log.Print(args...) }
-func (r *runner) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	r.failed = true
-	r.mu.Unlock()
-	log.Printf(format, args...)
-}
-func (r *runner) Fatal(args ...any) { r.fail(fmt.Sprint(args...)) }
-func (r *runner) Fatalf(format string, args ...any) {
-	r.fail(fmt.Sprintf(format, args...))
-}
-func (r *runner) fail(msg string) {
-	r.mu.Lock()
-	r.failed = true
-	r.mu.Unlock()
-	if len(msg) > 4000 {
-		msg = msg[:4000] + "…"
-	}
-	panic(fatal{msg})
-}
+// run runs f as one trial with the tests/procs harness (procs.Run).
+func run(f func(t testing.TB)) error { return procs.Run("bench-servicelevel", f) }
