@@ -95,7 +95,15 @@ func TestChildRestartsAfterKillAndStopsCleanly(t *testing.T) {
 
 	// The shell ignores SIGTERM: stopping must end with SIGKILL to the
 	// whole group (the shell and its sleep) within the grace period.
-	time.Sleep(100 * time.Millisecond) // let the shell install its trap
+	// The shell starts its sleep only after installing the trap: once the
+	// group has two members, SIGTERM is ignored.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(groupMembers(t, second)) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted shell (group %d) never started its sleep", second)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel()
 	if e := recv(t, exits, "exit after stop"); e.restartIn != 0 || e.how != "killed by SIGKILL" {
 		t.Fatalf("exit after stop: %+v", e)
