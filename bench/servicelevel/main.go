@@ -166,7 +166,7 @@ func (w *watched) first(since time.Time, level byte) (demo.Reading, bool) {
 
 func newPair(t testing.TB, tune func(map[string]any)) *pair {
 	dir := t.TempDir()
-	pa, pb := procs.NewUniquePorts(t), procs.NewUniquePorts(t)
+	pa, pb := procs.NewPorts(t), procs.NewPorts(t)
 	p := &pair{names: []string{"a", "b"}, nodes: map[string]*procs.Node{}, addr: map[string]string{}, watch: map[string]*watched{}}
 	seeds := []string{fmt.Sprintf("127.0.0.1:%d", pa.Cluster), fmt.Sprintf("127.0.0.1:%d", pb.Cluster)}
 	for i, ports := range []procs.Ports{pa, pb} {

@@ -42,7 +42,7 @@ func loopRig(t *testing.T, names ...string) *rig {
 	for _, n := range names {
 		// Distinct from every port handed to any drill of this test binary:
 		// the drills run in parallel.
-		r.ports[n] = procs.NewUniquePorts(t)
+		r.ports[n] = procs.NewPorts(t)
 	}
 	return r
 }

@@ -472,7 +472,7 @@ func TestSamplerCatchesTwoPrimaries(t *testing.T) {
 	dir := t.TempDir()
 	var nodes []*procs.Node
 	for _, name := range []string{"x1", "x2"} {
-		cfg := procs.BaseConfig(name, procs.NewUniquePorts(t))
+		cfg := procs.BaseConfig(name, procs.NewPorts(t))
 		cfg["Node"].(map[string]any)["ClusterId"] = "split"
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 		cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + dir + "/config.db"}

@@ -82,7 +82,7 @@ func newRig(t *testing.T, specs ...spec) *rig {
 	r := &rig{t: t, specs: specs, dir: t.TempDir(), ports: map[string]procs.Ports{}, edit: map[string][]func(map[string]any){},
 		nodes: map[string]*procs.Node{}, watch: map[string]*watched{}, addrs: map[string]string{}}
 	for _, s := range specs {
-		r.ports[s.name] = procs.NewUniquePorts(t)
+		r.ports[s.name] = procs.NewPorts(t)
 		r.addrs[fmt.Sprintf("127.0.0.1:%d", r.ports[s.name].Cluster)] = s.name
 	}
 	r.startSampler()

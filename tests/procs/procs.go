@@ -114,35 +114,21 @@ type Node struct {
 // Ports are a node's ports.
 type Ports struct{ Cluster, OpcUa, HTTP int }
 
-// NewPortSet picks three free ports for each of n nodes, all distinct: every
-// listener is held open until all are picked, so the kernel cannot hand the
-// same port out twice within the set (NewPorts called n times can).
+// NewPortSet picks the ports of n nodes (NewPorts n times).
 func NewPortSet(t testing.TB, n int) []Ports {
 	t.Helper()
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	pick := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-		return l.Addr().(*net.TCPAddr).Port
-	}
 	out := make([]Ports, n)
 	for i := range out {
-		out[i] = Ports{Cluster: pick(), OpcUa: pick(), HTTP: pick()}
+		out[i] = NewPorts(t)
 	}
 	return out
 }
 
-// NewPorts picks three free ports.
+// NewPorts picks three free ports that no earlier call in this process
+// returned (see UniquePort).
 func NewPorts(t testing.TB) Ports {
-	return Ports{Cluster: FreePort(t), OpcUa: FreePort(t), HTTP: FreePort(t)}
+	t.Helper()
+	return Ports{Cluster: UniquePort(t), OpcUa: UniquePort(t), HTTP: UniquePort(t)}
 }
 
 // BaseConfig is a loopback appsettings.json for a node with the given ports.
