@@ -7,9 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
+
+	"github.com/otopcua/otopcua/redundancy"
 )
 
 // membersPath is the HTTP endpoint with a node's view of the cluster.
@@ -43,36 +44,21 @@ func (v *clusterView) self() (member, bool) {
 	return member{}, false
 }
 
-// oldestDriver is the address of the oldest Up member with role driver in
-// the node's own ClusterId (lowest up-number, ties by host, then port as a
-// number): the Primary by the election's rule; "" when there is none.
+// oldestDriver is the address of the Primary of the node's own ClusterId
+// by the election's rule (redundancy.Elect: oldest Up driver); "" when
+// there is none.
 func (v *clusterView) oldestDriver() string {
 	self, _ := v.self()
-	var best member
-	found := false
+	views := make([]redundancy.MemberView, 0, len(v.Members))
 	for _, m := range v.Members {
-		if m.Status != "Up" || !slices.Contains(m.Roles, "driver") || m.ClusterID != self.ClusterID {
-			continue
-		}
-		if !found || m.UpNumber < best.UpNumber || (m.UpNumber == best.UpNumber && addressLess(m.Address, best.Address)) {
-			best, found = m, true
-		}
+		host, port, _ := net.SplitHostPort(m.Address)
+		p, _ := strconv.Atoi(port)
+		views = append(views, redundancy.MemberView{
+			NodeID: m.Address, Host: host, Port: p, Up: m.Status == "Up",
+			UpNumber: m.UpNumber, Roles: m.Roles, ClusterID: m.ClusterID,
+		})
 	}
-	if !found {
-		return ""
-	}
-	return best.Address
-}
-
-func addressLess(a, b string) bool {
-	ha, pa, _ := net.SplitHostPort(a)
-	hb, pb, _ := net.SplitHostPort(b)
-	if ha != hb {
-		return ha < hb
-	}
-	na, _ := strconv.Atoi(pa)
-	nb, _ := strconv.Atoi(pb)
-	return na < nb
+	return redundancy.Elect(views)[self.ClusterID].Primary
 }
 
 // fetchView GETs base + membersPath within timeout.
