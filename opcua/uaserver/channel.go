@@ -18,6 +18,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/gopcua/opcua/uasc"
+	"github.com/otopcua/otopcua/opcua/uawire"
 
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver/uabin"
@@ -48,7 +49,7 @@ var errChannelClosedByClient = errors.New("closed by the client")
 //
 // The channel is implemented here rather than with uasc.SecureChannel
 // because uasc decodes a message before its caller can look at it, and
-// gopcua's decoder trusts array lengths from the wire (see wire.go).
+// gopcua's decoder trusts array lengths from the wire (see package uawire).
 type channel struct {
 	srv     *Server
 	id      uint32 // SecureChannelId, set by Server.addChannel before run
@@ -359,7 +360,7 @@ func (ch *channel) deliver(reqID uint32, body []byte) error {
 
 // decodeRequest checks and decodes an encoded service request.
 func decodeRequest(b []byte) (req ua.Request, code ua.StatusCode) {
-	if code := checkService(b); code != ua.StatusOK {
+	if code := uawire.CheckService(b); code != ua.StatusOK {
 		return nil, code
 	}
 	defer func() {

@@ -17,7 +17,7 @@
 // allocates whatever array length a message claims (a 60-byte request
 // aborted the process with an out-of-memory error that recover() cannot
 // catch). The channel here frames and reassembles chunks itself and runs a
-// wire check (wire.go) that bounds every count by the bytes present and
+// wire check (package uawire) that bounds every count by the bytes present and
 // the nesting depth before anything is decoded.
 //
 // # Concurrency

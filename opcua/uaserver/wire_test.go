@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+	"github.com/otopcua/otopcua/opcua/uawire"
 	"pgregory.net/rapid"
 )
 
@@ -82,7 +83,7 @@ func validRequests() []ua.Request {
 func TestWireCheckAcceptsValidRequests(t *testing.T) {
 	for _, req := range validRequests() {
 		b := encodeRequest(t, req)
-		if code := checkService(b); code != ua.StatusOK {
+		if code := uawire.CheckService(b); code != ua.StatusOK {
 			t.Errorf("%T: wire check %v", req, code)
 			continue
 		}
@@ -137,7 +138,7 @@ func TestWireCheckRejectsHostileLengths(t *testing.T) {
 		{"invalid NodeId encoding", cat(typeIDPrefix(id.ReadRequest_Encoding_DefaultBinary), []byte{0x0f})},
 		{"truncated", read[:len(read)-2]},
 	} {
-		if code := checkService(tc.b); code != ua.StatusBadDecodingError {
+		if code := uawire.CheckService(tc.b); code != ua.StatusBadDecodingError {
 			t.Errorf("%s: wire check %v, want BadDecodingError", tc.name, code)
 		}
 	}
@@ -151,11 +152,11 @@ func TestWireCheckRejectsHostileLengths(t *testing.T) {
 		variant(cat([]byte{12}, u32(2), []byte("ok"))...),
 		variant(append(deepDiag[:40:40], 0)...),
 	} {
-		if code := checkService(b); code != ua.StatusOK {
+		if code := uawire.CheckService(b); code != ua.StatusOK {
 			t.Errorf("sane control %x: wire check %v", b[len(b)-min(len(b), 16):], code)
 		}
 	}
-	if code := checkService(typeIDPrefix(9999)); code != ua.StatusBadServiceUnsupported {
+	if code := uawire.CheckService(typeIDPrefix(9999)); code != ua.StatusBadServiceUnsupported {
 		t.Errorf("unknown service: %v", code)
 	}
 }
@@ -167,7 +168,7 @@ func TestWireCheckAcceptsRandomVariants(t *testing.T) {
 		v := genVariant(rt, 0)
 		b := encodeRequest(t, &ua.WriteRequest{NodesToWrite: []*ua.WriteValue{{NodeID: nodeTemp, AttributeID: ua.AttributeIDValue,
 			Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: v}}}})
-		if code := checkService(b); code != ua.StatusOK {
+		if code := uawire.CheckService(b); code != ua.StatusOK {
 			rt.Fatalf("wire check %v for %#v", code, v.Value())
 		}
 		if _, code := decodeRequest(b); code != ua.StatusOK {

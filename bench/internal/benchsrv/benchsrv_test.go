@@ -8,7 +8,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
-	"github.com/otopcua/otopcua/bench/internal/uaclient"
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // TestLayout checks, through a real client, that every implementation

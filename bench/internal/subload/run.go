@@ -12,7 +12,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/bench/internal/measure"
-	"github.com/otopcua/otopcua/bench/internal/uaclient"
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // Histogram resolution and range of value ages.

@@ -1,7 +1,12 @@
-// Package uaclient is the lean OPC UA client of the subscription benchmark:
-// one secure channel with security policy None over gopcua's uacp
-// transport, framed with gopcua's uasc message types, plus a decoder for
-// PublishResponse bodies that reads only what the benchmark needs.
+// Package uaclient is otopcua's lean OPC UA client transport: one secure
+// channel with security policy None over gopcua's uacp transport, framed
+// with gopcua's uasc message types, anonymous sessions, plus a decoder for
+// PublishResponse bodies that reads only what the subscription benchmark
+// needs. The failover client (opcua/client) and the benchmarks build on it.
+//
+// Every response passes uawire.CheckService before gopcua decodes it: a
+// hostile or broken server cannot make the client allocate more than the
+// bytes it sent.
 //
 // It exists because gopcua's own client keeps a single Publish request in
 // flight and decodes every notification by reflection (about 1 µs per

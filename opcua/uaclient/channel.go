@@ -16,6 +16,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/gopcua/opcua/uasc"
+	"github.com/otopcua/otopcua/opcua/uawire"
 )
 
 // Errors callers branch on.
@@ -410,6 +411,9 @@ func (c *Channel) Call(ctx context.Context, req ua.Request, auth *ua.NodeID, tim
 	r, err := c.Request(ctx, req, auth, timeout)
 	if err != nil {
 		return nil, err
+	}
+	if code := uawire.CheckService(r.Body); code != ua.StatusOK {
+		return nil, fmt.Errorf("uaclient: response to %T refused before decoding: %w", req, code)
 	}
 	_, svc, err := ua.DecodeService(r.Body)
 	if err != nil {

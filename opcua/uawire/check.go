@@ -1,4 +1,4 @@
-package uaserver
+package uawire
 
 import (
 	"encoding/binary"
@@ -19,7 +19,7 @@ import (
 // Variant's ArrayDimensions likewise; nesting of Variants, DataValues,
 // ExtensionObjects and DiagnosticInfos is unbounded. A message of a few
 // dozen bytes can therefore exhaust memory or the stack, which is fatal to
-// the whole process and cannot be recovered. checkService walks the
+// the whole process and cannot be recovered. CheckService walks the
 // encoded message the way gopcua's decoder will, without allocating, and
 // rejects it when a count exceeds what the remaining bytes can hold (every
 // element takes at least one byte) or when nesting exceeds maxWireDepth.
@@ -91,10 +91,10 @@ func extObjectType(typeID []byte, key string) reflect.Type {
 	return t
 }
 
-// checkService checks an encoded service message (type id, then body).
-// It returns BadServiceUnsupported for an unregistered type id and
+// CheckService checks an encoded service message (type id, then body) —
+// a request a server received or a response a client received. It returns BadServiceUnsupported for an unregistered type id and
 // BadDecodingError for a message gopcua must not decode.
-func checkService(b []byte) ua.StatusCode {
+func CheckService(b []byte) ua.StatusCode {
 	w := &wire{b: b}
 	start := w.pos
 	id, err := w.expandedNodeID()
