@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+	"github.com/spf13/cobra"
+
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/opcua/client"
+)
+
+// session is what the client commands use of *client.Client. Tests replace
+// dialClient with a fake.
+type session interface {
+	Read(ctx context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue, error)
+	Write(ctx context.Context, values ...*ua.WriteValue) ([]ua.StatusCode, error)
+	Browse(ctx context.Context, node *ua.NodeID) ([]*ua.ReferenceDescription, error)
+	Redundancy(ctx context.Context) (client.RedundancyInfo, error)
+	Active() client.ServerRef
+	// Subscribe returns the subscription's notification channel, closed
+	// when the session is closed.
+	Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (<-chan client.Notification, error)
+	Close() error
+}
+
+// libSession adapts *client.Client to session.
+type libSession struct{ *client.Client }
+
+func (s libSession) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (<-chan client.Notification, error) {
+	sub, err := s.Client.Subscribe(ctx, nodes, interval)
+	if err != nil {
+		return nil, err
+	}
+	return sub.Notifications(), nil
+}
+
+// dialClient connects to the redundant set; a package variable so that
+// tests can run the commands against a fake.
+var dialClient = func(ctx context.Context, opts client.Options) (session, error) {
+	c, err := client.Dial(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return libSession{c}, nil
+}
+
+// clientFlags are the persistent flags of "otopcua client".
+type clientFlags struct {
+	url         string
+	failover    []string
+	security    string
+	timeout     time.Duration
+	preferHold  time.Duration
+	lostAfter   time.Duration
+	json        bool
+	noDiscovery bool
+}
+
+// durationFlag is a pflag.Value that takes a Go duration ("10s") or a .NET
+// TimeSpan ("00:00:10"), as config.ParseDuration does.
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return "0" // pflag shows no default for "0"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(s string) error {
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*f.d = d
+	return nil
+}
+
+func (durationFlag) Type() string { return "duration" }
+
+func (c *cli) clientCmd() *cobra.Command {
+	g := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:   "client",
+		Short: "Read, write, browse and subscribe on a redundant OPC UA server set",
+		Long: `An OPC UA client that follows a non-transparent redundant server set: it
+connects to the server with the highest ServiceLevel among the URLs given
+(-u, -F) and the servers they name, and moves to another server when the
+active one fails or another has held a higher ServiceLevel for --prefer-hold.
+Security mode None only. See docs/client.md.
+
+Exit codes: 0 ok, 1 runtime error (no server reachable, a request failed, a
+read or write result that is not Good), 2 usage error.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for \"otopcua client\"", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	f := cmd.PersistentFlags()
+	durationVar := func(p *time.Duration, def time.Duration, name, usage string) {
+		*p = def
+		f.Var(durationFlag{p}, name, usage)
+	}
+	f.StringVarP(&g.url, "url", "u", "", "one endpoint of the set (opc.tcp://host:port)")
+	f.StringSliceVarP(&g.failover, "failover-urls", "F", nil, "comma-separated endpoints of the redundant set")
+	f.StringVar(&g.security, "security", "none", `security mode; only "none" is supported`)
+	durationVar(&g.timeout, client.DefaultTimeout, "timeout", "connect and per-request timeout (10s or 00:00:10)")
+	f.BoolVar(&g.json, "json", false, "machine output: one JSON object per line")
+	durationVar(&g.preferHold, client.DefaultPreferHold, "prefer-hold", "how long another server must hold a higher ServiceLevel before the client moves to it")
+	durationVar(&g.lostAfter, client.DefaultLostAfter, "lost-after", "a server silent for this long is lost")
+	f.BoolVar(&g.noDiscovery, "no-discovery", false, "use only the given URLs; do not follow ServerArray, ServerUriArray or FindServers")
+	cmd.AddCommand(c.clientReadCmd(g), c.clientWriteCmd(g), c.clientBrowseCmd(g),
+		c.clientSubscribeCmd(g), c.clientRedundancyCmd(g))
+	return cmd
+}
+
+// usageErr is an exit-2 error.
+func usageErr(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// failure is an exit-1 error.
+func failure(err error) error { return &exitError{code: exitFailure, err: err} }
+
+// serverURLs is -u first, then the -F entries, duplicates and blanks
+// dropped. Every URL must start with opc.tcp://.
+func serverURLs(url string, failover []string) ([]string, error) {
+	var out []string
+	for _, u := range append([]string{url}, failover...) {
+		u = strings.TrimSpace(u)
+		if u == "" || contains(out, u) {
+			continue
+		}
+		if !strings.HasPrefix(strings.ToLower(u), "opc.tcp://") {
+			return nil, fmt.Errorf("%q is not an opc.tcp:// URL", u)
+		}
+		out = append(out, u)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("give a server: -u URL or -F URL1,URL2")
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// options checks the persistent flags and turns them into client.Options.
+func (g *clientFlags) options() (client.Options, error) {
+	urls, err := serverURLs(g.url, g.failover)
+	if err != nil {
+		return client.Options{}, usageErr("%v", err)
+	}
+	if !strings.EqualFold(g.security, "none") {
+		return client.Options{}, usageErr(`--security %q: only "none" is supported`, g.security)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"timeout", g.timeout}, {"prefer-hold", g.preferHold}, {"lost-after", g.lostAfter}} {
+		if d.v <= 0 {
+			return client.Options{}, usageErr("--%s %s: must be positive", d.name, d.v)
+		}
+	}
+	return client.Options{
+		URLs:            urls,
+		PreferHold:      g.preferHold,
+		Timeout:         g.timeout,
+		LostAfter:       g.lostAfter,
+		NoDiscovery:     g.noDiscovery,
+		ApplicationName: "otopcua client",
+	}, nil
+}
+
+// withSession dials the set described by opts, runs fn and closes the
+// session. SIGINT and SIGTERM cancel fn's context. An error of fn that is
+// not an exitError is a runtime error (exit 1).
+func withSession(parent context.Context, opts client.Options, fn func(ctx context.Context, s session) error) error {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	s, err := dialClient(ctx, opts)
+	if err != nil {
+		return failure(err)
+	}
+	defer s.Close()
+	err = fn(ctx, s)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return failure(describe(err))
+	}
+	return err
+}
+
+// describe names a bare status code error the OPC UA way
+// ("BadNodeIdUnknown: The node id refers to …").
+func describe(err error) error {
+	sc, ok := err.(ua.StatusCode)
+	if !ok {
+		return err
+	}
+	if d, ok := ua.StatusCodes[sc&0xFFFF0000]; ok && d.Text != "" {
+		return fmt.Errorf("%s: %s", statusName(sc), d.Text)
+	}
+	return errors.New(statusName(sc))
+}
+
+// parseNodes parses command-line NodeIds; a bad one is a usage error.
+func parseNodes(args []string) ([]*ua.NodeID, error) {
+	nodes := make([]*ua.NodeID, 0, len(args))
+	for _, a := range args {
+		n, err := parseNodeID(a)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
