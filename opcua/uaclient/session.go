@@ -17,6 +17,21 @@ type Session struct {
 	ID *ua.NodeID
 	// Timeout is the session timeout the server revised to.
 	Timeout time.Duration
+	// ServerURI is the server's ApplicationUri as its CreateSession
+	// response describes it ("" when it lists no endpoint).
+	ServerURI string
+}
+
+// SessionParams describe a session to open.
+type SessionParams struct {
+	// Name is the session name the server shows.
+	Name string
+	// Application describes the client; nil: otopcua's default.
+	Application *ua.ApplicationDescription
+	// Timeout is the session timeout to ask for.
+	Timeout time.Duration
+	// CallTimeout bounds CreateSession and ActivateSession each.
+	CallTimeout time.Duration
 }
 
 // Auth is the session's authentication token, for Channel.Request.
@@ -28,21 +43,41 @@ func (s *Session) Channel() *Channel { return s.ch }
 // NewSession creates and activates an anonymous session named name, asking
 // for sessionTimeout. Each service call waits at most callTimeout.
 func NewSession(ctx context.Context, ch *Channel, name string, sessionTimeout, callTimeout time.Duration) (*Session, error) {
-	nonce := make([]byte, 32)
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	resp, err := ch.Call(ctx, &ua.CreateSessionRequest{
-		ClientDescription: &ua.ApplicationDescription{
+	return OpenSession(ctx, ch, SessionParams{
+		Name: name,
+		Application: &ua.ApplicationDescription{
 			ApplicationURI:  "urn:otopcua:bench:subload",
 			ProductURI:      "urn:otopcua:bench",
 			ApplicationName: ua.NewLocalizedText("otopcua subload"),
 			ApplicationType: ua.ApplicationTypeClient,
 		},
+		Timeout:     sessionTimeout,
+		CallTimeout: callTimeout,
+	})
+}
+
+// OpenSession creates and activates an anonymous session described by p.
+func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, error) {
+	nonce := make([]byte, 32)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	app := p.Application
+	if app == nil {
+		app = &ua.ApplicationDescription{
+			ApplicationURI:  "urn:otopcua:client",
+			ProductURI:      "urn:otopcua",
+			ApplicationName: ua.NewLocalizedText("otopcua client"),
+			ApplicationType: ua.ApplicationTypeClient,
+		}
+	}
+	callTimeout := p.CallTimeout
+	resp, err := ch.Call(ctx, &ua.CreateSessionRequest{
+		ClientDescription:       app,
 		EndpointURL:             ch.Endpoint(),
-		SessionName:             name,
+		SessionName:             p.Name,
 		ClientNonce:             nonce,
-		RequestedSessionTimeout: float64(sessionTimeout / time.Millisecond),
+		RequestedSessionTimeout: float64(p.Timeout / time.Millisecond),
 	}, nil, callTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("CreateSession: %w", err)
@@ -53,6 +88,12 @@ func NewSession(ctx context.Context, ch *Channel, name string, sessionTimeout, c
 		auth:    cs.AuthenticationToken,
 		ID:      cs.SessionID,
 		Timeout: time.Duration(cs.RevisedSessionTimeout) * time.Millisecond,
+	}
+	for _, e := range cs.ServerEndpoints {
+		if e.Server != nil && e.Server.ApplicationURI != "" {
+			s.ServerURI = e.Server.ApplicationURI
+			break
+		}
 	}
 	_, err = ch.Call(ctx, &ua.ActivateSessionRequest{
 		ClientSignature:    &ua.SignatureData{},

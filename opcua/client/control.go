@@ -1,0 +1,441 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+)
+
+// settleGrace: once one server is up with a known level, Dial waits at
+// most this long for the other given URLs before choosing.
+const settleGrace = time.Second
+
+// control is the controller: the one goroutine that changes the set and
+// the active server. It applies the selection rule after every message.
+func (c *Client) control(ready chan<- error) {
+	defer c.wg.Done()
+	sel := &Selector{Hold: c.opts.PreferHold}
+	start := time.Now()
+	settle := c.clock.NewTicker(50 * time.Millisecond)
+	defer settle.Stop()
+	settled := false
+	var wake <-chan time.Time
+	for {
+		select {
+		case m := <-c.inbox:
+			c.handle(m)
+		case <-settle.Chan():
+		case <-wake:
+			wake = nil
+		case <-c.ctx.Done():
+			if !settled {
+				ready <- ErrClosed
+			}
+			return
+		}
+		if !settled {
+			if !c.settledSince(start) {
+				continue
+			}
+			settled = true
+			settle.Stop()
+			d := c.decide(sel)
+			if d.Reason == NoneReachable {
+				ready <- c.noServerError()
+				return
+			}
+			ready <- nil
+			if !d.Wake.IsZero() {
+				wake = c.clock.After(d.Wake.Sub(c.clock.Now()))
+			}
+			continue
+		}
+		if d := c.decide(sel); !d.Wake.IsZero() {
+			wake = c.clock.After(max(d.Wake.Sub(c.clock.Now()), 0))
+		}
+	}
+}
+
+// settledSince reports whether Dial has waited long enough: every given
+// URL has answered or failed once, or one server is up with its level
+// and the others had settleGrace, or the Timeout is over.
+func (c *Client) settledSince(start time.Time) bool {
+	waited := time.Since(start)
+	if waited > c.opts.Timeout+settleGrace {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all, anyLevel := true, false
+	for _, s := range c.servers {
+		if s.dropped || !s.given {
+			continue
+		}
+		if s.conn != nil && s.levelKnown {
+			anyLevel = true
+		}
+		if !(s.conn == nil && s.tried) && !(s.conn != nil && (s.levelKnown || waited > settleGrace)) {
+			all = false
+		}
+	}
+	return all || (anyLevel && waited > settleGrace)
+}
+
+// noServerError names every URL tried and why it failed.
+func (c *Client) noServerError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var why []string
+	for _, s := range c.servers {
+		if s.dropped || len(s.urls) == 0 {
+			continue
+		}
+		e := s.err
+		if e == "" {
+			e = strings.Join(s.urls, ", ") + ": no answer within " + c.opts.Timeout.String()
+		}
+		why = append(why, e)
+	}
+	return fmt.Errorf("%w: %s", ErrNoServer, strings.Join(why, "; "))
+}
+
+// handle applies one message to the set.
+func (c *Client) handle(m any) {
+	switch m := m.(type) {
+	case msgUp:
+		c.up(m.cn)
+	case msgDown:
+		c.mu.Lock()
+		if s := m.cn.srv; s.conn == m.cn {
+			s.conn, s.levelKnown = nil, false
+			s.err = fmt.Sprintf("%s: %v", m.cn.url, m.cn.lostErr)
+			if c.active == s {
+				c.lastLost = m.cn
+			}
+		}
+		c.mu.Unlock()
+	case msgFailed:
+		c.mu.Lock()
+		m.srv.err, m.srv.tried = m.err.Error(), true
+		c.mu.Unlock()
+	case msgDiscovered:
+		c.discovered(m)
+	case msgSubscribe:
+		c.mu.Lock()
+		c.subs = append(c.subs, m.sub)
+		var cn *conn
+		if c.active != nil {
+			cn = c.active.conn
+		}
+		c.mu.Unlock()
+		if cn == nil {
+			m.reply <- nil // placed at the next move
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		_, err := m.sub.placeOn(ctx, cn)
+		cancel()
+		m.reply <- err
+	case msgLevel, msgRecheck:
+		// state already updated; the caller re-decides
+	}
+}
+
+// up records a new conn, merging records that turn out to be one server.
+func (c *Client) up(cn *conn) {
+	c.mu.Lock()
+	s := cn.srv
+	if s.dropped || c.closed || (s.conn != nil && s.conn != cn) {
+		c.mu.Unlock()
+		go cn.close(time.Second)
+		return
+	}
+	if cn.uri != "" {
+		for _, o := range c.servers {
+			if o == s || o.dropped || o.uri != cn.uri {
+				continue
+			}
+			keep, drop := o, s
+			if s.order < o.order {
+				keep, drop = s, o
+			}
+			for _, u := range drop.urls {
+				if !slices.Contains(keep.urls, u) {
+					keep.urls = append(keep.urls, u)
+				}
+			}
+			keep.given = keep.given || drop.given
+			drop.dropped = true
+			if drop.conn != nil {
+				go drop.conn.close(time.Second)
+				drop.conn = nil
+			}
+			if c.active == drop {
+				c.active = keep
+			}
+			c.startLocked(keep)
+			if keep != s {
+				c.mu.Unlock()
+				go cn.close(time.Second)
+				return
+			}
+		}
+	}
+	s.uri = cn.uri
+	s.conn, s.err, s.tried = cn, "", true
+	c.mu.Unlock()
+	if !c.opts.NoDiscovery {
+		go c.discover(cn)
+	}
+}
+
+// Well-known nodes of the redundancy surface.
+var (
+	serverArrayNode       = ua.NewNumericNodeID(0, id.Server_ServerArray)
+	serverURIArrayNode    = ua.NewNumericNodeID(0, id.Server_ServerRedundancy_ServerURIArray)
+	redundancySupportNode = ua.NewNumericNodeID(0, id.Server_ServerRedundancy_RedundancySupport)
+)
+
+// discover asks the server on cn for its set and posts what it learned.
+func (c *Client) discover(cn *conn) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+	defer cancel()
+	var uris []string
+	resp, err := cn.call(ctx, &ua.ReadRequest{
+		NodesToRead: []*ua.ReadValueID{
+			{NodeID: serverArrayNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+			{NodeID: serverURIArrayNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+		},
+		TimestampsToReturn: ua.TimestampsToReturnNeither,
+	})
+	if err == nil {
+		for _, r := range resp.(*ua.ReadResponse).Results {
+			uris = append(uris, stringsOf(r)...)
+		}
+	}
+	urls := map[string][]string{}
+	fr, err := cn.ch.Call(ctx, &ua.FindServersRequest{EndpointURL: cn.url}, nil, c.opts.Timeout)
+	if err == nil {
+		for _, app := range fr.(*ua.FindServersResponse).Servers {
+			if app == nil || app.ApplicationURI == "" || (app.ApplicationURI != cn.uri && !slices.Contains(uris, app.ApplicationURI)) {
+				continue
+			}
+			for _, u := range app.DiscoveryURLs {
+				if strings.HasPrefix(u, "opc.tcp://") {
+					urls[app.ApplicationURI] = append(urls[app.ApplicationURI], u)
+				}
+			}
+		}
+	}
+	c.post(msgDiscovered{uris: uris, urls: urls})
+}
+
+func stringsOf(dv *ua.DataValue) []string {
+	if dv == nil || dv.Status != ua.StatusOK || dv.Value == nil {
+		return nil
+	}
+	ss, _ := dv.Value.Value().([]string)
+	return ss
+}
+
+// discovered adds the servers and URLs a server named.
+func (c *Client) discovered(m msgDiscovered) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := slices.Clone(m.uris)
+	for uri := range m.urls {
+		all = append(all, uri)
+	}
+	for _, uri := range all {
+		if uri == "" {
+			continue
+		}
+		var rec *server
+		for _, s := range c.servers {
+			if !s.dropped && s.uri == uri {
+				rec = s
+			}
+		}
+		if rec == nil {
+			rec = c.addServerLocked(uri, nil, false)
+		}
+		for _, u := range m.urls[uri] {
+			if !slices.Contains(rec.urls, u) {
+				rec.urls = append(rec.urls, u)
+			}
+		}
+		c.startLocked(rec)
+	}
+}
+
+// decide runs the selection rule and carries out its decision.
+func (c *Client) decide(sel *Selector) Decision {
+	c.mu.Lock()
+	var cands []Candidate
+	byKey := map[string]*server{}
+	for _, s := range c.servers {
+		if s.dropped {
+			continue
+		}
+		byKey[s.key] = s
+		cands = append(cands, Candidate{ID: s.key, Order: s.order, Up: s.conn != nil && !s.conn.isLost(), Level: s.level, LevelKnown: s.levelKnown})
+	}
+	active := ""
+	if c.active != nil {
+		active = c.active.key
+	}
+	now := c.clock.Now()
+	d := sel.Decide(now, active, cands)
+	c.mu.Unlock()
+	switch {
+	case d.Move():
+		c.moveTo(byKey[d.To], d)
+	case d.Reason == NoneReachable && active != "":
+		c.mu.Lock()
+		from := c.active
+		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable"}
+		if from.conn == nil && c.pending == nil {
+			c.pending = &Event{Kind: EventFailover, From: from.ref(), Interrupted: c.lostAt(from), Reason: "connection lost: " + from.err}
+		}
+		c.active = nil
+		c.bumpLocked()
+		c.mu.Unlock()
+		c.emit(ev)
+	}
+	return d
+}
+
+// lostAt is when from's connection was found lost (now when unknown).
+// mu must be held.
+func (c *Client) lostAt(from *server) time.Time {
+	for _, s := range c.subs {
+		s.mu.Lock()
+		h := s.host
+		s.mu.Unlock()
+		if h != nil && h.srv == from && h.isLost() {
+			return h.lostAt
+		}
+	}
+	if c.lastLost != nil && c.lastLost.srv == from {
+		return c.lastLost.lostAt
+	}
+	return time.Now()
+}
+
+// bumpLocked wakes everyone waiting for the active server to change.
+// mu must be held.
+func (c *Client) bumpLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// moveTo makes to the active server and moves the subscriptions there.
+func (c *Client) moveTo(to *server, d Decision) {
+	c.mu.Lock()
+	from := c.active
+	cn := to.conn
+	now := time.Now()
+	ev := Event{Kind: EventFailover, At: now, To: ServerRef{URI: cn.uri, URL: cn.url}, Interrupted: now}
+	switch {
+	case d.Reason == Initial && c.pending != nil:
+		// Back after every server was lost: a failover from the old one.
+		p := c.pending
+		ev.From, ev.Interrupted = p.From, p.Interrupted
+		ev.Reason = p.Reason + "; " + to.ref().String() + " reachable again"
+	case d.Reason == Initial:
+		ev.Kind = EventConnected
+		ev.Interrupted = time.Time{}
+		ev.Reason = "initial: " + levelText(to) + ", the highest of the set"
+	case d.Reason == Lost:
+		ev.From = from.ref()
+		if from.conn != nil {
+			ev.From.URL = from.conn.url
+		}
+		ev.Interrupted = c.lostAt(from)
+		if p := c.pending; p != nil && !p.Interrupted.IsZero() {
+			// An earlier move had not completed: measure from the first loss.
+			ev.From, ev.Interrupted = p.From, p.Interrupted
+		}
+		ev.Reason = fmt.Sprintf("connection lost: %s; %s is the best server reachable", from.err, levelText(to))
+	case d.Reason == LeftBand:
+		ev.From = from.ref()
+		ev.Reason = fmt.Sprintf("ServiceLevel %d left the healthy band (%d–255); %s is at %d", from.level, HealthyMin, to.ref().URI, to.level)
+	case d.Reason == Outranked:
+		ev.From = from.ref()
+		ev.Reason = fmt.Sprintf("%s held ServiceLevel %d > %d for the prefer-hold of %v", to.ref().URI, to.level, from.level, c.opts.PreferHold)
+	}
+	type placed struct {
+		s    *userSub
+		host *conn
+		id   uint32
+	}
+	var old []placed
+	for _, s := range c.subs {
+		s.mu.Lock()
+		old = append(old, placed{s, s.host, s.id})
+		s.mu.Unlock()
+	}
+	c.active = to
+	c.pending = nil
+	if len(c.subs) > 0 && ev.Kind != EventConnected {
+		p := ev
+		c.pending = &p
+	}
+	c.bumpLocked()
+	if cn == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+	defer cancel()
+	for _, p := range old {
+		tr, err := p.s.placeOn(ctx, cn)
+		if err != nil {
+			c.log.Warn("moving a subscription failed", "to", cn.url, "err", err)
+			if !cn.isLost() {
+				cn.fail(fmt.Errorf("moving a subscription here failed: %w", err))
+			}
+			return // msgDown follows; the next decision moves on
+		}
+		ev.Transferred = ev.Transferred || tr
+		if p.host != nil && p.host != cn && !p.host.isLost() {
+			p.s.leave(p.host, p.id)
+		}
+	}
+	if len(old) == 0 || ev.Kind == EventConnected {
+		ev.Resumed = time.Now()
+		if !ev.Interrupted.IsZero() {
+			ev.FailoverTime = ev.Resumed.Sub(ev.Interrupted)
+		}
+		c.emit(ev)
+	}
+}
+
+func levelText(s *server) string {
+	if !s.levelKnown {
+		return s.ref().URI + " (ServiceLevel unknown)"
+	}
+	return fmt.Sprintf("%s at ServiceLevel %d", s.ref().URI, s.level)
+}
+
+// errNoActive is returned by requests while no server is active.
+var errNoActive = errors.New("no active server")
+
+// markTransferred records on the pending move's event whether its
+// subscriptions were transferred (set before the request, so the first
+// Publish response cannot overtake it).
+func (c *Client) markTransferred(v bool) {
+	c.mu.Lock()
+	if c.pending != nil {
+		c.pending.Transferred = v
+	}
+	c.mu.Unlock()
+}

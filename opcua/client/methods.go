@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+)
+
+// activeConn returns the active server's conn, waiting up to the Timeout
+// for one, and the channel closed when the active server changes next.
+func (c *Client) activeConn(ctx context.Context) (*conn, <-chan struct{}, error) {
+	deadline := time.NewTimer(c.opts.Timeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		changed := c.changed
+		if a := c.active; a != nil && a.conn != nil && !a.conn.isLost() {
+			cn := a.conn
+			c.mu.Unlock()
+			return cn, changed, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return nil, nil, fmt.Errorf("%w: %w", errNoActive, c.noServerError())
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// do runs fn on the active server; when the connection fails under it,
+// once more on the server the client moves to.
+func (c *Client) do(ctx context.Context, fn func(cn *conn) error) error {
+	for attempt := 0; ; attempt++ {
+		cn, changed, err := c.activeConn(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(cn)
+		if err == nil || !transportError(err) || attempt > 0 {
+			return err
+		}
+		cn.fail(err)
+		c.post(msgRecheck{cn: cn})
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return err
+		case <-time.After(c.opts.Timeout):
+			return err
+		}
+	}
+}
+
+// Read reads the Value attribute of nodes on the active server, moving to
+// the next best server once when the active one fails mid-request.
+func (c *Client) Read(ctx context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue, error) {
+	rv := make([]*ua.ReadValueID, len(nodes))
+	for i, n := range nodes {
+		rv[i] = &ua.ReadValueID{NodeID: n, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}}
+	}
+	var out []*ua.DataValue
+	err := c.do(ctx, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.ReadRequest{NodesToRead: rv, TimestampsToReturn: ua.TimestampsToReturnBoth})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.ReadResponse).Results
+		if len(out) != len(nodes) {
+			return fmt.Errorf("Read: %d results for %d nodes", len(out), len(nodes))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Write writes values on the active server and returns each write's
+// status (a Bad status is a result, not an error).
+func (c *Client) Write(ctx context.Context, values ...*ua.WriteValue) ([]ua.StatusCode, error) {
+	var out []ua.StatusCode
+	err := c.do(ctx, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.WriteRequest{NodesToWrite: values})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.WriteResponse).Results
+		if len(out) != len(values) {
+			return fmt.Errorf("Write: %d results for %d values", len(out), len(values))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Browse returns every forward reference of node, of any type
+// (BrowseNext followed to the end).
+func (c *Client) Browse(ctx context.Context, node *ua.NodeID) ([]*ua.ReferenceDescription, error) {
+	var out []*ua.ReferenceDescription
+	err := c.do(ctx, func(cn *conn) error {
+		out = nil
+		resp, err := cn.call(ctx, &ua.BrowseRequest{
+			View:                          &ua.ViewDescription{ViewID: ua.NewTwoByteNodeID(0)},
+			RequestedMaxReferencesPerNode: 1000,
+			NodesToBrowse: []*ua.BrowseDescription{{
+				NodeID: node, BrowseDirection: ua.BrowseDirectionForward,
+				ReferenceTypeID: ua.NewTwoByteNodeID(0), IncludeSubtypes: true,
+				NodeClassMask: 0, ResultMask: uint32(ua.BrowseResultMaskAll),
+			}},
+		})
+		if err != nil {
+			return err
+		}
+		results := resp.(*ua.BrowseResponse).Results
+		for pages := 0; ; pages++ {
+			if len(results) != 1 {
+				return fmt.Errorf("Browse: %d results for one node", len(results))
+			}
+			r := results[0]
+			if r.StatusCode != ua.StatusOK {
+				return fmt.Errorf("Browse %s: %w", node, r.StatusCode)
+			}
+			out = append(out, r.References...)
+			if len(r.ContinuationPoint) == 0 {
+				return nil
+			}
+			if pages > 10000 {
+				return fmt.Errorf("Browse %s: more than 10000 pages", node)
+			}
+			next, err := cn.call(ctx, &ua.BrowseNextRequest{ContinuationPoints: [][]byte{r.ContinuationPoint}})
+			if err != nil {
+				return err
+			}
+			results = next.(*ua.BrowseNextResponse).Results
+		}
+	})
+	return out, err
+}
+
+// Redundancy reads the active server's redundancy surface and returns it
+// with the client's live view of every server.
+func (c *Client) Redundancy(ctx context.Context) (RedundancyInfo, error) {
+	var info RedundancyInfo
+	err := c.do(ctx, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.ReadRequest{
+			NodesToRead: []*ua.ReadValueID{
+				{NodeID: serverArrayNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+				{NodeID: serverURIArrayNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+				{NodeID: redundancySupportNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+			},
+			TimestampsToReturn: ua.TimestampsToReturnNeither,
+		})
+		if err != nil {
+			return err
+		}
+		r := resp.(*ua.ReadResponse).Results
+		if len(r) != 3 {
+			return fmt.Errorf("Read: %d results for 3 nodes", len(r))
+		}
+		info.Active = ServerRef{URI: cn.uri, URL: cn.url}
+		info.ServerArray, info.ServerUriArray = stringsOf(r[0]), stringsOf(r[1])
+		info.RedundancySupport = redundancySupportName(r[2])
+		return nil
+	})
+	info.Servers = c.Servers()
+	return info, err
+}
+
+// redundancySupportName names a RedundancySupport value (Part 5 §12.5).
+func redundancySupportName(dv *ua.DataValue) string {
+	if dv == nil || dv.Status != ua.StatusOK || dv.Value == nil {
+		if dv != nil && dv.Status != ua.StatusOK {
+			return "unknown (" + dv.Status.Error() + ")"
+		}
+		return "unknown"
+	}
+	names := []string{"None", "Cold", "Warm", "Hot", "Transparent", "HotAndMirrored"}
+	if v, ok := dv.Value.Value().(int32); ok && v >= 0 && int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprint(dv.Value.Value())
+}
+
+// Servers is the client's view of the set, in preference order.
+func (c *Client) Servers() []ServerInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []ServerInfo
+	for _, s := range c.servers {
+		if s.dropped {
+			continue
+		}
+		info := ServerInfo{
+			ServerRef: s.ref(),
+			URLs:      append([]string{}, s.urls...),
+			Up:        s.conn != nil && !s.conn.isLost(),
+			Active:    s == c.active,
+		}
+		if info.Up {
+			info.Level, info.LevelKnown = s.level, s.levelKnown
+		} else {
+			info.Err = s.err
+			if len(s.urls) == 0 {
+				info.Err = "no endpoint URL known (the server is named by the set but not found by FindServers; give its URL with -F)"
+			}
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+// Active is the active server (zero when none).
+func (c *Client) Active() ServerRef {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active == nil {
+		return ServerRef{}
+	}
+	return c.active.ref()
+}
+
+// Subscribe monitors the Value of nodes with the given publishing and
+// sampling interval on the active server and keeps doing so across
+// failovers. A node the server refuses is reported once as a
+// Notification whose Value carries only the refusal's status.
+func (c *Client) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (*Subscription, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("client: Subscribe needs at least one node")
+	}
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	s := &userSub{c: c, nodes: nodes, interval: interval, out: make(chan Notification, 1024)}
+	reply := make(chan error, 1)
+	select {
+	case c.inbox <- msgSubscribe{sub: s, reply: reply}:
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		if err != nil {
+			return nil, err
+		}
+		return &Subscription{s: s}, nil
+	case <-c.ctx.Done():
+		return nil, ErrClosed
+	}
+}
+
+// Close ends every session and stops the client. Notification channels
+// are closed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	var conns []*conn
+	for _, s := range c.servers {
+		if s.conn != nil {
+			conns = append(conns, s.conn)
+		}
+	}
+	subs := c.subs
+	c.mu.Unlock()
+	done := make(chan struct{}, len(conns))
+	for _, cn := range conns {
+		go func() { cn.close(time.Second); done <- struct{}{} }()
+	}
+	for range conns {
+		<-done
+	}
+	c.cancel()
+	c.wg.Wait()
+	for _, s := range subs {
+		s.end()
+	}
+	return nil
+}
