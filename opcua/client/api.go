@@ -108,7 +108,9 @@ const (
 
 // Event reports a change of the active server.
 type Event struct {
-	Kind   EventKind `json:"kind"`
+	Kind EventKind `json:"type"`
+	// At is when the event completed: for a failover, when the first
+	// Publish response from To arrived (Resumed).
 	At     time.Time `json:"time"`
 	From   ServerRef `json:"from"`
 	To     ServerRef `json:"to"`

@@ -304,7 +304,7 @@ func (c *Client) publishSeen(cn *conn, at time.Time) {
 	}
 	c.pending = nil
 	c.mu.Unlock()
-	ev.Resumed = at
+	ev.Resumed, ev.At = at, at
 	ev.FailoverTime = at.Sub(ev.Interrupted)
 	c.emit(*ev)
 }

@@ -412,6 +412,7 @@ func (c *Client) moveTo(to *server, d Decision) {
 	}
 	if len(old) == 0 || ev.Kind == EventConnected {
 		ev.Resumed = time.Now()
+		ev.At = ev.Resumed
 		if !ev.Interrupted.IsZero() {
 			ev.FailoverTime = ev.Resumed.Sub(ev.Interrupted)
 		}

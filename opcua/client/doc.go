@@ -9,7 +9,7 @@
 //
 //   - Discovery: the set is the URLs it was given plus what the servers
 //     say: Server.ServerArray (i=2254), ServerRedundancy.ServerUriArray
-//     (i=11492) and FindServers (their discovery URLs). Servers are told
+//     (i=11314) and FindServers (their discovery URLs). Servers are told
 //     apart by ApplicationUri; two URLs of one server are one server.
 //   - Watching: every server of the set it can reach gets a session with a
 //     small subscription on Server.ServiceLevel (i=2267). Its Publish

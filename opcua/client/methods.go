@@ -36,16 +36,16 @@ func (c *Client) activeConn(ctx context.Context) (*conn, <-chan struct{}, error)
 	}
 }
 
-// do runs fn on the active server; when the connection fails under it,
-// once more on the server the client moves to.
-func (c *Client) do(ctx context.Context, fn func(cn *conn) error) error {
+// do runs fn on the active server; when the connection fails under it
+// and retry is set, once more on the server the client moves to.
+func (c *Client) do(ctx context.Context, retry bool, fn func(cn *conn) error) error {
 	for attempt := 0; ; attempt++ {
 		cn, changed, err := c.activeConn(ctx)
 		if err != nil {
 			return err
 		}
 		err = fn(cn)
-		if err == nil || !transportError(err) || attempt > 0 {
+		if err == nil || !transportError(err) || !retry || attempt > 0 {
 			return err
 		}
 		cn.fail(err)
@@ -68,7 +68,7 @@ func (c *Client) Read(ctx context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue
 		rv[i] = &ua.ReadValueID{NodeID: n, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}}
 	}
 	var out []*ua.DataValue
-	err := c.do(ctx, func(cn *conn) error {
+	err := c.do(ctx, true, func(cn *conn) error {
 		resp, err := cn.call(ctx, &ua.ReadRequest{NodesToRead: rv, TimestampsToReturn: ua.TimestampsToReturnBoth})
 		if err != nil {
 			return err
@@ -83,10 +83,12 @@ func (c *Client) Read(ctx context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue
 }
 
 // Write writes values on the active server and returns each write's
-// status (a Bad status is a result, not an error).
+// status (a Bad status is a result, not an error). A write is never sent
+// twice: when the connection fails under it, the error says so and the
+// caller decides (the old server may have applied it).
 func (c *Client) Write(ctx context.Context, values ...*ua.WriteValue) ([]ua.StatusCode, error) {
 	var out []ua.StatusCode
-	err := c.do(ctx, func(cn *conn) error {
+	err := c.do(ctx, false, func(cn *conn) error {
 		resp, err := cn.call(ctx, &ua.WriteRequest{NodesToWrite: values})
 		if err != nil {
 			return err
@@ -104,7 +106,7 @@ func (c *Client) Write(ctx context.Context, values ...*ua.WriteValue) ([]ua.Stat
 // (BrowseNext followed to the end).
 func (c *Client) Browse(ctx context.Context, node *ua.NodeID) ([]*ua.ReferenceDescription, error) {
 	var out []*ua.ReferenceDescription
-	err := c.do(ctx, func(cn *conn) error {
+	err := c.do(ctx, true, func(cn *conn) error {
 		out = nil
 		resp, err := cn.call(ctx, &ua.BrowseRequest{
 			View:                          &ua.ViewDescription{ViewID: ua.NewTwoByteNodeID(0)},
@@ -148,7 +150,7 @@ func (c *Client) Browse(ctx context.Context, node *ua.NodeID) ([]*ua.ReferenceDe
 // with the client's live view of every server.
 func (c *Client) Redundancy(ctx context.Context) (RedundancyInfo, error) {
 	var info RedundancyInfo
-	err := c.do(ctx, func(cn *conn) error {
+	err := c.do(ctx, true, func(cn *conn) error {
 		resp, err := cn.call(ctx, &ua.ReadRequest{
 			NodesToRead: []*ua.ReadValueID{
 				{NodeID: serverArrayNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
