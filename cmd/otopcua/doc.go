@@ -6,6 +6,9 @@
 //	otopcua config effective --url URL     what a running node installed
 //	otopcua host --config FILE             run this node until SIGINT/SIGTERM
 //	otopcua demo [--kill-primary-after D]  a supervised local pair with a live table
+//	otopcua client -F URL,URL read|write|browse|subscribe|redundancy …
+//	                                       an OPC UA client that follows the redundant set
+//	                                       (docs/client.md)
 //
 // Exit codes: 0 success (including a graceful stop on SIGINT/SIGTERM),
 // 1 the host stopped with an error, 2 a usage error or an invalid
