@@ -310,7 +310,12 @@ func (r *runner) header() {
 	if r.o.KillPrimaryAfter > 0 {
 		fmt.Fprintf(&b, "The Primary gets SIGKILL after %s.\n", r.o.KillPrimaryAfter)
 	}
-	b.WriteString("A node that exits is restarted. Ctrl-C stops both nodes.\n\n")
+	b.WriteString("A node that exits is restarted. Ctrl-C stops both nodes.\n")
+	var urls []string
+	for _, n := range r.nodes {
+		urls = append(urls, n.Endpoint())
+	}
+	fmt.Fprintf(&b, "Follow the pair from another terminal: go run ./cmd/otopcua client subscribe i=2267 -F %s\n\n", strings.Join(urls, ","))
 	io.WriteString(r.o.Out, b.String())
 }
 
