@@ -30,6 +30,21 @@
 //	   no node ≥ 240 longer than the debounce (250 ms) plus one HealthTick
 //	   (5 s)
 //
+// The client drills (client_drills_test.go) run the `otopcua client` CLI,
+// the real binary with --json, as a SCADA client of the pair and assert on
+// the JSON lines it prints, read live (client_rig_test.go):
+//
+//	C1 SIGKILL of the Primary → one failover to the survivor for the lost
+//	   connection, failoverMs between 0 and 5000, notifications resume
+//	   from the survivor and reach 250; the CLI keeps running
+//	C2 the Primary's own path to the Config DB is reset (it publishes
+//	   100, alive) → no move while 250 outranks 240 for longer than
+//	   --prefer-hold, then one failover at once for the level leaving the
+//	   healthy band; healed → back to the Primary after the hold
+//	C3 the client starts on the Secondary (the Primary unreachable for
+//	   the client only, through a proxy) → one failover after
+//	   --prefer-hold once the Primary is reachable, then no flapping
+//
 // The invariant sampler (Sampler, OnePrimaryChecker) runs in every drill:
 // every 50 ms it reads every node's ServiceLevel concurrently (300 ms
 // timeout: a stopped node has no value that round) and fails the drill if
@@ -43,7 +58,7 @@
 // a 2 s timeout, plus 1 s for delivery on two loaded cores. The drills run
 // in parallel (go test -parallel, GOMAXPROCS by default).
 //
-// Requirements: drill 4 runs PostgreSQL (Debian package postgresql, which
+// Requirements: drills 4 and C2 run PostgreSQL (Debian package postgresql, which
 // scripts/test.sh installs); drill 5 needs root, iproute2 and iptables.
 // Without them those drills fail and say what is missing.
 package failover
