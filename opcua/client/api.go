@@ -47,8 +47,10 @@ type Options struct {
 	// NoDiscovery: use only URLs; do not follow ServerArray, ServerUriArray
 	// or FindServers.
 	NoDiscovery bool
-	// OnEvent is called for every Event, from the client's control
-	// goroutine; it must return quickly.
+	// OnEvent is called for every Event, one call at a time (never
+	// concurrently), before any notification from the event's new server
+	// is delivered. It must return quickly: it holds back the controller or
+	// the new server's Publish loop.
 	OnEvent func(Event)
 	// Logger gets connection and selection logs. Default: discard.
 	Logger *slog.Logger

@@ -24,8 +24,8 @@ type Client struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	inbox  chan any // to the controller
-	events chan Event
+	inbox  chan any   // to the controller
+	emitMu sync.Mutex // serialises OnEvent
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
@@ -141,7 +141,6 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 			ApplicationType: ua.ApplicationTypeClient,
 		},
 		inbox:   make(chan any, 64),
-		events:  make(chan Event, 256),
 		changed: make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -149,9 +148,8 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		c.addServer("", []string{u}, true)
 	}
 	ready := make(chan error, 1)
-	c.wg.Add(2)
+	c.wg.Add(1)
 	go c.control(ready)
-	go c.emitLoop()
 	c.mu.Lock()
 	for _, s := range c.servers {
 		c.startLocked(s)
@@ -309,25 +307,14 @@ func (c *Client) publishSeen(cn *conn, at time.Time) {
 	c.emit(*ev)
 }
 
+// emit reports ev: logs it and calls OnEvent, one event at a time. For a
+// move it runs before the first notification from the new server is
+// delivered, so a caller printing both sees the event first.
 func (c *Client) emit(ev Event) {
-	select {
-	case c.events <- ev:
-	case <-c.ctx.Done():
-	}
-}
-
-// emitLoop calls OnEvent, one event at a time.
-func (c *Client) emitLoop() {
-	defer c.wg.Done()
-	for {
-		select {
-		case ev := <-c.events:
-			c.log.Info("client "+string(ev.Kind), "from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason, "failover_time", ev.FailoverTime)
-			if c.opts.OnEvent != nil {
-				c.opts.OnEvent(ev)
-			}
-		case <-c.ctx.Done():
-			return
-		}
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	c.log.Info("client "+string(ev.Kind), "from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason, "failover_time", ev.FailoverTime)
+	if c.opts.OnEvent != nil {
+		c.opts.OnEvent(ev)
 	}
 }
