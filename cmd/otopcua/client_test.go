@@ -697,3 +697,19 @@ func TestClientSubscribe(t *testing.T) {
 		t.Fatalf("closed channel: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// A :type suffix the client does not know is named in the error, not
+// mistaken for part of the value.
+func TestWriteUnknownTypeSuffixIsNamed(t *testing.T) {
+	if _, err := parseWriteArg("ns=1;s=Setpoint=1:float128"); err != nil {
+		t.Fatalf("an untyped value is converted later: %v", err)
+	}
+	err := conversionError(ua.NewStringNodeID(1, "Setpoint"), "1:float128", ua.TypeIDInt32, errors.New("invalid syntax"))
+	if !strings.Contains(err.Error(), `"float128" is not a type this client writes`) {
+		t.Fatalf("error %q does not name the unknown type", err)
+	}
+	err = conversionError(ua.NewStringNodeID(1, "Clock"), "12:30", ua.TypeIDInt32, errors.New("invalid syntax"))
+	if strings.Contains(err.Error(), "is not a type") {
+		t.Fatalf("error %q takes 30 for a type", err)
+	}
+}

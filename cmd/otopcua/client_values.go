@@ -419,5 +419,23 @@ func conversionError(n *ua.NodeID, value string, t ua.TypeID, err error) error {
 	if ne, ok := err.(*strconv.NumError); ok {
 		err = ne.Err
 	}
-	return fmt.Errorf("write %s: value %q does not convert to %s: %v", n, value, name, err)
+	hint := ""
+	if j := strings.LastIndexByte(value, ':'); j >= 0 && isTypeLike(value[j+1:]) {
+		hint = fmt.Sprintf(" (%q is not a type this client writes: %s)", value[j+1:], writeTypeList)
+	}
+	return fmt.Errorf("write %s: value %q does not convert to %s: %v%s", n, value, name, err, hint)
+}
+
+// isTypeLike: a suffix that looks like a type name someone meant
+// ("float128"), not part of a value ("12:30").
+func isTypeLike(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -313,6 +313,12 @@ func (c *Client) publishSeen(cn *conn, at time.Time) {
 func (c *Client) emit(ev Event) {
 	c.emitMu.Lock()
 	defer c.emitMu.Unlock()
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return
+	}
 	c.log.Info("client "+string(ev.Kind), "from", ev.From.String(), "to", ev.To.String(), "reason", ev.Reason, "failover_time", ev.FailoverTime)
 	if c.opts.OnEvent != nil {
 		c.opts.OnEvent(ev)

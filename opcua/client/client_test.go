@@ -395,3 +395,23 @@ func copyClose(dst, src net.Conn) {
 	dst.Close()
 	src.Close()
 }
+
+// Closing the client is not a loss: no event follows Close.
+func TestCloseReportsNoLoss(t *testing.T) {
+	set := startSet(t, false, map[string]byte{"urn:a": 250}, "urn:a")
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL()}})
+	sub, err := c.Subscribe(context.Background(), []*ua.NodeID{levelNode}, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextFrom(t, sub, "urn:a", 250, 3*time.Second)
+	c.Close()
+	for range sub.Notifications() {
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.ev) != 1 || rec.ev[0].Kind != EventConnected {
+		t.Fatalf("events %+v, want only the connected event", rec.ev)
+	}
+}

@@ -277,6 +277,12 @@ func (c *Client) discovered(m msgDiscovered) {
 // decide runs the selection rule and carries out its decision.
 func (c *Client) decide(sel *Selector) Decision {
 	c.mu.Lock()
+	if c.closed {
+		// Closing ends sessions; their answers (BadSessionClosed) are not
+		// losses.
+		c.mu.Unlock()
+		return Decision{Reason: Stay}
+	}
 	var cands []Candidate
 	byKey := map[string]*server{}
 	for _, s := range c.servers {
