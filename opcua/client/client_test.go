@@ -326,8 +326,15 @@ type gate struct {
 	target string
 	mu     sync.Mutex
 	pass   bool
+	frozen bool // relayed connections stay open but carry nothing
 	conns  []net.Conn
 }
+
+// freeze makes the open connections silent without closing them: a hung
+// server, a cut cable.
+func (g *gate) freeze() { g.mu.Lock(); g.frozen = true; g.mu.Unlock() }
+
+func (g *gate) isFrozen() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.frozen }
 
 func newGate(t *testing.T, target string) *gate {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -374,15 +381,21 @@ func (g *gate) serve() {
 		}
 		g.conns = append(g.conns, in, out)
 		g.mu.Unlock()
-		go func() { copyClose(out, in) }()
-		go func() { copyClose(in, out) }()
+		go func() { g.relay(out, in) }()
+		go func() { g.relay(in, out) }()
 	}
 }
 
-func copyClose(dst, src net.Conn) {
+func (g *gate) relay(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
+		for g.isFrozen() {
+			time.Sleep(5 * time.Millisecond)
+			if src.SetReadDeadline(time.Time{}) != nil {
+				return
+			}
+		}
 		if n > 0 {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
@@ -413,5 +426,34 @@ func TestCloseReportsNoLoss(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.ev) != 1 || rec.ev[0].Kind != EventConnected {
 		t.Fatalf("events %+v, want only the connected event", rec.ev)
+	}
+}
+
+// A server that goes silent without closing the connection is lost after
+// LostAfter (its Publish responses stop), and the client moves on.
+func TestSilentServerIsLostAfterLostAfter(t *testing.T) {
+	set := startSet(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, "urn:a", "urn:b")
+	g := newGate(t, set["urn:a"].Addr().String())
+	g.open()
+	rec := &recorder{}
+	const lostAfter = 600 * time.Millisecond
+	c := dial(t, rec, Options{URLs: []string{g.url(), set["urn:b"].EndpointURL()}, LostAfter: lostAfter})
+	sub, err := c.Subscribe(context.Background(), []*ua.NodeID{levelNode}, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextFrom(t, sub, "urn:a", 250, 3*time.Second)
+	frozen := time.Now()
+	g.freeze()
+	nextFrom(t, sub, "urn:b", 240, 5*time.Second)
+	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) == 1 })
+	e := rec.events(EventFailover)[0]
+	if e.From.URI != "urn:a" || e.To.URI != "urn:b" || !strings.Contains(e.Reason, "no Publish response") {
+		t.Fatalf("failover event %+v", e)
+	}
+	if noticed := e.Interrupted.Sub(frozen); noticed < lostAfter-lostAfter/3 {
+		// The last response can precede the freeze by up to one keep-alive
+		// (LostAfter/3).
+		t.Fatalf("loss noticed %v after the freeze, before LostAfter %v could pass", noticed, lostAfter)
 	}
 }
