@@ -457,3 +457,25 @@ func TestSilentServerIsLostAfterLostAfter(t *testing.T) {
 		t.Fatalf("loss noticed %v after the freeze, before LostAfter %v could pass", noticed, lostAfter)
 	}
 }
+
+// When the backup dies during the move, before it delivered any data, the
+// loss is reported from the server the application last had data from.
+func TestBackupLostDuringTheMoveIsReportedFromTheFirstServer(t *testing.T) {
+	set := startSet(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, "urn:a", "urn:b")
+	g := newGate(t, set["urn:b"].Addr().String())
+	g.open()
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), g.url()}, Timeout: time.Second, LostAfter: 600 * time.Millisecond})
+	sub, err := c.Subscribe(context.Background(), []*ua.NodeID{levelNode}, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextFrom(t, sub, "urn:a", 250, 3*time.Second)
+	g.freeze()
+	set["urn:a"].Close()
+	waitFor(t, 5*time.Second, "lost event", func() bool { return len(rec.events(EventLost)) == 1 })
+	e := rec.events(EventLost)[0]
+	if e.From.URI != "urn:a" || !strings.Contains(e.Reason, "urn:b was lost too") || len(rec.events(EventFailover)) != 0 {
+		t.Fatalf("events %+v", rec.ev)
+	}
+}

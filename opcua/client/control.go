@@ -306,6 +306,12 @@ func (c *Client) decide(sel *Selector) Decision {
 		c.mu.Lock()
 		from := c.active
 		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable"}
+		if p := c.pending; p != nil && p.From.URI != "" && p.From.URI != from.uri {
+			// The move to from never delivered data: report the loss from
+			// the server the application last had data from.
+			ev.From = p.From
+			ev.Reason = fmt.Sprintf("%s; then %s was lost too before it delivered data (%s); no other server of the set is reachable", p.Reason, from.ref().URI, from.err)
+		}
 		if from.conn == nil && c.pending == nil {
 			c.pending = &Event{Kind: EventFailover, From: from.ref(), Interrupted: c.lostAt(from), Reason: "connection lost: " + from.err}
 		}
