@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -93,12 +94,38 @@ func Open(ctx context.Context, provider, connectionString string, opts ...Option
 		sdb.SetMaxOpenConns(1) // every SQLite connection to :memory: is a new, empty database
 	}
 	if d == sqliteDialect {
-		if err := sdb.PingContext(ctx); err != nil {
+		if err := pingSQLite(ctx, sdb); err != nil {
 			_ = sdb.Close()
 			return nil, fmt.Errorf("configdb: open sqlite %q: %w", connectionString, err)
 		}
 	}
 	return db, nil
+}
+
+// sqliteOpenBusyFor is how long Open retries a SQLite file that another
+// process holds locked while opening it.
+const sqliteOpenBusyFor = 10 * time.Second
+
+// pingSQLite opens the first connection. Switching a new file to WAL needs
+// a lock that SQLite does not wait for (the busy timeout does not apply),
+// so when both nodes of a pair sharing one file start at once, one of them
+// gets "database is locked"; it retries, backing off, instead of failing
+// start-up.
+func pingSQLite(ctx context.Context, sdb *sql.DB) error {
+	deadline := time.Now().Add(sqliteOpenBusyFor)
+	wait := 10 * time.Millisecond
+	for {
+		err := sdb.PingContext(ctx)
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
 }
 
 // Provider returns the provider name: "sqlite", "postgres" or "sqlserver".

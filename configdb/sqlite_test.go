@@ -1,12 +1,17 @@
 package configdb
 
 import (
+	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 )
@@ -146,5 +151,55 @@ func TestSQLiteOpenFailsOnAnUnusablePath(t *testing.T) {
 	_, err := Open(ctxT(t), ProviderSQLite, "file:"+filepath.Join(t.TempDir(), "missing-dir", "otopcua.db"))
 	if err == nil || !strings.Contains(err.Error(), "missing-dir") {
 		t.Fatalf("Open in a missing directory = %v, want an error naming the path", err)
+	}
+}
+
+// Both nodes of a pair start at once on one new SQLite file: every Open
+// and Migrate succeeds. Switching a new file to WAL takes a lock SQLite
+// does not wait for, so without Open's retry one of two processes gets
+// "database is locked" now and then. The openers are separate processes
+// (this test binary again): POSIX file locks do not conflict within one
+// process.
+func TestSQLiteConcurrentFirstOpenAcrossProcesses(t *testing.T) {
+	if path := os.Getenv("OTOPCUA_CONFIGDB_OPEN_HELPER"); path != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		db, err := Open(ctx, "sqlite", "file:"+path)
+		if err == nil {
+			err = db.Migrate(ctx)
+			db.Close()
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rounds, procs = 20, 4
+	for round := range rounds {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("config-%d.db", round))
+		var cmds []*exec.Cmd
+		var outs []*strings.Builder
+		for range procs {
+			cmd := exec.Command(exe, "-test.run=^TestSQLiteConcurrentFirstOpenAcrossProcesses$")
+			cmd.Env = append(os.Environ(), "OTOPCUA_CONFIGDB_OPEN_HELPER="+path)
+			out := &strings.Builder{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Stagger the starts so that openers meet migrations under way.
+			time.Sleep(time.Duration(round%5) * 3 * time.Millisecond)
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		for i, cmd := range cmds {
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("round %d: opener %d: %v: %s", round, i, err, outs[i])
+			}
+		}
 	}
 }
