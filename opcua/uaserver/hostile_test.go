@@ -14,6 +14,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
+	"github.com/otopcua/otopcua/opcua/uaclient"
 
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
@@ -420,9 +421,13 @@ func TestSecurityPolicyOtherThanNoneIsRejected(t *testing.T) {
 	}
 }
 
-// TestSubscriptionThroughRealEngine runs gopcua's client subscription
-// against the real engine: Publish goes out through the channel's Sender
-// and a data change for the monitored value comes back.
+// TestSubscriptionThroughRealEngine runs a subscription against the real
+// engine: Publish goes out through the channel's Sender and a data change
+// for the monitored value comes back. The client is otopcua's own
+// (opcua/uaclient): gopcua's client can leave its publish loop paused when
+// its first Publish (sent before any subscription exists) is answered
+// BadNoSubscription while Subscribe resumes the loop — a race in the
+// client, which made this test flaky under load.
 func TestSubscriptionThroughRealEngine(t *testing.T) {
 	store := newFakeStore()
 	eng := subscription.New(engineSource{store}, subscription.Options{Logger: discardLogger()})
@@ -435,27 +440,48 @@ func TestSubscriptionThroughRealEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	c := connectClient(t, "opc.tcp://"+srv.Addr().String())
 	ctx := testCtx(t)
-	notes := make(chan *opcua.PublishNotificationData, 16)
-	sub, err := c.Subscribe(ctx, &opcua.SubscriptionParameters{Interval: 50 * time.Millisecond}, notes)
+	ch, err := uaclient.Dial(ctx, "opc.tcp://"+srv.Addr().String(), uaclient.Options{})
 	if err != nil {
-		t.Fatalf("Subscribe: %v", err)
+		t.Fatal(err)
 	}
-	res, err := sub.Monitor(ctx, ua.TimestampsToReturnBoth, opcua.NewMonitoredItemCreateRequestWithDefaults(nodeTemp, ua.AttributeIDValue, 1))
-	if err != nil || res.Results[0].StatusCode != ua.StatusOK {
-		t.Fatalf("Monitor: %v %v", err, res)
+	defer ch.Close()
+	ses, err := uaclient.OpenSession(ctx, ch, uaclient.SessionParams{Name: "engine", Timeout: time.Minute, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
 	}
-	select {
-	case n := <-notes:
-		dc, ok := n.Value.(*ua.DataChangeNotification)
-		if n.Error != nil || !ok || len(dc.MonitoredItems) == 0 || dc.MonitoredItems[0].Value.Value.Value() != 21.5 {
-			t.Fatalf("notification %+v (%T), want Temp = 21.5", n, n.Value)
+	resp, err := ses.Call(ctx, &ua.CreateSubscriptionRequest{RequestedPublishingInterval: 50, RequestedLifetimeCount: 300, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true}, 5*time.Second)
+	if err != nil {
+		t.Fatalf("CreateSubscription: %v", err)
+	}
+	subID := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
+	resp, err = ses.Call(ctx, &ua.CreateMonitoredItemsRequest{SubscriptionID: subID, TimestampsToReturn: ua.TimestampsToReturnBoth,
+		ItemsToCreate: []*ua.MonitoredItemCreateRequest{opcua.NewMonitoredItemCreateRequestWithDefaults(nodeTemp, ua.AttributeIDValue, 1)}}, 5*time.Second)
+	if err != nil || resp.(*ua.CreateMonitoredItemsResponse).Results[0].StatusCode != ua.StatusOK {
+		t.Fatalf("CreateMonitoredItems: %v %v", err, resp)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := ses.Call(ctx, &ua.PublishRequest{SubscriptionAcknowledgements: []*ua.SubscriptionAcknowledgement{}}, 5*time.Second)
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no data change notification")
+		pr := resp.(*ua.PublishResponse)
+		if pr.SubscriptionID != subID {
+			t.Fatalf("Publish answered for subscription %d, want %d", pr.SubscriptionID, subID)
+		}
+		if len(pr.NotificationMessage.NotificationData) > 0 {
+			dc, ok := pr.NotificationMessage.NotificationData[0].Value.(*ua.DataChangeNotification)
+			if !ok || len(dc.MonitoredItems) == 0 || dc.MonitoredItems[0].Value.Value.Value() != 21.5 {
+				t.Fatalf("notification %+v, want Temp = 21.5", pr.NotificationMessage.NotificationData[0].Value)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("only keep-alives, no data change notification")
+		}
 	}
-	if err := sub.Cancel(ctx); err != nil {
-		t.Fatalf("Cancel: %v", err)
+	if _, err := ses.Call(ctx, &ua.DeleteSubscriptionsRequest{SubscriptionIDs: []uint32{subID}}, 5*time.Second); err != nil {
+		t.Fatalf("DeleteSubscriptions: %v", err)
 	}
 }
