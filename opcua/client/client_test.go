@@ -287,6 +287,13 @@ func TestReconnectToTheSameServerTransfersTheSubscription(t *testing.T) {
 func TestDiscoveryFindsTheRestOfTheSet(t *testing.T) {
 	set := startSet(t, true, map[string]byte{"urn:a": 240, "urn:b": 250}, "urn:a", "urn:b")
 	c := dial(t, nil, Options{URLs: []string{set["urn:a"].EndpointURL()}, PreferHold: 200 * time.Millisecond})
+	info, err := c.Redundancy(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Servers) != 2 || !info.Servers[1].Up || info.Servers[1].Level != 250 {
+		t.Fatalf("Redundancy right after Dial does not show the discovered server with its level: %+v", info.Servers)
+	}
 	waitFor(t, 5*time.Second, "the client to find urn:b and move to it", func() bool { return c.Active().URI == "urn:b" })
 	s := c.Servers()
 	if len(s) != 2 || s[1].URI != "urn:b" || s[1].URL != set["urn:b"].EndpointURL() {

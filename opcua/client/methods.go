@@ -171,8 +171,30 @@ func (c *Client) Redundancy(ctx context.Context) (RedundancyInfo, error) {
 		info.RedundancySupport = redundancySupportName(r[2])
 		return nil
 	})
+	c.waitViews(ctx, min(c.opts.Timeout, 3*time.Second))
 	info.Servers = c.Servers()
 	return info, err
+}
+
+// waitViews waits at most d until every server the client can connect to
+// has answered once (its level known) or failed once: a server found by
+// discovery a moment ago would otherwise show as not up yet.
+func (c *Client) waitViews(ctx context.Context, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		c.mu.Lock()
+		done := true
+		for _, s := range c.servers {
+			if !s.dropped && len(s.urls) > 0 && !(s.conn == nil && s.tried) && !(s.conn != nil && s.levelKnown) {
+				done = false
+			}
+		}
+		c.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // redundancySupportName names a RedundancySupport value (Part 5 §12.5).
