@@ -191,10 +191,14 @@ func TestClientSubscriptionSeesServiceLevelChange(t *testing.T) {
 	if err != nil || mr.Results[0].StatusCode != ua.StatusOK {
 		t.Fatalf("Monitor: %v %+v", err, mr)
 	}
+	kick := time.NewTicker(time.Second)
+	defer kick.Stop()
 	next := func() byte {
 		t.Helper()
 		for {
 			select {
+			case <-kick.C:
+				kickPublishLoop(ctx, t, c)
 			case n := <-notes:
 				if n.Error != nil {
 					t.Fatalf("notification error: %v", n.Error)
@@ -252,5 +256,19 @@ func TestStartAndCloseLifecycle(t *testing.T) {
 	b := newTestServer(t, Config{Port: a.Addr().(*net.TCPAddr).Port})
 	if err := b.Start(ctx); err == nil {
 		t.Error("a second server on the same port started")
+	}
+}
+
+// kickPublishLoop works around a race in gopcua's client: its publish loop
+// starts at Connect, and when its first Publish (no subscription yet) is
+// answered BadNoSubscription after Subscribe has already signalled
+// "resume", the loop can take the resume first and the pause last and
+// stay paused: no notification ever arrives. Subscribing again signals
+// resume once more. Called when a second has passed without a
+// notification; a spare subscription is harmless.
+func kickPublishLoop(ctx context.Context, t *testing.T, c *gopcua.Client) {
+	t.Helper()
+	if _, err := c.Subscribe(ctx, &gopcua.SubscriptionParameters{Interval: time.Second}, make(chan *gopcua.PublishNotificationData, 1)); err != nil {
+		t.Logf("kick subscription: %v", err)
 	}
 }

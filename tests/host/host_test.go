@@ -158,12 +158,19 @@ func TestServiceLevelSubscription(t *testing.T) {
 		t.Fatalf("monitor ServiceLevel: %v %v", err, mres)
 	}
 
+	kick := time.NewTicker(time.Second)
+	defer kick.Stop()
 	next := func() byte {
 		t.Helper()
 		for {
 			select {
 			case <-ctx.Done():
 				t.Fatal("no ServiceLevel notification in time")
+			case <-kick.C:
+				// gopcua's publish loop can stay paused when its first Publish
+				// (no subscription yet) is answered BadNoSubscription after
+				// Subscribe signalled resume; subscribing again resumes it.
+				_, _ = c.Subscribe(ctx, &opcua.SubscriptionParameters{Interval: time.Second}, make(chan *opcua.PublishNotificationData, 1))
 			case msg := <-notes:
 				if msg.Error != nil {
 					t.Fatalf("publish error: %v", msg.Error)
