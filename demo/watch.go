@@ -7,9 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/client"
 )
 
 // Reading is one observation of a node's Server.ServiceLevel (i=2267) by a
@@ -73,7 +74,8 @@ func (o WatchOptions) withDefaults() WatchOptions {
 // Watcher keeps an OPC UA session with one node and a subscription to its
 // Server.ServiceLevel, reconnecting (and subscribing again) whenever the
 // connection is lost, e.g. when the node's process is killed and
-// restarted: what a SCADA client does.
+// restarted: what a SCADA client does. It is otopcua's own client
+// (opcua/client) pointed at one URL.
 type Watcher struct {
 	endpoint string
 	opts     WatchOptions
@@ -82,9 +84,9 @@ type Watcher struct {
 	cancel   context.CancelFunc
 
 	mu      sync.Mutex
-	current Reading       // mu must be held.
-	seen    bool          // a reading was reported; mu must be held.
-	client  *opcua.Client // the connected client, nil between sessions; mu must be held.
+	current Reading        // mu must be held.
+	seen    bool           // a reading was reported; mu must be held.
+	client  *client.Client // the connected client, nil between sessions; mu must be held.
 }
 
 // Watch starts watching endpoint (opc.tcp://host:port) until ctx is
@@ -119,6 +121,8 @@ func (w *Watcher) Close() {
 // ErrNotConnected is returned by Read while the watcher has no session.
 var ErrNotConnected = errors.New("not connected")
 
+var serviceLevelNode = ua.NewNumericNodeID(0, id.Server_ServiceLevel)
+
 // Read reads Server.ServiceLevel once through the watcher's session: the
 // value at the moment the server handles the request. It returns
 // ErrNotConnected while the watcher has no session.
@@ -129,28 +133,21 @@ func (w *Watcher) Read(ctx context.Context) (byte, error) {
 	if c == nil {
 		return 0, ErrNotConnected
 	}
-	return readLevel(ctx, c)
-}
-
-func readLevel(ctx context.Context, c *opcua.Client) (byte, error) {
-	resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{
-		NodeID: ua.NewNumericNodeID(0, id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue,
-	}}, TimestampsToReturn: ua.TimestampsToReturnBoth})
+	dvs, err := c.Read(ctx, serviceLevelNode)
 	if err != nil {
 		return 0, err
 	}
-	if len(resp.Results) != 1 {
-		return 0, fmt.Errorf("read ServiceLevel: %d results", len(resp.Results))
+	if dvs[0].Status != ua.StatusOK {
+		return 0, fmt.Errorf("read ServiceLevel: %v", dvs[0].Status)
 	}
-	dv := resp.Results[0]
-	if dv.Status != ua.StatusOK {
-		return 0, fmt.Errorf("read ServiceLevel: %v", dv.Status)
-	}
-	return levelOf(dv)
+	return levelOf(dvs[0])
 }
 
 func levelOf(dv *ua.DataValue) (byte, error) {
 	if dv == nil || dv.Value == nil {
+		if dv != nil && dv.Status != ua.StatusOK {
+			return 0, fmt.Errorf("ServiceLevel: %v", dv.Status)
+		}
 		return 0, errors.New("ServiceLevel without a value")
 	}
 	b, ok := dv.Value.Value().(byte)
@@ -191,104 +188,66 @@ func (w *Watcher) run(ctx context.Context) {
 	}
 }
 
-// session connects, subscribes and delivers readings until the connection
-// is lost or ctx is done; it returns why it ended.
+// session connects, subscribes and delivers readings until ctx is done; it
+// returns why it ended. Once connected, the client itself reconnects
+// (every RetryEvery) and subscribes again after a loss; the loss is
+// reported once as unknown.
 func (w *Watcher) session(ctx context.Context) error {
-	lost := make(chan struct{})
-	var once sync.Once
-	c, err := opcua.NewClient(w.endpoint,
-		opcua.SecurityMode(ua.MessageSecurityModeNone),
-		opcua.AutoReconnect(false),
-		opcua.DialTimeout(w.opts.Timeout),
-		opcua.RequestTimeout(w.opts.Timeout),
-		opcua.StateChangedFunc(func(s opcua.ConnState) {
-			if s == opcua.Closed || s == opcua.Disconnected {
-				once.Do(func() { close(lost) })
+	events := make(chan client.Event, 64)
+	c, err := client.Dial(ctx, client.Options{
+		URLs:            []string{w.endpoint},
+		NoDiscovery:     true,
+		Timeout:         w.opts.Timeout,
+		LostAfter:       w.opts.Silence,
+		MinBackoff:      w.opts.RetryEvery,
+		MaxBackoff:      w.opts.RetryEvery,
+		ApplicationName: "otopcua watcher",
+		OnEvent: func(e client.Event) {
+			select {
+			case events <- e:
+			default: // the watcher is far behind; a later event says the same
 			}
-		}))
+		},
+	})
 	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
-	err = c.Connect(cctx)
-	cancel()
-	if err != nil {
-		closeClient(c)
 		return err
 	}
 	defer func() {
 		w.mu.Lock()
 		w.client = nil
 		w.mu.Unlock()
-		closeClient(c)
+		c.Close()
 	}()
-
-	notes := make(chan *opcua.PublishNotificationData, 64)
-	sctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
-	defer cancel()
-	sub, err := c.Subscribe(sctx, &opcua.SubscriptionParameters{Interval: w.opts.Interval}, notes)
+	sub, err := c.Subscribe(ctx, []*ua.NodeID{serviceLevelNode}, w.opts.Interval)
 	if err != nil {
 		return fmt.Errorf("subscribe: %w", err)
-	}
-	const handle = 2267
-	mreq := opcua.NewMonitoredItemCreateRequestWithDefaults(ua.NewNumericNodeID(0, id.Server_ServiceLevel), ua.AttributeIDValue, handle)
-	mres, err := sub.Monitor(sctx, ua.TimestampsToReturnBoth, mreq)
-	if err != nil {
-		return fmt.Errorf("monitor ServiceLevel: %w", err)
-	}
-	if len(mres.Results) != 1 || mres.Results[0].StatusCode != ua.StatusOK {
-		return fmt.Errorf("monitor ServiceLevel: %v", mres.Results)
 	}
 	w.mu.Lock()
 	w.client = c
 	w.mu.Unlock()
-
-	last := time.Now()
-	check := time.NewTicker(w.opts.Silence / 2)
-	defer check.Stop()
+	var lostAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-lost:
-			return errors.New("connection closed")
-		case <-check.C:
-			if time.Since(last) < w.opts.Silence {
-				continue
+		case e := <-events:
+			if e.Kind == client.EventLost {
+				lostAt = e.At
+				w.report(Reading{At: e.At, Err: errors.New(e.Reason)})
 			}
-			rctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
-			_, err := readLevel(rctx, c)
-			cancel()
-			if err != nil {
-				return fmt.Errorf("no answer: %w", err)
-			}
-			last = time.Now()
-		case msg := <-notes:
-			if msg.Error != nil {
-				return msg.Error
-			}
-			last = time.Now()
-			dc, ok := msg.Value.(*ua.DataChangeNotification)
+		case n, ok := <-sub.Notifications():
 			if !ok {
+				return errors.New("subscription ended")
+			}
+			if n.At.Before(lostAt) {
+				continue // delivered before the loss, read after it
+			}
+			level, err := levelOf(n.Value)
+			if err != nil {
+				w.report(Reading{At: n.At, Err: err})
 				continue
 			}
-			for _, item := range dc.MonitoredItems {
-				if item.ClientHandle != handle || item.Value == nil {
-					continue
-				}
-				level, err := levelOf(item.Value)
-				if err != nil {
-					return err
-				}
-				w.report(Reading{Known: true, Level: level, Source: item.Value.SourceTimestamp, At: time.Now()})
-			}
+			w.report(Reading{Known: true, Level: level, Source: n.Value.SourceTimestamp, At: n.At})
 		}
 	}
-}
-
-// closeClient closes a session without waiting long for a node that is gone.
-func closeClient(c *opcua.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	_ = c.Close(ctx)
 }
