@@ -486,3 +486,45 @@ func TestBackupLostDuringTheMoveIsReportedFromTheFirstServer(t *testing.T) {
 		t.Fatalf("events %+v", rec.ev)
 	}
 }
+
+// A given URL whose server is down at first and that another server names
+// through FindServers is one server, not two: when it comes up the client
+// has one session to it and moves there after the hold.
+func TestGivenURLNamedByDiscoveryIsOneServer(t *testing.T) {
+	ports := make([]int, 2)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	urlA, urlB := fmt.Sprintf("opc.tcp://127.0.0.1:%d", ports[0]), fmt.Sprintf("opc.tcp://127.0.0.1:%d", ports[1])
+	start := func(uri string, port int, peer, peerURL string, level byte) *opcua.Server {
+		s, err := opcua.New(opcua.Config{ListenHost: "127.0.0.1", PublicHostname: "127.0.0.1", Port: port, ApplicationURI: uri,
+			PeerApplicationURIs: []string{peer}, PeerDiscoveryURLs: []string{peerURL}, Clock: clockwork.NewRealClock(),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		s.SetServiceLevel(level)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	start("urn:b", ports[1], "urn:a", urlA, 240)
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{urlA, urlB}, PreferHold: 300 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	if c.Active().URI != "urn:b" {
+		t.Fatalf("active %+v, want urn:b", c.Active())
+	}
+	waitFor(t, 3*time.Second, "discovery to name urn:a", func() bool { return c.Servers()[0].URI == "urn:a" })
+	start("urn:a", ports[0], "urn:b", urlB, 250)
+	waitFor(t, 5*time.Second, "the move to urn:a", func() bool { return c.Active().URI == "urn:a" })
+	if s := c.Servers(); len(s) != 2 || !s[0].Up || !s[0].Active || s[0].URL != urlA {
+		t.Fatalf("servers %+v, want two with urn:a active at %s", s, urlA)
+	}
+}

@@ -165,6 +165,11 @@ func (c *Client) up(cn *conn) {
 			if s.order < o.order {
 				keep, drop = s, o
 			}
+			if c.active == drop && drop.conn != nil {
+				// Never cut the active server's session (it holds the
+				// subscriptions): the record in use wins.
+				keep, drop = drop, keep
+			}
 			for _, u := range drop.urls {
 				if !slices.Contains(keep.urls, u) {
 					keep.urls = append(keep.urls, u)
@@ -263,6 +268,15 @@ func (c *Client) discovered(m msgDiscovered) {
 			}
 		}
 		if rec == nil {
+			// A record not reached yet with one of these URLs is this server.
+			for _, s := range c.servers {
+				if !s.dropped && s.uri == "" && slices.ContainsFunc(m.urls[uri], func(u string) bool { return slices.Contains(s.urls, u) }) {
+					rec, s.uri = s, uri
+					break
+				}
+			}
+		}
+		if rec == nil {
 			rec = c.addServerLocked(uri, nil, false)
 		}
 		for _, u := range m.urls[uri] {
@@ -352,6 +366,10 @@ func (c *Client) moveTo(to *server, d Decision) {
 	c.mu.Lock()
 	from := c.active
 	cn := to.conn
+	if cn == nil {
+		c.mu.Unlock()
+		return // cannot happen: the rule only picks servers that are up
+	}
 	now := time.Now()
 	ev := Event{Kind: EventFailover, At: now, To: ServerRef{URI: cn.uri, URL: cn.url}, Interrupted: now}
 	switch {
@@ -400,10 +418,6 @@ func (c *Client) moveTo(to *server, d Decision) {
 		c.pending = &p
 	}
 	c.bumpLocked()
-	if cn == nil {
-		c.mu.Unlock()
-		return
-	}
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
