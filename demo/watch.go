@@ -125,12 +125,13 @@ var serviceLevelNode = ua.NewNumericNodeID(0, id.Server_ServiceLevel)
 
 // Read reads Server.ServiceLevel once through the watcher's session: the
 // value at the moment the server handles the request. It returns
-// ErrNotConnected while the watcher has no session.
+// ErrNotConnected at once while the watcher has no session or has lost it
+// (the client would otherwise wait for the node to come back).
 func (w *Watcher) Read(ctx context.Context) (byte, error) {
 	w.mu.Lock()
-	c := w.client
+	c, known := w.client, w.current.Known
 	w.mu.Unlock()
-	if c == nil {
+	if c == nil || !known {
 		return 0, ErrNotConnected
 	}
 	dvs, err := c.Read(ctx, serviceLevelNode)
