@@ -340,13 +340,8 @@ func (c *Client) decide(sel *Selector) Decision {
 // lostAt is when from's connection was found lost (now when unknown).
 // mu must be held.
 func (c *Client) lostAt(from *server) time.Time {
-	for _, s := range c.subs {
-		s.mu.Lock()
-		h := s.host
-		s.mu.Unlock()
-		if h != nil && h.srv == from && h.isLost() {
-			return h.lostAt
-		}
+	if cn := from.conn; cn != nil && cn.isLost() {
+		return cn.lostAt // the decision came before its msgDown
 	}
 	if c.lastLost != nil && c.lastLost.srv == from {
 		return c.lastLost.lostAt

@@ -199,13 +199,6 @@ func (s *Selector) Decide(now time.Time, active string, cands []Candidate) Decis
 	return Decision{Reason: Stay, Wake: wake}
 }
 
-// HeldSince is when id started to outrank the active server (false when
-// it does not).
-func (s *Selector) HeldSince(id string) (time.Time, bool) {
-	t, ok := s.higherSince[id]
-	return t, ok
-}
-
 func (s *Selector) moveTo(id string) {
 	s.active = id
 	clear(s.higherSince)
