@@ -52,11 +52,14 @@ type server struct {
 	conn       *conn
 	level      byte
 	levelKnown bool
-	err        string
-	tried      bool // one connection attempt has ended (settles Dial)
-	dropped    bool // merged into another record; its loop ends
+	err        string // why the last attempt or session failed; "" while none has
+	dropped    bool   // merged into another record; its loop ends
 	running    bool
 }
+
+// failed: the server is down and an attempt to reach it has ended. mu
+// must be held.
+func (s *server) failed() bool { return s.conn == nil && s.err != "" }
 
 func (s *server) ref() ServerRef {
 	ref := ServerRef{URI: s.uri}
@@ -85,7 +88,6 @@ type (
 		sub   *userSub
 		reply chan error
 	}
-	msgRecheck struct{ cn *conn } // a request on cn failed at the transport
 )
 
 func (o Options) withDefaults() Options {
@@ -145,7 +147,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for _, u := range urls {
-		c.addServer("", []string{u}, true)
+		c.addServerLocked("", []string{u}, true) // no goroutine runs yet
 	}
 	ready := make(chan error, 1)
 	c.wg.Add(1)
@@ -168,13 +170,8 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 	}
 }
 
-// addServer adds a record; mu must NOT be held.
-func (c *Client) addServer(uri string, urls []string, given bool) *server {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.addServerLocked(uri, urls, given)
-}
-
+// addServerLocked adds a record. mu must be held (or the client not
+// started yet).
 func (c *Client) addServerLocked(uri string, urls []string, given bool) *server {
 	s := &server{key: fmt.Sprintf("#%d", c.nextOrder), order: c.nextOrder, given: given, uri: uri, urls: urls}
 	c.nextOrder++

@@ -80,7 +80,7 @@ func (c *Client) settledSince(start time.Time) bool {
 		if s.conn != nil && s.levelKnown {
 			anyLevel = true
 		}
-		if !(s.conn == nil && s.tried) && !(s.conn != nil && (s.levelKnown || waited > settleGrace)) {
+		if !s.failed() && !(s.conn != nil && (s.levelKnown || waited > settleGrace)) {
 			all = false
 		}
 	}
@@ -122,7 +122,7 @@ func (c *Client) handle(m any) {
 		c.mu.Unlock()
 	case msgFailed:
 		c.mu.Lock()
-		m.srv.err, m.srv.tried = m.err.Error(), true
+		m.srv.err = m.err.Error()
 		c.mu.Unlock()
 	case msgDiscovered:
 		c.discovered(m)
@@ -142,7 +142,7 @@ func (c *Client) handle(m any) {
 		_, err := m.sub.placeOn(ctx, cn)
 		cancel()
 		m.reply <- err
-	case msgLevel, msgRecheck:
+	case msgLevel:
 		// state already updated; the caller re-decides
 	}
 }
@@ -193,7 +193,7 @@ func (c *Client) up(cn *conn) {
 		}
 	}
 	s.uri = cn.uri
-	s.conn, s.err, s.tried = cn, "", true
+	s.conn, s.err = cn, ""
 	c.mu.Unlock()
 	if !c.opts.NoDiscovery {
 		go c.discover(cn)

@@ -48,8 +48,7 @@ func (c *Client) do(ctx context.Context, retry bool, fn func(cn *conn) error) er
 		if err == nil || !transportError(err) || !retry || attempt > 0 {
 			return err
 		}
-		cn.fail(err)
-		c.post(msgRecheck{cn: cn})
+		cn.fail(err) // its server loop reports the loss; the controller moves
 		select {
 		case <-changed:
 		case <-ctx.Done():
@@ -185,7 +184,7 @@ func (c *Client) waitViews(ctx context.Context, d time.Duration) {
 		c.mu.Lock()
 		done := true
 		for _, s := range c.servers {
-			if !s.dropped && len(s.urls) > 0 && !(s.conn == nil && s.tried) && !(s.conn != nil && s.levelKnown) {
+			if !s.dropped && len(s.urls) > 0 && !s.failed() && !(s.conn != nil && s.levelKnown) {
 				done = false
 			}
 		}
