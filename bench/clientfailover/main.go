@@ -41,7 +41,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,6 +50,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/demo"
 	"github.com/otopcua/otopcua/opcua/client"
 	"github.com/otopcua/otopcua/tests/procs"
@@ -78,7 +78,7 @@ func main() {
 	go procs.StopOnSignal()
 
 	load0 := loadAvg()
-	res := measure(*trials, *interval)
+	res := runTrials(*trials, *interval)
 	load1 := loadAvg()
 	env := machine(load0, load1)
 	table := resultTable(res, *trials)
@@ -104,9 +104,9 @@ type results struct {
 	failed    []string        // why trials failed
 }
 
-// measure runs n trials; a trial that fails is reported and the pair and
+// runTrials runs n trials; a trial that fails is reported and the pair and
 // the client are built afresh for the next one.
-func measure(n int, interval time.Duration) results {
+func runTrials(n int, interval time.Duration) results {
 	var res results
 	done := 0
 	for done < n {
@@ -373,8 +373,7 @@ func loadAvg() string {
 }
 
 func machine(loadBefore, loadAfter string) string {
-	s := fmt.Sprintf("%s, %d CPUs (GOMAXPROCS %d), %s/%s, %s", time.Now().UTC().Format("2006-01-02"),
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	s := measure.Machine(time.Now())
 	if loadBefore != "" {
 		s += fmt.Sprintf("; load average (1, 5, 15 min) %s before, %s after", loadBefore, loadAfter)
 	}

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"slices"
 	"time"
+
+	"github.com/otopcua/otopcua/bench/internal/measure"
 )
 
 // stats are the figures printed for one measurement.
@@ -16,14 +17,6 @@ func summarize(ds []time.Duration) (stats, bool) {
 	if len(ds) == 0 {
 		return stats{}, false
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return stats{median: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), max: s[len(s)-1]}, true
-}
-
-// percentile is the p-th percentile of sorted s by nearest rank: the
-// smallest value with at least p % of the values at or below it.
-func percentile(s []time.Duration, p int) time.Duration {
-	rank := (p*len(s) + 99) / 100
-	return s[max(rank, 1)-1]
+	s := measure.Sorted(ds)
+	return stats{median: measure.Percentile(s, 50), p90: measure.Percentile(s, 90), p99: measure.Percentile(s, 99), max: s[len(s)-1]}, true
 }

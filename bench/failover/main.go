@@ -27,14 +27,13 @@ import (
 	"log"
 	"os"
 	"runtime"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -112,19 +111,9 @@ func summary(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "– | – | – | –"
 	}
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	s := measure.Sorted(ds)
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-	return fmt.Sprintf("%s | %s | %s | %s", ms(percentile(s, 50)), ms(percentile(s, 99)), ms(s[0]), ms(s[len(s)-1]))
-}
-
-// percentile by nearest rank over sorted s.
-func percentile(s []time.Duration, p int) time.Duration {
-	rank := (p*len(s) + 99) / 100
-	if rank < 1 {
-		rank = 1
-	}
-	return s[rank-1]
+	return fmt.Sprintf("%s | %s | %s | %s", ms(measure.Percentile(s, 50)), ms(measure.Percentile(s, 99)), ms(s[0]), ms(s[len(s)-1]))
 }
 
 // failoverTrial forms a pair, kills the oldest and times the take-over.

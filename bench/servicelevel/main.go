@@ -34,15 +34,13 @@ import (
 	"io"
 	"log"
 	"os"
-	"runtime"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/demo"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -69,13 +67,13 @@ func main() {
 	var topo, rejoin []time.Duration
 	var topoN int
 	if *trials > 0 {
-		res := measure("fast path on (default)", *trials, nil)
+		res := runTrials("fast path on (default)", *trials, nil)
 		rows = append(rows, row("SIGKILL of the Primary → survivor's 250 seen by a subscribed client, fast path on (default)", res.failover, *trials))
 		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
 		topoN += res.restarts
 	}
 	if *offTrials > 0 {
-		res := measure("fast path off", *offTrials, func(c map[string]any) { c["DownOnConnectionRefused"] = false })
+		res := runTrials("fast path off", *offTrials, func(c map[string]any) { c["DownOnConnectionRefused"] = false })
 		rows = append(rows, row("SIGKILL of the Primary → survivor's 250 seen by a subscribed client, fast path off (DownOnConnectionRefused=false)", res.failover, *offTrials))
 		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
 		topoN += res.restarts
@@ -85,8 +83,7 @@ func main() {
 			row("topology change (restarted node Up in the survivor's view) → every ServiceLevel updated", topo, topoN),
 			row("restart of the killed node → its 240 seen (process start, join as youngest, snapshot)", rejoin, topoN))
 	}
-	env := fmt.Sprintf("%s, %d CPUs (GOMAXPROCS %d), %s/%s, %s", time.Now().UTC().Format("2006-01-02"),
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	env := measure.Machine(time.Now())
 	table := "| measurement | median | p99 | min | max | trials ok |\n| --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n") + "\n"
 	fmt.Printf("\n%s\n\n%s", env, table)
 	if *doc != "" {
@@ -104,10 +101,10 @@ type result struct {
 	restarts                   int
 }
 
-// measure runs n crash failovers on one pair, restarting the killed node
+// runTrials runs n crash failovers on one pair, restarting the killed node
 // after each, and returns the times. A trial that fails is reported and
 // the pair is built afresh for the next one.
-func measure(label string, n int, tune func(cluster map[string]any)) result {
+func runTrials(label string, n int, tune func(cluster map[string]any)) result {
 	var res result
 	done := 0
 	for done < n {
@@ -300,18 +297,8 @@ func summary(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "– | – | – | –"
 	}
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return fmt.Sprintf("%s | %s | %s | %s", ms(percentile(s, 50)), ms(percentile(s, 99)), ms(s[0]), ms(s[len(s)-1]))
-}
-
-// percentile by nearest rank over sorted s.
-func percentile(s []time.Duration, p int) time.Duration {
-	rank := (p*len(s) + 99) / 100
-	if rank < 1 {
-		rank = 1
-	}
-	return s[rank-1]
+	s := measure.Sorted(ds)
+	return fmt.Sprintf("%s | %s | %s | %s", ms(measure.Percentile(s, 50)), ms(measure.Percentile(s, 99)), ms(s[0]), ms(s[len(s)-1]))
 }
 
 func document(cmdline, env, table string) string {
