@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/tests/clientproc"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/pg"
 	"github.com/otopcua/otopcua/tests/procs"
@@ -16,7 +17,7 @@ import (
 // the redundant pair changes under it. Each runs the real CLI binary,
 // `otopcua client subscribe i=2267 -F url,url --json`, as a child process
 // next to the rig's `otopcua host` processes and asserts on the JSON lines
-// it prints (client_rig_test.go reads them live):
+// it prints (tests/clientproc reads them live):
 //
 //	C1 SIGKILL of the Primary → one failover to the survivor ("lost"
 //	   connection), Part 4 failover time between 0 and 5 s, notifications
@@ -39,28 +40,22 @@ const moveWithin = preferHold / 2
 // decided: the instants compared are taken by two processes.
 const holdTolerance = 100 * time.Millisecond
 
-// subscribeArgs are the CLI arguments of every drill: i=2267, the given
-// URLs in order, JSON lines, a 100 ms publishing interval, the hold named.
-func subscribeArgs(urls ...string) []string {
-	return []string{"i=2267", "-F", strings.Join(urls, ","), "--json", "--interval", "100ms", "--prefer-hold", preferHold.String()}
-}
-
 // connectedTo waits for the client's connected event, checks that it names
 // want, and waits for want's level in a notification.
-func connectedTo(t *testing.T, c *cliClient, want string, level byte) cliLine {
+func connectedTo(t *testing.T, c *clientproc.Proc, want string, level byte) clientproc.Line {
 	t.Helper()
-	conn := c.wait(30*time.Second, 0, "connected event", isEvent(lineConnected, ""))
+	conn := c.WaitFor(30*time.Second, 0, "connected event", isEvent(clientproc.Connected, ""))
 	if conn.To.URI != uriOf(want) {
 		t.Fatalf("the client connected to %s, want %s: %s", conn.To.URI, uriOf(want), conn)
 	}
-	c.wait(10*time.Second, conn.Seq, fmt.Sprintf("notification %d from %s", level, want), isNote(uriOf(want), levelIs(level)))
+	c.WaitFor(10*time.Second, conn.Seq, fmt.Sprintf("notification %d from %s", level, want), isNote(uriOf(want), levelIs(level)))
 	return conn
 }
 
 // onlyEvents checks that the client's events are, in order, of the given
 // kinds.
-func (c *cliClient) onlyEvents(kinds ...string) error {
-	ev := c.events("")
+func onlyEvents(c *clientproc.Proc, kinds ...string) error {
+	ev := c.Events("")
 	got := make([]string, len(ev))
 	for i, e := range ev {
 		got[i] = e.Type
@@ -75,10 +70,10 @@ func (c *cliClient) onlyEvents(kinds ...string) error {
 // come from server (an ApplicationUri). The first notification from the
 // new server may come just before the failover event (the event waits for
 // that Publish response), so waits for it start before the action.
-func (c *cliClient) notesFromOthers(after cliLine, server string) []cliLine {
-	var out []cliLine
-	for _, l := range c.since(after.Seq + 1) {
-		if l.Type == lineNotification && l.Server != server {
+func notesFromOthers(c *clientproc.Proc, after clientproc.Line, server string) []clientproc.Line {
+	var out []clientproc.Line
+	for _, l := range c.Since(after.Seq + 1) {
+		if l.Type == clientproc.Notification && l.Server != server {
 			out = append(out, l)
 		}
 	}
@@ -87,7 +82,7 @@ func (c *cliClient) notesFromOthers(after cliLine, server string) []cliLine {
 
 // decidedAt is when the client decided an event: "interrupted" (for a
 // planned move, the decision), else the line's time.
-func decidedAt(l cliLine) time.Time {
+func decidedAt(l clientproc.Line) time.Time {
 	if !l.Interrupted.IsZero() {
 		return l.Interrupted
 	}
@@ -101,22 +96,22 @@ func TestClientDrill01KillPrimary(t *testing.T) {
 	r := newRig(t, pairSpecs("site", "a", "b")...)
 	want := healthyRig(t, r)
 	p, s := pairRoles(t, want)
-	c := startCLI(t, subscribeArgs(r.node("a").Endpoint(), r.node("b").Endpoint())...)
+	c := clientproc.Start(t, subscribeArgs(r.node("a").Endpoint(), r.node("b").Endpoint())...)
 	connectedTo(t, c, p, Primary)
 	// The client opens its watch of the Secondary meanwhile, the failure
 	// detectors gather heartbeats.
 	procs.Holds(t, 3*time.Second, 50*time.Millisecond, func() error {
-		c.mustLive()
-		if err := c.onlyEvents(lineConnected); err != nil {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected); err != nil {
 			return err
 		}
 		return r.levelsAre(want)
 	})
 
-	from := c.next()
+	from := c.Next()
 	killed := time.Now() // before the signal: the client may see the break first
 	r.node(p).Signal(syscall.SIGKILL)
-	fo := c.wait(30*time.Second, from, "failover event", isEvent(lineFailover, ""))
+	fo := c.WaitFor(30*time.Second, from, "failover event", isEvent(clientproc.Failover, ""))
 	t.Logf("SIGKILL of the Primary %s → failover event after %v: %s", p, fo.Read.Sub(killed).Round(time.Millisecond), fo)
 	if fo.From.URI != uriOf(p) || fo.To.URI != uriOf(s) {
 		t.Fatalf("failover from %s to %s, want %s → %s", fo.From.URI, fo.To.URI, uriOf(p), uriOf(s))
@@ -130,19 +125,19 @@ func TestClientDrill01KillPrimary(t *testing.T) {
 	t.Logf("Part 4 failover time reported by the client: %.1f ms (interrupted %s, resumed %s)",
 		fo.FailoverMs, fo.Interrupted.Format("15:04:05.000"), fo.Resumed.Format("15:04:05.000"))
 
-	first := c.wait(10*time.Second, from, "notification from the survivor", isNote(uriOf(s), nil))
-	top := c.wait(30*time.Second, from, "250 from the survivor", isNote(uriOf(s), levelIs(Primary)))
+	first := c.WaitFor(10*time.Second, from, "notification from the survivor", isNote(uriOf(s), nil))
+	top := c.WaitFor(30*time.Second, from, "250 from the survivor", isNote(uriOf(s), levelIs(Primary)))
 	t.Logf("kill → first notification from %s after %v (value %s), → its 250 after %v",
 		s, first.Read.Sub(killed).Round(time.Millisecond), first.Value, top.Read.Sub(killed).Round(time.Millisecond))
 
 	procs.Holds(t, 2*time.Second, 50*time.Millisecond, func() error {
-		c.mustLive()
-		if err := c.onlyEvents(lineConnected, lineFailover); err != nil {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected, clientproc.Failover); err != nil {
 			return err
 		}
 		return r.levelsAre(map[string]byte{s: Primary})
 	})
-	if o := c.notesFromOthers(fo, uriOf(s)); len(o) > 0 {
+	if o := notesFromOthers(c, fo, uriOf(s)); len(o) > 0 {
 		t.Fatalf("after the failover to %s the client printed notifications from elsewhere: %v", s, o)
 	}
 	r.assertInvariant()
@@ -168,19 +163,19 @@ func TestClientDrill02PrimaryDegrades(t *testing.T) {
 	}
 	want := healthyRig(t, r)
 	p, s := pairRoles(t, want)
-	c := startCLI(t, subscribeArgs(r.node("a").Endpoint(), r.node("b").Endpoint())...)
+	c := clientproc.Start(t, subscribeArgs(r.node("a").Endpoint(), r.node("b").Endpoint())...)
 	connectedTo(t, c, p, Primary)
 
 	// 250 over 240 is no reason to move, however long it lasts.
 	procs.Holds(t, preferHold+time.Second+500*time.Millisecond, 50*time.Millisecond, func() error {
-		c.mustLive()
-		if err := c.onlyEvents(lineConnected); err != nil {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected); err != nil {
 			return err
 		}
 		return r.levelsAre(want)
 	})
 
-	from := c.next()
+	from := c.Next()
 	if err := dbPath[p].SetMode(netem.Reset); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +183,7 @@ func TestClientDrill02PrimaryDegrades(t *testing.T) {
 	bound := dbProbeEvery + dbProbeTimeout + slack
 	drop := r.waitFirst(bound+healthTick+10*time.Second, p, cut, "100", is(100))
 	t.Logf("Config DB path of %s reset → %s at 100 after %v", p, p, drop.At.Sub(cut).Round(time.Millisecond))
-	fo := c.wait(moveWithin+10*time.Second, from, "failover event", isEvent(lineFailover, ""))
+	fo := c.WaitFor(moveWithin+10*time.Second, from, "failover event", isEvent(clientproc.Failover, ""))
 	lag := fo.Time.Sub(drop.At)
 	t.Logf("%s at 100 (rig watcher) → client's failover %v later: %s", p, lag.Round(time.Millisecond), fo)
 	if fo.From.URI != uriOf(p) || fo.To.URI != uriOf(s) {
@@ -204,29 +199,29 @@ func TestClientDrill02PrimaryDegrades(t *testing.T) {
 	if !fo.HasMs || fo.FailoverMs <= 0 {
 		t.Errorf("failoverMs %v (present %v), want > 0", fo.FailoverMs, fo.HasMs)
 	}
-	c.wait(10*time.Second, from, "240 from the Secondary", isNote(uriOf(s), levelIs(Secondary)))
+	c.WaitFor(10*time.Second, from, "240 from the Secondary", isNote(uriOf(s), levelIs(Secondary)))
 	degraded := map[string]byte{p: 100, s: Secondary}
 	procs.Holds(t, 3*time.Second, 50*time.Millisecond, func() error {
-		c.mustLive()
-		if err := c.onlyEvents(lineConnected, lineFailover); err != nil {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected, clientproc.Failover); err != nil {
 			return err
 		}
 		return r.levelsAre(degraded)
 	})
-	if o := c.notesFromOthers(fo, uriOf(s)); len(o) > 0 {
+	if o := notesFromOthers(c, fo, uriOf(s)); len(o) > 0 {
 		t.Fatalf("after the failover to %s the client printed notifications from elsewhere: %v", s, o)
 	}
 
 	// Healed: the Primary is back at 250 and the client follows it after
 	// the hold.
-	from = c.next()
+	from = c.Next()
 	if err := dbPath[p].SetMode(netem.Pass); err != nil {
 		t.Fatal(err)
 	}
 	healed := time.Now()
 	r.waitLevels(dbProbeEvery+dbProbeTimeout+healthTick+slack+10*time.Second, want)
 	t.Logf("Config DB path healed → %v after %v", want, time.Since(healed).Round(time.Millisecond))
-	back := c.wait(preferHold+10*time.Second, from, "failover back to the Primary", isEvent(lineFailover, ""))
+	back := c.WaitFor(preferHold+10*time.Second, from, "failover back to the Primary", isEvent(clientproc.Failover, ""))
 	if back.From.URI != uriOf(s) || back.To.URI != uriOf(p) || !strings.Contains(strings.ToLower(back.Reason), "held") {
 		t.Fatalf("after the heal: %s, want a held move %s → %s", back, uriOf(s), uriOf(p))
 	}
@@ -236,7 +231,7 @@ func TestClientDrill02PrimaryDegrades(t *testing.T) {
 		t.Errorf("the client moved back at %s, before %s had held 250 for %v (since %s)",
 			decidedAt(back).Format("15:04:05.000"), p, preferHold, up.At.Format("15:04:05.000"))
 	}
-	if err := c.onlyEvents(lineConnected, lineFailover, lineFailover); err != nil {
+	if err := onlyEvents(c, clientproc.Connected, clientproc.Failover, clientproc.Failover); err != nil {
 		t.Fatal(err)
 	}
 	r.assertInvariant()
@@ -256,13 +251,13 @@ func TestClientDrill03StartsOnSecondary(t *testing.T) {
 	if err := px.SetMode(netem.Reset); err != nil {
 		t.Fatal(err)
 	}
-	c := startCLI(t, subscribeArgs(r.node(s).Endpoint(), "opc.tcp://"+px.Addr())...)
+	c := clientproc.Start(t, subscribeArgs(r.node(s).Endpoint(), "opc.tcp://"+px.Addr())...)
 	connectedTo(t, c, s, Secondary)
-	if err := c.onlyEvents(lineConnected); err != nil {
+	if err := onlyEvents(c, clientproc.Connected); err != nil {
 		t.Fatal(err)
 	}
 
-	from := c.next()
+	from := c.Next()
 	if err := px.SetMode(netem.Pass); err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +275,7 @@ func TestClientDrill03StartsOnSecondary(t *testing.T) {
 	t.Logf("proxy to %s passes → the client connects through it %v later", p, reached.Sub(passed).Round(time.Millisecond))
 
 	latest := passed.Add(preferHold + 5*time.Second)
-	fo := c.wait(time.Until(latest)+10*time.Second, from, "failover event", isEvent(lineFailover, ""))
+	fo := c.WaitFor(time.Until(latest)+10*time.Second, from, "failover event", isEvent(clientproc.Failover, ""))
 	decided := decidedAt(fo)
 	t.Logf("proxy passes → failover decided after %v (connect through the proxy → %v), printed after %v: %s",
 		decided.Sub(passed).Round(time.Millisecond), decided.Sub(reached).Round(time.Millisecond), fo.Read.Sub(passed).Round(time.Millisecond), fo)
@@ -299,17 +294,17 @@ func TestClientDrill03StartsOnSecondary(t *testing.T) {
 	if fo.Time.After(latest) {
 		t.Errorf("the client moved %v after the Primary became reachable, want within the hold + 5 s (%v)", fo.Time.Sub(passed), preferHold+5*time.Second)
 	}
-	c.wait(10*time.Second, from, "250 from the Primary", isNote(uriOf(p), levelIs(Primary)))
+	c.WaitFor(10*time.Second, from, "250 from the Primary", isNote(uriOf(p), levelIs(Primary)))
 
 	// No flapping: it stays on the Primary.
 	procs.Holds(t, preferHold+time.Second, 50*time.Millisecond, func() error {
-		c.mustLive()
-		if err := c.onlyEvents(lineConnected, lineFailover); err != nil {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected, clientproc.Failover); err != nil {
 			return err
 		}
 		return r.levelsAre(want)
 	})
-	if o := c.notesFromOthers(fo, uriOf(p)); len(o) > 0 {
+	if o := notesFromOthers(c, fo, uriOf(p)); len(o) > 0 {
 		t.Fatalf("after the failover to %s the client printed notifications from elsewhere: %v", p, o)
 	}
 	r.assertInvariant()

@@ -32,7 +32,7 @@
 //
 // The client drills (client_drills_test.go) run the `otopcua client` CLI,
 // the real binary with --json, as a SCADA client of the pair and assert on
-// the JSON lines it prints, read live (client_rig_test.go):
+// the JSON lines it prints, read live (tests/clientproc):
 //
 //	C1 SIGKILL of the Primary → one failover to the survivor for the lost
 //	   connection, failoverMs between 0 and 5000, notifications resume

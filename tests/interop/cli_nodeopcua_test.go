@@ -13,6 +13,7 @@ import (
 	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/tests/clientproc"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -93,18 +94,18 @@ func testBrowse(t *testing.T, srv *nodeServer) {
 // testSubscribe: --count 5 prints five increasing Counter notifications
 // and ends with exit 0; on a healthy server the only event is connected.
 func testSubscribe(t *testing.T, srv *nodeServer) {
-	r := runClient(t, cliTimeout, "subscribe", "ns=1;s=Counter", "--count", "5", "--interval", "200ms", "-u", srv.URL, "--json")
-	if r.code != 0 {
+	r := clientproc.Run(t, cliTimeout, "subscribe", "ns=1;s=Counter", "--count", "5", "--interval", "200ms", "-u", srv.URL, "--json")
+	if r.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", r)
 	}
 	var values []float64
-	for _, l := range jsonValues[cliLine](t, r) {
+	for _, l := range r.Lines(t) {
 		switch l.Type {
-		case "notification":
+		case clientproc.Notification:
 			checkNotification(t, l, srv)
 			values = append(values, number(t, l.Value))
-		case "connected":
-			if l.To == nil || *l.To != (serverRef{srv.URI, srv.URL}) {
+		case clientproc.Connected:
+			if l.To != (clientproc.Ref{URI: srv.URI, URL: srv.URL}) {
 				t.Fatalf("connected event %+v, want to %s %s:\n%s", l, srv.URI, srv.URL, r)
 			}
 		default:
@@ -122,16 +123,16 @@ func testSubscribe(t *testing.T, srv *nodeServer) {
 }
 
 func testRedundancy(t *testing.T, srv *nodeServer) {
-	r := runClient(t, cliTimeout, "redundancy", "-u", srv.URL, "--json")
-	if r.code != 0 {
+	r := clientproc.Run(t, cliTimeout, "redundancy", "-u", srv.URL, "--json")
+	if r.Code != 0 {
 		t.Fatalf("want exit 0:\n%s", r)
 	}
-	red := jsonValues[cliRedundancy](t, r)
+	red := clientproc.JSONValues[cliRedundancy](t, r)
 	if len(red) != 1 {
 		t.Fatalf("want one JSON object:\n%s", r)
 	}
 	got := red[0]
-	if got.Active != (serverRef{srv.URI, srv.URL}) {
+	if got.Active != (clientproc.Ref{URI: srv.URI, URL: srv.URL}) {
 		t.Fatalf("active = %+v, want %s %s:\n%s", got.Active, srv.URI, srv.URL, r)
 	}
 	i := slices.IndexFunc(got.Servers, func(s cliServer) bool { return s.URI == srv.URI })
@@ -147,8 +148,8 @@ func testRedundancy(t *testing.T, srv *nodeServer) {
 		t.Fatalf("redundancySupport %q, serverArray %q; node-opcua serves None and [%s]:\n%s", got.RedundancySupport, got.ServerArray, srv.URI, r)
 	}
 
-	human := runClient(t, cliTimeout, "redundancy", "-u", srv.URL)
-	if human.code != 0 || !strings.Contains(human.stdout, srv.URI) {
+	human := clientproc.Run(t, cliTimeout, "redundancy", "-u", srv.URL)
+	if human.Code != 0 || !strings.Contains(human.Stdout, srv.URI) {
 		t.Fatalf("want exit 0 and %s in the output:\n%s", srv.URI, human)
 	}
 }
@@ -156,8 +157,8 @@ func testRedundancy(t *testing.T, srv *nodeServer) {
 // testUnreachable: no server listening is a runtime error, exit 1.
 func testUnreachable(t *testing.T) {
 	url := fmt.Sprintf("opc.tcp://127.0.0.1:%d", procs.UniquePort(t))
-	r := runClient(t, cliTimeout, "read", "i=2267", "-u", url, "--timeout", "2s", "--json")
-	if r.code != 1 {
+	r := clientproc.Run(t, cliTimeout, "read", "i=2267", "-u", url, "--timeout", "2s", "--json")
+	if r.Code != 1 {
 		t.Fatalf("no server listening: want exit 1:\n%s", r)
 	}
 }
@@ -171,17 +172,16 @@ func TestClientFailoverBetweenNodeOPCUAServers(t *testing.T) {
 	srvs := startNodeServers(t,
 		[]string{"urn:otopcua-interop:node-opcua:a", "urn:otopcua-interop:node-opcua:b"}, []int{200, 190})
 	a, b := srvs[0], srvs[1]
-	c := startClient(t, "subscribe", "ns=1;s=Counter", "-F", a.URL+","+b.URL, "--no-discovery", "--json", "--interval", "200ms")
+	c := clientproc.Start(t, "subscribe", "ns=1;s=Counter", "-F", a.URL+","+b.URL, "--no-discovery", "--json", "--interval", "200ms")
 
-	subscribedOn(t, c, a, 3)
+	pos := subscribedOn(t, c, a, 3)
 	killed := time.Now()
 	a.Kill()
-	fromB := awaitFailover(t, c, a, b, killed)
-	for len(fromB) < 3 {
-		var l cliLine
-		raw := c.next(time.Now().Add(30*time.Second), "B's notifications after the failover event", &l)
-		if l.Type != "notification" || l.Server != b.URI {
-			t.Fatalf("%s after the failover to B, want B's notifications", raw)
+	fromB, pos := awaitFailover(t, c, pos, a, b, killed)
+	for ; len(fromB) < 3; pos++ {
+		l := c.LineAt(30*time.Second, pos, "B's notifications after the failover event")
+		if l.Type != clientproc.Notification || l.Server != b.URI {
+			t.Fatalf("%s after the failover to B, want B's notifications", l.Raw)
 		}
 		checkNotification(t, l, b)
 		fromB = append(fromB, number(t, l.Value))
@@ -191,109 +191,111 @@ func TestClientFailoverBetweenNodeOPCUAServers(t *testing.T) {
 			t.Fatalf("B's Counter notifications %v do not increase", fromB)
 		}
 	}
-	endsCleanly(t, c, b)
+	endsCleanly(t, c, pos, b)
 }
 
-// subscribedOn waits for the connected event to a and then n
-// notifications from a.
-func subscribedOn(t *testing.T, c *clientStream, a *nodeServer, n int) {
+// subscribedOn reads the client's lines from the first on: the connected
+// event to a, then n notifications from a, and nothing else. It returns
+// the Seq of the line after them.
+func subscribedOn(t *testing.T, c *clientproc.Proc, a *nodeServer, n int) int {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	connected := false
-	for n > 0 {
-		var l cliLine
-		raw := c.next(deadline, fmt.Sprintf("%d more notifications from %s", n, a.URI), &l)
+	pos := 0
+	for ; n > 0; pos++ {
+		l := c.LineAt(time.Until(deadline), pos, fmt.Sprintf("%d more notifications from %s", n, a.URI))
 		switch {
-		case l.Type == "connected" && !connected:
-			if l.To == nil || *l.To != (serverRef{a.URI, a.URL}) {
-				t.Fatalf("connected event %s, want to %s %s, the highest level", raw, a.URI, a.URL)
+		case l.Type == clientproc.Connected && !connected:
+			if l.To != (clientproc.Ref{URI: a.URI, URL: a.URL}) {
+				t.Fatalf("connected event %s, want to %s %s, the highest level", l.Raw, a.URI, a.URL)
 			}
 			connected = true
-		case l.Type == "notification" && connected:
+		case l.Type == clientproc.Notification && connected:
 			if l.Server != a.URI {
-				t.Fatalf("notification %s, want from %s, the highest level", raw, a.URI)
+				t.Fatalf("notification %s, want from %s, the highest level", l.Raw, a.URI)
 			}
 			checkNotification(t, l, a)
 			n--
 		default:
-			t.Fatalf("unexpected %s (connected event seen: %v) while every server is up", raw, connected)
+			t.Fatalf("unexpected %s (connected event seen: %v) while every server is up", l.Raw, connected)
 		}
 	}
+	return pos
 }
 
-// awaitFailover reads lines after a was killed until the failover event,
-// checks it (from a to b, failoverMs in (0, 10 s), interrupted after the
-// kill, not transferred) and returns the values of b's notifications that
-// came before it. A's last notifications may still come before the event.
-// B's must not — the event announces the move to B — but that is reported
-// with Errorf so that the rest of the test still runs.
-func awaitFailover(t *testing.T, c *clientStream, a, b *nodeServer, killed time.Time) []float64 {
+// awaitFailover reads lines from Seq pos on, after a was killed, until the
+// failover event, checks it (from a to b, failoverMs in (0, 10 s),
+// interrupted after the kill, not transferred) and returns the values of
+// b's notifications that came before it and the Seq of the line after it.
+// A's last notifications may still come before the event. B's must not —
+// the event announces the move to B — but that is reported with Errorf so
+// that the rest of the test still runs.
+func awaitFailover(t *testing.T, c *clientproc.Proc, pos int, a, b *nodeServer, killed time.Time) ([]float64, int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	var early []string
 	var fromB []float64
-	for {
-		var l cliLine
-		raw := c.next(deadline, "the failover event", &l)
+	for ; ; pos++ {
+		l := c.LineAt(time.Until(deadline), pos, "the failover event")
 		switch {
-		case l.Type == "notification" && l.Server == a.URI:
-		case l.Type == "notification" && l.Server == b.URI:
+		case l.Type == clientproc.Notification && l.Server == a.URI:
+		case l.Type == clientproc.Notification && l.Server == b.URI:
 			checkNotification(t, l, b)
-			early = append(early, raw)
+			early = append(early, l.Raw)
 			fromB = append(fromB, number(t, l.Value))
-		case l.Type == "failover":
+		case l.Type == clientproc.Failover:
 			if len(early) > 0 {
 				t.Errorf("%d notification(s) from B came before the failover event that announces the move to B:\n%s\n%s",
-					len(early), strings.Join(early, "\n"), raw)
+					len(early), strings.Join(early, "\n"), l.Raw)
 			}
-			checkFailover(t, l, raw, a, b, killed)
-			return fromB
+			checkFailover(t, l, a, b, killed)
+			return fromB, pos + 1
 		default:
-			t.Fatalf("unexpected %s after %s was killed, want a failover to %s", raw, a.URI, b.URI)
+			t.Fatalf("unexpected %s after %s was killed, want a failover to %s", l.Raw, a.URI, b.URI)
 		}
 	}
 }
 
-func checkFailover(t *testing.T, l cliLine, raw string, a, b *nodeServer, killed time.Time) {
+func checkFailover(t *testing.T, l clientproc.Line, a, b *nodeServer, killed time.Time) {
 	t.Helper()
-	if l.From == nil || *l.From != (serverRef{a.URI, a.URL}) || l.To == nil || *l.To != (serverRef{b.URI, b.URL}) {
-		t.Fatalf("failover event %s, want from %s %s to %s %s", raw, a.URI, a.URL, b.URI, b.URL)
+	if l.From != (clientproc.Ref{URI: a.URI, URL: a.URL}) || l.To != (clientproc.Ref{URI: b.URI, URL: b.URL}) {
+		t.Fatalf("failover event %s, want from %s %s to %s %s", l.Raw, a.URI, a.URL, b.URI, b.URL)
 	}
 	if l.FailoverMs <= 0 || l.FailoverMs >= 10000 {
-		t.Fatalf("failover event %s: failoverMs want in (0, 10000)", raw)
+		t.Fatalf("failover event %s: failoverMs want in (0, 10000)", l.Raw)
 	}
 	if l.Transferred {
-		t.Fatalf("failover event %s: transferred, but two independent node-opcua servers cannot transfer a subscription", raw)
+		t.Fatalf("failover event %s: transferred, but two independent node-opcua servers cannot transfer a subscription", l.Raw)
 	}
-	interrupted := parseTime(t, "interrupted", l.Interrupted)
-	resumed := parseTime(t, "resumed", l.Resumed)
-	if interrupted.Before(killed.Add(-time.Second)) || resumed.Before(interrupted) || resumed.Sub(killed) > 10*time.Second {
-		t.Fatalf("failover event %s: A was killed at %v", raw, killed.UTC())
+	if l.Interrupted.IsZero() || l.Resumed.IsZero() {
+		t.Fatalf("failover event %s: want both interrupted and resumed", l.Raw)
+	}
+	if l.Interrupted.Before(killed.Add(-time.Second)) || l.Resumed.Before(l.Interrupted) || l.Resumed.Sub(killed) > 10*time.Second {
+		t.Fatalf("failover event %s: A was killed at %v", l.Raw, killed.UTC())
 	}
 	t.Logf("failover %.1f ms (interrupted %v after the kill, resumed %v after it)",
-		l.FailoverMs, interrupted.Sub(killed), resumed.Sub(killed))
+		l.FailoverMs, l.Interrupted.Sub(killed), l.Resumed.Sub(killed))
 }
 
 // endsCleanly sends SIGTERM and expects exit 0 with nothing but b's
-// notifications before the end: b is still up, so no lost or failover
-// event.
-func endsCleanly(t *testing.T, c *clientStream, b *nodeServer) {
+// notifications from Seq pos to the end: b is still up, so no lost or
+// failover event.
+func endsCleanly(t *testing.T, c *clientproc.Proc, pos int, b *nodeServer) {
 	t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var l cliLine
-		raw, ok := c.nextOrEnd(deadline, "the end after SIGTERM", &l)
+	for ; ; pos++ {
+		l, ok := c.LineOrEnd(time.Until(deadline), pos, "the end after SIGTERM")
 		if !ok {
 			break
 		}
-		if l.Type != "notification" || l.Server != b.URI {
-			t.Fatalf("%s after SIGTERM while %s is still up, want only its notifications", raw, b.URI)
+		if l.Type != clientproc.Notification || l.Server != b.URI {
+			t.Fatalf("%s after SIGTERM while %s is still up, want only its notifications", l.Raw, b.URI)
 		}
 	}
-	if err := c.exitErr(); err != nil {
+	if _, err := c.WaitExit(time.Until(deadline)); err != nil {
 		t.Fatalf("otopcua client subscribe after SIGTERM: %v, want exit 0", err)
 	}
 }

@@ -1,4 +1,4 @@
-package failover
+package clientproc
 
 import (
 	"fmt"
@@ -15,59 +15,53 @@ const (
 	exampleLost         = `{"type":"lost","time":"2026-12-01T10:00:09Z","from":{"uri":"urn:b:otopcua","url":"opc.tcp://127.0.0.1:4841"},"reason":"connection lost: EOF","interrupted":"2026-12-01T10:00:09Z"}`
 )
 
-func TestParseCLILine(t *testing.T) {
+func TestParseLine(t *testing.T) {
 	read := time.Date(2026, 12, 1, 10, 0, 1, 0, time.UTC)
-	n, err := parseCLILine([]byte(exampleNotification), read)
+	n, err := ParseLine([]byte(exampleNotification), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := n.level(); !ok || v != 250 {
+	if v, ok := n.Level(); !ok || v != 250 {
 		t.Fatalf("level %d %v, want 250", v, ok)
 	}
 	wantTime := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
-	if n.Type != lineNotification || !n.Time.Equal(wantTime) || n.Read != read || n.Server != "urn:a:otopcua" ||
+	if n.Type != Notification || !n.Time.Equal(wantTime) || n.Read != read || n.Server != "urn:a:otopcua" ||
 		n.Node != "i=2267" || n.DataType != "Byte" || n.Status != "Good" || n.URL != "opc.tcp://127.0.0.1:4840" ||
 		!n.SourceTimestamp.Equal(time.Date(2026, 12, 1, 10, 0, 0, 1e8, time.UTC)) || n.Raw != exampleNotification {
 		t.Fatalf("notification parsed as %+v", n)
 	}
-	if !isNote("urn:a:otopcua", levelIs(250))(n) || isNote("urn:b:otopcua", nil)(n) || isNote("urn:a:otopcua", levelIs(240))(n) {
-		t.Fatal("isNote does not match the notification as it should")
-	}
 
-	c, err := parseCLILine([]byte(exampleConnected), read)
+	c, err := ParseLine([]byte(exampleConnected), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Type != lineConnected || c.To.URI != "urn:a:otopcua" || c.From != (cliRef{}) || !c.Interrupted.IsZero() || !c.HasMs || c.FailoverMs != 0 {
+	if c.Type != Connected || c.To.URI != "urn:a:otopcua" || c.From != (Ref{}) || !c.Interrupted.IsZero() || !c.HasMs || c.FailoverMs != 0 {
 		t.Fatalf("connected parsed as %+v", c)
 	}
-	if _, ok := c.level(); ok {
+	if _, ok := c.Level(); ok {
 		t.Fatal("an event has no level")
 	}
 
-	f, err := parseCLILine([]byte(exampleFailover), read)
+	f, err := ParseLine([]byte(exampleFailover), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Type != lineFailover || f.From.URI != "urn:a:otopcua" || f.To.URI != "urn:b:otopcua" || f.To.URL != "opc.tcp://127.0.0.1:4841" ||
+	if f.Type != Failover || f.From.URI != "urn:a:otopcua" || f.To.URI != "urn:b:otopcua" || f.To.URL != "opc.tcp://127.0.0.1:4841" ||
 		f.Reason != "connection lost: EOF" || f.FailoverMs != 123.4 || !f.HasMs || f.Transferred ||
 		f.Resumed.Sub(f.Interrupted) != 123400*time.Microsecond {
 		t.Fatalf("failover parsed as %+v", f)
 	}
-	if !isEvent(lineFailover, "urn:b:otopcua")(f) || isEvent(lineFailover, "urn:a:otopcua")(f) || isEvent(lineConnected, "")(f) {
-		t.Fatal("isEvent does not match the failover as it should")
-	}
 
-	l, err := parseCLILine([]byte(exampleLost), read)
+	l, err := ParseLine([]byte(exampleLost), read)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Type != lineLost || l.From.URI != "urn:b:otopcua" || l.HasMs || !l.Resumed.IsZero() {
+	if l.Type != Lost || l.From.URI != "urn:b:otopcua" || l.HasMs || !l.Resumed.IsZero() {
 		t.Fatalf("lost parsed as %+v", l)
 	}
 }
 
-func TestParseCLILineRejects(t *testing.T) {
+func TestParseLineRejects(t *testing.T) {
 	cases := map[string]string{
 		"not JSON":                 `connected to opc.tcp://127.0.0.1:4840`,
 		"two objects":              exampleConnected + exampleConnected,
@@ -84,36 +78,36 @@ func TestParseCLILineRejects(t *testing.T) {
 		"a JSON array, not object": `[1,2]`,
 	}
 	for name, line := range cases {
-		if l, err := parseCLILine([]byte(line), time.Now()); err == nil {
+		if l, err := ParseLine([]byte(line), time.Now()); err == nil {
 			t.Errorf("%s: %s parsed as %+v, want an error", name, line, l)
 		}
 	}
 }
 
-func TestNotificationLevel(t *testing.T) {
+func TestParseLineLevel(t *testing.T) {
 	for value, want := range map[string]int{"0": 0, "240": 240, "255": 255, "250.0": 250, "256": -1, "-1": -1, "24.5": -1, `"250"`: -1, "null": -1, "true": -1} {
-		l, err := parseCLILine([]byte(`{"type":"notification","time":"2026-12-01T10:00:00Z","node":"i=2267","value":`+value+`,"server":"s"}`), time.Now())
+		l, err := ParseLine([]byte(`{"type":"notification","time":"2026-12-01T10:00:00Z","node":"i=2267","value":`+value+`,"server":"s"}`), time.Now())
 		if err != nil {
 			t.Fatalf("value %s: %v", value, err)
 		}
-		v, ok := l.level()
+		v, ok := l.Level()
 		if ok != (want >= 0) || ok && int(v) != want {
 			t.Errorf("value %s: level %d %v, want %d", value, v, ok, want)
 		}
 	}
 }
 
-// TestReadCLILines: a stream as the CLI prints it, with a blank line, a
+// TestReadLines: a stream as the CLI prints it, with a blank line, a
 // line that breaks the contract, a line longer than bufio.Scanner's
 // default limit and no newline after the last line.
-func TestReadCLILines(t *testing.T) {
+func TestReadLines(t *testing.T) {
 	long := `{"type":"failover","time":"2026-12-01T10:00:00Z","to":{"uri":"urn:b:otopcua"},"reason":"` + strings.Repeat("x", 100_000) + `"}`
 	stream := exampleConnected + "\n\n" + exampleNotification + "\r\n" + "panic: oops\n" + long + "\n" + exampleLost
-	var got []cliLine
+	var got []Line
 	var bad []string
 	n := 0
 	now := func() time.Time { n++; return time.Unix(int64(n), 0) }
-	err := readCLILines(strings.NewReader(stream), now, func(l cliLine) { got = append(got, l) }, func(line string, err error) {
+	err := ReadLines(strings.NewReader(stream), now, func(l Line) { got = append(got, l) }, func(line string, err error) {
 		bad = append(bad, fmt.Sprintf("%s: %v", line, err))
 	})
 	if err != nil {
@@ -143,13 +137,13 @@ func TestReadCLILines(t *testing.T) {
 	}
 }
 
-// TestReadCLILinesReportsReadErrors: an error other than EOF ends the
+// TestReadLinesReportsReadErrors: an error other than EOF ends the
 // reader and is returned, after the lines before it were delivered.
-func TestReadCLILinesReportsReadErrors(t *testing.T) {
+func TestReadLinesReportsReadErrors(t *testing.T) {
 	boom := fmt.Errorf("boom")
 	r := &failingReader{data: exampleConnected + "\n", err: boom}
 	var got int
-	err := readCLILines(r, time.Now, func(cliLine) { got++ }, func(string, error) { t.Fatal("no bad line expected") })
+	err := ReadLines(r, time.Now, func(Line) { got++ }, func(string, error) { t.Fatal("no bad line expected") })
 	if err != boom || got != 1 {
 		t.Fatalf("err %v, %d lines; want boom after 1 line", err, got)
 	}
