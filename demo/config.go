@@ -3,9 +3,10 @@ package demo
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
+
+	"github.com/otopcua/otopcua/internal/ports"
 )
 
 // ClusterID is the application ClusterId of the demo pair.
@@ -87,24 +88,14 @@ func marshalConfig(cfg map[string]any) ([]byte, error) {
 }
 
 // freePorts returns n distinct TCP ports on 127.0.0.1 that were free a
-// moment ago (all listeners are held until every port is chosen).
+// moment ago, below the ephemeral range so that a node restarted at its
+// address finds it free (internal/ports).
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("choose a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ps, err := ports.Free(n)
+	if err != nil {
+		return nil, fmt.Errorf("choose free ports: %w", err)
 	}
-	return ports, nil
+	return ps, nil
 }
 
 // childEnv is environ without the variables that would override the

@@ -10,7 +10,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/ports"
 )
 
 var (
@@ -64,15 +65,15 @@ func repoRoot() string {
 // RepoRoot returns the repository's top folder.
 func RepoRoot() string { return repoRoot() }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// below the kernel's ephemeral range (internal/ports says why).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ps, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ps[0]
 }
 
 // CheckFor calls fn every `every` until it returns nil or total has passed;
