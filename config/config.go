@@ -195,8 +195,10 @@ type OpcUaConfig struct {
 	// Security selects the endpoint security.
 	Security SecurityConfig
 
-	// MaxSessions caps concurrent OPC UA sessions. Default 100.
-	MaxSessions int
+	// Limits bound what clients may hold: connections, sessions,
+	// subscriptions, monitored items, response sizes and the deadlines of a
+	// new connection. See LimitsConfig and docs/operations.md.
+	Limits LimitsConfig
 }
 
 // SecurityConfig is the "OpcUa:Security" section.
@@ -233,6 +235,17 @@ type HttpConfig struct {
 
 	// Hostname is the address the HTTP server binds to. Default "0.0.0.0".
 	Hostname string
+
+	// ReadTimeout bounds reading one request, headers and body; a client
+	// that sends slower (a body that never ends) is cut off. Default 10 s.
+	ReadTimeout time.Duration
+
+	// WriteTimeout bounds writing one response. Default 30 s.
+	WriteTimeout time.Duration
+
+	// MaxBodyBytes is the largest request body accepted on any endpoint; a
+	// larger one is answered 413. Bytes. Default 1048576 (1 MiB).
+	MaxBodyBytes int
 }
 
 // TelemetryConfig is the "Telemetry" section.
@@ -275,11 +288,11 @@ func staticDefaults() *Config {
 			PeerDiscoveryUrls:   []string{},
 			RedundancySupport:   RedundancyWarm,
 			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}},
-			MaxSessions:         100,
+			Limits:              defaultLimits(),
 		},
 		ConfigDb:  ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:   LocalDbConfig{Path: "otopcua-local.db"},
-		Http:      HttpConfig{Port: 8080, Hostname: "0.0.0.0"},
+		Http:      HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
 		Telemetry: TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
 	}
 }

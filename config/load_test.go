@@ -79,7 +79,11 @@ func TestDefault(t *testing.T) {
 		{"OpcUa.ApplicationName", c.OpcUa.ApplicationName, "otopcua"},
 		{"OpcUa.RedundancySupport", c.OpcUa.RedundancySupport, "Warm"},
 		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None"}},
-		{"OpcUa.MaxSessions", c.OpcUa.MaxSessions, 100},
+		{"OpcUa.Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 100},
+		{"OpcUa.Limits.MaxSessionsPerAddress", c.OpcUa.Limits.MaxSessionsPerAddress, 50},
+		{"OpcUa.Limits.UnactivatedSessionTimeout", c.OpcUa.Limits.UnactivatedSessionTimeout, 10 * time.Second},
+		{"Http.ReadTimeout", c.Http.ReadTimeout, 10 * time.Second},
+		{"Http.MaxBodyBytes", c.Http.MaxBodyBytes, 1 << 20},
 		{"ConfigDb.Provider", c.ConfigDb.Provider, "sqlite"},
 		{"ConfigDb.ConnectionString", c.ConfigDb.ConnectionString, "file:otopcua.db"},
 		{"LocalDb.Path", c.LocalDb.Path, "otopcua-local.db"},
@@ -143,7 +147,7 @@ const pairNodeA = `{
     "PeerDiscoveryUrls": ["opc.tcp://node-b.lan:4840"],
     "RedundancySupport": "hot",
     "Security": {"Policies": ["none"]},
-    "MaxSessions": 20
+    "Limits": {"MaxSessions": 20, "UnactivatedSessionTimeout": "00:00:03"}
   },
   "ConfigDb": {"Provider": "SqlServer", "ConnectionString": "sqlserver://sa@db/otopcua"},
   "LocalDb": {"Path": "/var/lib/otopcua/local.db"},
@@ -176,7 +180,8 @@ func TestLoadFullFile(t *testing.T) {
 		{"Discovery", c.OpcUa.PeerDiscoveryUrls, []string{"opc.tcp://node-b.lan:4840"}},
 		{"RedundancySupport", c.OpcUa.RedundancySupport, "Hot"},
 		{"Policies", c.OpcUa.Security.Policies, []string{"None"}},
-		{"MaxSessions", c.OpcUa.MaxSessions, 20},
+		{"Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 20},
+		{"Limits.UnactivatedSessionTimeout", c.OpcUa.Limits.UnactivatedSessionTimeout, 3 * time.Second},
 		{"Provider", c.ConfigDb.Provider, "sqlserver"},
 		{"ConnectionString", c.ConfigDb.ConnectionString, "sqlserver://sa@db/otopcua"},
 		{"LocalDb", c.LocalDb.Path, "/var/lib/otopcua/local.db"},
@@ -200,13 +205,13 @@ func TestKeysAreCaseInsensitiveAndFlatKeysNest(t *testing.T) {
 	fixedHostname(t, "h")
 	c := mustLoad(t, `{
 		"opcua": {"PORT": 4841},
-		"OpcUa:MaxSessions": 7,
+		"OpcUa:Limits:MaxSessions": 7,
 		"http.port": 8090,
 		"cLuStEr": {"publichostname": "node-x", "FailureDetector:Threshold": 9},
 		"Cluster": {"port": 4055}
 	}`)
-	if c.OpcUa.Port != 4841 || c.OpcUa.MaxSessions != 7 || c.Http.Port != 8090 {
-		t.Errorf("OpcUa.Port %d MaxSessions %d Http.Port %d", c.OpcUa.Port, c.OpcUa.MaxSessions, c.Http.Port)
+	if c.OpcUa.Port != 4841 || c.OpcUa.Limits.MaxSessions != 7 || c.Http.Port != 8090 {
+		t.Errorf("OpcUa.Port %d MaxSessions %d Http.Port %d", c.OpcUa.Port, c.OpcUa.Limits.MaxSessions, c.Http.Port)
 	}
 	if c.Cluster.PublicHostname != "node-x" || c.Cluster.Port != 4055 || c.Cluster.FailureDetector.Threshold != 9 {
 		t.Errorf("Cluster %+v", c.Cluster)
@@ -423,7 +428,14 @@ func TestValidationCases(t *testing.T) {
 		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot", ""},
 		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None", ""},
 		{"no security policy", `{"OpcUa": {"Security": {"Policies": []}}}`, nil, "OpcUa:Security:Policies", "", "at least one policy", ""},
-		{"max sessions", `{"OpcUa": {"MaxSessions": 0}}`, nil, "OpcUa:MaxSessions", "0", "≥ 1", ""},
+		{"max sessions", `{"OpcUa": {"Limits": {"MaxSessions": 0}}}`, nil, "OpcUa:Limits:MaxSessions", "0", "≥ 1", ""},
+		{"sessions per address", `{"OpcUa": {"Limits": {"MaxSessionsPerAddress": -1}}}`, nil, "OpcUa:Limits:MaxSessionsPerAddress", "-1", "≥ 1", ""},
+		{"unactivated timeout", `{"OpcUa": {"Limits": {"UnactivatedSessionTimeout": "0s"}}}`, nil, "OpcUa:Limits:UnactivatedSessionTimeout", "0s", "greater than 0", ""},
+		{"response size", `{"OpcUa": {"Limits": {"MaxResponseSize": 100}}}`, nil, "OpcUa:Limits:MaxResponseSize", "100", "≥ 65536", ""},
+		{"default session timeout", `{"OpcUa": {"Limits": {"DefaultSessionTimeout": "2h"}}}`, nil, "OpcUa:Limits:DefaultSessionTimeout", "2h0m0s", "between OpcUa:Limits:MinSessionTimeout", ""},
+		{"old max sessions key", `{"OpcUa": {"MaxSessions": 5}}`, nil, "OpcUa:MaxSessions", "5", "", ""},
+		{"http body", `{"Http": {"MaxBodyBytes": 10}}`, nil, "Http:MaxBodyBytes", "10", "≥ 1024", ""},
+		{"http read timeout", `{"Http": {"ReadTimeout": "-1s"}}`, nil, "Http:ReadTimeout", "-1s", "greater than 0", ""},
 		{"unknown provider", `{"ConfigDb": {"Provider": "oracle"}}`, nil, "ConfigDb:Provider", "oracle", "accepted values are sqlite, sqlserver, postgres", ""},
 		{"sqlserver without connection string", `{"ConfigDb": {"Provider": "sqlserver"}}`, nil, "ConfigDb:ConnectionString", "", "required for sqlserver", ""},
 		{"empty local db", `{"LocalDb": {"Path": ""}}`, nil, "LocalDb:Path", "", "file paths", ""},

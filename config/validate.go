@@ -192,9 +192,7 @@ func (c *Config) validateOpcUa(p *problems) {
 			p.add(fmt.Sprintf("OpcUa:Security:Policies:%d", i), pol, oneOf([]string{SecurityPolicyNone}))
 		}
 	}
-	if o.MaxSessions < 1 {
-		p.add("OpcUa:MaxSessions", strconv.Itoa(o.MaxSessions), "accepted values are integers ≥ 1")
-	}
+	c.validateLimits(p)
 }
 
 func (c *Config) validateStores(p *problems) {
@@ -215,6 +213,11 @@ func (c *Config) validateHTTPAndTelemetry(p *problems) {
 	}
 	if c.Http.Port != 0 && strings.TrimSpace(c.Http.Hostname) == "" {
 		p.add("Http:Hostname", c.Http.Hostname, "accepted values are bind addresses such as 0.0.0.0 or 127.0.0.1")
+	}
+	checkPositive(p, "Http:ReadTimeout", c.Http.ReadTimeout)
+	checkPositive(p, "Http:WriteTimeout", c.Http.WriteTimeout)
+	if c.Http.MaxBodyBytes < 1024 {
+		p.add("Http:MaxBodyBytes", strconv.Itoa(c.Http.MaxBodyBytes), "accepted values are whole numbers ≥ 1024 (bytes)")
 	}
 	if !contains(LogLevels, c.Telemetry.LogLevel) {
 		p.add("Telemetry:LogLevel", c.Telemetry.LogLevel, oneOf(LogLevels))

@@ -167,7 +167,7 @@ func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
 		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
 		PeerDiscoveryURLs:   cfg.OpcUa.PeerDiscoveryUrls,
 		RedundancySupport:   support,
-		MaxSessions:         cfg.OpcUa.MaxSessions,
+		MaxSessions:         cfg.OpcUa.Limits.MaxSessions,
 		BuildInfo:           opcua.BuildInfo{SoftwareVersion: Version, BuildNumber: Commit},
 		Logger:              logger,
 	}
