@@ -13,6 +13,7 @@ import (
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -154,6 +155,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 }
 
 func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
+	l := cfg.OpcUa.Limits
 	support := ua.RedundancySupportWarm
 	if cfg.OpcUa.RedundancySupport == config.RedundancyHot {
 		support = ua.RedundancySupportHot
@@ -167,8 +169,34 @@ func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
 		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
 		PeerDiscoveryURLs:   cfg.OpcUa.PeerDiscoveryUrls,
 		RedundancySupport:   support,
-		MaxSessions:         cfg.OpcUa.Limits.MaxSessions,
 		BuildInfo:           opcua.BuildInfo{SoftwareVersion: Version, BuildNumber: Commit},
 		Logger:              logger,
+
+		MaxConnections:                   l.MaxConnections,
+		MaxConnectionsPerAddress:         l.MaxConnectionsPerAddress,
+		MaxSessions:                      l.MaxSessions,
+		MaxSessionsPerAddress:            l.MaxSessionsPerAddress,
+		MaxUnactivatedSessions:           l.MaxUnactivatedSessions,
+		MaxUnactivatedSessionsPerAddress: l.MaxUnactivatedSessionsPerAddress,
+		UnactivatedSessionTimeout:        l.UnactivatedSessionTimeout,
+		MinSessionTimeout:                l.MinSessionTimeout,
+		MaxSessionTimeout:                l.MaxSessionTimeout,
+		DefaultSessionTimeout:            l.DefaultSessionTimeout,
+		HelloTimeout:                     l.HelloTimeout,
+		OpenSecureChannelTimeout:         l.OpenSecureChannelTimeout,
+		CreateSessionTimeout:             l.CreateSessionTimeout,
+		IdleChannelTimeout:               l.IdleChannelTimeout,
+		WriteTimeout:                     l.WriteTimeout,
+		MaxResponseSize:                  l.MaxResponseSize,
+		MaxMonitoredItemsPerCall:         l.MaxMonitoredItemsPerCall,
+		MaxNodesPerRead:                  l.MaxNodesPerRead,
+		MaxNodesPerWrite:                 l.MaxNodesPerWrite,
+		MaxNodesPerBrowse:                l.MaxNodesPerBrowse,
+		Subscriptions: subscription.Options{
+			MaxSubscriptions:                 l.MaxSubscriptions,
+			MaxSubscriptionsPerSession:       l.MaxSubscriptionsPerSession,
+			MaxMonitoredItems:                l.MaxMonitoredItems,
+			MaxMonitoredItemsPerSubscription: l.MaxMonitoredItemsPerSubscription,
+		},
 	}
 }

@@ -131,6 +131,26 @@ type Config struct {
 	// MaxNodesPerMethodCall: MethodsToCall of one Call. Default: 1000.
 	MaxNodesPerMethodCall int
 
+	// Client limits and deadlines of the service layer; see the field of
+	// the same name in uaserver.Config for each one's meaning and default.
+	MaxConnections                   int
+	MaxConnectionsPerAddress         int
+	MaxSessionsPerAddress            int
+	MaxUnactivatedSessions           int
+	MaxUnactivatedSessionsPerAddress int
+	UnactivatedSessionTimeout        time.Duration
+	DefaultSessionTimeout            time.Duration
+	HelloTimeout                     time.Duration
+	OpenSecureChannelTimeout         time.Duration
+	CreateSessionTimeout             time.Duration
+	IdleChannelTimeout               time.Duration
+	WriteTimeout                     time.Duration
+	MaxResponseSize                  int
+	// MaxMonitoredItemsPerCall: items of one CreateMonitoredItems (and the
+	// other item services); published as OperationLimits
+	// MaxMonitoredItemsPerCall. Default: 10000.
+	MaxMonitoredItemsPerCall int
+
 	// Subscriptions tunes the subscription engine (intervals, queue sizes,
 	// limits); its zero values take the engine's defaults. Its Clock and
 	// Logger default to the ones above.
@@ -207,6 +227,8 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerTranslate, uaserver.DefaultMaxNodesPerTranslate)
 	defInt(&c.MaxNodesPerRegister, uaserver.DefaultMaxNodesPerRegister)
 	defInt(&c.MaxNodesPerMethodCall, uaserver.DefaultMaxNodesPerMethodCall)
+	defInt(&c.MaxMonitoredItemsPerCall, uaserver.DefaultMaxMonitoredItemsPerCall)
+	c.Subscriptions = c.Subscriptions.Resolved()
 	if c.MinSessionTimeout <= 0 {
 		c.MinSessionTimeout = uaserver.DefaultMinSessionTimeout
 	}
@@ -275,6 +297,21 @@ func (c Config) uaserverConfig() uaserver.Config {
 		MaxNodesPerMethodCall: c.MaxNodesPerMethodCall,
 		Clock:                 c.Clock,
 		Logger:                c.Logger,
+
+		MaxConnections:                   c.MaxConnections,
+		MaxConnectionsPerAddress:         c.MaxConnectionsPerAddress,
+		MaxSessionsPerAddress:            c.MaxSessionsPerAddress,
+		MaxUnactivatedSessions:           c.MaxUnactivatedSessions,
+		MaxUnactivatedSessionsPerAddress: c.MaxUnactivatedSessionsPerAddress,
+		UnactivatedSessionTimeout:        c.UnactivatedSessionTimeout,
+		DefaultSessionTimeout:            c.DefaultSessionTimeout,
+		HandshakeTimeout:                 c.HelloTimeout,
+		OpenSecureChannelTimeout:         c.OpenSecureChannelTimeout,
+		CreateSessionTimeout:             c.CreateSessionTimeout,
+		IdleChannelTimeout:               c.IdleChannelTimeout,
+		WriteTimeout:                     c.WriteTimeout,
+		MaxResponseSize:                  c.MaxResponseSize,
+		MaxMonitoredItemsPerCall:         c.MaxMonitoredItemsPerCall,
 	}
 }
 

@@ -159,9 +159,8 @@ func (s *Server) buildInfo() *ua.BuildInfo {
 }
 
 // capabilities are the Server.ServerCapabilities values: the limits the
-// service layer enforces. MinSupportedSampleRate and
-// MaxMonitoredItemsQueueSize are published only when Config.Subscriptions
-// sets them, since the engine does not expose its defaults.
+// service layer and the subscription engine enforce (Config.Subscriptions
+// holds the engine's resolved options).
 func (s *Server) capabilities() map[uint32]any {
 	c := s.cfg
 	caps := map[uint32]any{
@@ -174,20 +173,19 @@ func (s *Server) capabilities() map[uint32]any {
 		id.Server_ServerCapabilities_MaxStringLength:                                          uint32(0),
 		id.Server_ServerCapabilities_MaxByteStringLength:                                      uint32(0),
 		id.Server_ServerCapabilities_MaxSessions:                                              uint32(c.MaxSessions),
-		id.Server_ServerCapabilities_MaxSubscriptionsPerSession:                               uint32(max(c.Subscriptions.MaxSubscriptionsPerSession, 0)),
-		id.Server_ServerCapabilities_MaxMonitoredItemsPerSubscription:                         uint32(max(c.Subscriptions.MaxMonitoredItemsPerSubscription, 0)),
+		id.Server_ServerCapabilities_MaxSubscriptions:                                         uint32(c.Subscriptions.MaxSubscriptions),
+		id.Server_ServerCapabilities_MaxSubscriptionsPerSession:                               uint32(c.Subscriptions.MaxSubscriptionsPerSession),
+		id.Server_ServerCapabilities_MaxMonitoredItems:                                        uint32(c.Subscriptions.MaxMonitoredItems),
+		id.Server_ServerCapabilities_MaxMonitoredItemsPerSubscription:                         uint32(c.Subscriptions.MaxMonitoredItemsPerSubscription),
+		id.Server_ServerCapabilities_MinSupportedSampleRate:                                   float64(c.Subscriptions.MinSamplingInterval) / float64(time.Millisecond),
+		id.Server_ServerCapabilities_MaxMonitoredItemsQueueSize:                               c.Subscriptions.MaxQueueSize,
+		id.Server_ServerCapabilities_OperationLimits_MaxMonitoredItemsPerCall:                 uint32(c.MaxMonitoredItemsPerCall),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerRead:                          uint32(c.MaxNodesPerRead),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerWrite:                         uint32(c.MaxNodesPerWrite),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerBrowse:                        uint32(c.MaxNodesPerBrowse),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerTranslateBrowsePathsToNodeIDs: uint32(c.MaxNodesPerTranslate),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerRegisterNodes:                 uint32(c.MaxNodesPerRegister),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerMethodCall:                    uint32(c.MaxNodesPerMethodCall),
-	}
-	if d := c.Subscriptions.MinSamplingInterval; d > 0 {
-		caps[id.Server_ServerCapabilities_MinSupportedSampleRate] = float64(d) / float64(time.Millisecond)
-	}
-	if q := c.Subscriptions.MaxQueueSize; q > 0 {
-		caps[id.Server_ServerCapabilities_MaxMonitoredItemsQueueSize] = q
 	}
 	return caps
 }

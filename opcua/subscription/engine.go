@@ -83,12 +83,34 @@ type Options struct {
 	// slot in the message and the DataValue it keeps alive), so the default
 	// bounds the queue at about 34 MB per subscription. Default: 200000.
 	MaxRetransmitNotifications int
-	// MaxSubscriptionsPerSession limits CreateSubscription
-	// (BadTooManySubscriptions). Default: 0 (unlimited).
+	// MaxSubscriptions bounds the subscriptions of the engine, orphaned
+	// ones included (CreateSubscription answers BadTooManySubscriptions).
+	// Default: 1000.
+	MaxSubscriptions int
+	// MaxSubscriptionsPerSession bounds the subscriptions one session owns
+	// (BadTooManySubscriptions). Default: 100.
 	MaxSubscriptionsPerSession int
-	// MaxMonitoredItemsPerSubscription limits CreateMonitoredItems
-	// (BadTooManyMonitoredItems per item). Default: 0 (unlimited).
+	// MaxMonitoredItems bounds the monitored items of the engine; an item
+	// beyond it gets BadTooManyMonitoredItems. Default: 250000.
+	MaxMonitoredItems int
+	// MaxMonitoredItemsPerSubscription bounds the items of one subscription
+	// (BadTooManyMonitoredItems per item). Default: 100000.
 	MaxMonitoredItemsPerSubscription int
+}
+
+// Defaults of the engine's limits.
+const (
+	DefaultMaxSubscriptions                 = 1000
+	DefaultMaxSubscriptionsPerSession       = 100
+	DefaultMaxMonitoredItems                = 250000
+	DefaultMaxMonitoredItemsPerSubscription = 100000
+)
+
+// Resolved returns o with every zero field set to its default, as New
+// applies them (Clock and Logger included).
+func (o Options) Resolved() Options {
+	o.setDefaults()
+	return o
 }
 
 func (o *Options) setDefaults() {
@@ -132,6 +154,15 @@ func (o *Options) setDefaults() {
 	if o.MaxNotificationsPerPublish == 0 {
 		o.MaxNotificationsPerPublish = DefaultMaxNotificationsPerPublish
 	}
+	defInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defInt(&o.MaxSubscriptions, DefaultMaxSubscriptions)
+	defInt(&o.MaxSubscriptionsPerSession, DefaultMaxSubscriptionsPerSession)
+	defInt(&o.MaxMonitoredItems, DefaultMaxMonitoredItems)
+	defInt(&o.MaxMonitoredItemsPerSubscription, DefaultMaxMonitoredItemsPerSubscription)
 }
 
 // Engine owns every subscription and monitored item of one server. See the
@@ -145,11 +176,13 @@ type Engine struct {
 	log   *slog.Logger
 	sched *scheduler
 
-	done    chan struct{}      // closed by Close
-	exited  chan struct{}      // closed when run returns
-	barrier chan chan struct{} // tests: run a pass, then close the channel
-	senders sync.WaitGroup     // session sending goroutines
-	queued  atomic.Int64       // responses queued or being sent
+	done     chan struct{}      // closed by Close
+	exited   chan struct{}      // closed when run returns
+	barrier  chan chan struct{} // tests: run a pass, then close the channel
+	senders  sync.WaitGroup     // session sending goroutines
+	retiring sync.WaitGroup     // goroutines retiring deleted items (retire)
+	queued   atomic.Int64       // responses queued or being sent
+	counts   counters
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
@@ -158,6 +191,8 @@ type Engine struct {
 	subs       map[uint32]*subscription
 	nextSubID  uint32
 	nextItemID uint32
+	items      int // monitored items in subs
+	reserved   int // items being created by CreateMonitoredItems calls in flight
 }
 
 // New returns an engine that reads values from src and starts its
@@ -207,13 +242,14 @@ func (e *Engine) Close() {
 	if e.closed {
 		e.mu.Unlock()
 		<-e.exited
+		e.retiring.Wait()
 		e.senders.Wait()
 		return
 	}
 	e.closed = true
-	var cancels []func()
+	var r retired
 	for _, s := range e.subs {
-		cancels = e.deleteSubLocked(s, cancels)
+		e.deleteSubLocked(s, &r)
 	}
 	for _, ss := range e.sessions {
 		ss.mu.Lock()
@@ -224,14 +260,9 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	close(e.done)
 	<-e.exited
-	runAll(cancels)
+	r.run(false)
+	e.retiring.Wait()
 	e.senders.Wait()
-}
-
-func runAll(fns []func()) {
-	for _, f := range fns {
-		f()
-	}
 }
 
 // run is the engine goroutine: it works every subscription whose deadline

@@ -54,7 +54,7 @@ func (it *item) onChange(dv *ua.DataValue) {
 	}
 	it.mu.Lock()
 	switch {
-	case it.deleted || it.mode == ua.MonitoringModeDisabled:
+	case it.deleted || it.sub.gone.Load() || it.mode == ua.MonitoringModeDisabled:
 	case it.interval > 0:
 		it.latest = dv
 		if !it.inSample {

@@ -387,35 +387,30 @@ func (e *Engine) expire(s *subscription, now time.Time) {
 	s.mu.Lock()
 	gone := s.deleted || !e.lifetimeOver(s, now)
 	s.mu.Unlock()
-	var cancels []func()
+	var r retired
 	if !gone {
 		e.log.Info("subscription: lifetime expired", "subscription", s.id)
 		ss := s.sess
 		seq := s.seq
-		cancels = e.deleteSubLocked(s, nil)
+		e.deleteSubLocked(s, &r)
 		if ss != nil {
 			e.oweStatusLocked(ss, statusMsg{subID: s.id, seq: seq, status: ua.StatusBadTimeout})
 		}
 	}
 	e.mu.Unlock()
-	runAll(cancels)
+	e.retire(r)
 }
 
-// deleteSubLocked removes s from the engine and marks its items deleted.
-// The returned Source cancel functions must be called once e.mu is released.
-// e.mu must be held.
-func (e *Engine) deleteSubLocked(s *subscription, cancels []func()) []func() {
+// deleteSubLocked removes s from the engine and detaches its items, which
+// stop queuing at once (subscription.gone); marking them deleted and
+// cancelling their Source registrations is left in r for retire, to be run
+// once e.mu is released. O(1) in the number of items. e.mu must be held.
+func (e *Engine) deleteSubLocked(s *subscription, r *retired) {
+	s.gone.Store(true)
 	s.mu.Lock()
 	s.deleted = true
-	for _, it := range s.items {
-		it.mu.Lock()
-		it.deleted = true
-		it.disableLocked()
-		it.mu.Unlock()
-		if it.cancel != nil {
-			cancels = append(cancels, it.cancel)
-		}
-	}
+	e.items -= len(s.items)
+	r.addMap(s.items)
 	s.items, s.polled = nil, nil
 	if s.sess != nil {
 		delete(s.sess.subs, s.id)
@@ -428,5 +423,4 @@ func (e *Engine) deleteSubLocked(s *subscription, cancels []func()) []func() {
 	s.clearRetrans()
 	delete(e.subs, s.id)
 	e.sched.remove(s)
-	return cancels
 }

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"context"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -65,12 +66,26 @@ func validRead(rv *ua.ReadValueID) ua.StatusCode {
 // §5.12.2). The Value attribute is watched through Source.Watch; any other
 // attribute is sampled by Source.Read at the item's sampling interval. The
 // current value is queued at once for items created Sampling or Reporting.
+// Items beyond MaxMonitoredItemsPerSubscription or MaxMonitoredItems get
+// BadTooManyMonitoredItems.
 //
 // The Source is called with no engine lock held, so publishing and other
 // sessions' requests go on while a large request is served. Should the
 // subscription be deleted or transferred meanwhile, the new registrations
 // are cancelled and the call fails with BadSubscriptionIdInvalid.
 func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
+	return e.CreateMonitoredItemsContext(context.Background(), sess, req)
+}
+
+// cancelCheckEvery is how many items CreateMonitoredItemsContext creates
+// between two looks at its context.
+const cancelCheckEvery = 256
+
+// CreateMonitoredItemsContext is CreateMonitoredItems for a caller that may
+// give up: once ctx is done (the request's secure channel closed) it stops,
+// cancels what it registered and returns BadRequestCancelledByClient, so a
+// huge request of a client that went away does not keep the server busy.
+func (e *Engine) CreateMonitoredItemsContext(ctx context.Context, sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
 	if req == nil || len(req.ItemsToCreate) == 0 {
 		return nil, ua.StatusBadNothingToDo
 	}
@@ -78,16 +93,23 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 		return nil, ua.StatusBadTimestampsToReturnInvalid
 	}
 	now := e.clock.Now()
-	s, publishing, room, err := e.itemTarget(sess, req.SubscriptionID)
+	s, publishing, room, err := e.itemTarget(sess, req.SubscriptionID, len(req.ItemsToCreate))
 	if err != nil {
 		return nil, err
 	}
+	defer e.unreserve(s, room)
 
 	results := make([]*ua.MonitoredItemCreateResult, len(req.ItemsToCreate))
-	created := make([]*item, 0, len(req.ItemsToCreate))
+	created := make([]*item, 0, min(len(req.ItemsToCreate), room.n))
+	left := room.n
 	for i, r := range req.ItemsToCreate {
-		if room == 0 {
+		if i%cancelCheckEvery == 0 && ctx.Err() != nil {
+			e.retire(retired{items: created})
+			return nil, ua.StatusBadRequestCancelledByClient
+		}
+		if left == 0 {
 			results[i] = &ua.MonitoredItemCreateResult{StatusCode: ua.StatusBadTooManyMonitoredItems}
+			room.refuse(&e.counts)
 			continue
 		}
 		it, st, p := e.newItem(s, r, req.TimestampsToReturn, publishing, now)
@@ -95,7 +117,7 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 		res.RevisedSamplingInterval, res.RevisedQueueSize = p.result(st)
 		if it != nil {
 			created = append(created, it)
-			room--
+			left--
 		}
 		results[i] = res
 	}
@@ -114,26 +136,53 @@ func (e *Engine) CreateMonitoredItems(sess SessionID, req *ua.CreateMonitoredIte
 	}, nil
 }
 
+// itemRoom is how many items one CreateMonitoredItems call may create, set
+// aside (reserved) against the subscription's and the engine's limits until
+// the call ends, so that concurrent calls cannot exceed them together.
+type itemRoom struct {
+	n         int
+	bySubOnly bool // the subscription's limit, not the engine's, set n
+}
+
+func (r itemRoom) refuse(c *counters) {
+	if r.bySubOnly {
+		c.itemsPerSub.Add(1)
+	} else {
+		c.items.Add(1)
+	}
+}
+
 // itemTarget returns the subscription items are created in, its publishing
-// interval and how many items it may still take (-1: no limit).
-func (e *Engine) itemTarget(sess SessionID, id uint32) (s *subscription, publishing time.Duration, room int, err error) {
+// interval and the room reserved for up to want new items.
+func (e *Engine) itemTarget(sess SessionID, id uint32, want int) (s *subscription, publishing time.Duration, room itemRoom, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, 0, 0, ua.StatusBadShutdown
+		return nil, 0, room, ua.StatusBadShutdown
 	}
 	s = e.ownedLocked(e.sessions[sess], id)
 	if s == nil {
-		return nil, 0, 0, ua.StatusBadSubscriptionIDInvalid
+		return nil, 0, room, ua.StatusBadSubscriptionIDInvalid
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	room = -1
-	if limit := e.opts.MaxMonitoredItemsPerSubscription; limit > 0 {
-		room = max(limit-len(s.items), 0)
-	}
+	bySub := max(min(e.opts.MaxMonitoredItemsPerSubscription, e.opts.MaxMonitoredItems)-len(s.items)-s.reserved, 0)
+	byEngine := max(e.opts.MaxMonitoredItems-e.items-e.reserved, 0)
+	room = itemRoom{n: min(want, bySub, byEngine), bySubOnly: bySub < byEngine}
+	s.reserved += room.n
+	e.reserved += room.n
 	s.touch(e.clock.Now())
 	return s, s.interval, room, nil
+}
+
+// unreserve returns the room itemTarget set aside.
+func (e *Engine) unreserve(s *subscription, room itemRoom) {
+	e.mu.Lock()
+	s.mu.Lock()
+	s.reserved -= room.n
+	e.reserved -= room.n
+	s.mu.Unlock()
+	e.mu.Unlock()
 }
 
 // insertItems assigns ids to the new items and adds them to s, unless s was
@@ -143,20 +192,13 @@ func (e *Engine) insertItems(sess SessionID, s *subscription, created []*item, n
 	e.mu.Lock()
 	if e.closed || e.ownedLocked(e.sessions[sess], s.id) != s {
 		e.mu.Unlock()
-		for _, it := range created {
-			it.mu.Lock()
-			it.deleted = true
-			it.disableLocked()
-			it.mu.Unlock()
-			if it.cancel != nil {
-				it.cancel()
-			}
-		}
+		e.retire(retired{items: created})
 		return ua.StatusBadSubscriptionIDInvalid
 	}
 	defer e.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e.items += len(created)
 	for _, it := range created {
 		it.id = e.newItemIDLocked(s)
 		s.items[it.id] = it
@@ -485,7 +527,7 @@ func (e *Engine) DeleteMonitoredItems(sess SessionID, req *ua.DeleteMonitoredIte
 	}
 	s.mu.Lock()
 	results := make([]ua.StatusCode, len(req.MonitoredItemIDs))
-	var cancels []func()
+	var r retired
 	for i, id := range req.MonitoredItemIDs {
 		it := s.items[id]
 		if it == nil {
@@ -500,20 +542,18 @@ func (e *Engine) DeleteMonitoredItems(sess SessionID, req *ua.DeleteMonitoredIte
 		}
 		delete(s.items, id)
 		delete(s.polled, id)
+		e.items--
 		it.mu.Lock()
 		it.deleted = true
-		it.disableLocked()
 		d := it.interval
 		it.mu.Unlock()
 		s.dropInterval(d)
-		if it.cancel != nil {
-			cancels = append(cancels, it.cancel)
-		}
+		r.items = append(r.items, it)
 	}
 	s.touch(now)
 	s.mu.Unlock()
 	e.mu.Unlock()
-	runAll(cancels)
+	e.retire(r)
 	return &ua.DeleteMonitoredItemsResponse{
 		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
 		Results:        results,

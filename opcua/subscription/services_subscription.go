@@ -21,9 +21,15 @@ func (e *Engine) CreateSubscription(sess SessionID, req *ua.CreateSubscriptionRe
 		return nil, ua.StatusBadShutdown
 	}
 	ss := e.sessionLocked(sess)
-	if limit := e.opts.MaxSubscriptionsPerSession; limit > 0 && len(ss.subs) >= limit {
+	switch {
+	case len(e.subs) >= e.opts.MaxSubscriptions:
+		e.counts.subscriptions.Add(1)
+		return nil, ua.StatusBadTooManySubscriptions
+	case len(ss.subs) >= min(e.opts.MaxSubscriptionsPerSession, e.opts.MaxSubscriptions):
+		e.counts.subscriptionsPerSess.Add(1)
 		return nil, ua.StatusBadTooManySubscriptions
 	}
+	e.counts.cumulatedSubscriptions.Add(1)
 	s := &subscription{
 		id:          e.newSubIDLocked(),
 		heapIdx:     -1,
@@ -151,14 +157,14 @@ func (e *Engine) DeleteSubscriptions(sess SessionID, req *ua.DeleteSubscriptions
 	}
 	ss := e.sessions[sess]
 	results := make([]ua.StatusCode, len(req.SubscriptionIDs))
-	var cancels []func()
+	var r retired
 	for i, id := range req.SubscriptionIDs {
 		s := e.ownedLocked(ss, id)
 		if s == nil {
 			results[i] = ua.StatusBadSubscriptionIDInvalid
 			continue
 		}
-		cancels = e.deleteSubLocked(s, cancels)
+		e.deleteSubLocked(s, &r)
 	}
 	if ss != nil && len(ss.subs) == 0 {
 		ss.mu.Lock()
@@ -166,7 +172,7 @@ func (e *Engine) DeleteSubscriptions(sess SessionID, req *ua.DeleteSubscriptions
 		ss.mu.Unlock()
 	}
 	e.mu.Unlock()
-	runAll(cancels)
+	e.retire(r)
 	return &ua.DeleteSubscriptionsResponse{
 		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
 		Results:        results,
@@ -276,10 +282,10 @@ func (e *Engine) SessionClosed(sess SessionID, deleteSubscriptions bool) {
 	ss.closed = true
 	ss.requests, ss.status = nil, nil
 	ss.mu.Unlock()
-	var cancels []func()
+	var r retired
 	for _, s := range ss.subs {
 		if deleteSubscriptions {
-			cancels = e.deleteSubLocked(s, cancels)
+			e.deleteSubLocked(s, &r)
 			continue
 		}
 		s.mu.Lock()
@@ -291,5 +297,5 @@ func (e *Engine) SessionClosed(sess SessionID, deleteSubscriptions bool) {
 	}
 	ss.subs = nil
 	e.mu.Unlock()
-	runAll(cancels)
+	e.retire(r)
 }

@@ -14,6 +14,7 @@ type subscription struct {
 
 	// Lock-free fields, read by Publish without taking mu.
 	late         atomic.Bool   // wants to send and waits for a Publish request
+	gone         atomic.Bool   // deleted: its items stop queuing before they are retired
 	priority     atomic.Uint32 // Priority of the latest Create/ModifySubscription
 	lastActivity atomic.Int64  // unix nanoseconds of the latest client activity
 
@@ -32,6 +33,7 @@ type subscription struct {
 	maxNotif    uint32        // notifications per Publish; 0 = unlimited
 	enabled     bool          // PublishingEnabled
 	items       map[uint32]*item
+	reserved    int                            // room set aside by CreateMonitoredItems calls in flight
 	polled      map[uint32]*item               // items sampled by Source.Read
 	intervals   map[time.Duration]int          // item count per sampling interval > 0
 	sampleEvery time.Duration                  // smallest key of intervals; 0 = no sampling tick

@@ -12,6 +12,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/id"
@@ -54,6 +55,7 @@ type channel struct {
 	srv     *Server
 	id      uint32 // SecureChannelId, set by Server.addChannel before run
 	conn    net.Conn
+	addr    string            // client IP address (per-address limits)
 	ack     *uacp.Acknowledge // negotiated buffer sizes
 	hello   *uacp.Hello       // the client's Hello: its limits for our responses
 	sendMax uint32            // body bytes per chunk we send
@@ -68,6 +70,12 @@ type channel struct {
 	opened       bool
 	pending      map[uint32]*partial // multi-chunk requests being received
 	pendingBytes int
+	ackAt        time.Time // Acknowledge sent
+	openedAt     time.Time // first OpenSecureChannel answered
+	lastRecv     time.Time // last complete chunk received
+
+	hasSession atomic.Bool // a session was created or activated on this channel
+	budget     *byteBudget // encoded bytes of requests queued or being served
 
 	tokMu    sync.Mutex
 	token    uint32 // token of our messages and the client's; tokMu must be held.
@@ -85,11 +93,15 @@ type partial struct {
 	discard bool // too large: drop chunks until the final one
 }
 
-func newChannel(s *Server, conn net.Conn, ack *uacp.Acknowledge, hel *uacp.Hello) *channel {
+func newChannel(s *Server, conn net.Conn, addr string, ack *uacp.Acknowledge, hel *uacp.Hello) *channel {
 	ctx, cancel := context.WithCancel(s.ctx)
+	now := time.Now()
 	ch := &channel{
 		srv:     s,
 		conn:    conn,
+		addr:    addr,
+		ackAt:   now,
+		budget:  newByteBudget(s.cfg.MaxRequestBytesPerChannel),
 		ack:     ack,
 		hello:   hel,
 		sendMax: ack.SendBufSize - symHeaderLen,
@@ -139,10 +151,12 @@ func (ch *channel) readLoop() error {
 }
 
 // readFrame reads one UACP message (header included) of at most the
-// negotiated ReceiveBufSize.
+// negotiated ReceiveBufSize. The wait for its header is bounded by the
+// deadline of the channel's phase (see nextDeadline); a message that
+// stops half way is cut after IdleChannelTimeout.
 func (ch *channel) readFrame() ([]byte, error) {
 	var hb [uacpHeaderLen]byte
-	if _, err := io.ReadFull(ch.conn, hb[:]); err != nil {
+	if err := ch.readHeader(hb[:]); err != nil {
 		return nil, err
 	}
 	var h uacp.Header
@@ -159,10 +173,70 @@ func (ch *channel) readFrame() ([]byte, error) {
 	}
 	b := make([]byte, h.MessageSize)
 	copy(b, hb[:])
+	_ = ch.conn.SetReadDeadline(time.Now().Add(ch.srv.cfg.IdleChannelTimeout))
 	if _, err := io.ReadFull(ch.conn, b[uacpHeaderLen:]); err != nil {
+		if isTimeout(err) {
+			ch.srv.counters.refuse(LimitIdleChannelTimeout)
+			return nil, ch.abort(ua.StatusBadTimeout, "message stalled half way")
+		}
 		return nil, err
 	}
+	ch.lastRecv = time.Now()
 	return b, nil
+}
+
+// readHeader reads the header of the next message. It waits until the
+// deadline of the channel's phase and, when that passes, checks the phase
+// again (a session may have been created meanwhile, a Publish request may
+// be waiting): a channel whose deadline has really passed is closed with an
+// ERR BadTimeout.
+func (ch *channel) readHeader(hb []byte) error {
+	n := 0
+	for {
+		deadline, limit := ch.nextDeadline(time.Now())
+		_ = ch.conn.SetReadDeadline(deadline)
+		k, err := io.ReadFull(ch.conn, hb[n:])
+		n += k
+		if err == nil {
+			return nil
+		}
+		if !isTimeout(err) {
+			return err
+		}
+		now := time.Now()
+		if d, _ := ch.nextDeadline(now); now.Before(d) {
+			continue
+		}
+		ch.srv.counters.refuse(limit)
+		return ch.abort(ua.StatusBadTimeout, "no "+phaseWant[limit]+" within the deadline ("+limit+")")
+	}
+}
+
+// phaseWant says what the client failed to send, by the limit that ends
+// the phase.
+var phaseWant = map[string]string{
+	LimitOpenSecureChannelTimeout: "OpenSecureChannel",
+	LimitCreateSessionTimeout:     "CreateSession or ActivateSession",
+	LimitIdleChannelTimeout:       "request",
+}
+
+// nextDeadline returns when the client must have sent its next message and
+// the limit that bounds it: OpenSecureChannel within
+// OpenSecureChannelTimeout of the Acknowledge, a session within
+// CreateSessionTimeout of the OpenSecureChannel, and then a request within
+// IdleChannelTimeout of the last one, or of now while a Publish request of
+// the channel waits for its answer. Reader goroutine only.
+func (ch *channel) nextDeadline(now time.Time) (time.Time, string) {
+	cfg := &ch.srv.cfg
+	switch {
+	case !ch.opened:
+		return ch.ackAt.Add(cfg.OpenSecureChannelTimeout), LimitOpenSecureChannelTimeout
+	case !ch.hasSession.Load():
+		return ch.openedAt.Add(cfg.CreateSessionTimeout), LimitCreateSessionTimeout
+	case ch.pub.waiting() > 0:
+		return now.Add(cfg.IdleChannelTimeout), LimitIdleChannelTimeout
+	}
+	return ch.lastRecv.Add(cfg.IdleChannelTimeout), LimitIdleChannelTimeout
 }
 
 // handleChunk processes one chunk; an error closes the channel.
@@ -223,6 +297,9 @@ func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte) e
 		ch.token = tok
 	}
 	ch.tokMu.Unlock()
+	if !ch.opened {
+		ch.openedAt = time.Now()
+	}
 	ch.opened = true
 
 	lifetime := req.RequestedLifetime
@@ -349,11 +426,15 @@ func (ch *channel) deliver(reqID uint32, body []byte) error {
 	case *ua.OpenSecureChannelRequest:
 		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "OpenSecureChannel in a MSG message")
 	}
-	c := &call{ch: ch, reqID: reqID, req: req, typeID: ua.ServiceTypeID(req), hdr: requestHeader(req)}
+	c := &call{ch: ch, reqID: reqID, req: req, typeID: ua.ServiceTypeID(req), hdr: requestHeader(req), size: len(body)}
+	if err := ch.budget.acquire(ch.ctx, c.size); err != nil {
+		return err
+	}
 	select {
 	case ch.queue <- c:
 		return nil
 	case <-ch.ctx.Done():
+		ch.budget.release(c.size)
 		return ch.ctx.Err()
 	}
 }
@@ -379,14 +460,19 @@ func decodeRequest(b []byte) (req ua.Request, code ua.StatusCode) {
 	return req, ua.StatusOK
 }
 
-// work handles queued requests in arrival order.
+// work handles queued requests in arrival order. Requests still queued
+// when the channel closes are abandoned: nobody would read their answers.
 func (ch *channel) work() {
 	for {
 		select {
 		case <-ch.ctx.Done():
 			return
 		case c := <-ch.queue:
+			if ch.ctx.Err() != nil {
+				return
+			}
 			ch.srv.dispatch(c)
+			ch.budget.release(c.size)
 		}
 	}
 }
@@ -410,8 +496,8 @@ func (ch *channel) abort(code ua.StatusCode, reason string) error {
 	return fmt.Errorf("%s: %s", reason, code)
 }
 
-// errResponseTooLarge means the encoded response exceeds the client's
-// MaxMessageSize or MaxChunkCount.
+// errResponseTooLarge means the encoded response exceeds MaxResponseSize
+// or the client's MaxMessageSize or MaxChunkCount.
 var errResponseTooLarge = errors.New("response exceeds the client's message limits")
 
 // send writes resp as the answer to reqID within WriteTimeout. The response
@@ -435,10 +521,21 @@ func (ch *channel) send(reqID uint32, resp ua.Response) error {
 		return ErrClosed
 	}
 	if err := ch.writeMsg(reqID, *body); err != nil {
-		ch.close()
+		ch.writeFailed(err)
 		return err
 	}
 	return nil
+}
+
+// writeFailed closes the channel after a failed write; a client that read
+// nothing for WriteTimeout counts as a refusal of that limit. sendMu must
+// be held.
+func (ch *channel) writeFailed(err error) {
+	if isTimeout(err) {
+		ch.srv.counters.refuse(LimitWriteTimeout)
+		ch.log.Info("uaserver: client does not read its responses; channel closed", "write_timeout", ch.srv.cfg.WriteTimeout)
+	}
+	ch.close()
 }
 
 // sendFault answers reqID with a ServiceFault in place of resp, which
@@ -447,6 +544,7 @@ func (ch *channel) sendFault(reqID uint32, resp ua.Response, err error) error {
 	code := ua.StatusBadInternalError
 	if errors.Is(err, errResponseTooLarge) {
 		code = ua.StatusBadResponseTooLarge
+		ch.srv.counters.refuse(LimitResponseSize)
 	} else {
 		ch.log.Error("uaserver: response could not be encoded", "response", fmt.Sprintf("%T", resp), "err", err)
 	}
@@ -466,7 +564,7 @@ func (ch *channel) sendFault(reqID uint32, resp ua.Response, err error) error {
 		return ErrClosed
 	}
 	if werr := ch.writeMsg(reqID, *body); werr != nil {
-		ch.close()
+		ch.writeFailed(werr)
 		return werr
 	}
 	return err
@@ -518,7 +616,8 @@ func (ch *channel) encodeBody(resp ua.Response) (body *[]byte, err error) {
 		return nil, err
 	}
 	chunks := (len(b) + int(ch.sendMax) - 1) / int(ch.sendMax)
-	if (ch.hello.MaxChunkCount > 0 && chunks > int(ch.hello.MaxChunkCount)) ||
+	if len(b) > ch.srv.cfg.MaxResponseSize ||
+		(ch.hello.MaxChunkCount > 0 && chunks > int(ch.hello.MaxChunkCount)) ||
 		(ch.hello.MaxMessageSize > 0 && len(b) > int(ch.hello.MaxMessageSize)) {
 		putBody(buf)
 		return nil, errResponseTooLarge
@@ -621,6 +720,14 @@ type publishSender struct {
 
 var _ subscription.Sender = (*publishSender)(nil)
 
+// waiting returns how many Publish requests of the channel wait for their
+// answer.
+func (p *publishSender) waiting() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.handles)
+}
+
 // expect records the RequestHandle of a Publish the engine will answer.
 func (p *publishSender) expect(reqID, handle uint32) {
 	p.mu.Lock()
@@ -644,4 +751,48 @@ func (p *publishSender) SendResponse(reqID uint32, resp ua.Response) error {
 	}
 	stampHeader(resp, handle, p.ch.srv.cfg.Clock.Now())
 	return p.ch.send(reqID, resp)
+}
+
+// byteBudget bounds the encoded bytes of one channel's requests that are
+// queued or being served. One goroutine (the channel's reader) acquires;
+// the worker releases.
+type byteBudget struct {
+	max   int
+	freed chan struct{} // signalled on release; capacity 1
+
+	mu   sync.Mutex
+	used int // mu must be held.
+}
+
+func newByteBudget(max int) *byteBudget {
+	return &byteBudget{max: max, freed: make(chan struct{}, 1)}
+}
+
+// acquire waits until n bytes fit (a request arriving while nothing is
+// held always fits) or ctx ends.
+func (b *byteBudget) acquire(ctx context.Context, n int) error {
+	for {
+		b.mu.Lock()
+		if b.used == 0 || b.used+n <= b.max {
+			b.used += n
+			b.mu.Unlock()
+			return nil
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.freed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (b *byteBudget) release(n int) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
 }

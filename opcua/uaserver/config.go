@@ -16,21 +16,34 @@ import (
 
 // Defaults of Config. A zero field takes the default named in its doc.
 const (
-	DefaultMaxSessions                   = 100
-	DefaultMinSessionTimeout             = time.Second
-	DefaultMaxSessionTimeout             = time.Hour
-	DefaultHandshakeTimeout              = 5 * time.Second
-	DefaultWriteTimeout                  = 10 * time.Second
-	DefaultMaxRequestsInFlightPerChannel = 64
-	DefaultMaxContinuationPoints         = 10
-	DefaultMaxNodesPerRead               = 10000
-	DefaultMaxNodesPerWrite              = 10000
-	DefaultMaxNodesPerBrowse             = 10000
-	DefaultMaxNodesPerTranslate          = 10000
-	DefaultMaxNodesPerRegister           = 10000
-	DefaultMaxNodesPerMethodCall         = 1000
-	DefaultApplicationName               = "otopcua"
-	DefaultProductURI                    = "urn:otopcua"
+	DefaultMaxConnections                   = 500
+	DefaultMaxConnectionsPerAddress         = 50
+	DefaultMaxSessions                      = 100
+	DefaultMaxSessionsPerAddress            = 50
+	DefaultMaxUnactivatedSessions           = 20
+	DefaultMaxUnactivatedSessionsPerAddress = 5
+	DefaultUnactivatedSessionTimeout        = 10 * time.Second
+	DefaultMinSessionTimeout                = time.Second
+	DefaultMaxSessionTimeout                = time.Hour
+	DefaultSessionTimeout                   = time.Minute
+	DefaultHandshakeTimeout                 = 5 * time.Second
+	DefaultOpenSecureChannelTimeout         = 5 * time.Second
+	DefaultCreateSessionTimeout             = 10 * time.Second
+	DefaultIdleChannelTimeout               = 5 * time.Minute
+	DefaultWriteTimeout                     = 10 * time.Second
+	DefaultMaxResponseSize                  = 4 << 20
+	DefaultMaxRequestBytesPerChannel        = 1 << 20
+	DefaultMaxMonitoredItemsPerCall         = 10000
+	DefaultMaxRequestsInFlightPerChannel    = 64
+	DefaultMaxContinuationPoints            = 10
+	DefaultMaxNodesPerRead                  = 10000
+	DefaultMaxNodesPerWrite                 = 10000
+	DefaultMaxNodesPerBrowse                = 10000
+	DefaultMaxNodesPerTranslate             = 10000
+	DefaultMaxNodesPerRegister              = 10000
+	DefaultMaxNodesPerMethodCall            = 1000
+	DefaultApplicationName                  = "otopcua"
+	DefaultProductURI                       = "urn:otopcua"
 )
 
 // Peer is another server of the redundant set, listed by FindServers after
@@ -73,28 +86,90 @@ type Config struct {
 	// FindServers after this server, in this order. Default: none.
 	Peers []Peer
 
+	// MaxConnections is the number of TCP connections (handshakes and
+	// secure channels) held at once; one beyond it gets an ERR
+	// BadTcpNotEnoughResources and is closed. Default: 500.
+	MaxConnections int
+
+	// MaxConnectionsPerAddress bounds the connections from one client IP
+	// address (the same ERR). Values above MaxConnections act as it.
+	// Default: 50.
+	MaxConnectionsPerAddress int
+
 	// MaxSessions is the number of sessions (activated or not) the server
 	// holds at once; CreateSession beyond it answers BadTooManySessions.
 	// Default: 100.
 	MaxSessions int
 
+	// MaxSessionsPerAddress bounds the sessions whose channel comes from one
+	// client IP address (BadTooManySessions). Default: 50.
+	MaxSessionsPerAddress int
+
+	// MaxUnactivatedSessions bounds the sessions created and not yet
+	// activated, server-wide (BadTooManySessions); they also count against
+	// MaxSessions. Default: 20.
+	MaxUnactivatedSessions int
+
+	// MaxUnactivatedSessionsPerAddress bounds the unactivated sessions of
+	// one client IP address (BadTooManySessions). Default: 5.
+	MaxUnactivatedSessionsPerAddress int
+
+	// UnactivatedSessionTimeout is how long a session may stay unactivated
+	// after CreateSession before it is closed (Clock). Default: 10 s.
+	UnactivatedSessionTimeout time.Duration
+
 	// MinSessionTimeout is the lower bound a client's requested session
 	// timeout is revised to. Default: 1 s.
 	MinSessionTimeout time.Duration
 
-	// MaxSessionTimeout is the upper bound of the revised session timeout;
-	// a request of 0 or less also gets it. Default: 1 h.
+	// MaxSessionTimeout is the upper bound of the revised session timeout.
+	// Default: 1 h.
 	MaxSessionTimeout time.Duration
+
+	// DefaultSessionTimeout is the revised timeout of a request for 0, a
+	// negative value or NaN. Default: 60 s (within Min/MaxSessionTimeout).
+	DefaultSessionTimeout time.Duration
 
 	// HandshakeTimeout is how long a new TCP connection may take to send a
 	// complete Hello; a client that does not is dropped. Real time (socket
 	// deadline), not Clock. Default: 5 s.
 	HandshakeTimeout time.Duration
 
+	// OpenSecureChannelTimeout is how long a connection may take from the
+	// Acknowledge to its OpenSecureChannel request; then it is closed. Real
+	// time. Default: 5 s.
+	OpenSecureChannelTimeout time.Duration
+
+	// CreateSessionTimeout is how long an open secure channel may go
+	// without a session created or activated on it; then it is closed.
+	// Real time. Default: 10 s.
+	CreateSessionTimeout time.Duration
+
+	// IdleChannelTimeout closes a channel that sent nothing for this long
+	// while no Publish request of it waits for an answer. A message that
+	// stops half way is cut after the same time. Real time. Default: 5 min.
+	IdleChannelTimeout time.Duration
+
 	// WriteTimeout bounds one response write on a channel; a client that
 	// does not read for this long loses its channel (its session survives
 	// until the session timeout). Real time. Default: 10 s.
 	WriteTimeout time.Duration
+
+	// MaxResponseSize is the largest encoded response sent, whatever the
+	// client's MaxMessageSize (whose 0 means "no limit"); a larger one is
+	// answered BadResponseTooLarge. Bytes. Default: 4 MiB.
+	MaxResponseSize int
+
+	// MaxRequestBytesPerChannel bounds the encoded bytes of the requests of
+	// one channel that are queued or being served; beyond it the server
+	// stops reading that channel until one finishes (one request of any
+	// allowed size is always admitted). Bytes. Default: 1 MiB.
+	MaxRequestBytesPerChannel int
+
+	// MaxMonitoredItemsPerCall bounds the items of one CreateMonitoredItems,
+	// ModifyMonitoredItems, SetMonitoringMode, DeleteMonitoredItems and the
+	// links of one SetTriggering (BadTooManyOperations). Default: 10000.
+	MaxMonitoredItemsPerCall int
 
 	// MaxRequestsInFlightPerChannel is the number of requests of one secure
 	// channel that may be queued or running at once (a Publish answered later
@@ -160,7 +235,20 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("uaserver: Config.Peers[%d].ApplicationURI is required", i)
 		}
 	}
+	defInt(&c.MaxConnections, DefaultMaxConnections)
+	defInt(&c.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
 	defInt(&c.MaxSessions, DefaultMaxSessions)
+	defInt(&c.MaxSessionsPerAddress, DefaultMaxSessionsPerAddress)
+	defInt(&c.MaxUnactivatedSessions, DefaultMaxUnactivatedSessions)
+	defInt(&c.MaxUnactivatedSessionsPerAddress, DefaultMaxUnactivatedSessionsPerAddress)
+	defInt(&c.MaxResponseSize, DefaultMaxResponseSize)
+	defInt(&c.MaxRequestBytesPerChannel, DefaultMaxRequestBytesPerChannel)
+	defInt(&c.MaxMonitoredItemsPerCall, DefaultMaxMonitoredItemsPerCall)
+	// A per-address limit above its server-wide one acts as that one.
+	c.MaxConnectionsPerAddress = min(c.MaxConnectionsPerAddress, c.MaxConnections)
+	c.MaxSessionsPerAddress = min(c.MaxSessionsPerAddress, c.MaxSessions)
+	c.MaxUnactivatedSessions = min(c.MaxUnactivatedSessions, c.MaxSessions)
+	c.MaxUnactivatedSessionsPerAddress = min(c.MaxUnactivatedSessionsPerAddress, c.MaxUnactivatedSessions, c.MaxSessionsPerAddress)
 	defInt(&c.MaxRequestsInFlightPerChannel, DefaultMaxRequestsInFlightPerChannel)
 	defInt(&c.MaxContinuationPoints, DefaultMaxContinuationPoints)
 	defInt(&c.MaxNodesPerRead, DefaultMaxNodesPerRead)
@@ -171,11 +259,17 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerMethodCall, DefaultMaxNodesPerMethodCall)
 	defDur(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	defDur(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
+	defDur(&c.DefaultSessionTimeout, DefaultSessionTimeout)
+	defDur(&c.UnactivatedSessionTimeout, DefaultUnactivatedSessionTimeout)
 	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	defDur(&c.OpenSecureChannelTimeout, DefaultOpenSecureChannelTimeout)
+	defDur(&c.CreateSessionTimeout, DefaultCreateSessionTimeout)
+	defDur(&c.IdleChannelTimeout, DefaultIdleChannelTimeout)
 	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return c, fmt.Errorf("uaserver: Config.MinSessionTimeout %s exceeds MaxSessionTimeout %s", c.MinSessionTimeout, c.MaxSessionTimeout)
 	}
+	c.DefaultSessionTimeout = min(max(c.DefaultSessionTimeout, c.MinSessionTimeout), c.MaxSessionTimeout)
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}

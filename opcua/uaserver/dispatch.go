@@ -24,6 +24,7 @@ type call struct {
 	typeID uint16
 	sess   *session // set by admit for services that run in a session
 	async  bool     // set by a handler that answers later (Publish)
+	size   int      // encoded bytes, held in the channel's budget until served
 }
 
 // defaultHandlers returns the built-in service table. A type not listed
@@ -98,6 +99,9 @@ func (s *Server) dispatch(c *call) {
 	resp := s.serve(c)
 	if resp == nil {
 		return // answered later (Publish)
+	}
+	if _, ok := resp.(*ua.ServiceFault); ok {
+		s.counters.rejectedRequests.Add(1)
 	}
 	stampHeader(resp, c.hdr.RequestHandle, s.cfg.Clock.Now())
 	_ = c.ch.send(c.reqID, resp)

@@ -37,7 +37,7 @@ func captureChannel(t *testing.T, bufSize, maxMsg, maxChunks uint32) (*channel, 
 	t.Cleanup(func() { _ = srv.Close() })
 	conn := &captureConn{}
 	ack := &uacp.Acknowledge{ReceiveBufSize: bufSize, SendBufSize: bufSize}
-	ch := newChannel(srv, conn, ack, &uacp.Hello{ReceiveBufSize: bufSize, SendBufSize: bufSize, MaxMessageSize: maxMsg, MaxChunkCount: maxChunks})
+	ch := newChannel(srv, conn, "127.0.0.1", ack, &uacp.Hello{ReceiveBufSize: bufSize, SendBufSize: bufSize, MaxMessageSize: maxMsg, MaxChunkCount: maxChunks})
 	ch.id, ch.token, ch.opened = 7, 9, true
 	return ch, conn
 }

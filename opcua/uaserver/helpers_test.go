@@ -157,7 +157,7 @@ func (e *fakeEngine) SetPublishingMode(subscription.SessionID, *ua.SetPublishing
 func (e *fakeEngine) DeleteSubscriptions(subscription.SessionID, *ua.DeleteSubscriptionsRequest) (*ua.DeleteSubscriptionsResponse, error) {
 	return nil, ua.StatusBadSubscriptionIDInvalid
 }
-func (e *fakeEngine) CreateMonitoredItems(subscription.SessionID, *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
+func (e *fakeEngine) CreateMonitoredItemsContext(context.Context, subscription.SessionID, *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
 	return nil, ua.StatusBadSubscriptionIDInvalid
 }
 func (e *fakeEngine) ModifyMonitoredItems(subscription.SessionID, *ua.ModifyMonitoredItemsRequest) (*ua.ModifyMonitoredItemsResponse, error) {

@@ -29,7 +29,7 @@ type subscriptionService interface {
 	ModifySubscription(subscription.SessionID, *ua.ModifySubscriptionRequest) (*ua.ModifySubscriptionResponse, error)
 	SetPublishingMode(subscription.SessionID, *ua.SetPublishingModeRequest) (*ua.SetPublishingModeResponse, error)
 	DeleteSubscriptions(subscription.SessionID, *ua.DeleteSubscriptionsRequest) (*ua.DeleteSubscriptionsResponse, error)
-	CreateMonitoredItems(subscription.SessionID, *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error)
+	CreateMonitoredItemsContext(context.Context, subscription.SessionID, *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error)
 	ModifyMonitoredItems(subscription.SessionID, *ua.ModifyMonitoredItemsRequest) (*ua.ModifyMonitoredItemsResponse, error)
 	SetMonitoringMode(subscription.SessionID, *ua.SetMonitoringModeRequest) (*ua.SetMonitoringModeResponse, error)
 	SetTriggering(subscription.SessionID, *ua.SetTriggeringRequest) (*ua.SetTriggeringResponse, error)
@@ -54,6 +54,7 @@ type Server struct {
 	handlers map[uint16]serviceFunc
 
 	sessions *sessionTable
+	counters *counters
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -65,6 +66,7 @@ type Server struct {
 	ln       net.Listener        // set by Start; mu must be held.
 	endpoint string              // advertised URL, set by Start; mu must be held.
 	channels map[uint32]*channel // open secure channels; mu must be held.
+	conns    connTable           // TCP connections held; mu must be held.
 	nextChID uint32              // last secure channel id issued; mu must be held.
 	nextTok  uint32              // last security token id issued; mu must be held.
 }
@@ -88,6 +90,8 @@ func New(cfg Config, nodes NodeStore, engine *subscription.Engine) (*Server, err
 		ctx:      ctx,
 		cancel:   cancel,
 		channels: make(map[uint32]*channel),
+		conns:    connTable{byAddr: make(map[string]int)},
+		counters: newCounters(),
 		nextChID: randUint32(),
 		nextTok:  randUint32(),
 	}
@@ -245,6 +249,52 @@ func (s *Server) removeChannel(ch *channel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.channels, ch.id)
+}
+
+// connTable counts the TCP connections held, in total and by client IP
+// address.
+type connTable struct {
+	total  int
+	byAddr map[string]int
+}
+
+// admitConn counts a new connection from addr, or names the limit it
+// would exceed.
+func (s *Server) admitConn(addr string) (limit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.conns.total >= s.cfg.MaxConnections:
+		return LimitConnections
+	case s.conns.byAddr[addr] >= s.cfg.MaxConnectionsPerAddress:
+		return LimitConnectionsPerAddress
+	}
+	s.conns.total++
+	s.conns.byAddr[addr]++
+	return ""
+}
+
+// releaseConn uncounts a connection admitted by admitConn.
+func (s *Server) releaseConn(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns.total--
+	if s.conns.byAddr[addr]--; s.conns.byAddr[addr] <= 0 {
+		delete(s.conns.byAddr, addr)
+	}
+}
+
+// clientAddr is the IP address of a connection's peer: the key of the
+// per-address limits.
+func clientAddr(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 func randUint32() uint32 {

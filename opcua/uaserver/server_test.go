@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"syscall"
@@ -377,8 +378,11 @@ func TestReviseTimeout(t *testing.T) {
 		ms   float64
 		want time.Duration
 	}{
-		{0, time.Hour}, {-5, time.Hour}, {10, time.Second}, {1000, time.Second},
-		{2500, 2500 * time.Millisecond}, {3.6e6, time.Hour}, {1e300, time.Hour},
+		// 0, negative and NaN: the default, not the maximum (a client that
+		// asks for nothing must not hold a session for an hour).
+		{0, time.Minute}, {-5, time.Minute}, {math.NaN(), time.Minute}, {math.Inf(-1), time.Minute},
+		{10, time.Second}, {1000, time.Second},
+		{2500, 2500 * time.Millisecond}, {3.6e6, time.Hour}, {1e300, time.Hour}, {math.Inf(1), time.Hour},
 	} {
 		if got := s.reviseTimeout(tc.ms); got != tc.want {
 			t.Errorf("reviseTimeout(%v) = %s, want %s", tc.ms, got, tc.want)

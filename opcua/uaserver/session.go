@@ -24,14 +24,21 @@ const sessionNonceLen = 32
 type sessionTable struct {
 	srv *Server
 
-	mu      sync.Mutex
-	byToken map[string]*session // key: authentication token NodeId string; mu must be held.
-	nextID  uint32              // last numeric session id issued; mu must be held.
-	closed  bool                // set by closeAll; mu must be held.
+	mu          sync.Mutex
+	byToken     map[string]*session      // key: authentication token NodeId string; mu must be held.
+	byAddr      map[string]*addrSessions // sessions by client IP address; mu must be held.
+	unactivated int                      // sessions not yet activated; mu must be held.
+	nextID      uint32                   // last numeric session id issued; mu must be held.
+	closed      bool                     // set by closeAll; mu must be held.
+}
+
+// addrSessions counts the sessions of one client IP address.
+type addrSessions struct {
+	sessions, unactivated int
 }
 
 func newSessionTable(s *Server) *sessionTable {
-	return &sessionTable{srv: s, byToken: make(map[string]*session), nextID: randUint32()}
+	return &sessionTable{srv: s, byToken: make(map[string]*session), byAddr: make(map[string]*addrSessions), nextID: randUint32()}
 }
 
 // session is one OPC UA session.
@@ -41,11 +48,13 @@ type session struct {
 	token   *ua.NodeID // AuthenticationToken, secret
 	name    string
 	timeout time.Duration // revised session timeout
+	created time.Time     // CreateSession, on clock
 	clock   clockwork.Clock
 
 	mu        sync.Mutex
 	closed    bool            // mu must be held.
-	activated bool            // mu must be held.
+	activated bool            // sessionTable.mu and mu must be held to write; either to read.
+	addr      string          // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
 	chID      uint32          // channel bound to (the creating one until activated); mu must be held.
 	nonce     []byte          // last server nonce; mu must be held.
 	lastSeen  time.Time       // time of the last admitted request; mu must be held.
@@ -60,35 +69,82 @@ type browseCP struct {
 	max  uint32 // references per page, 0 = all
 }
 
-// create adds a session bound to channel chID. It answers
-// BadTooManySessions when MaxSessions sessions exist.
-func (t *sessionTable) create(chID uint32, name string, timeout time.Duration) (*session, ua.StatusCode) {
+// create adds a session bound to channel chID from client address addr.
+// It answers BadTooManySessions, naming the limit, when MaxSessions
+// sessions exist, when addr holds MaxSessionsPerAddress, or when the
+// unactivated budget (MaxUnactivatedSessions, per address
+// MaxUnactivatedSessionsPerAddress) is spent. An unactivated session is
+// closed after UnactivatedSessionTimeout.
+func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Duration) (*session, string, ua.StatusCode) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return nil, ua.StatusBadServerHalted
+		return nil, "", ua.StatusBadServerHalted
 	}
-	if len(t.byToken) >= t.srv.cfg.MaxSessions {
-		return nil, ua.StatusBadTooManySessions
+	cfg := &t.srv.cfg
+	a := t.byAddr[addr]
+	if a == nil {
+		a = &addrSessions{}
+	}
+	switch {
+	case len(t.byToken) >= cfg.MaxSessions:
+		return nil, LimitSessions, ua.StatusBadTooManySessions
+	case t.unactivated >= cfg.MaxUnactivatedSessions:
+		return nil, LimitUnactivatedSessions, ua.StatusBadTooManySessions
+	case a.sessions >= cfg.MaxSessionsPerAddress:
+		return nil, LimitSessionsPerAddress, ua.StatusBadTooManySessions
+	case a.unactivated >= cfg.MaxUnactivatedSessionsPerAddress:
+		return nil, LimitUnactivatedSessionsPerAddress, ua.StatusBadTooManySessions
 	}
 	t.nextID++
-	clock := t.srv.cfg.Clock
+	clock := cfg.Clock
+	now := clock.Now()
 	sess := &session{
 		id:       ua.NewNumericNodeID(1, t.nextID),
 		token:    ua.NewByteStringNodeID(0, randBytes(32)),
 		name:     name,
 		timeout:  timeout,
+		created:  now,
 		clock:    clock,
+		addr:     addr,
 		chID:     chID,
 		nonce:    randBytes(sessionNonceLen),
-		lastSeen: clock.Now(),
+		lastSeen: now,
 	}
 	sess.sid = subscription.SessionID(sess.id.String())
 	sess.mu.Lock()
-	sess.timer = clock.AfterFunc(timeout, func() { t.expire(sess) })
+	sess.timer = clock.AfterFunc(min(timeout, cfg.UnactivatedSessionTimeout), func() { t.expire(sess) })
 	sess.mu.Unlock()
 	t.byToken[sess.token.String()] = sess
-	return sess, ua.StatusOK
+	a.sessions++
+	a.unactivated++
+	t.byAddr[addr] = a
+	t.unactivated++
+	return sess, "", ua.StatusOK
+}
+
+// counts returns the activated and unactivated sessions held.
+func (t *sessionTable) counts() (activated, unactivated int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byToken) - t.unactivated, t.unactivated
+}
+
+// uncountLocked removes sess from the address and activation counts.
+// t.mu must be held.
+func (t *sessionTable) uncountLocked(sess *session) {
+	a := t.byAddr[sess.addr]
+	if a == nil {
+		return
+	}
+	a.sessions--
+	if !sess.activated {
+		a.unactivated--
+		t.unactivated--
+	}
+	if a.sessions <= 0 {
+		delete(t.byAddr, sess.addr)
+	}
 }
 
 // lookup returns the session of an authentication token, or nil.
@@ -108,7 +164,9 @@ func (t *sessionTable) count() int {
 }
 
 // expire runs when sess's timer fires: it ends the session if no request
-// arrived for its timeout and re-arms the timer otherwise.
+// arrived for its timeout, or if it is still unactivated
+// UnactivatedSessionTimeout after CreateSession, and re-arms the timer
+// otherwise.
 func (t *sessionTable) expire(sess *session) {
 	sess.mu.Lock()
 	if sess.closed {
@@ -116,12 +174,23 @@ func (t *sessionTable) expire(sess *session) {
 		return
 	}
 	idle := sess.clock.Since(sess.lastSeen)
-	if idle < sess.timeout {
-		sess.timer.Reset(sess.timeout - idle)
+	left := sess.timeout - idle
+	unactivated := !sess.activated
+	if unactivated {
+		left = min(left, t.srv.cfg.UnactivatedSessionTimeout-sess.clock.Since(sess.created))
+	}
+	if left > 0 {
+		sess.timer.Reset(left)
 		sess.mu.Unlock()
 		return
 	}
 	sess.mu.Unlock()
+	t.srv.counters.sessionTimeouts.Add(1)
+	if unactivated {
+		t.srv.counters.refuse(LimitUnactivatedSessionTimeout)
+		t.end(sess, true, "not activated in time")
+		return
+	}
 	// Part 4 §5.13.7: the subscriptions of a timed-out session outlive it
 	// until their own lifetime ends, so a returning client can transfer them.
 	t.end(sess, false, "timeout")
@@ -130,18 +199,19 @@ func (t *sessionTable) expire(sess *session) {
 // end removes sess and tells the engine. It reports whether this call
 // ended it (false when it had already ended).
 func (t *sessionTable) end(sess *session, deleteSubscriptions bool, reason string) bool {
+	t.mu.Lock()
 	sess.mu.Lock()
 	if sess.closed {
 		sess.mu.Unlock()
+		t.mu.Unlock()
 		return false
 	}
 	sess.closed = true
 	sess.timer.Stop()
 	sess.cps = nil
-	sess.mu.Unlock()
-
-	t.mu.Lock()
 	delete(t.byToken, sess.token.String())
+	t.uncountLocked(sess)
+	sess.mu.Unlock()
 	t.mu.Unlock()
 
 	if t.srv.subs != nil {
@@ -183,23 +253,44 @@ func (s *session) admit(chID uint32, closing bool) ua.StatusCode {
 	return ua.StatusOK
 }
 
-// activate binds the session to channel chID and returns a fresh server
-// nonce. The first activation must come over the creating channel; later
-// ones may move the session to another channel.
-func (s *session) activate(chID uint32) ([]byte, ua.StatusCode) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// activate binds sess to channel chID from client address addr and
+// returns a fresh server nonce. The first activation must come over the
+// creating channel; later ones may move the session to another channel,
+// and its per-address count with it.
+func (t *sessionTable) activate(sess *session, chID uint32, addr string) ([]byte, ua.StatusCode) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	switch {
-	case s.closed:
+	case sess.closed:
 		return nil, ua.StatusBadSessionIDInvalid
-	case !s.activated && chID != s.chID:
+	case !sess.activated && chID != sess.chID:
 		return nil, ua.StatusBadSecureChannelIDInvalid
 	}
-	s.activated = true
-	s.chID = chID
-	s.nonce = randBytes(sessionNonceLen)
-	s.lastSeen = s.clock.Now()
-	return s.nonce, ua.StatusOK
+	if addr != sess.addr {
+		t.uncountLocked(sess)
+		sess.addr = addr
+		a := t.byAddr[addr]
+		if a == nil {
+			a = &addrSessions{}
+			t.byAddr[addr] = a
+		}
+		a.sessions++
+		if !sess.activated {
+			a.unactivated++
+			t.unactivated++
+		}
+	}
+	if !sess.activated {
+		t.byAddr[addr].unactivated--
+		t.unactivated--
+	}
+	sess.activated = true
+	sess.chID = chID
+	sess.nonce = randBytes(sessionNonceLen)
+	sess.lastSeen = sess.clock.Now()
+	return sess.nonce, ua.StatusOK
 }
 
 // addCP stores the remaining references of a Browse and returns the new

@@ -6,12 +6,14 @@ import (
 	"github.com/gopcua/opcua/ua"
 )
 
-// checkCount validates the length of a request's operation list.
-func checkCount(n, limit int) error {
+// checkCount validates the length of a request's operation list; a list
+// over limit counts as a refusal of LimitOperationsPerCall.
+func (s *Server) checkCount(n, limit int) error {
 	switch {
 	case n == 0:
 		return ua.StatusBadNothingToDo
 	case n > limit:
+		s.counters.refuse(LimitOperationsPerCall)
 		return ua.StatusBadTooManyOperations
 	}
 	return nil
@@ -27,7 +29,7 @@ func (s *Server) read(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.NodesToRead), s.cfg.MaxNodesPerRead); err != nil {
+	if err := s.checkCount(len(req.NodesToRead), s.cfg.MaxNodesPerRead); err != nil {
 		return nil, err
 	}
 	if math.IsNaN(req.MaxAge) || req.MaxAge < 0 {
@@ -57,7 +59,7 @@ func (s *Server) write(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.NodesToWrite), s.cfg.MaxNodesPerWrite); err != nil {
+	if err := s.checkCount(len(req.NodesToWrite), s.cfg.MaxNodesPerWrite); err != nil {
 		return nil, err
 	}
 	results := make([]ua.StatusCode, len(req.NodesToWrite))
@@ -82,7 +84,7 @@ func (s *Server) callMethods(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.MethodsToCall), s.cfg.MaxNodesPerMethodCall); err != nil {
+	if err := s.checkCount(len(req.MethodsToCall), s.cfg.MaxNodesPerMethodCall); err != nil {
 		return nil, err
 	}
 	results := make([]*ua.CallMethodResult, len(req.MethodsToCall))

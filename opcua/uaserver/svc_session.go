@@ -18,11 +18,14 @@ func reqAs[T ua.Request](c *call) (T, error) {
 }
 
 // reviseTimeout maps a requested session timeout in milliseconds into
-// [MinSessionTimeout, MaxSessionTimeout]; 0, negative and NaN get the maximum.
+// [MinSessionTimeout, MaxSessionTimeout]; 0, negative and NaN get
+// DefaultSessionTimeout.
 func (s *Server) reviseTimeout(ms float64) time.Duration {
 	lo, hi := s.cfg.MinSessionTimeout, s.cfg.MaxSessionTimeout
 	switch {
-	case math.IsNaN(ms) || ms <= 0 || ms >= float64(hi/time.Millisecond):
+	case math.IsNaN(ms) || ms <= 0:
+		return s.cfg.DefaultSessionTimeout
+	case ms >= float64(hi/time.Millisecond):
 		return hi
 	case ms <= float64(lo/time.Millisecond):
 		return lo
@@ -37,11 +40,17 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 		return nil, err
 	}
 	timeout := s.reviseTimeout(req.RequestedSessionTimeout)
-	sess, code := s.sessions.create(c.ch.id, req.SessionName, timeout)
+	sess, limit, code := s.sessions.create(c.ch.id, c.ch.addr, req.SessionName, timeout)
 	if code != ua.StatusOK {
-		s.log.Warn("uaserver: session refused", "name", req.SessionName, "status", code)
+		s.counters.rejectedSessions.Add(1)
+		if limit != "" {
+			s.counters.refuse(limit)
+		}
+		s.log.Warn("uaserver: session refused", "name", req.SessionName, "status", code, "limit", limit, "client", c.ch.addr)
 		return nil, code
 	}
+	s.counters.cumulatedSessions.Add(1)
+	c.ch.hasSession.Store(true)
 	nonce := sess.nonce // set by create, written again only by activate on this channel's worker
 	s.log.Info("uaserver: session created", "session", sess.sid, "name", sess.name, "timeout", timeout,
 		"channel", c.ch.id)
@@ -72,13 +81,15 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 		return nil, ua.StatusBadSessionIDInvalid
 	}
 	if code := checkIdentity(req.UserIdentityToken); code != ua.StatusOK {
+		s.counters.rejectedSessions.Add(1)
 		s.log.Warn("uaserver: identity token refused", "session", sess.sid, "status", code)
 		return nil, code
 	}
-	nonce, code := sess.activate(c.ch.id)
+	nonce, code := s.sessions.activate(sess, c.ch.id, c.ch.addr)
 	if code != ua.StatusOK {
 		return nil, code
 	}
+	c.ch.hasSession.Store(true)
 	s.log.Debug("uaserver: session activated", "session", sess.sid, "channel", c.ch.id)
 	return &ua.ActivateSessionResponse{
 		ServerNonce:     nonce,

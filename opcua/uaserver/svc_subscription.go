@@ -9,12 +9,27 @@ import (
 // engineCall runs a synchronous engine method for the session of c.
 func engineCall[Req ua.Request, Resp ua.Response](s *Server, c *call,
 	f func(subscriptionService, subscription.SessionID, Req) (Resp, error)) (ua.Response, error) {
+	return itemsCall(s, c, nil, f)
+}
+
+// itemsCall is engineCall for a service whose operation list is bounded
+// by MaxMonitoredItemsPerCall: count returns the list's length (nil: no
+// bound). An empty list is left to the engine (BadNothingToDo).
+func itemsCall[Req ua.Request, Resp ua.Response](s *Server, c *call, count func(Req) int,
+	f func(subscriptionService, subscription.SessionID, Req) (Resp, error)) (ua.Response, error) {
 	if s.subs == nil {
 		return nil, ua.StatusBadServiceUnsupported
 	}
 	req, err := reqAs[Req](c)
 	if err != nil {
 		return nil, err
+	}
+	if count != nil {
+		if n := count(req); n > 0 {
+			if err := s.checkCount(n, s.cfg.MaxMonitoredItemsPerCall); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return result(f(s.subs, c.sess.sid, req))
 }
@@ -43,24 +58,33 @@ func (s *Server) republish(c *call) (ua.Response, error) {
 	return engineCall(s, c, subscriptionService.Republish)
 }
 
+// createMonitoredItems passes the channel's context: a request whose
+// channel closes while its items are being created is abandoned.
 func (s *Server) createMonitoredItems(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.CreateMonitoredItems)
+	return itemsCall(s, c, func(r *ua.CreateMonitoredItemsRequest) int { return len(r.ItemsToCreate) },
+		func(e subscriptionService, sid subscription.SessionID, r *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
+			return e.CreateMonitoredItemsContext(c.ch.ctx, sid, r)
+		})
 }
 
 func (s *Server) modifyMonitoredItems(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.ModifyMonitoredItems)
+	return itemsCall(s, c, func(r *ua.ModifyMonitoredItemsRequest) int { return len(r.ItemsToModify) },
+		subscriptionService.ModifyMonitoredItems)
 }
 
 func (s *Server) setMonitoringMode(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.SetMonitoringMode)
+	return itemsCall(s, c, func(r *ua.SetMonitoringModeRequest) int { return len(r.MonitoredItemIDs) },
+		subscriptionService.SetMonitoringMode)
 }
 
 func (s *Server) setTriggering(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.SetTriggering)
+	return itemsCall(s, c, func(r *ua.SetTriggeringRequest) int { return max(len(r.LinksToAdd), len(r.LinksToRemove)) },
+		subscriptionService.SetTriggering)
 }
 
 func (s *Server) deleteMonitoredItems(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.DeleteMonitoredItems)
+	return itemsCall(s, c, func(r *ua.DeleteMonitoredItemsRequest) int { return len(r.MonitoredItemIDs) },
+		subscriptionService.DeleteMonitoredItems)
 }
 
 // publish hands the request to the engine, which answers it later through

@@ -12,13 +12,14 @@ func (s *Server) browse(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.NodesToBrowse), s.cfg.MaxNodesPerBrowse); err != nil {
+	if err := s.checkCount(len(req.NodesToBrowse), s.cfg.MaxNodesPerBrowse); err != nil {
 		return nil, err
 	}
 	if req.View != nil && !isNullNodeID(req.View.ViewID) {
 		return nil, ua.StatusBadViewIDUnknown
 	}
 	results := make([]*ua.BrowseResult, len(req.NodesToBrowse))
+	size := 0 // lower bound of the encoded response
 	for i, d := range req.NodesToBrowse {
 		if d == nil || d.NodeID == nil {
 			results[i] = &ua.BrowseResult{StatusCode: ua.StatusBadNodeIDInvalid, References: []*ua.ReferenceDescription{}}
@@ -30,8 +31,24 @@ func (s *Server) browse(c *call) (ua.Response, error) {
 			continue
 		}
 		results[i] = s.page(c.sess, sanitizeRefs(refs), req.RequestedMaxReferencesPerNode)
+		// Stop building an answer that cannot be sent (a small request
+		// asking for the same large node many times).
+		if size += resultBytes(results[i]); size > s.cfg.MaxResponseSize {
+			s.counters.refuse(LimitResponseSize)
+			return nil, ua.StatusBadResponseTooLarge
+		}
 	}
 	return &ua.BrowseResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
+}
+
+// resultBytes is a lower bound of the encoded size of r: the fixed part of
+// each reference and its names.
+func resultBytes(r *ua.BrowseResult) int {
+	n := 12 + len(r.ContinuationPoint)
+	for _, ref := range r.References {
+		n += 20 + len(ref.BrowseName.Name) + len(ref.DisplayName.Text)
+	}
+	return n
 }
 
 // browseNext implements BrowseNext (Part 4 §5.8.3).
@@ -40,7 +57,7 @@ func (s *Server) browseNext(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.ContinuationPoints), s.cfg.MaxNodesPerBrowse); err != nil {
+	if err := s.checkCount(len(req.ContinuationPoints), s.cfg.MaxNodesPerBrowse); err != nil {
 		return nil, err
 	}
 	results := make([]*ua.BrowseResult, len(req.ContinuationPoints))
@@ -110,7 +127,7 @@ func (s *Server) translate(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.BrowsePaths), s.cfg.MaxNodesPerTranslate); err != nil {
+	if err := s.checkCount(len(req.BrowsePaths), s.cfg.MaxNodesPerTranslate); err != nil {
 		return nil, err
 	}
 	results := make([]*ua.BrowsePathResult, len(req.BrowsePaths))
@@ -160,7 +177,7 @@ func (s *Server) registerNodes(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.NodesToRegister), s.cfg.MaxNodesPerRegister); err != nil {
+	if err := s.checkCount(len(req.NodesToRegister), s.cfg.MaxNodesPerRegister); err != nil {
 		return nil, err
 	}
 	ids := make([]*ua.NodeID, len(req.NodesToRegister))
@@ -179,7 +196,7 @@ func (s *Server) unregisterNodes(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCount(len(req.NodesToUnregister), s.cfg.MaxNodesPerRegister); err != nil {
+	if err := s.checkCount(len(req.NodesToUnregister), s.cfg.MaxNodesPerRegister); err != nil {
 		return nil, err
 	}
 	return &ua.UnregisterNodesResponse{}, nil

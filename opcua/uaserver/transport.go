@@ -40,6 +40,7 @@ const (
 // its own goroutine, so a slow or silent client never delays another.
 func (s *Server) acceptLoop(ln net.Listener) {
 	defer s.wg.Done()
+	refusing := make(chan struct{}, maxRefusing)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -61,15 +62,48 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			_ = c.Close() // unreachable: a "tcp" listener yields *net.TCPConn
 			continue
 		}
+		addr := clientAddr(tc)
+		if limit := s.admitConn(addr); limit != "" {
+			s.counters.refuse(limit)
+			s.refuseConn(tc, limit, refusing)
+			continue
+		}
 		s.wg.Add(1)
-		go s.serveConn(tc)
+		go s.serveConn(tc, addr)
 	}
+}
+
+// maxRefusing bounds the goroutines that answer refused connections; past
+// it a refused connection is closed without an answer.
+const maxRefusing = 32
+
+// refuseConn answers a connection over a connection limit with an ERR
+// BadTcpNotEnoughResources and closes it. The answer is written on a
+// goroutine of its own (at most maxRefusing at once) so that a flood of
+// connections never slows the accept loop.
+func (s *Server) refuseConn(tc *net.TCPConn, limit string, refusing chan struct{}) {
+	select {
+	case refusing <- struct{}{}:
+	default:
+		_ = tc.Close()
+		return
+	}
+	s.log.Debug("uaserver: connection refused", "remote", tc.RemoteAddr().String(), "limit", limit)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-refusing }()
+		_ = tc.SetDeadline(time.Now().Add(errLinger))
+		_ = handshakeFail(tc, ua.StatusBadTCPNotEnoughResources, "too many connections ("+limit+")")
+		_ = tc.Close()
+	}()
 }
 
 // serveConn runs the Hello/Acknowledge handshake on tc and then serves it
 // as one secure channel until it closes.
-func (s *Server) serveConn(tc *net.TCPConn) {
+func (s *Server) serveConn(tc *net.TCPConn, addr string) {
 	defer s.wg.Done()
+	defer s.releaseConn(addr)
 	remote := tc.RemoteAddr().String()
 
 	// Close aborts a handshake in progress instead of waiting for its
@@ -80,11 +114,14 @@ func (s *Server) serveConn(tc *net.TCPConn) {
 		return // Close won; it closed tc
 	}
 	if err != nil {
+		if isTimeout(err) {
+			s.counters.refuse(LimitHelloTimeout)
+		}
 		s.log.Debug("uaserver: handshake failed", "remote", remote, "err", err)
 		_ = tc.Close()
 		return
 	}
-	ch := newChannel(s, tc, ack, hel)
+	ch := newChannel(s, tc, addr, ack, hel)
 	if !s.addChannel(ch) {
 		_ = tc.Close()
 		return
@@ -138,6 +175,12 @@ func (s *Server) handshake(tc net.Conn) (*uacp.Acknowledge, *uacp.Hello, error) 
 		return nil, nil, fmt.Errorf("write acknowledge: %w", err)
 	}
 	return ack, hel, nil
+}
+
+// isTimeout reports whether err is a socket deadline expiring.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // handshakeFail answers the client with an ERR message carrying code and
