@@ -18,9 +18,63 @@ var ErrAddrInUse = errors.New("address already in use")
 // ErrAlreadyStarted is returned by a second Start.
 var ErrAlreadyStarted = errors.New("health: HTTP server already started")
 
+// Defaults for the zero fields of HTTPOptions; they match the config
+// defaults of Http:ReadTimeout, Http:WriteTimeout and Http:MaxBodyBytes.
+const (
+	DefaultReadTimeout  = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxBodyBytes = 1 << 20
+)
+
+// maxHeaderTimeout caps ReadHeaderTimeout; a shorter ReadTimeout lowers it.
+const maxHeaderTimeout = 5 * time.Second
+
+// maxHeaderBytes bounds the request line and headers of one request.
+const maxHeaderBytes = 64 << 10
+
+// HTTPOptions bounds what one HTTP client may hold. A zero or negative field
+// takes its default.
+type HTTPOptions struct {
+	// ReadTimeout bounds reading one request, headers and body, counted
+	// from its first byte; a client that sends slower (a chunked body that
+	// never ends) is cut off and its connection closed. The header alone
+	// must arrive within min(5 s, ReadTimeout). Default 10 s.
+	ReadTimeout time.Duration
+
+	// WriteTimeout bounds writing one response, counted from the end of
+	// the request headers. Default 30 s.
+	WriteTimeout time.Duration
+
+	// MaxBodyBytes is the largest request body accepted on any endpoint.
+	// Bytes. Default 1048576 (1 MiB).
+	MaxBodyBytes int
+}
+
+// withDefaults returns o with every zero or negative field set to its
+// default.
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	return o
+}
+
+// headerTimeout is the ReadHeaderTimeout for o: never longer than the
+// whole-request ReadTimeout, never longer than 5 s.
+func (o HTTPOptions) headerTimeout() time.Duration {
+	return min(maxHeaderTimeout, o.ReadTimeout)
+}
+
 // HTTPServer serves /healthz, /readyz, /metrics and handlers the host adds.
 type HTTPServer struct {
 	addr   string
+	opts   HTTPOptions // defaults applied
 	ready  func() error
 	logger *slog.Logger
 	mux    *http.ServeMux
@@ -34,18 +88,38 @@ type HTTPServer struct {
 // NewHTTPServer prepares the server; nothing listens until Start.
 //
 // addr is host:port ("0.0.0.0:8080"; port 0 picks a free port, see Addr).
-// ready reports readiness: nil means ready, an error is the reason for a
-// 503; it is called on request goroutines, concurrently, and must return
-// quickly. A nil ready means always ready. metrics serves /metrics; nil
-// leaves /metrics unmounted (404). A nil logger discards server errors.
-func NewHTTPServer(addr string, ready func() error, metrics http.Handler, logger *slog.Logger) *HTTPServer {
+// opts bounds every connection (see HTTPOptions; the zero value takes the
+// defaults). ready reports readiness: nil means ready, an error is the
+// reason for a 503; it is called on request goroutines, concurrently, and
+// must return quickly. A nil ready means always ready. metrics serves
+// /metrics; nil leaves /metrics unmounted (404). A nil logger discards
+// server errors.
+//
+// Limits, applied to every endpoint including those mounted with Handle:
+//
+//   - a request whose headers have not arrived within min(5 s, ReadTimeout),
+//     or whose headers and body have not arrived within ReadTimeout, is cut
+//     off and its connection closed, whether or not the handler reads the
+//     body; request line and headers are limited to 64 KiB (431 beyond);
+//   - a declared Content-Length above MaxBodyBytes is answered 413 without
+//     calling the handler; a chunked body is cut at MaxBodyBytes: the
+//     handler's read fails with *http.MaxBytesError, and unless the handler
+//     had already sent its response header, the response status becomes
+//     413 whatever status the handler writes;
+//   - a response must be written within WriteTimeout of the end of the
+//     request headers. A handler that streams (a live admin page) must
+//     extend its own deadline as it goes with http.ResponseController's
+//     SetWriteDeadline; the ResponseWriter it gets is wrapped, implements
+//     http.Flusher and Unwrap, so http.ResponseController reaches the
+//     connection.
+func NewHTTPServer(addr string, opts HTTPOptions, ready func() error, metrics http.Handler, logger *slog.Logger) *HTTPServer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	if ready == nil {
 		ready = func() error { return nil }
 	}
-	s := &HTTPServer{addr: addr, ready: ready, logger: logger, mux: http.NewServeMux()}
+	s := &HTTPServer{addr: addr, opts: opts.withDefaults(), ready: ready, logger: logger, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if metrics != nil {
@@ -77,10 +151,12 @@ func (s *HTTPServer) Start() error {
 		}
 		return fmt.Errorf("health: HTTP listen on %s: %w", s.addr, err)
 	}
-	// No WriteTimeout: admin pages may stream live updates.
 	srv := &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 5 * time.Second,
+		Handler:           limitBody(s.mux, int64(s.opts.MaxBodyBytes)),
+		ReadTimeout:       s.opts.ReadTimeout,
+		ReadHeaderTimeout: s.opts.headerTimeout(),
+		WriteTimeout:      s.opts.WriteTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}

@@ -118,7 +118,11 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			}
 			return nil
 		}
-		web = health.NewHTTPServer(addr, ready, metrics.Handler(), logger)
+		web = health.NewHTTPServer(addr, health.HTTPOptions{
+			ReadTimeout:  cfg.Http.ReadTimeout,
+			WriteTimeout: cfg.Http.WriteTimeout,
+			MaxBodyBytes: cfg.Http.MaxBodyBytes,
+		}, ready, metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
 		if opts.TestHooks {
