@@ -77,6 +77,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		return fmt.Errorf("OPC UA server: %w", err)
 	}
 	defer srv.Close()
+	if err := srv.RegisterMetrics(metrics.Meter()); err != nil {
+		return fmt.Errorf("OPC UA metrics: %w", err)
+	}
 
 	// Until the server listens, computed levels wait in the deferred
 	// publisher; the first one reaches clients as soon as it starts. The

@@ -28,6 +28,20 @@
 //     Unknown until then).
 //   - ServerCapabilities: the operation limits the service layer enforces,
 //     MaxBrowseContinuationPoints, MaxSessions; Auditing false.
+//   - ServerDiagnostics (i=2274): EnabledFlag (i=2294) true and read-only;
+//     ServerDiagnosticsSummary (i=2275, ServerDiagnosticsSummaryDataType)
+//     and its UInt32 children from the service layer's and the engine's
+//     Stats: current and cumulated sessions and subscriptions, rejected
+//     sessions and requests (ServiceFaults), session timeouts, publishing
+//     intervals in use; ServerViewCount, SessionAbortCount and the
+//     SecurityRejected counts are 0. A client Read computes them at the
+//     read; the status tick (1 s) stores the changed ones, which is what
+//     subscribers see. The engine reads them through diagSource, never
+//     through a Getter: it may read with its locks held, which
+//     Engine.Stats takes (diagnostics.go).
+//
+// RegisterMetrics adds the OPC UA load gauges and the limit refusal counter
+// to an OTel meter (metrics.go lists the names).
 //
 // # ServiceLevel publishers
 //

@@ -21,15 +21,17 @@ import (
 // publishes its first computed value at once, so a node never lingers here.
 const InitialServiceLevel byte = 255
 
-// currentTimeTick is how often Server.ServerStatus.CurrentTime is pushed to
-// subscribers. Reads always return the time of the read.
+// currentTimeTick is how often Server.ServerStatus.CurrentTime and the
+// ServerDiagnostics counts are pushed to subscribers. Reads always return
+// the values at the time of the read.
 const currentTimeTick = time.Second
 
 // Server is otopcua's OPC UA server: an address space with the Server object
 // filled in (ServiceLevel, ServerArray, ServerStatus, ServerCapabilities,
-// ServerRedundancy as NonTransparentRedundancyType), the subscription engine
-// and the opc.tcp service layer. Create it with New, fill the address space,
-// Start it, Close it. All methods are safe for concurrent use.
+// ServerDiagnostics, ServerRedundancy as NonTransparentRedundancyType), the
+// subscription engine and the opc.tcp service layer. Create it with New,
+// fill the address space, Start it, Close it. All methods are safe for
+// concurrent use.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
@@ -38,6 +40,7 @@ type Server struct {
 	engine *subscription.Engine
 	ua     *uaserver.Server
 	nodes  serverNodes
+	diag   diagnostics
 
 	mu      sync.Mutex            // orders ServiceLevel and RedundantServerArray updates
 	level   byte                  // mu must be held.
@@ -92,11 +95,15 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initServerObject(); err != nil {
 		return nil, err
 	}
-	s.engine = subscription.New(space.Source(), cfg.Subscriptions)
+	s.engine = subscription.New(diagSource{src: space.Source(), diag: &s.diag}, cfg.Subscriptions)
 	s.ua, err = uaserver.New(cfg.uaserverConfig(), space, s.engine)
 	if err != nil {
 		s.engine.Close()
 		return nil, err
+	}
+	if err := s.initDiagnostics(); err != nil {
+		s.engine.Close()
+		return nil, fmt.Errorf("opcua: ServerDiagnostics: %w", err)
 	}
 	return s, nil
 }
@@ -126,7 +133,8 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// tick pushes CurrentTime and ServerStatus to subscribers every second.
+// tick pushes CurrentTime, ServerStatus and the changed ServerDiagnostics
+// counts to subscribers every second.
 func (s *Server) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	t := s.clock.NewTicker(currentTimeTick)
@@ -137,6 +145,7 @@ func (s *Server) tick(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case now := <-t.Chan():
 			s.publishStatus(now)
+			s.publishDiagnostics(now)
 		}
 	}
 }
