@@ -57,8 +57,8 @@ func (c *rawClient) tryCreateSession(timeoutMS float64) ua.StatusCode {
 		ClientDescription: &ua.ApplicationDescription{
 			ApplicationURI: "urn:test:client", ApplicationName: ua.NewLocalizedText("test client"), ApplicationType: ua.ApplicationTypeClient,
 		},
-		SessionName:       c.t.Name(),
-		ClientNonce:       make([]byte, 32),
+		SessionName: c.t.Name(),
+		ClientNonce: make([]byte, 32),
 
 		RequestedSessionTimeout: timeoutMS,
 	})
