@@ -60,6 +60,16 @@
 //     a client that keeps sending requests but reads no responses.
 //   - Subscription and monitored item ids grow monotonically; an id in use is
 //     never handed out again.
+//   - Limits hold whatever the concurrency: MaxSubscriptions and
+//     MaxSubscriptionsPerSession, MaxMonitoredItems and
+//     MaxMonitoredItemsPerSubscription (a CreateMonitoredItems call reserves
+//     its room before it registers anything, so concurrent calls cannot
+//     exceed them together). Refusals are counted (Stats).
+//   - Deleting a subscription, by a client, by its lifetime or by Close, is
+//     O(1) under the engine's locks: its items stop queuing at once
+//     (subscription.gone) and are retired — marked deleted, Source
+//     registrations cancelled — with no lock held, in the background in
+//     slices of retireSlice when there are many. Close waits for that.
 //
 // See locksordering.txt for the locks.
 //

@@ -22,12 +22,25 @@
 //
 // # Concurrency
 //
-//   - One goroutine accepts connections. Each connection gets its own
-//     goroutine for the handshake (bounded by Config.HandshakeTimeout), so a
-//     silent TCP client never delays another.
+//   - One goroutine accepts connections. A connection beyond
+//     MaxConnections or MaxConnectionsPerAddress is answered ERR
+//     BadTcpNotEnoughResources and closed. Each admitted connection gets
+//     its own goroutine for the handshake (bounded by
+//     Config.HandshakeTimeout), so a silent TCP client never delays
+//     another.
+//   - A channel lives by deadlines: OpenSecureChannel within
+//     OpenSecureChannelTimeout of the Acknowledge, a session created or
+//     activated within CreateSessionTimeout of that, then a request within
+//     IdleChannelTimeout of the last one unless a Publish request of the
+//     channel waits for its answer. A missed deadline closes the channel
+//     with ERR BadTimeout.
 //   - Each secure channel has a reader goroutine that reassembles, checks
 //     and decodes requests and a worker goroutine that handles them in
-//     arrival order. Channels never wait on each other. Publish is handed to
+//     arrival order. Channels never wait on each other. The reader stops
+//     reading while the channel's queued requests hold
+//     MaxRequestBytesPerChannel encoded bytes; requests still queued when
+//     the channel closes are abandoned, and CreateMonitoredItems gets the
+//     channel's context so that a large one stops too. Publish is handed to
 //     the engine, which answers it later from its own goroutines; the worker
 //     goes on at once.
 //   - Every handler runs under recover(): a panic answers a ServiceFault
@@ -40,8 +53,8 @@
 //     parallel, and only the numbering and writing of their chunks (one
 //     vectored write per message) is serialised.
 //   - Every response carries the request's RequestHandle and a Timestamp;
-//     a response larger than the client's MaxMessageSize or MaxChunkCount
-//     is replaced by BadResponseTooLarge.
+//     a response larger than MaxResponseSize, or than the client's
+//     MaxMessageSize or MaxChunkCount, is replaced by BadResponseTooLarge.
 //
 // # Sessions
 //
@@ -68,7 +81,8 @@
 // # Known limits
 //
 // Only security None exists. Security token lifetimes are revised and
-// renewals honoured, but an expired token is not refused. The number of
-// TCP connections is not capped; sessions are capped by MaxSessions,
-// activated or not.
+// renewals honoured, but an expired token is not refused. A client's
+// address is its IP address, so clients behind one NAT share the
+// per-address limits. Every limit refusal and deadline is counted by name
+// (Stats, the Limit… constants).
 package uaserver
