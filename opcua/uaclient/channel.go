@@ -40,6 +40,9 @@ type Options struct {
 	MaxMessageSize int
 	// WriteTimeout bounds writing one request. Default: 10 s.
 	WriteTimeout time.Duration
+	// LocalIP is the address to connect from, e.g. "127.0.0.2" to appear
+	// as another machine on loopback. Default: chosen by the kernel.
+	LocalIP string
 }
 
 func (o Options) withDefaults() Options {
@@ -110,8 +113,16 @@ func Dial(ctx context.Context, endpoint string, opts Options) (*Channel, error) 
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.DialTimeout)
 	defer cancel()
+	nd := &net.Dialer{Timeout: opts.DialTimeout}
+	if opts.LocalIP != "" {
+		ip := net.ParseIP(opts.LocalIP)
+		if ip == nil {
+			return nil, fmt.Errorf("uaclient: Options.LocalIP %q is not an IP address", opts.LocalIP)
+		}
+		nd.LocalAddr = &net.TCPAddr{IP: ip}
+	}
 	d := &uacp.Dialer{
-		Dialer: &net.Dialer{Timeout: opts.DialTimeout},
+		Dialer: nd,
 		ClientACK: &uacp.Acknowledge{
 			ReceiveBufSize: opts.ChunkSize,
 			SendBufSize:    opts.ChunkSize,
