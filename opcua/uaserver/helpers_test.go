@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -291,8 +292,19 @@ type rawClient struct {
 
 func dialRaw(t testing.TB, url string) *rawClient {
 	t.Helper()
+	return dialRawFrom(t, url, "")
+}
+
+// dialRawFrom is dialRaw from the local address ip ("" lets the kernel
+// choose): clients of different machines dial from 127.0.0.2, 127.0.0.3...
+func dialRawFrom(t testing.TB, url, ip string) *rawClient {
+	t.Helper()
 	ctx := testCtx(t)
-	conn, err := uacp.Dial(ctx, url)
+	d := &uacp.Dialer{Dialer: &net.Dialer{}}
+	if ip != "" {
+		d.Dialer.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	conn, err := d.Dial(ctx, url)
 	if err != nil {
 		t.Fatalf("uacp.Dial: %v", err)
 	}
@@ -312,6 +324,24 @@ func dialRaw(t testing.TB, url string) *rawClient {
 	rc := &rawClient{t: t, conn: conn, sc: sc}
 	t.Cleanup(rc.close)
 	return rc
+}
+
+// startEngineServer starts a server over the real subscription engine
+// reading src; the fake store answers the other services.
+func startEngineServer(t *testing.T, src subscription.Source, cfg Config) (*Server, *subscription.Engine) {
+	t.Helper()
+	eng := subscription.New(src, subscription.Options{Logger: discardLogger()})
+	t.Cleanup(eng.Close)
+	cfg.ListenAddr, cfg.Logger = "127.0.0.1:0", discardLogger()
+	srv, err := New(cfg, newFakeStore(), eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv, eng
 }
 
 func (c *rawClient) close() {

@@ -126,16 +126,7 @@ func (s engineSource) Watch(n *ua.NodeID, fn func(*ua.DataValue)) (func(), ua.St
 // whatever it answers to nonsense (or if it panics), the client gets a
 // status and the server goes on serving.
 func TestRealEngineBadRequestsGetAStatus(t *testing.T) {
-	eng := subscription.New(engineSource{newFakeStore()}, subscription.Options{Logger: discardLogger()})
-	t.Cleanup(eng.Close)
-	srv, err := New(Config{ListenAddr: "127.0.0.1:0", Logger: discardLogger()}, newFakeStore(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, _ := startEngineServer(t, engineSource{newFakeStore()}, Config{})
 	rc := dialRaw(t, "opc.tcp://"+srv.Addr().String())
 	rc.session(60000)
 

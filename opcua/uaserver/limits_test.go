@@ -13,43 +13,13 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
-	"github.com/gopcua/opcua/uasc"
 	"github.com/jonboulle/clockwork"
-
-	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
 // The tests of this file each pin one finding of a hostile-client probe of
 // the server: one anonymous client must not be able to take the server
 // away from the others. Clients of different machines are simulated by
 // dialling from different loopback addresses (127.0.0.2, 127.0.0.3, ...).
-
-// dialRawFrom is dialRaw from the local address ip.
-func dialRawFrom(t testing.TB, url, ip string) *rawClient {
-	t.Helper()
-	ctx := testCtx(t)
-	d := &uacp.Dialer{Dialer: &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}}
-	conn, err := d.Dial(ctx, url)
-	if err != nil {
-		t.Fatalf("uacp.Dial from %s: %v", ip, err)
-	}
-	cfg := &uasc.Config{
-		SecurityPolicyURI: ua.SecurityPolicyURINone,
-		SecurityMode:      ua.MessageSecurityModeNone,
-		Lifetime:          uint32(time.Hour / time.Millisecond),
-		RequestTimeout:    5 * time.Second,
-	}
-	sc, err := uasc.NewSecureChannel(url, conn, cfg, make(chan error, 1))
-	if err != nil {
-		t.Fatalf("NewSecureChannel: %v", err)
-	}
-	if err := sc.Open(ctx); err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	rc := &rawClient{t: t, conn: conn, sc: sc}
-	t.Cleanup(rc.close)
-	return rc
-}
 
 // tryCreateSession sends CreateSession and returns its ServiceResult.
 func (c *rawClient) tryCreateSession(timeoutMS float64) ua.StatusCode {
@@ -531,16 +501,7 @@ func (s *blockingSource) Watch(*ua.NodeID, func(*ua.DataValue)) (func(), ua.Stat
 // request kept both cores busy for two minutes after its client had gone.
 func TestCreateMonitoredItemsOfAClosedChannelIsAbandoned(t *testing.T) {
 	src := &blockingSource{stopAt: 100, reached: make(chan struct{}), release: make(chan struct{})}
-	eng := subscription.New(src, subscription.Options{Logger: discardLogger()})
-	t.Cleanup(eng.Close)
-	srv, err := New(Config{ListenAddr: "127.0.0.1:0", Logger: discardLogger()}, newFakeStore(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, eng := startEngineServer(t, src, Config{})
 	rc := dialRaw(t, "opc.tcp://"+srv.Addr().String())
 	rc.session(60000)
 	sub := rc.mustDo(&ua.CreateSubscriptionRequest{RequestedPublishingInterval: 100, PublishingEnabled: true}).(*ua.CreateSubscriptionResponse)
@@ -584,16 +545,7 @@ func TestCreateMonitoredItemsOfAClosedChannelIsAbandoned(t *testing.T) {
 // TestMonitoredItemsPerCall: OperationLimits MaxMonitoredItemsPerCall is
 // enforced with BadTooManyOperations on every item service.
 func TestMonitoredItemsPerCall(t *testing.T) {
-	eng := subscription.New(engineSource{newFakeStore()}, subscription.Options{Logger: discardLogger()})
-	t.Cleanup(eng.Close)
-	srv, err := New(Config{ListenAddr: "127.0.0.1:0", Logger: discardLogger(), MaxMonitoredItemsPerCall: 3}, newFakeStore(), eng)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, _ := startEngineServer(t, engineSource{newFakeStore()}, Config{MaxMonitoredItemsPerCall: 3})
 	rc := dialRaw(t, "opc.tcp://"+srv.Addr().String())
 	rc.session(60000)
 	sub := rc.mustDo(&ua.CreateSubscriptionRequest{RequestedPublishingInterval: 100, PublishingEnabled: true}).(*ua.CreateSubscriptionResponse)
