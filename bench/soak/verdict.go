@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limits are the pass conditions of a soak.
+type Limits struct {
+	// MaxGap is the largest gap allowed between two Publish responses of
+	// the well-behaved client.
+	MaxGap time.Duration
+	// FDSlack is how many more open file descriptors than at the
+	// baseline the host may hold after recovery.
+	FDSlack int
+	// RSSFactor and RSSSlack bound the RSS after recovery at RSSFactor ×
+	// baseline + RSSSlack bytes.
+	RSSFactor float64
+	RSSSlack  uint64
+}
+
+// DefaultLimits: a Publish response is due every 200 ms, so 200 ms + 500
+// ms; 10 descriptors; twice the baseline RSS plus 50 MiB.
+var DefaultLimits = Limits{MaxGap: goodPublishing + 500*time.Millisecond, FDSlack: 10, RSSFactor: 2, RSSSlack: 50 << 20}
+
+// Check is one pass condition and how the soak did against it.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Verdict checks s against l: no error seen by the well-behaved client,
+// no Publish gap above l.MaxGap, file descriptors and RSS back within
+// their bounds after recovery, and the host still running.
+func Verdict(s Summary, l Limits) []Check {
+	g := s.Good
+	errs := Check{Name: "well-behaved client errors", OK: g.Errors == 0, Detail: fmt.Sprintf("%d", g.Errors)}
+	if len(g.ErrorTexts) > 0 {
+		errs.Detail += ", first: " + g.ErrorTexts[0]
+	}
+	out := []Check{
+		errs,
+		{Name: "largest Publish gap", OK: g.GapMax <= l.MaxGap,
+			Detail: fmt.Sprintf("%s at %.1f s (limit %s)", msText(g.GapMax), g.GapMaxAt.Seconds(), msText(l.MaxGap))},
+	}
+	if s.Baseline == nil || s.After == nil {
+		return append(out, Check{Name: "host samples", OK: false, Detail: "no baseline or no after-recovery sample of the host process"})
+	}
+	b, a := *s.Baseline, *s.After
+	fdLimit := b.FDs + l.FDSlack
+	rssLimit := uint64(l.RSSFactor*float64(b.RSS)) + l.RSSSlack
+	out = append(out,
+		Check{Name: "open fds after recovery", OK: a.FDs <= fdLimit,
+			Detail: fmt.Sprintf("%d (baseline %d, limit %d)", a.FDs, b.FDs, fdLimit)},
+		Check{Name: "RSS after recovery", OK: a.RSS <= rssLimit,
+			Detail: fmt.Sprintf("%s (baseline %s, limit %s)", mib(a.RSS), mib(b.RSS), mib(rssLimit))},
+	)
+	return append(out, Check{Name: "host process running", OK: s.HostExit == "", Detail: or(s.HostExit, "yes")})
+}
+
+// Failed returns the checks that did not pass.
+func Failed(cs []Check) []Check {
+	var out []Check
+	for _, c := range cs {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func msText(d time.Duration) string { return fmt.Sprintf("%.0f ms", ms(d)) }
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
