@@ -36,5 +36,6 @@ go vet ./...
 go test -race -count=1 -timeout 30m ./... "$@"
 # Tests that start several protoactor remotes in one process cannot run
 # under the race detector (protoactor's remote.Start writes gRPC's global
-# logger); they skip there and run here without it.
-go test -count=1 -timeout 10m ./actors/ ./cluster/daemon/ ./cluster/pubsub/ ./cluster/singleton/
+# logger), and the short abuse soak's timing limits are for a normal build;
+# they skip there and run here without it.
+go test -count=1 -timeout 10m ./actors/ ./cluster/daemon/ ./cluster/pubsub/ ./cluster/singleton/ ./bench/soak/

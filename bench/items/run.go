@@ -15,6 +15,7 @@ import (
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaclient"
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // Params are the settings every case of a run shares.
@@ -102,7 +103,7 @@ func RunCase(c Case, p Params) Result {
 // closes when the case ended in time.
 func runCase(ctx context.Context, c Case, p Params, res *Result, closers *[]func() error) error {
 	t0 := time.Now()
-	srv, err := newServer(ctx, c)
+	srv, err := newServer(ctx, c, p.Batch)
 	if err != nil {
 		return err
 	}
@@ -161,24 +162,21 @@ func runCase(ctx context.Context, c Case, p Params, res *Result, closers *[]func
 
 // newServer starts an otopcua server on a kernel-picked loopback port with
 // the variables c needs (Int64, watched: no getter).
-func newServer(ctx context.Context, c Case) (*opcua.Server, error) {
+func newServer(ctx context.Context, c Case, batch int) (*opcua.Server, error) {
+	// The defaults allow 100,000 items per subscription and 250,000 per
+	// server: the case says what it needs.
 	opts := subscription.Options{
-		// Today's default is 0 (unlimited); the coming default is 100,000
-		// per subscription, so the case says what it needs.
 		MaxMonitoredItemsPerSubscription: c.Items,
+		MaxMonitoredItems:                c.Items,
 	}
-	// MERGE(limits): when subscription.Options gains the server-wide
-	// MaxMonitoredItems (coming default 250,000) and the per-call
-	// MaxMonitoredItemsPerCall (coming default 10,000), raise them here:
-	//	opts.MaxMonitoredItems = c.Items
-	//	opts.MaxMonitoredItemsPerCall = max(10000, batch)
 	srv, err := opcua.New(opcua.Config{
-		ListenHost:     "127.0.0.1",
-		Port:           opcua.AnyPort,
-		PublicHostname: "127.0.0.1",
-		ApplicationURI: namespaceURI,
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Subscriptions:  opts,
+		MaxMonitoredItemsPerCall: max(uaserver.DefaultMaxMonitoredItemsPerCall, batch),
+		ListenHost:               "127.0.0.1",
+		Port:                     opcua.AnyPort,
+		PublicHostname:           "127.0.0.1",
+		ApplicationURI:           namespaceURI,
+		Logger:                   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Subscriptions:            opts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opcua.New: %w", err)

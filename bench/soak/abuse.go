@@ -13,6 +13,10 @@ import (
 type Abuse struct {
 	// Endpoint is the server's opc.tcp URL.
 	Endpoint string
+	// LocalIP is the address every abuser connects from ("127.0.0.2": a
+	// machine other than the well-behaved clients'); "" lets the kernel
+	// choose.
+	LocalIP string
 	// Tally receives every operation and answer.
 	Tally *Tally
 	// Vars are the numeric ids of namespace-0 Variables, which the

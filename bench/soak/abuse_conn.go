@@ -35,7 +35,7 @@ func ended(ctx context.Context) bool {
 
 // openClose opens a secure channel properly and closes it at once.
 func (a *Abuse) openClose(ctx context.Context, _ *rand.Rand) {
-	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout})
+	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout, LocalIP: a.LocalIP})
 	a.note(ctx, "conn/open-close", "", err)
 	if err == nil {
 		ch.Close()
@@ -50,7 +50,7 @@ func (a *Abuse) silent(ctx context.Context, h *holder, opn bool) bool {
 	if h.full() {
 		return false
 	}
-	rc, err := dialRaw(ctx, a.Endpoint, opTimeout)
+	rc, err := dialRaw(ctx, a.Endpoint, opTimeout, a.LocalIP)
 	if err == nil {
 		err = rc.hello(opTimeout)
 		if err == nil && opn {

@@ -125,7 +125,7 @@ func (a *Abuse) fuzzOnChannel(ctx context.Context, name string, next func(rc *ra
 // UACP header.
 func (a *Abuse) fuzzHello(ctx context.Context, r *rand.Rand) {
 	const name = "fuzz/random-hello"
-	rc, err := dialRaw(ctx, a.Endpoint, opTimeout)
+	rc, err := dialRaw(ctx, a.Endpoint, opTimeout, a.LocalIP)
 	if err != nil {
 		a.note(ctx, name, "dial: ", err)
 		return
@@ -183,7 +183,7 @@ func (a *Abuse) fuzzOversized(ctx context.Context, r *rand.Rand) {
 	const name = "fuzz/oversized"
 	variant := r.IntN(6)
 	if variant <= 1 || variant == 5 {
-		rc, err := dialRaw(ctx, a.Endpoint, opTimeout)
+		rc, err := dialRaw(ctx, a.Endpoint, opTimeout, a.LocalIP)
 		if err != nil {
 			a.note(ctx, name, "dial: ", err)
 			return

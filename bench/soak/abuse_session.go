@@ -36,7 +36,7 @@ func createSessionRequest(endpoint string, r *rand.Rand, timeout time.Duration) 
 // and closes the channel: the session is left to the server's timeouts.
 func (a *Abuse) createOnly(ctx context.Context, r *rand.Rand) {
 	const name = "session/create-only"
-	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout})
+	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout, LocalIP: a.LocalIP})
 	if err != nil {
 		a.note(ctx, name, "dial: ", err)
 		return
@@ -49,7 +49,7 @@ func (a *Abuse) createOnly(ctx context.Context, r *rand.Rand) {
 // createActivateClose opens a session properly and closes it properly.
 func (a *Abuse) createActivateClose(ctx context.Context, _ *rand.Rand) {
 	const name = "session/create-activate-close"
-	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout})
+	ch, err := uaclient.Dial(ctx, a.Endpoint, uaclient.Options{DialTimeout: opTimeout, LocalIP: a.LocalIP})
 	if err != nil {
 		a.note(ctx, name, "dial: ", err)
 		return
@@ -80,7 +80,7 @@ func (a *Abuse) createActivateDrop(ctx context.Context, r *rand.Rand) {
 
 // rawChannel dials and opens a secure channel with a rawConn.
 func (a *Abuse) rawChannel(ctx context.Context) (*rawConn, error) {
-	rc, err := dialRaw(ctx, a.Endpoint, opTimeout)
+	rc, err := dialRaw(ctx, a.Endpoint, opTimeout, a.LocalIP)
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (s *subChurn) cycle(ctx context.Context, _ *rand.Rand) {
 }
 
 func (s *subChurn) connect(ctx context.Context) error {
-	ch, err := uaclient.Dial(ctx, s.abuse.Endpoint, uaclient.Options{DialTimeout: opTimeout})
+	ch, err := uaclient.Dial(ctx, s.abuse.Endpoint, uaclient.Options{DialTimeout: opTimeout, LocalIP: s.abuse.LocalIP})
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ func main() {
 	flag.IntVar(&cfg.Batch, "batch", 10000, "items per abusive CreateMonitoredItems request")
 	flag.IntVar(&cfg.Vars, "vars", 0, "confine the subscription abusers to this many namespace-0 variables (0: every one found)")
 	flag.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fuzzers")
+	flag.StringVar(&cfg.AbuserIP, "abuser-ip", "127.0.0.2", "loopback address the abusers connect from (the well-behaved clients use 127.0.0.1)")
 	verbose := flag.Bool("v", false, "log what the harness does")
 	flag.Parse()
 	if cfg.Duration <= 0 || cfg.Recover <= 0 || cfg.Warmup < 2*sampleEvery || cfg.Items < 1 || cfg.Batch < 1 || cfg.Vars < 0 {
@@ -117,7 +118,7 @@ func Print(w io.Writer, s Summary) {
 	for _, a := range s.Abusers {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
-	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v; reported, not checked): %s\n", newcomerEvery, s.Newcomers)
+	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v, from another address than the abusers): %s\n", newcomerEvery, s.Newcomers)
 	fmt.Fprintf(w, "a new client after recovery: %s\n", s.FreshClient)
 	fmt.Fprintf(w, "\nchecks:\n")
 	for _, c := range s.Checks {

@@ -54,7 +54,8 @@ func TestVerdict(t *testing.T) {
 	const mb = 1 << 20
 	base := Sample{RSS: 60 * mb, FDs: 16}
 	ok := Summary{Good: GoodFigures{GapMax: 700 * time.Millisecond}, Baseline: &base,
-		After: &Sample{RSS: 170 * mb, FDs: 26}}
+		After:     &Sample{RSS: 170 * mb, FDs: 26},
+		Newcomers: AbuserCount{Abuser: "newcomer", Ops: 2, Outcomes: []OutcomeCount{{Outcome: "Good", Count: 2}}}}
 	cases := []struct {
 		name   string
 		edit   func(*Summary)
@@ -66,6 +67,10 @@ func TestVerdict(t *testing.T) {
 		{"one fd too many", func(s *Summary) { s.After = &Sample{RSS: 170 * mb, FDs: 27} }, []string{"open fds after recovery"}},
 		{"RSS above 2 × baseline + 50 MiB", func(s *Summary) { s.After = &Sample{RSS: 170*mb + 1, FDs: 16} }, []string{"RSS after recovery"}},
 		{"host gone", func(s *Summary) { s.HostExit = "exited with code 2" }, []string{"host process running"}},
+		{"a newcomer locked out", func(s *Summary) {
+			s.Newcomers = AbuserCount{Abuser: "newcomer", Ops: 2, Outcomes: []OutcomeCount{{Outcome: "Good", Count: 1}, {Outcome: "session: BadTooManySessions", Count: 1}}}
+		}, []string{"newcomers during the abuse"}},
+		{"no newcomer tried", func(s *Summary) { s.Newcomers = AbuserCount{} }, []string{"newcomers during the abuse"}},
 		{"no samples", func(s *Summary) { s.Baseline = nil }, []string{"host samples"}},
 	}
 	for _, c := range cases {

@@ -31,7 +31,8 @@ type Check struct {
 }
 
 // Verdict checks s against l: no error seen by the well-behaved client,
-// no Publish gap above l.MaxGap, file descriptors and RSS back within
+// every newcomer during the abuse got a session, no Publish gap above
+// l.MaxGap, file descriptors and RSS back within
 // their bounds after recovery, and the host still running.
 func Verdict(s Summary, l Limits) []Check {
 	g := s.Good
@@ -39,8 +40,15 @@ func Verdict(s Summary, l Limits) []Check {
 	if len(g.ErrorTexts) > 0 {
 		errs.Detail += ", first: " + g.ErrorTexts[0]
 	}
+	nc := Check{Name: "newcomers during the abuse", OK: s.Newcomers.Ops > 0, Detail: fmt.Sprintf("%d attempts", s.Newcomers.Ops)}
+	for _, o := range s.Newcomers.Outcomes {
+		if o.Outcome != "Good" {
+			nc.OK = false
+		}
+		nc.Detail += fmt.Sprintf(", %s ×%d", o.Outcome, o.Count)
+	}
 	out := []Check{
-		errs,
+		errs, nc,
 		{Name: "largest Publish gap", OK: g.GapMax <= l.MaxGap,
 			Detail: fmt.Sprintf("%s at %.1f s (limit %s)", msText(g.GapMax), g.GapMaxAt.Seconds(), msText(l.MaxGap))},
 	}

@@ -53,11 +53,15 @@ const (
 	helloBufSize = 0xffff
 )
 
-// dialRaw connects to endpoint ("opc.tcp://host:port"); ctx's end closes
-// the connection, which makes every blocked read or write return.
-func dialRaw(ctx context.Context, endpoint string, timeout time.Duration) (*rawConn, error) {
+// dialRaw connects to endpoint ("opc.tcp://host:port") from localIP (""
+// lets the kernel choose); ctx's end closes the connection, which makes
+// every blocked read or write return.
+func dialRaw(ctx context.Context, endpoint string, timeout time.Duration, localIP string) (*rawConn, error) {
 	host := strings.TrimPrefix(endpoint, "opc.tcp://")
 	d := net.Dialer{Timeout: timeout}
+	if localIP != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(localIP)}
+	}
 	c, err := d.DialContext(ctx, "tcp", host)
 	if err != nil {
 		return nil, err
