@@ -1,0 +1,120 @@
+// Package deployment is the unit of configuration of a ClusterId's data
+// plane: one versioned JSON document naming the field devices, their tags
+// and (for the alarms issue) the alarms. It owns the document's types,
+// decoding and validation; storing it (Config DB, LocalDb cache) and
+// applying it (drivers, address space) belong to other packages.
+package deployment
+
+import "time"
+
+// Document is one deployment of one ClusterId (DESIGN.md "Deployment
+// document").
+type Document struct {
+	// ClusterId is the application cluster whose nodes apply it.
+	ClusterId string `json:"clusterId"`
+	// Devices are the field devices, each with its tags.
+	Devices []Device `json:"devices"`
+	// Alarms are scripted alarms over the tags (evaluated by a later
+	// issue; validated here for names and sources only).
+	Alarms []Alarm `json:"alarms,omitempty"`
+}
+
+// Drivers accepted by Device.Driver.
+const (
+	DriverModbusTCP = "modbus-tcp"
+	DriverSimulated = "simulated"
+)
+
+// Device is one field device and the tags read from it.
+type Device struct {
+	// Name is the device's folder under Objects and the first part of its
+	// tags' NodeIds: 1–64 of A-Z a-z 0-9 _ - .
+	Name string `json:"name"`
+	// Driver is DriverModbusTCP or DriverSimulated.
+	Driver string `json:"driver"`
+	// Address is host:port of a Modbus TCP device.
+	Address string `json:"address,omitempty"`
+	// UnitId is the Modbus unit (slave) id, 0–255. Default 1.
+	UnitId *int `json:"unitId,omitempty"`
+	// PollInterval is how often the tags are read. Default 1 s.
+	PollInterval Duration `json:"pollInterval,omitempty"`
+	// Timeout bounds one request to the device. Default 1 s.
+	Timeout Duration `json:"timeout,omitempty"`
+	// Tags are the device's values.
+	Tags []Tag `json:"tags"`
+}
+
+// Register tables accepted by Tag.Table (Modbus).
+const (
+	TableHolding  = "holding"
+	TableInput    = "input"
+	TableCoil     = "coil"
+	TableDiscrete = "discrete"
+)
+
+// Tag types accepted by Tag.Type.
+const (
+	TypeBool    = "bool"
+	TypeInt16   = "int16"
+	TypeUint16  = "uint16"
+	TypeInt32   = "int32"
+	TypeUint32  = "uint32"
+	TypeFloat32 = "float32"
+	TypeFloat64 = "float64"
+)
+
+// Word orders accepted by Tag.WordOrder.
+const (
+	WordOrderBig    = "big"    // high word first (default)
+	WordOrderLittle = "little" // low word first
+)
+
+// Simulated signals accepted by Tag.Signal.
+const (
+	SignalRamp       = "ramp"
+	SignalSine       = "sine"
+	SignalSquare     = "square"
+	SignalRandomWalk = "random-walk"
+	SignalConstant   = "constant"
+)
+
+// Tag is one value of a device: the Variable ns=<N>;s=<device>/<tag>.
+type Tag struct {
+	// Name: 1–64 of A-Z a-z 0-9 _ - . , unique within the device.
+	Name string `json:"name"`
+	// Table, Address (0-based) locate a Modbus tag.
+	Table   string `json:"table,omitempty"`
+	Address *int   `json:"address,omitempty"`
+	// Type is the value's type on the device.
+	Type string `json:"type"`
+	// WordOrder of 32- and 64-bit values. Default big.
+	WordOrder string `json:"wordOrder,omitempty"`
+	// Scale and Offset give value = raw × Scale + Offset; when either is
+	// set the OPC UA DataType is Double.
+	Scale  *float64 `json:"scale,omitempty"`
+	Offset *float64 `json:"offset,omitempty"`
+	// Writable tags (holding registers and coils only) accept OPC UA
+	// writes on the Primary.
+	Writable bool `json:"writable,omitempty"`
+	// Signal, Period, Min, Max shape a simulated tag.
+	Signal string   `json:"signal,omitempty"`
+	Period Duration `json:"period,omitempty"`
+	Min    *float64 `json:"min,omitempty"`
+	Max    *float64 `json:"max,omitempty"`
+}
+
+// Alarm is a scripted alarm over tags (the alarms issue evaluates it).
+type Alarm struct {
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	Condition string `json:"condition"`
+	Severity  int    `json:"severity"`
+	Message   string `json:"message"`
+}
+
+// Duration is a time.Duration written as "00:00:00.100" (.NET TimeSpan)
+// or "100ms" (Go) in the document.
+type Duration time.Duration
+
+// Std returns d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
