@@ -7,8 +7,6 @@
 // this node and the number of Up driver members; callers gather both.
 package gate
 
-import "github.com/otopcua/otopcua/redundancy"
-
 // Reason says why a request was denied. The strings are the ones operators
 // see in audit events; Label is the metric attribute.
 type Reason int
@@ -60,13 +58,13 @@ func (r Reason) Label() string {
 //
 // driverMemberCount is the number of Up members carrying the driver role in
 // this node's ClusterId, read live from membership (0 when not clustered).
-func ShouldServiceAsPrimary(role redundancy.Role, driverMemberCount int) (bool, Reason) {
+func ShouldServiceAsPrimary(role Role, driverMemberCount int) (bool, Reason) {
 	switch role {
-	case redundancy.RolePrimary:
+	case RolePrimary:
 		return true, Allowed
-	case redundancy.RoleSecondary:
+	case RoleSecondary:
 		return false, DeniedSecondary
-	case redundancy.RoleDetached:
+	case RoleDetached:
 		return false, DeniedDetached
 	}
 	if driverMemberCount <= 1 {

@@ -1,30 +1,16 @@
 package redundancy
 
+import "github.com/otopcua/otopcua/gate"
+
 // Role is a node's redundancy role inside its application ClusterId, as the
-// last redundancy snapshot names it.
-type Role int
+// last redundancy snapshot names it. It is the gate's type, so that the
+// pure gate package stays a leaf.
+type Role = gate.Role
 
+// The roles (see gate.Role).
 const (
-	// RoleUnknown: no snapshot has named this node yet (boot window, or the
-	// snapshot omitted it).
-	RoleUnknown Role = iota
-	// RolePrimary: the oldest Up member with role driver in its ClusterId.
-	RolePrimary
-	// RoleSecondary: a driver member that is not the Primary.
-	RoleSecondary
-	// RoleDetached: a member without the driver role.
-	RoleDetached
+	RoleUnknown   = gate.RoleUnknown
+	RolePrimary   = gate.RolePrimary
+	RoleSecondary = gate.RoleSecondary
+	RoleDetached  = gate.RoleDetached
 )
-
-func (r Role) String() string {
-	switch r {
-	case RolePrimary:
-		return "Primary"
-	case RoleSecondary:
-		return "Secondary"
-	case RoleDetached:
-		return "Detached"
-	default:
-		return "Unknown"
-	}
-}
