@@ -232,12 +232,12 @@ func (a *PublishActor) onSnapshot(s Snapshot, now time.Time) {
 		a.obs.Entry, a.obs.EntryAt = e, now
 		a.missed = 0
 		if a.o.RoleView != nil {
-			a.o.RoleView.SetRole(e.Role)
+			a.o.RoleView.SetRole(e.Role, s.Epochs[e.ClusterID].Epoch)
 		}
 		return
 	}
 	if a.o.RoleView != nil {
-		a.o.RoleView.SetRole(RoleUnknown)
+		a.o.RoleView.SetRole(RoleUnknown, 0)
 	}
 	st := a.o.Membership.Snapshot()
 	self, member := st.SelfMember()

@@ -201,8 +201,8 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	}
 	r.snapshot(RolePrimary, 2)
 	r.wantLevel(t, 250)
-	if r.view.Role() != RolePrimary {
-		t.Fatalf("role view %v", r.view.Role())
+	if r.view.Role() != RolePrimary || r.view.Epoch() != 1 {
+		t.Fatalf("role view %v epoch %d, want Primary with the snapshot's epoch 1", r.view.Role(), r.view.Epoch())
 	}
 
 	// A failed probe of another node changes nothing; of this node: 200.

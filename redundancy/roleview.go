@@ -13,7 +13,8 @@ import "sync/atomic"
 type RoleView struct {
 	members   Membership
 	clusterID string
-	role      atomic.Int32 // a Role
+	role      atomic.Int32  // a Role
+	epoch     atomic.Uint64 // epoch of the snapshot that set role
 }
 
 // NewRoleView returns a view with role RoleUnknown. members may be nil (a
@@ -23,9 +24,16 @@ func NewRoleView(members Membership, clusterID string) *RoleView {
 }
 
 // SetRole records the role named by the last snapshot (RoleUnknown when it
-// did not name this node). The OpcUaPublishActor calls it on every
-// snapshot.
-func (v *RoleView) SetRole(r Role) { v.role.Store(int32(r)) }
+// did not name this node) and that snapshot's redundancy epoch of this
+// node's ClusterId. The OpcUaPublishActor calls it on every snapshot.
+func (v *RoleView) SetRole(r Role, epoch uint64) {
+	v.epoch.Store(epoch)
+	v.role.Store(int32(r))
+}
+
+// Epoch is the redundancy epoch of the snapshot that set the role: the
+// fencing token a serviced write is logged with (0 before any snapshot).
+func (v *RoleView) Epoch() uint64 { return v.epoch.Load() }
 
 // Role is the role from the last snapshot.
 func (v *RoleView) Role() Role { return Role(v.role.Load()) }

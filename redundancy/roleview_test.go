@@ -50,15 +50,18 @@ func TestRoleViewFeedsTheGate(t *testing.T) {
 	if ok, r := ask(); ok || r != gate.DeniedRoleUnknown {
 		t.Fatalf("two drivers, role unknown: %v %v", ok, r)
 	}
-	v.SetRole(redundancy.RolePrimary)
+	v.SetRole(redundancy.RolePrimary, 7)
 	if ok, _ := ask(); !ok {
 		t.Fatal("Primary denied")
 	}
-	v.SetRole(redundancy.RoleSecondary)
+	if v.Epoch() != 7 {
+		t.Fatalf("Epoch %d, want the snapshot's 7", v.Epoch())
+	}
+	v.SetRole(redundancy.RoleSecondary, 8)
 	if ok, r := ask(); ok || r != gate.DeniedSecondary {
 		t.Fatalf("Secondary: %v %v", ok, r)
 	}
-	v.SetRole(redundancy.RoleUnknown)
+	v.SetRole(redundancy.RoleUnknown, 0)
 	if ok, r := ask(); ok || r != gate.DeniedRoleUnknown {
 		t.Fatalf("snapshot omitted this node: %v %v", ok, r)
 	}
@@ -80,7 +83,7 @@ func TestRoleViewConcurrent(t *testing.T) {
 			defer wg.Done()
 			for j := range 1000 {
 				if i == 0 {
-					v.SetRole(redundancy.Role(j % 4))
+					v.SetRole(redundancy.Role(j%4), uint64(j))
 					continue
 				}
 				if r, n := v.State(); r > redundancy.RoleDetached || n != 2 {
