@@ -1,0 +1,247 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/opcua/addrspace"
+)
+
+type fakeRoles struct {
+	role    gate.Role
+	drivers int
+}
+
+func (r *fakeRoles) State() (gate.Role, int) { return r.role, r.drivers }
+func (r *fakeRoles) Epoch() uint64           { return 42 }
+
+// fakeDevice records writes; err is returned, block holds a write until
+// closed.
+type fakeDevice struct {
+	mu     sync.Mutex
+	writes []any
+	err    error
+	block  chan struct{}
+}
+
+func (d *fakeDevice) Write(ctx context.Context, tag string, v any) error {
+	if d.block != nil {
+		select {
+		case <-d.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.writes = append(d.writes, v)
+	return d.err
+}
+
+func (d *fakeDevice) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.writes)
+}
+
+type recorder struct {
+	mu      sync.Mutex
+	audits  []AuditRecord
+	denials []string
+}
+
+func (r *recorder) AuditWrite(a AuditRecord) {
+	r.mu.Lock()
+	r.audits = append(r.audits, a)
+	r.mu.Unlock()
+}
+func (r *recorder) PrimaryGateDenied(site, reason string) {
+	r.mu.Lock()
+	r.denials = append(r.denials, site+"/"+reason)
+	r.mu.Unlock()
+}
+func (r *recorder) last() (AuditRecord, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.audits) == 0 {
+		return AuditRecord{}, r.denials
+	}
+	return r.audits[len(r.audits)-1], r.denials
+}
+
+// writeRig is one writable int16 tag with a watcher recording what a
+// subscriber with exception-based sampling would see.
+type writeRig struct {
+	as   *addrspace.AddressSpace
+	v    *addrspace.Variable
+	dev  *fakeDevice
+	rec  *recorder
+	mu   sync.Mutex
+	seen []string
+}
+
+func newWriteRig(t *testing.T, mode WriteMode, roles *fakeRoles, maxPending int) *writeRig {
+	t.Helper()
+	as, s := newSpace(t)
+	s.Apply(doc(deployment.Tag{Name: "Setpoint", Table: deployment.TableHolding, Address: ptr(0), Type: deployment.TypeInt16, Writable: true}))
+	r := &writeRig{as: as, v: s.Variable("press1", "Setpoint"), dev: &fakeDevice{}, rec: &recorder{}}
+	if err := s.SetReading("press1", "Setpoint", int16(10), ua.StatusOK, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWrites(WritesOptions{Mode: mode, Roles: roles, Timeout: 200 * time.Millisecond, MaxPending: maxPending,
+		Auditor: r.rec, Denials: r.rec, Logger: slog.New(slog.DiscardHandler)})
+	r.v.SetWriteHook(w.Hook(Target{Device: "press1", Tag: "Setpoint", V: r.v, W: r.dev, Slots: w.NewDeviceSlots()}))
+	cancel, st := as.Watch(r.v.NodeID(), func(dv *ua.DataValue) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.seen = append(r.seen, fmt.Sprintf("%v/%v", dv.Value.Value(), dv.Status))
+	})
+	if st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	t.Cleanup(cancel)
+	return r
+}
+
+func (r *writeRig) write(v int16) ua.StatusCode {
+	return r.as.Write(&ua.WriteValue{NodeID: r.v.NodeID(), AttributeID: ua.AttributeIDValue,
+		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(v)}})
+}
+
+func (r *writeRig) seenNow() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestOptimisticWriteDeniedOffThePrimaryIsReverted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		roles   fakeRoles
+		message string
+		label   string
+	}{
+		{"secondary", fakeRoles{gate.RoleSecondary, 2}, "not primary", "write/secondary"},
+		{"boot window", fakeRoles{gate.RoleUnknown, 2}, "not primary (role unknown)", "write/role-unknown"},
+		{"detached", fakeRoles{gate.RoleDetached, 2}, "not primary", "write/detached"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newWriteRig(t, Optimistic, &tc.roles, 0)
+			if st := r.write(99); st != ua.StatusOK {
+				t.Fatalf("optimistic write answered %v, want Good", st)
+			}
+			want := []string{"99/The operation succeeded. StatusGood (0x0)", "10/" + StatusNotPrimary.Error(), "10/The operation succeeded. StatusGood (0x0)"}
+			if got := r.seenNow(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("subscriber saw %v, want %v", got, want)
+			}
+			if r.dev.count() != 0 {
+				t.Fatal("a denied write reached the device")
+			}
+			a, denials := r.rec.last()
+			if a.OK || a.Message != tc.message || a.Old.Value() != int16(10) || a.New.Value() != int16(99) {
+				t.Fatalf("audit %+v", a)
+			}
+			if len(denials) != 1 || denials[0] != tc.label {
+				t.Fatalf("denials %v, want [%s]", denials, tc.label)
+			}
+		})
+	}
+}
+
+func TestOptimisticWriteOnThePrimaryReachesTheDevice(t *testing.T) {
+	r := newWriteRig(t, Optimistic, &fakeRoles{gate.RolePrimary, 2}, 0)
+	if st := r.write(77); st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	waitUntil(t, "the device write", func() bool { a, _ := r.rec.last(); return a.OK })
+	if r.dev.count() != 1 || r.v.Value().Value.Value() != int16(77) {
+		t.Fatalf("device writes %d, value %v", r.dev.count(), r.v.Value().Value.Value())
+	}
+	// A lone node with no snapshot yet services too (single-node posture).
+	lone := newWriteRig(t, Optimistic, &fakeRoles{gate.RoleUnknown, 1}, 0)
+	lone.write(5)
+	waitUntil(t, "the lone node's device write", func() bool { return lone.dev.count() == 1 })
+}
+
+func TestOptimisticWriteFailedByTheDeviceIsReverted(t *testing.T) {
+	r := newWriteRig(t, Optimistic, &fakeRoles{gate.RolePrimary, 2}, 0)
+	r.dev.err = fmt.Errorf("modbus exception 2: %w", ua.StatusBadOutOfRange)
+	r.write(55)
+	waitUntil(t, "the revert", func() bool { return len(r.seenNow()) == 3 })
+	if got := r.seenNow(); got[1] != "10/"+ua.StatusBadOutOfRange.Error() {
+		t.Fatalf("subscriber saw %v", got)
+	}
+	if a, _ := r.rec.last(); a.OK || a.Status != ua.StatusBadOutOfRange {
+		t.Fatalf("audit %+v", a)
+	}
+}
+
+func TestOptimisticWritesBeyondThePendingBoundAreReverted(t *testing.T) {
+	r := newWriteRig(t, Optimistic, &fakeRoles{gate.RolePrimary, 2}, 1)
+	r.dev.block = make(chan struct{})
+	r.write(1) // holds the one slot
+	r.write(2)
+	if a, _ := r.rec.last(); a.Status != ua.StatusBadTooManyOperations {
+		t.Fatalf("second write: audit %+v, want BadTooManyOperations", a)
+	}
+	close(r.dev.block)
+	waitUntil(t, "the first write", func() bool { return r.dev.count() == 1 })
+}
+
+func TestConfirmedWrites(t *testing.T) {
+	t.Run("denied", func(t *testing.T) {
+		r := newWriteRig(t, Confirmed, &fakeRoles{gate.RoleSecondary, 2}, 0)
+		if st := r.write(9); st != StatusNotPrimary {
+			t.Fatalf("answered %v, want %v", st, StatusNotPrimary)
+		}
+		if len(r.seenNow()) != 0 || r.dev.count() != 0 || r.v.Value().Value.Value() != int16(10) {
+			t.Fatalf("a denied confirmed write changed something: %v", r.seenNow())
+		}
+	})
+	t.Run("serviced", func(t *testing.T) {
+		r := newWriteRig(t, Confirmed, &fakeRoles{gate.RolePrimary, 2}, 0)
+		if st := r.write(9); st != ua.StatusOK {
+			t.Fatal(st)
+		}
+		if r.dev.count() != 1 || r.v.Value().Value.Value() != int16(9) {
+			t.Fatal("not written")
+		}
+	})
+	t.Run("device error", func(t *testing.T) {
+		r := newWriteRig(t, Confirmed, &fakeRoles{gate.RolePrimary, 2}, 0)
+		r.dev.err = fmt.Errorf("refused: %w", ua.StatusBadDeviceFailure)
+		if st := r.write(9); st != ua.StatusBadDeviceFailure {
+			t.Fatalf("answered %v", st)
+		}
+		if r.v.Value().Value.Value() != int16(10) {
+			t.Fatal("value changed")
+		}
+	})
+	t.Run("device too slow", func(t *testing.T) {
+		r := newWriteRig(t, Confirmed, &fakeRoles{gate.RolePrimary, 2}, 0)
+		r.dev.block = make(chan struct{})
+		defer close(r.dev.block)
+		if st := r.write(9); st != ua.StatusBadTimeout {
+			t.Fatalf("answered %v, want BadTimeout", st)
+		}
+	})
+}
