@@ -48,6 +48,15 @@ const (
 // Providers lists the accepted Config DB providers.
 var Providers = []string{ProviderSQLite, ProviderSQLServer, ProviderPostgres}
 
+// Write modes accepted by OpcUa:WriteMode.
+const (
+	WriteModeOptimistic = "optimistic"
+	WriteModeConfirmed  = "confirmed"
+)
+
+// WriteModes lists the accepted write modes.
+var WriteModes = []string{WriteModeOptimistic, WriteModeConfirmed}
+
 // SecurityPolicyNone is the only OPC UA security policy accepted for now.
 const SecurityPolicyNone = "None"
 
@@ -63,13 +72,23 @@ var (
 // (PublicHostname, OpcUa:ApplicationUri, DownOnConnectionRefused,
 // ConfigDb:ConnectionString for sqlite) and has passed Validate.
 type Config struct {
-	Cluster   ClusterConfig
-	Node      NodeConfig
-	OpcUa     OpcUaConfig
-	ConfigDb  ConfigDbConfig
-	LocalDb   LocalDbConfig
-	Http      HttpConfig
-	Telemetry TelemetryConfig
+	Cluster    ClusterConfig
+	Node       NodeConfig
+	OpcUa      OpcUaConfig
+	ConfigDb   ConfigDbConfig
+	LocalDb    LocalDbConfig
+	Http       HttpConfig
+	Telemetry  TelemetryConfig
+	Deployment DeploymentConfig
+}
+
+// DeploymentConfig is the "Deployment" section: how a node follows the
+// deployments of its ClusterId in the Config DB.
+type DeploymentConfig struct {
+	// PollInterval is how often the node asks the Config DB for a newer
+	// deployment (a deployments notice on the cluster makes it look at
+	// once). Default 5 s.
+	PollInterval time.Duration
 }
 
 // ClusterConfig is the "Cluster" section: membership transport, seeds, roles
@@ -195,6 +214,16 @@ type OpcUaConfig struct {
 	// Security selects the endpoint security.
 	Security SecurityConfig
 
+	// WriteMode is how a client write to a tag is answered: "optimistic"
+	// (default: Good at once, reverted with a Bad blip and an
+	// AuditWriteUpdateEvent when the Primary gate or the device refuses
+	// it) or "confirmed" (the answer waits for the device, at most
+	// WriteTimeout, and carries its result or the gate's denial).
+	WriteMode string
+
+	// WriteTimeout bounds one device write. Default 2 s.
+	WriteTimeout time.Duration
+
 	// Limits bound what clients may hold: connections, sessions,
 	// subscriptions, monitored items, response sizes and the deadlines of a
 	// new connection. See LimitsConfig and docs/operations.md.
@@ -289,11 +318,14 @@ func staticDefaults() *Config {
 			RedundancySupport:   RedundancyWarm,
 			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}},
 			Limits:              defaultLimits(),
+			WriteMode:           WriteModeOptimistic,
+			WriteTimeout:        2 * time.Second,
 		},
-		ConfigDb:  ConfigDbConfig{Provider: ProviderSQLite},
-		LocalDb:   LocalDbConfig{Path: "otopcua-local.db"},
-		Http:      HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
-		Telemetry: TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
+		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
+		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
+		LocalDb:    LocalDbConfig{Path: "otopcua-local.db"},
+		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
+		Telemetry:  TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
 	}
 }
 

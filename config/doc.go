@@ -1,5 +1,5 @@
 // Package config owns one node's configuration: the appsettings.json
-// sections (Cluster, Node, OpcUa, ConfigDb, LocalDb, Http, Telemetry), their
+// sections (Cluster, Node, OpcUa, ConfigDb, LocalDb, Http, Telemetry, Deployment), their
 // defaults, how they are loaded and how they are validated.
 //
 // Loading (Load) layers defaults, one JSON file and OTOPCUA_ environment

@@ -159,6 +159,8 @@ func (c *Config) resolve(baseDir string) {
 		}
 	}
 
+	o.WriteMode = strings.ToLower(o.WriteMode)
+
 	c.ConfigDb.Provider = strings.ToLower(c.ConfigDb.Provider)
 	if c.ConfigDb.Provider == ProviderSQLite && c.ConfigDb.ConnectionString == "" {
 		c.ConfigDb.ConnectionString = "file:otopcua.db"

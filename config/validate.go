@@ -192,7 +192,12 @@ func (c *Config) validateOpcUa(p *problems) {
 			p.add(fmt.Sprintf("OpcUa:Security:Policies:%d", i), pol, oneOf([]string{SecurityPolicyNone}))
 		}
 	}
+	if !contains(WriteModes, o.WriteMode) {
+		p.add("OpcUa:WriteMode", o.WriteMode, oneOf(WriteModes))
+	}
+	checkPositive(p, "OpcUa:WriteTimeout", o.WriteTimeout)
 	c.validateLimits(p)
+	checkPositive(p, "Deployment:PollInterval", c.Deployment.PollInterval)
 }
 
 func (c *Config) validateStores(p *problems) {
