@@ -19,7 +19,7 @@ var Providers = []string{ProviderSQLite, ProviderPostgres, ProviderSQLServer}
 
 // dialect is everything that differs between the three SQL dialects: the
 // driver, placeholders, column types, auto-increment keys, the migration lock,
-// upserts, "insert returning id" and row limits. Every other statement is
+// upserts, row locks, the database clock, table renames and row limits. Every other statement is
 // written once, with $1, $2 … placeholders that bind renders for the dialect.
 type dialect struct {
 	provider string
@@ -45,6 +45,19 @@ type dialect struct {
 
 	// createIfMissing renders "create table name (cols) unless it exists".
 	createIfMissing func(table, cols string) string
+
+	// dbNow is the database's clock as a ts value in UTC, read when the
+	// statement runs (not when its transaction began).
+	dbNow string
+
+	// renameTable renders the statements that rename a table (and, where
+	// the name of its primary key follows the table's, the key too).
+	renameTable func(from, to string) []string
+
+	// lockCluster selects the clusters row $1 and holds a write lock on it
+	// until the transaction ends ("" where the transaction itself already
+	// excludes other writers).
+	lockCluster string
 }
 
 // migrationLockID is the key of the PostgreSQL advisory lock and the
@@ -66,6 +79,13 @@ var (
 		createIfMissing: func(table, cols string) string {
 			return "CREATE TABLE IF NOT EXISTS " + table + " (" + cols + ")"
 		},
+		dbNow: "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+		renameTable: func(from, to string) []string {
+			return []string{"ALTER TABLE " + from + " RENAME TO " + to}
+		},
+		// BEGIN IMMEDIATE (Open's _txlock default) already holds every
+		// other writer off.
+		lockCluster: "",
 	}
 	postgresDialect = &dialect{
 		provider:    ProviderPostgres,
@@ -81,6 +101,11 @@ var (
 		createIfMissing: func(table, cols string) string {
 			return "CREATE TABLE IF NOT EXISTS " + table + " (" + cols + ")"
 		},
+		dbNow: "clock_timestamp()",
+		renameTable: func(from, to string) []string {
+			return []string{"ALTER TABLE " + from + " RENAME TO " + to, "ALTER INDEX " + from + "_pkey RENAME TO " + to + "_pkey"}
+		},
+		lockCluster: "SELECT id FROM clusters WHERE id = $1 FOR UPDATE",
 	}
 	sqlServerDialect = &dialect{
 		provider:    ProviderSQLServer,
@@ -99,6 +124,11 @@ var (
 		createIfMissing: func(table, cols string) string {
 			return "IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE " + table + " (" + cols + ")"
 		},
+		dbNow: "TODATETIMEOFFSET(SYSUTCDATETIME(), 0)",
+		renameTable: func(from, to string) []string {
+			return []string{"EXEC sp_rename N'" + from + "', N'" + to + "'"}
+		},
+		lockCluster: "SELECT id FROM clusters WITH (UPDLOCK, HOLDLOCK) WHERE id = $1",
 	}
 )
 
@@ -146,20 +176,6 @@ func (d *dialect) limit(n string) string {
 	return " LIMIT " + n
 }
 
-// insertReturningID renders an INSERT of cols (neutral placeholders $1…) that
-// yields the new row's id as a one-row, one-column result.
-func (d *dialect) insertReturningID(table string, cols ...string) string {
-	ph := make([]string, len(cols))
-	for i := range cols {
-		ph[i] = "$" + strconv.Itoa(i+1)
-	}
-	c, v := strings.Join(cols, ", "), strings.Join(ph, ", ")
-	if d == sqlServerDialect {
-		return "INSERT INTO " + table + " (" + c + ") OUTPUT INSERTED.id VALUES (" + v + ")"
-	}
-	return "INSERT INTO " + table + " (" + c + ") VALUES (" + v + ") RETURNING id"
-}
-
 // upsertCluster: $1 id, $2 name, $3 now. The name is updated; created_at is
 // kept.
 func (d *dialect) upsertCluster() string {
@@ -189,4 +205,14 @@ func (d *dialect) upsertClusterNode() string {
 		"VALUES ($1, $2, $3, $4, $5, $5) " +
 		"ON CONFLICT (cluster_id, node_id) DO UPDATE SET application_uri = excluded.application_uri, " +
 		"updated_at = excluded.updated_at"
+}
+
+// insertClusterIfMissing: $1 id (also the name), $2 now. An existing row
+// is left as it is.
+func (d *dialect) insertClusterIfMissing() string {
+	if d == sqlServerDialect {
+		return "MERGE clusters WITH (HOLDLOCK) AS t USING (SELECT $1 AS id) AS s ON t.id = s.id " +
+			"WHEN NOT MATCHED THEN INSERT (id, name, created_at) VALUES ($1, $1, $2);"
+	}
+	return "INSERT INTO clusters (id, name, created_at) VALUES ($1, $1, $2) ON CONFLICT (id) DO NOTHING"
 }

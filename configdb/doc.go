@@ -15,13 +15,22 @@
 //     service_level_base (the operator's stored preference, kept for the
 //     admin page and not used by the runtime ServiceLevel), created_at,
 //     updated_at.
-//   - deployments: id, cluster_id, artifact (bytes), created_at.
+//   - deployments: cluster_id, version, document (bytes), sha256,
+//     created_at — one row per stored version of a cluster's deployment
+//     document, keyed by (cluster_id, version); versions count 1, 2, …
+//     per cluster (PutDeployment, LatestDeployment, DeploymentVersion).
 //   - audit_log: id, at, actor, action, target, detail.
 //
 // Invariants:
 //
 //   - Times are written in UTC with microsecond precision and read back in
-//     UTC.
+//     UTC. They come from the handle's clock (WithClock), except
+//     deployments.created_at, which is the database's clock (SQLite keeps
+//     milliseconds of it), so that versions written by different machines
+//     are stamped by one clock.
+//   - A cluster's deployment versions are consecutive and only grow: the
+//     next one is assigned in the transaction that stores it, under a lock
+//     on the cluster's row.
 //   - A released migration step is never edited; a schema change is a new
 //     step appended to migrations.
 //   - Ping is exactly the probe query SELECT 1 under the caller's deadline;

@@ -12,11 +12,15 @@ type migration struct {
 	version int
 	name    string
 	stmts   func(d *dialect) []string
+	// fill, when set, runs after stmts in the same transaction, for what
+	// SQL alone cannot do in every dialect (SQLite has no SHA-256).
+	fill func(ctx context.Context, tx *sql.Tx, q *queries) error
 }
 
 // migrations is the schema history. SchemaVersion is its last version.
 var migrations = []migration{
-	{1, "clusters, cluster_nodes, deployments, audit_log", schemaV1},
+	{1, "clusters, cluster_nodes, deployments, audit_log", schemaV1, nil},
+	{2, "deployments: a version per cluster, sha256, created_at by the database's clock", schemaV2, hashDeployments},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -57,6 +61,64 @@ func schemaV1(d *dialect) []string {
 			"detail " + d.text + " NOT NULL)",
 		"CREATE INDEX audit_log_at ON audit_log (at)",
 	}
+}
+
+// schemaV2 rebuilds deployments keyed by (cluster_id, version): the
+// version counts 1, 2, … per cluster (existing rows are numbered in id
+// order), the document keeps its bytes, sha256 is its lower-case hex digest
+// (filled in by hashDeployments for copied rows) and created_at is written
+// from the database's clock.
+func schemaV2(d *dialect) []string {
+	stmts := []string{
+		"CREATE TABLE deployments_v2 (" +
+			"cluster_id " + d.str + " NOT NULL REFERENCES clusters (id), " +
+			"version BIGINT NOT NULL CHECK (version >= 1), " +
+			"document " + d.blob + " NOT NULL, " +
+			"sha256 VARCHAR(64) NOT NULL, " +
+			"created_at " + d.ts + " NOT NULL, " +
+			"PRIMARY KEY (cluster_id, version))",
+		"INSERT INTO deployments_v2 (cluster_id, version, document, sha256, created_at) " +
+			"SELECT cluster_id, ROW_NUMBER() OVER (PARTITION BY cluster_id ORDER BY id), artifact, '', created_at FROM deployments",
+		"DROP TABLE deployments",
+	}
+	return append(stmts, d.renameTable("deployments_v2", "deployments")...)
+}
+
+// hashDeployments fills in the sha256 of the rows schemaV2 copied.
+func hashDeployments(ctx context.Context, tx *sql.Tx, q *queries) error {
+	type key struct {
+		cluster string
+		version int64
+	}
+	rows, err := tx.QueryContext(ctx, q.unhashedDeployments)
+	if err != nil {
+		return err
+	}
+	var keys []key
+	for rows.Next() {
+		var k key
+		if err := rows.Scan(&k.cluster, &k.version); err != nil {
+			rows.Close()
+			return err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	// One row at a time: SQL Server allows no second statement while a
+	// result set is open on the connection.
+	for _, k := range keys {
+		var doc []byte
+		if err := tx.QueryRowContext(ctx, q.deploymentDocument, k.cluster, k.version).Scan(&doc); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, q.setDeploymentHash, sha256Hex(doc), k.cluster, k.version); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Migrate brings the schema to SchemaVersion. It is idempotent, and safe
@@ -103,6 +165,11 @@ func (db *DB) migrate(ctx context.Context, list []migration) (err error) {
 		}
 		for _, stmt := range m.stmts(db.d) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("configdb: migrate to version %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		if m.fill != nil {
+			if err := m.fill(ctx, tx, db.q); err != nil {
 				return fmt.Errorf("configdb: migrate to version %d (%s): %w", m.version, m.name, err)
 			}
 		}

@@ -10,11 +10,23 @@ type queries struct {
 	upsertNode       string // $1 cluster_id, $2 node_id, $3 application_uri, $4 service_level_base, $5 now
 	setSLB           string // $1 service_level_base, $2 now, $3 cluster_id, $4 node_id
 	listNodes        string // $1 cluster_id
-	addDeployment    string // $1 cluster_id, $2 artifact, $3 created_at → id
-	latestDeployment string // $1 cluster_id
-	writeAudit       string // $1 at, $2 actor, $3 action, $4 target, $5 detail
-	recentAudit      string // $1 limit
+	ensureCluster    string // $1 id (and name), $2 now: insert unless present
+	lockCluster      string // $1 id → id, write-locked until commit ("" = none needed)
+	deploymentHead   string // $1 cluster_id → version, sha256, created_at of the newest
+	insertDeployment string // $1 cluster_id, $2 version, $3 document, $4 sha256 (created_at: the DB's clock)
+	deploymentAt     string // $1 cluster_id, $2 version → created_at
+	latestDeployment string // $1 cluster_id → the newest row
+	deploymentByVer  string // $1 cluster_id, $2 version → that row
+	// The migration to schema version 2 hashes the copied rows with these.
+	unhashedDeployments string // → cluster_id, version of rows without sha256
+	deploymentDocument  string // $1 cluster_id, $2 version → document
+	setDeploymentHash   string // $1 sha256, $2 cluster_id, $3 version
+	writeAudit          string // $1 at, $2 actor, $3 action, $4 target, $5 detail
+	recentAudit         string // $1 limit
 }
+
+// deploymentCols are the columns a Deployment is scanned from.
+const deploymentCols = "cluster_id, version, document, sha256, created_at"
 
 func buildQueries(d *dialect) *queries {
 	return &queries{
@@ -27,10 +39,20 @@ func buildQueries(d *dialect) *queries {
 			"WHERE cluster_id = $3 AND node_id = $4"),
 		listNodes: d.bind("SELECT cluster_id, node_id, application_uri, service_level_base, created_at, updated_at " +
 			"FROM cluster_nodes WHERE cluster_id = $1 ORDER BY node_id"),
-		addDeployment: d.bind(d.insertReturningID("deployments", "cluster_id", "artifact", "created_at")),
-		latestDeployment: d.bind("SELECT id, cluster_id, artifact, created_at FROM deployments " +
-			"WHERE cluster_id = $1 ORDER BY id DESC" + d.limit("1")),
-		writeAudit: d.bind("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)"),
+		ensureCluster: d.bind(d.insertClusterIfMissing()),
+		lockCluster:   d.bind(d.lockCluster),
+		deploymentHead: d.bind("SELECT version, sha256, created_at FROM deployments " +
+			"WHERE cluster_id = $1 ORDER BY version DESC" + d.limit("1")),
+		insertDeployment: d.bind("INSERT INTO deployments (cluster_id, version, document, sha256, created_at) " +
+			"VALUES ($1, $2, $3, $4, " + d.dbNow + ")"),
+		deploymentAt: d.bind("SELECT created_at FROM deployments WHERE cluster_id = $1 AND version = $2"),
+		latestDeployment: d.bind("SELECT " + deploymentCols + " FROM deployments " +
+			"WHERE cluster_id = $1 ORDER BY version DESC" + d.limit("1")),
+		deploymentByVer:     d.bind("SELECT " + deploymentCols + " FROM deployments WHERE cluster_id = $1 AND version = $2"),
+		unhashedDeployments: d.bind("SELECT cluster_id, version FROM deployments WHERE sha256 = '' ORDER BY cluster_id, version"),
+		deploymentDocument:  d.bind("SELECT document FROM deployments WHERE cluster_id = $1 AND version = $2"),
+		setDeploymentHash:   d.bind("UPDATE deployments SET sha256 = $1 WHERE cluster_id = $2 AND version = $3"),
+		writeAudit:          d.bind("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)"),
 		recentAudit: d.bind("SELECT id, at, actor, action, target, detail FROM audit_log " +
 			"ORDER BY id DESC" + d.limit("$1")),
 	}
@@ -47,8 +69,16 @@ func (q *queries) named() [][2]string {
 		{"upsertNode", q.upsertNode},
 		{"setSLB", q.setSLB},
 		{"listNodes", q.listNodes},
-		{"addDeployment", q.addDeployment},
+		{"ensureCluster", q.ensureCluster},
+		{"lockCluster", q.lockCluster},
+		{"deploymentHead", q.deploymentHead},
+		{"insertDeployment", q.insertDeployment},
+		{"deploymentAt", q.deploymentAt},
 		{"latestDeployment", q.latestDeployment},
+		{"deploymentByVer", q.deploymentByVer},
+		{"unhashedDeployments", q.unhashedDeployments},
+		{"deploymentDocument", q.deploymentDocument},
+		{"setDeploymentHash", q.setDeploymentHash},
 		{"writeAudit", q.writeAudit},
 		{"recentAudit", q.recentAudit},
 	}

@@ -144,10 +144,11 @@ func TestSQLServerPingFailsWithinItsDeadline(t *testing.T) {
 }
 
 var (
-	atParam      = regexp.MustCompile(`@p(\d+)`)
-	dollarParam  = regexp.MustCompile(`\$\d`)
-	qmarkParam   = regexp.MustCompile(`\?\d*`)
-	foreignTSQL  = []string{"LIMIT", "ON CONFLICT", "RETURNING", "IF NOT EXISTS", "AUTOINCREMENT", "BYTEA", "TIMESTAMPTZ", "BLOB", " TEXT", "excluded."}
+	atParam     = regexp.MustCompile(`@p(\d+)`)
+	dollarParam = regexp.MustCompile(`\$\d`)
+	qmarkParam  = regexp.MustCompile(`\?\d*`)
+	foreignTSQL = []string{"LIMIT", "ON CONFLICT", "RETURNING", "IF NOT EXISTS", "AUTOINCREMENT", "BYTEA", "TIMESTAMPTZ", "BLOB", " TEXT", "excluded.",
+		"FOR UPDATE", "clock_timestamp", "strftime", "RENAME TO"}
 	requiredTSQL = []string{"NVARCHAR(200)", "NVARCHAR(MAX)", "VARBINARY(MAX)", "BIGINT IDENTITY(1,1) PRIMARY KEY", "DATETIMEOFFSET(6)"}
 )
 
@@ -178,7 +179,11 @@ func TestSQLServerStatementText(t *testing.T) {
 		}
 		checkNoForeignSyntax(t, name, stmt)
 	}
-	schema := strings.Join(append([]string{schemaVersionTable(d), d.lockStmt}, schemaV1(d)...), "\n")
+	stmts := []string{schemaVersionTable(d), d.lockStmt}
+	for _, m := range migrations {
+		stmts = append(stmts, m.stmts(d)...)
+	}
+	schema := strings.Join(stmts, "\n")
 	checkNoForeignSyntax(t, "schema", schema)
 	for _, want := range requiredTSQL {
 		if !strings.Contains(schema, want) {
@@ -191,8 +196,20 @@ func TestSQLServerStatementText(t *testing.T) {
 	if !strings.Contains(d.lockStmt, "sp_getapplock") || !strings.Contains(d.lockStmt, "@LockOwner = N'Transaction'") {
 		t.Errorf("migration lock is not a transaction-owned application lock: %s", d.lockStmt)
 	}
+	// Deployments: the version is assigned under an update lock on the
+	// cluster's row, created_at is the server's UTC clock, the schema
+	// version 2 rebuild renames its table with sp_rename.
+	if q.lockCluster != "SELECT id FROM clusters WITH (UPDLOCK, HOLDLOCK) WHERE id = @p1" {
+		t.Errorf("lockCluster = %q", q.lockCluster)
+	}
+	if !strings.Contains(q.insertDeployment, "TODATETIMEOFFSET(SYSUTCDATETIME(), 0)") {
+		t.Errorf("insertDeployment does not stamp the server's clock: %q", q.insertDeployment)
+	}
+	if !strings.Contains(schema, "EXEC sp_rename N'deployments_v2', N'deployments'") {
+		t.Errorf("schema version 2 does not rename with sp_rename:\n%s", schema)
+	}
 	// The MERGE upserts must end with the semicolon T-SQL requires.
-	for _, stmt := range []string{q.upsertCluster, q.upsertNode} {
+	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster} {
 		if !strings.HasPrefix(stmt, "MERGE ") || !strings.HasSuffix(stmt, ";") {
 			t.Errorf("upsert is not a terminated MERGE: %q", stmt)
 		}

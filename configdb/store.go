@@ -2,11 +2,14 @@ package configdb
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -39,11 +42,19 @@ type ClusterNode struct {
 	UpdatedAt time.Time
 }
 
-// Deployment is a deployments row: one deployed configuration artifact.
+// Deployment is a deployments row: one version of a cluster's deployment
+// document (package deployment decodes it).
 type Deployment struct {
-	ID        int64
 	ClusterID string
-	Artifact  []byte
+	// Version counts 1, 2, … per cluster in the order the versions were
+	// stored; a higher version is always the newer document.
+	Version int64
+	// Document is the document's bytes exactly as stored.
+	Document []byte
+	// SHA256 is the lower-case hex SHA-256 of Document.
+	SHA256 string
+	// CreatedAt is the database's clock when the version was stored, in
+	// UTC (not the node's clock: every writer is stamped by one clock).
 	CreatedAt time.Time
 }
 
@@ -128,35 +139,113 @@ func (db *DB) ListClusterNodes(ctx context.Context, clusterID string) ([]Cluster
 	return out, nil
 }
 
-// AddDeployment stores a configuration artifact for a cluster and returns
-// its id; ids grow with every deployment.
-func (db *DB) AddDeployment(ctx context.Context, clusterID string, artifact []byte) (int64, error) {
-	if artifact == nil {
-		artifact = []byte{}
+// PutDeployment stores document as the next version of the cluster's
+// deployment and returns that row (Document is the slice passed in) and
+// true. When the cluster's newest version already holds the same bytes
+// (the same SHA-256), nothing is written: it returns that version and
+// false, so running "otopcua deploy" twice does not make the nodes apply
+// the same document again. A/B/A is three versions: only the newest counts.
+//
+// The version is assigned inside one transaction that holds the cluster's
+// row locked (PostgreSQL FOR UPDATE, SQL Server UPDLOCK/HOLDLOCK, SQLite's
+// BEGIN IMMEDIATE), so concurrent puts — from one handle or several nodes
+// — get distinct, consecutive versions. A missing clusters row is created
+// first (named after its id), so a deployment can be stored before any
+// node of the cluster has run. The bytes are not interpreted: validating
+// them is the caller's duty (deployment.Decode).
+func (db *DB) PutDeployment(ctx context.Context, clusterID string, document []byte) (Deployment, bool, error) {
+	if err := checkKey("cluster id", clusterID); err != nil {
+		return Deployment{}, false, err
 	}
-	var id int64
-	err := db.inClusterTx(ctx, clusterID, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, db.q.addDeployment, clusterID, artifact, db.now()).Scan(&id); err != nil {
-			return fmt.Errorf("configdb: add deployment to cluster %q: %w", clusterID, err)
+	if len(document) == 0 {
+		return Deployment{}, false, fmt.Errorf("%w: empty deployment document for cluster %q", ErrInvalid, clusterID)
+	}
+	dep := Deployment{ClusterID: clusterID, Document: document, SHA256: sha256Hex(document)}
+	created := false
+	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, db.q.ensureCluster, clusterID, db.now()); err != nil {
+			return fmt.Errorf("configdb: add cluster %q: %w", clusterID, err)
 		}
+		if db.q.lockCluster != "" {
+			var id string
+			if err := tx.QueryRowContext(ctx, db.q.lockCluster, clusterID).Scan(&id); err != nil {
+				return fmt.Errorf("configdb: lock cluster %q: %w", clusterID, err)
+			}
+		}
+		var newest int64
+		var sum string
+		var at time.Time
+		err := tx.QueryRowContext(ctx, db.q.deploymentHead, clusterID).Scan(&newest, &sum, &at)
+		switch {
+		case err == nil && sum == dep.SHA256:
+			dep.Version, dep.CreatedAt = newest, at.UTC()
+			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("configdb: newest deployment of cluster %q: %w", clusterID, err)
+		}
+		dep.Version, created = newest+1, true
+		if _, err := tx.ExecContext(ctx, db.q.insertDeployment, clusterID, dep.Version, document, dep.SHA256); err != nil {
+			return fmt.Errorf("configdb: store deployment version %d of cluster %q: %w", dep.Version, clusterID, err)
+		}
+		if err := tx.QueryRowContext(ctx, db.q.deploymentAt, clusterID, dep.Version).Scan(&at); err != nil {
+			return fmt.Errorf("configdb: read back deployment version %d of cluster %q: %w", dep.Version, clusterID, err)
+		}
+		dep.CreatedAt = at.UTC()
 		return nil
 	})
-	return id, err
+	if err != nil {
+		return Deployment{}, false, err
+	}
+	return dep, created, nil
 }
 
-// LatestDeployment returns the cluster's newest deployment (ErrNotFound
-// when there is none).
+// LatestDeployment returns the cluster's newest version (ErrNotFound when
+// it has none).
 func (db *DB) LatestDeployment(ctx context.Context, clusterID string) (Deployment, error) {
-	var d Deployment
-	err := db.sql.QueryRowContext(ctx, db.q.latestDeployment, clusterID).Scan(&d.ID, &d.ClusterID, &d.Artifact, &d.CreatedAt)
+	return db.scanDeployment(ctx, fmt.Sprintf("no deployment for cluster %q", clusterID),
+		db.q.latestDeployment, clusterID)
+}
+
+// DeploymentVersion returns one version of the cluster's deployment
+// (ErrNotFound when there is no such version).
+func (db *DB) DeploymentVersion(ctx context.Context, clusterID string, version int64) (Deployment, error) {
+	return db.scanDeployment(ctx, fmt.Sprintf("no deployment version %d for cluster %q", version, clusterID),
+		db.q.deploymentByVer, clusterID, version)
+}
+
+// LatestDeploymentVersion returns the number and SHA-256 of the cluster's
+// newest version without reading the document, for a node that polls for
+// a new one (ErrNotFound when there is none).
+func (db *DB) LatestDeploymentVersion(ctx context.Context, clusterID string) (int64, string, error) {
+	var v int64
+	var sum string
+	var at time.Time
+	err := db.sql.QueryRowContext(ctx, db.q.deploymentHead, clusterID).Scan(&v, &sum, &at)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Deployment{}, fmt.Errorf("%w: no deployment for cluster %q", ErrNotFound, clusterID)
+		return 0, "", fmt.Errorf("%w: no deployment for cluster %q", ErrNotFound, clusterID)
 	}
 	if err != nil {
-		return Deployment{}, fmt.Errorf("configdb: latest deployment of cluster %q: %w", clusterID, err)
+		return 0, "", fmt.Errorf("configdb: newest deployment version of cluster %q: %w", clusterID, err)
+	}
+	return v, sum, nil
+}
+
+func (db *DB) scanDeployment(ctx context.Context, missing, query string, args ...any) (Deployment, error) {
+	var d Deployment
+	err := db.sql.QueryRowContext(ctx, query, args...).Scan(&d.ClusterID, &d.Version, &d.Document, &d.SHA256, &d.CreatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Deployment{}, fmt.Errorf("%w: %s", ErrNotFound, missing)
+	}
+	if err != nil {
+		return Deployment{}, fmt.Errorf("configdb: read deployment: %s: %w", strings.TrimPrefix(missing, "no "), err)
 	}
 	d.CreatedAt = d.CreatedAt.UTC()
 	return d, nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // WriteAudit appends an entry to audit_log. A zero At is stamped with the
@@ -206,10 +295,25 @@ func (db *DB) RecentAudit(ctx context.Context, limit int) ([]AuditEntry, error) 
 // inClusterTx runs fn in a transaction after checking that the cluster
 // exists (ErrUnknownCluster otherwise), so a missing cluster is reported
 // the same way by every dialect instead of as a foreign-key error.
-func (db *DB) inClusterTx(ctx context.Context, clusterID string, fn func(*sql.Tx) error) (err error) {
+func (db *DB) inClusterTx(ctx context.Context, clusterID string, fn func(*sql.Tx) error) error {
 	if err := checkKey("cluster id", clusterID); err != nil {
 		return err
 	}
+	return db.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, db.q.clusterExists, clusterID).Scan(&n); err != nil {
+			return fmt.Errorf("configdb: look up cluster %q: %w", clusterID, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w %q: add it with UpsertCluster first", ErrUnknownCluster, clusterID)
+		}
+		return fn(tx)
+	})
+}
+
+// inTx runs fn in a transaction, committed when fn returns nil and rolled
+// back otherwise.
+func (db *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	tx, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("configdb: begin: %w", err)
@@ -219,13 +323,6 @@ func (db *DB) inClusterTx(ctx context.Context, clusterID string, fn func(*sql.Tx
 			_ = tx.Rollback()
 		}
 	}()
-	var n int
-	if err := tx.QueryRowContext(ctx, db.q.clusterExists, clusterID).Scan(&n); err != nil {
-		return fmt.Errorf("configdb: look up cluster %q: %w", clusterID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w %q: add it with UpsertCluster first", ErrUnknownCluster, clusterID)
-	}
 	if err := fn(tx); err != nil {
 		return err
 	}

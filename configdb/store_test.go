@@ -33,6 +33,8 @@ func runStoreSuite(t *testing.T, open opener) {
 	t.Run("SchemaNewer", func(t *testing.T) { testSchemaNewer(t, open(t, nil)) })
 	t.Run("ClusterNodes", func(t *testing.T) { testClusterNodes(t, open) })
 	t.Run("Deployments", func(t *testing.T) { testDeployments(t, open) })
+	t.Run("DeploymentsConcurrentPuts", func(t *testing.T) { testDeploymentsConcurrentPuts(t, open) })
+	t.Run("DeploymentsMigratedFromVersion1", func(t *testing.T) { testDeploymentsFromV1(t, open(t, nil)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := open(t, nil).Ping(ctxT(t)); err != nil {
@@ -112,37 +114,38 @@ func testMigrateConcurrently(t *testing.T, open opener) {
 	}
 }
 
-// testMigrateSteps applies a later step to a database at version 1 and
-// checks that a failing step leaves nothing behind.
+// testMigrateSteps applies a step after this build's last one and checks
+// that a failing step leaves nothing behind.
 func testMigrateSteps(t *testing.T, db *DB) {
 	ctx := ctxT(t)
 	migrated(t, db)
-	v2 := migration{2, "test: extra table", func(d *dialect) []string {
-		return []string{"CREATE TABLE extra_v2 (n INTEGER NOT NULL)"}
-	}}
-	broken := migration{3, "test: broken", func(d *dialect) []string {
-		return []string{"CREATE TABLE extra_v3 (n INTEGER NOT NULL)", "THIS IS NOT SQL"}
-	}}
-	if err := db.migrate(ctx, append(append([]migration{}, migrations...), v2)); err != nil {
-		t.Fatalf("migrate to 2: %v", err)
+	next, after := SchemaVersion+1, SchemaVersion+2
+	extra := migration{next, "test: extra table", func(d *dialect) []string {
+		return []string{"CREATE TABLE extra_next (n INTEGER NOT NULL)"}
+	}, nil}
+	broken := migration{after, "test: broken", func(d *dialect) []string {
+		return []string{"CREATE TABLE extra_after (n INTEGER NOT NULL)", "THIS IS NOT SQL"}
+	}, nil}
+	if err := db.migrate(ctx, append(append([]migration{}, migrations...), extra)); err != nil {
+		t.Fatalf("migrate to %d: %v", next, err)
 	}
-	if v, _ := db.Version(ctx); v != 2 {
-		t.Fatalf("Version = %d after step 2, want 2", v)
+	if v, _ := db.Version(ctx); v != next {
+		t.Fatalf("Version = %d after step %d, want %d", v, next, next)
 	}
-	err := db.migrate(ctx, append(append([]migration{}, migrations...), v2, broken))
+	err := db.migrate(ctx, append(append([]migration{}, migrations...), extra, broken))
 	if err == nil {
 		t.Fatal("a broken step migrated")
 	}
-	if v, _ := db.Version(ctx); v != 2 {
-		t.Fatalf("Version = %d after a failed step 3, want 2", v)
+	if v, _ := db.Version(ctx); v != next {
+		t.Fatalf("Version = %d after a failed step %d, want %d", v, after, next)
 	}
 	var n int
-	if err := db.sql.QueryRowContext(ctx, db.q.tableExists, "extra_v3").Scan(&n); err != nil || n != 0 {
-		t.Fatalf("extra_v3 after the failed step: count %d, %v; want it rolled back", n, err)
+	if err := db.sql.QueryRowContext(ctx, db.q.tableExists, "extra_after").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("extra_after after the failed step: count %d, %v; want it rolled back", n, err)
 	}
-	// A database at version 2 is newer than this build's schema.
+	// A database past this build's last step is newer than its schema.
 	if err := db.Migrate(ctx); !errors.Is(err, ErrSchemaNewer) {
-		t.Fatalf("Migrate on a version-2 database = %v, want ErrSchemaNewer", err)
+		t.Fatalf("Migrate on a version-%d database = %v, want ErrSchemaNewer", next, err)
 	}
 }
 
@@ -275,50 +278,6 @@ func checkNodes(t *testing.T, got, want []ClusterNode) {
 		if g.CreatedAt.Location() != time.UTC {
 			t.Fatalf("node %d: CreatedAt in %v, want UTC", i, g.CreatedAt.Location())
 		}
-	}
-}
-
-func testDeployments(t *testing.T, open opener) {
-	clock := clockwork.NewFakeClockAt(t0)
-	db := migrated(t, open(t, clock))
-	ctx := ctxT(t)
-	if _, err := db.AddDeployment(ctx, "plant-1", []byte("x")); !errors.Is(err, ErrUnknownCluster) {
-		t.Fatalf("deployment to an unknown cluster: %v, want ErrUnknownCluster", err)
-	}
-	if err := db.UpsertCluster(ctx, Cluster{ID: "plant-1", Name: "Plant 1"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.LatestDeployment(ctx, "plant-1"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("LatestDeployment with none: %v, want ErrNotFound", err)
-	}
-	first := []byte{0, 1, 2, 0xff, 0, '\'', '"', '\\'}
-	big := bytes.Repeat([]byte{0xde, 0xad, 0xbe, 0xef, 0x00}, 200_000) // 1 MB with NUL bytes
-	id1, err := db.AddDeployment(ctx, "plant-1", first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Advance(time.Minute)
-	id2, err := db.AddDeployment(ctx, "plant-1", big)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id2 <= id1 {
-		t.Fatalf("deployment ids %d then %d: want increasing", id1, id2)
-	}
-	d, err := db.LatestDeployment(ctx, "plant-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.ID != id2 || d.ClusterID != "plant-1" || !bytes.Equal(d.Artifact, big) || !d.CreatedAt.Equal(dbTime(t0.Add(time.Minute))) {
-		t.Fatalf("latest = id %d cluster %q %d bytes at %v; want id %d, %d bytes at %v",
-			d.ID, d.ClusterID, len(d.Artifact), d.CreatedAt, id2, len(big), dbTime(t0.Add(time.Minute)))
-	}
-	var art []byte
-	if err := db.sql.QueryRowContext(ctx, db.d.bind("SELECT artifact FROM deployments WHERE id = $1"), id1).Scan(&art); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(art, first) {
-		t.Fatalf("first artifact read back as %x, want %x", art, first)
 	}
 }
 

@@ -1,11 +1,19 @@
-// Package deployment is the unit of configuration of a ClusterId's data
-// plane: one versioned JSON document naming the field devices, their tags
-// and (for the alarms issue) the alarms. It owns the document's types,
-// decoding and validation; storing it (Config DB, LocalDb cache) and
-// applying it (drivers, address space) belong to other packages.
 package deployment
 
 import "time"
+
+// Defaults of the optional fields (docs/deployments.md lists them).
+const (
+	// DefaultUnitId is a Modbus device's unit id when unitId is absent.
+	DefaultUnitId = 1
+	// DefaultPollInterval is a device's poll interval when pollInterval is
+	// absent.
+	DefaultPollInterval = time.Second
+	// MinPollInterval is the shortest accepted pollInterval.
+	MinPollInterval = 10 * time.Millisecond
+	// DefaultTimeout bounds one Modbus request when timeout is absent.
+	DefaultTimeout = time.Second
+)
 
 // Document is one deployment of one ClusterId (DESIGN.md "Deployment
 // document").
@@ -78,6 +86,30 @@ const (
 	SignalConstant   = "constant"
 )
 
+// EffectiveUnitId is UnitId, or DefaultUnitId when absent.
+func (d *Device) EffectiveUnitId() int {
+	if d.UnitId == nil {
+		return DefaultUnitId
+	}
+	return *d.UnitId
+}
+
+// EffectivePollInterval is PollInterval, or DefaultPollInterval when zero.
+func (d *Device) EffectivePollInterval() time.Duration {
+	if d.PollInterval == 0 {
+		return DefaultPollInterval
+	}
+	return d.PollInterval.Std()
+}
+
+// EffectiveTimeout is Timeout, or DefaultTimeout when zero.
+func (d *Device) EffectiveTimeout() time.Duration {
+	if d.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return d.Timeout.Std()
+}
+
 // Tag is one value of a device: the Variable ns=<N>;s=<device>/<tag>.
 type Tag struct {
 	// Name: 1–64 of A-Z a-z 0-9 _ - . , unique within the device.
@@ -111,10 +143,3 @@ type Alarm struct {
 	Severity  int    `json:"severity"`
 	Message   string `json:"message"`
 }
-
-// Duration is a time.Duration written as "00:00:00.100" (.NET TimeSpan)
-// or "100ms" (Go) in the document.
-type Duration time.Duration
-
-// Std returns d as a time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }

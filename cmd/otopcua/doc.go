@@ -5,6 +5,9 @@
 //	otopcua config effective FILE          the effective cluster settings as HOCON
 //	otopcua config effective --url URL     what a running node installed
 //	otopcua host --config FILE             run this node until SIGINT/SIGTERM
+//	otopcua deploy DOC --config FILE       validate a deployment document and store it
+//	                                       in the Config DB (--check: validate only;
+//	                                       docs/deployments.md)
 //	otopcua demo [--kill-primary-after D]  a supervised local pair with a live table
 //	otopcua client -F URL,URL read|write|browse|subscribe|redundancy …
 //	                                       an OPC UA client that follows the redundant set

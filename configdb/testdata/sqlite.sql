@@ -14,6 +14,12 @@ CREATE INDEX deployments_cluster ON deployments (cluster_id, id);
 CREATE TABLE audit_log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TIMESTAMP NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE INDEX audit_log_at ON audit_log (at);
 
+-- version 2: deployments: a version per cluster, sha256, created_at by the database's clock
+CREATE TABLE deployments_v2 (cluster_id TEXT NOT NULL REFERENCES clusters (id), version BIGINT NOT NULL CHECK (version >= 1), document BLOB NOT NULL, sha256 VARCHAR(64) NOT NULL, created_at TIMESTAMP NOT NULL, PRIMARY KEY (cluster_id, version));
+INSERT INTO deployments_v2 (cluster_id, version, document, sha256, created_at) SELECT cluster_id, ROW_NUMBER() OVER (PARTITION BY cluster_id ORDER BY id), artifact, '', created_at FROM deployments;
+DROP TABLE deployments;
+ALTER TABLE deployments_v2 RENAME TO deployments;
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -35,11 +41,35 @@ UPDATE cluster_nodes SET service_level_base = ?1, updated_at = ?2 WHERE cluster_
 -- listNodes
 SELECT cluster_id, node_id, application_uri, service_level_base, created_at, updated_at FROM cluster_nodes WHERE cluster_id = ?1 ORDER BY node_id
 
--- addDeployment
-INSERT INTO deployments (cluster_id, artifact, created_at) VALUES (?1, ?2, ?3) RETURNING id
+-- ensureCluster
+INSERT INTO clusters (id, name, created_at) VALUES (?1, ?1, ?2) ON CONFLICT (id) DO NOTHING
+
+-- lockCluster
+
+
+-- deploymentHead
+SELECT version, sha256, created_at FROM deployments WHERE cluster_id = ?1 ORDER BY version DESC LIMIT 1
+
+-- insertDeployment
+INSERT INTO deployments (cluster_id, version, document, sha256, created_at) VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%d %H:%M:%f', 'now'))
+
+-- deploymentAt
+SELECT created_at FROM deployments WHERE cluster_id = ?1 AND version = ?2
 
 -- latestDeployment
-SELECT id, cluster_id, artifact, created_at FROM deployments WHERE cluster_id = ?1 ORDER BY id DESC LIMIT 1
+SELECT cluster_id, version, document, sha256, created_at FROM deployments WHERE cluster_id = ?1 ORDER BY version DESC LIMIT 1
+
+-- deploymentByVer
+SELECT cluster_id, version, document, sha256, created_at FROM deployments WHERE cluster_id = ?1 AND version = ?2
+
+-- unhashedDeployments
+SELECT cluster_id, version FROM deployments WHERE sha256 = '' ORDER BY cluster_id, version
+
+-- deploymentDocument
+SELECT document FROM deployments WHERE cluster_id = ?1 AND version = ?2
+
+-- setDeploymentHash
+UPDATE deployments SET sha256 = ?1 WHERE cluster_id = ?2 AND version = ?3
 
 -- writeAudit
 INSERT INTO audit_log (at, actor, action, target, detail) VALUES (?1, ?2, ?3, ?4, ?5)

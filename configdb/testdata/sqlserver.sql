@@ -14,6 +14,12 @@ CREATE INDEX deployments_cluster ON deployments (cluster_id, id);
 CREATE TABLE audit_log (id BIGINT IDENTITY(1,1) PRIMARY KEY, at DATETIMEOFFSET(6) NOT NULL, actor NVARCHAR(200) NOT NULL, action NVARCHAR(200) NOT NULL, target NVARCHAR(MAX) NOT NULL, detail NVARCHAR(MAX) NOT NULL);
 CREATE INDEX audit_log_at ON audit_log (at);
 
+-- version 2: deployments: a version per cluster, sha256, created_at by the database's clock
+CREATE TABLE deployments_v2 (cluster_id NVARCHAR(200) NOT NULL REFERENCES clusters (id), version BIGINT NOT NULL CHECK (version >= 1), document VARBINARY(MAX) NOT NULL, sha256 VARCHAR(64) NOT NULL, created_at DATETIMEOFFSET(6) NOT NULL, PRIMARY KEY (cluster_id, version));
+INSERT INTO deployments_v2 (cluster_id, version, document, sha256, created_at) SELECT cluster_id, ROW_NUMBER() OVER (PARTITION BY cluster_id ORDER BY id), artifact, '', created_at FROM deployments;
+DROP TABLE deployments;
+EXEC sp_rename N'deployments_v2', N'deployments';
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -35,11 +41,35 @@ UPDATE cluster_nodes SET service_level_base = @p1, updated_at = @p2 WHERE cluste
 -- listNodes
 SELECT cluster_id, node_id, application_uri, service_level_base, created_at, updated_at FROM cluster_nodes WHERE cluster_id = @p1 ORDER BY node_id
 
--- addDeployment
-INSERT INTO deployments (cluster_id, artifact, created_at) OUTPUT INSERTED.id VALUES (@p1, @p2, @p3)
+-- ensureCluster
+MERGE clusters WITH (HOLDLOCK) AS t USING (SELECT @p1 AS id) AS s ON t.id = s.id WHEN NOT MATCHED THEN INSERT (id, name, created_at) VALUES (@p1, @p1, @p2);
+
+-- lockCluster
+SELECT id FROM clusters WITH (UPDLOCK, HOLDLOCK) WHERE id = @p1
+
+-- deploymentHead
+SELECT version, sha256, created_at FROM deployments WHERE cluster_id = @p1 ORDER BY version DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY
+
+-- insertDeployment
+INSERT INTO deployments (cluster_id, version, document, sha256, created_at) VALUES (@p1, @p2, @p3, @p4, TODATETIMEOFFSET(SYSUTCDATETIME(), 0))
+
+-- deploymentAt
+SELECT created_at FROM deployments WHERE cluster_id = @p1 AND version = @p2
 
 -- latestDeployment
-SELECT id, cluster_id, artifact, created_at FROM deployments WHERE cluster_id = @p1 ORDER BY id DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY
+SELECT cluster_id, version, document, sha256, created_at FROM deployments WHERE cluster_id = @p1 ORDER BY version DESC OFFSET 0 ROWS FETCH NEXT 1 ROWS ONLY
+
+-- deploymentByVer
+SELECT cluster_id, version, document, sha256, created_at FROM deployments WHERE cluster_id = @p1 AND version = @p2
+
+-- unhashedDeployments
+SELECT cluster_id, version FROM deployments WHERE sha256 = '' ORDER BY cluster_id, version
+
+-- deploymentDocument
+SELECT document FROM deployments WHERE cluster_id = @p1 AND version = @p2
+
+-- setDeploymentHash
+UPDATE deployments SET sha256 = @p1 WHERE cluster_id = @p2 AND version = @p3
 
 -- writeAudit
 INSERT INTO audit_log (at, actor, action, target, detail) VALUES (@p1, @p2, @p3, @p4, @p5)

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/deployment"
+	"github.com/spf13/cobra"
+)
+
+// defaultDeployTimeout bounds opening, migrating and writing the Config DB.
+const defaultDeployTimeout = 30 * time.Second
+
+func (c *cli) deployCmd() *cobra.Command {
+	var (
+		path    string
+		check   bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "deploy FILE",
+		Short: "Validate a deployment document and store it in the Config DB",
+		Long: `Validate the deployment document FILE (docs/deployments.md) and store it as
+the next version of its cluster's deployment in the Config DB of --config
+(default appsettings.json in the working directory; without that file, the
+defaults), plus OTOPCUA_ environment overrides. Every node of that
+ClusterId then applies the newest version. The document's clusterId must be
+the configuration's Node:ClusterId. Storing a document byte for byte equal
+to the newest version stores nothing and prints that version again.
+
+With --check, FILE is only validated (and, when --config is given, its
+clusterId compared); the Config DB is not touched.
+
+Exit codes: 0 stored (or valid, with --check); 2 the document or the
+configuration is invalid — every problem is printed on its own line as
+path = value: accepted values — or the clusterId differs; 1 the Config DB
+failed.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			configGiven := cmd.Flags().Changed("config")
+			if !configGiven {
+				if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+					path = ""
+				}
+			}
+			if check {
+				return c.deployCheck(args[0], path, configGiven)
+			}
+			return c.deploy(cmd.Context(), args[0], path, timeout)
+		},
+	}
+	cmd.Flags().StringVarP(&path, "config", "c", defaultConfigFile, "appsettings.json naming Node:ClusterId and the Config DB")
+	cmd.Flags().BoolVar(&check, "check", false, "only validate FILE; do not store it")
+	cmd.Flags().DurationVar(&timeout, "timeout", defaultDeployTimeout, "bound on reaching and writing the Config DB")
+	return cmd
+}
+
+// readDocument reads and decodes FILE; every failure is an exit 2.
+func readDocument(file string) (*deployment.Document, []byte, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, &exitError{code: exitUsage, err: fmt.Errorf("deploy: %w", err)}
+	}
+	doc, err := deployment.Decode(data)
+	var se *deployment.SyntaxError
+	var ve *deployment.ValidationError
+	switch {
+	case err == nil:
+		return doc, data, nil
+	case errors.As(err, &se):
+		err = fmt.Errorf("deploy: %s:%d:%d: %s", file, se.Line, se.Column, se.Msg)
+	case errors.As(err, &ve):
+		err = fmt.Errorf("invalid deployment document in %s: %s", file, problemLines(ve.Problems))
+	default:
+		err = fmt.Errorf("deploy: %s: %w", file, err)
+	}
+	return nil, nil, &exitError{code: exitUsage, err: err}
+}
+
+// problemLines is "N problems" followed by one indented line per problem.
+func problemLines(problems []deployment.Problem) string {
+	s := fmt.Sprintf("%d problem", len(problems))
+	if len(problems) != 1 {
+		s += "s"
+	}
+	for _, p := range problems {
+		s += "\n  " + p.String()
+	}
+	return s
+}
+
+// loadForDeploy loads the configuration and checks that it names the
+// document's cluster.
+func (c *cli) loadForDeploy(file, configPath string, doc *deployment.Document) (*config.Config, error) {
+	cfg, err := config.Load(configPath, c.environ)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	if doc.ClusterId != cfg.Node.ClusterId {
+		source := configPath
+		if source == "" {
+			source = "the defaults and environment"
+		}
+		return nil, &exitError{code: exitUsage, err: fmt.Errorf(
+			"deploy: %s is for clusterId %q but Node:ClusterId is %q (%s): a node applies only its own cluster's deployment",
+			file, doc.ClusterId, cfg.Node.ClusterId, source)}
+	}
+	return cfg, nil
+}
+
+func (c *cli) deployCheck(file, configPath string, configGiven bool) error {
+	doc, _, err := readDocument(file)
+	if err != nil {
+		return err
+	}
+	if configGiven {
+		if _, err := c.loadForDeploy(file, configPath, doc); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.stdout, "ok: %s: cluster %s, %s\n", file, doc.ClusterId, contents(doc))
+	return nil
+}
+
+func (c *cli) deploy(parent context.Context, file, configPath string, timeout time.Duration) error {
+	doc, data, err := readDocument(file)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.loadForDeploy(file, configPath, doc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	dbFailed := func(err error) error {
+		return &exitError{code: exitFailure, err: fmt.Errorf("deploy: Config DB (ConfigDb:Provider %s): %w", cfg.ConfigDb.Provider, err)}
+	}
+	db, err := configdb.Open(ctx, cfg.ConfigDb.Provider, cfg.ConfigDb.ConnectionString)
+	if err != nil {
+		return dbFailed(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return dbFailed(err)
+	}
+	dep, created, err := db.PutDeployment(ctx, doc.ClusterId, data)
+	if err != nil {
+		return dbFailed(err)
+	}
+	if created {
+		fmt.Fprintf(c.stdout, "deployed cluster %s version %d (%s, sha256 %s)\n", dep.ClusterID, dep.Version, contents(doc), dep.SHA256)
+	} else {
+		fmt.Fprintf(c.stdout, "deployed cluster %s version %d (unchanged: the newest version, stored %s, already holds this document)\n",
+			dep.ClusterID, dep.Version, dep.CreatedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// contents counts what a document holds, e.g. "2 devices, 6 tags, 1 alarm".
+func contents(doc *deployment.Document) string {
+	tags := 0
+	for _, d := range doc.Devices {
+		tags += len(d.Tags)
+	}
+	return plural(len(doc.Devices), "device") + ", " + plural(tags, "tag") + ", " + plural(len(doc.Alarms), "alarm")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
