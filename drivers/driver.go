@@ -135,7 +135,8 @@ type Stats struct {
 	// one per planned request per poll; the simulated driver one per poll).
 	// A request that could not be sent because the device is not connected
 	// counts as failed, so for a Modbus driver ReadsOK + ReadsFailed =
-	// Polls × planned requests.
+	// Polls × planned requests (while the plan stays: a request the device
+	// refused for an address in a gap is replaced by its parts, uncounted).
 	ReadsOK, ReadsFailed uint64
 	// WritesOK and WritesFailed count Write calls that reached the device
 	// or were refused by it or for lack of a connection; a value refused

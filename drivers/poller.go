@@ -30,8 +30,10 @@ func (f SinkFunc) Publish(p Poll) { f(p) }
 type Poll struct {
 	// Seq numbers the polls of one Run from 1.
 	Seq uint64
-	// Start is when the poll began (on the Poller's clock).
-	Start time.Time
+	// Start is when the poll began and Duration how long the driver's Read
+	// took (on the Poller's clock): the poll-cycle duration.
+	Start    time.Time
+	Duration time.Duration
 	// Readings and Err are what Driver.Read returned.
 	Readings []Reading
 	Err      error
@@ -51,9 +53,9 @@ type Poller struct {
 	Sink Sink
 }
 
-// Run polls at once and then every Interval (NextPoll) until ctx is done or
-// the driver is closed, and returns ctx's error or ErrClosed. It runs on the
-// caller's goroutine; one Run per Driver.
+// Run polls at once and then every Interval (NextPoll) until ctx is done
+// (at once) or the driver is closed (at the next poll), and returns ctx's
+// error or ErrClosed. It runs on the caller's goroutine; one Run per Driver.
 func (p *Poller) Run(ctx context.Context) error {
 	clock := p.Clock
 	if clock == nil {
@@ -72,9 +74,10 @@ func (p *Poller) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		seq++
-		p.Sink.Publish(Poll{Seq: seq, Start: start, Readings: readings, Err: err})
 		now := clock.Now()
+		seq++
+		p.Sink.Publish(Poll{Seq: seq, Start: start, Duration: now.Sub(start), Readings: readings, Err: err})
+		now = clock.Now()
 		if err := sleep(ctx, clock, NextPoll(start, now, p.Interval).Sub(now)); err != nil {
 			return err
 		}

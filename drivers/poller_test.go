@@ -85,7 +85,7 @@ func TestPollerSchedule(t *testing.T) {
 	wantStarts := []time.Duration{0, 100 * ms, 200 * ms, 500 * ms, 600 * ms}
 	for k, want := range wantStarts {
 		got := <-polls
-		if got.Seq != uint64(k+1) || got.Start.Sub(t0) != want || got.Readings[0].Value != int16(k+1) {
+		if got.Seq != uint64(k+1) || got.Start.Sub(t0) != want || got.Readings[0].Value != int16(k+1) || got.Duration != d.took[k] {
 			t.Fatalf("poll %d: seq %d start +%v value %v; want seq %d start +%v", k, got.Seq, got.Start.Sub(t0), got.Readings[0].Value, k+1, want)
 		}
 		if k == len(wantStarts)-1 {

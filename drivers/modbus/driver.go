@@ -152,65 +152,13 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 		d.ctr.Poll(d.clock.Since(start))
 		return d.readings.Snapshot(), err
 	}
-	var (
-		errs       []error
-		ok, failed int
-		heard      bool  // the device answered something
-		broke      error // the connection broke
-	)
-	for k := 0; k < len(d.plan) && broke == nil; k++ {
-		if ctx.Err() != nil {
-			d.release(s, heard, nil)
-			return nil, ctx.Err()
-		}
-		req := d.plan[k]
-		vals, err := d.exec(s.c, req)
-		now := d.clock.Now()
-		out, code := classify(err)
-		if out == refused && errors.Is(err, mb.ErrIllegalDataAddress) {
-			if parts := SplitAtGaps(req, d.tags); len(parts) > 1 {
-				d.log.Warn("modbus device refused a merged read; reading its tags without the gaps from now on",
-					"table", req.Table, "start", req.Start, "count", req.Count, "parts", len(parts))
-				d.plan = append(d.plan[:k], append(parts, d.plan[k+1:]...)...)
-				k--
-				heard = true
-				continue
-			}
-		}
-		if err != nil {
-			err = fmt.Errorf("read %s %d+%d: %w", req.Table, req.Start, req.Count, err)
-		}
-		switch out {
-		case answered:
-			heard = true
-			ok++
-			for j, i := range req.Tags {
-				d.readings.Good(i, vals[j], now)
-			}
-		case refused, internal:
-			heard = heard || out == refused
-			failed++
-			errs = append(errs, &drivers.StatusError{Code: code, Err: err})
-			for _, i := range req.Tags {
-				d.readings.Failed(i, code, now)
-			}
-		case unreachable:
-			heard = true
-			failed++
-			errs = append(errs, fmt.Errorf("%w: %w", drivers.ErrCommunication, err))
-			for _, i := range req.Tags {
-				d.readings.CommFailed(i, now)
-			}
-		case broken:
-			broke = fmt.Errorf("%w: %w", drivers.ErrCommunication, err)
-			errs = append(errs, broke)
-			failed += len(d.plan) - k
-			d.commFailed(k, now)
-		}
+	p := d.pollOn(ctx, s)
+	d.release(s, p.heard, p.broke)
+	if p.cancelled != nil {
+		return nil, p.cancelled
 	}
-	d.release(s, heard, broke)
-	d.ctr.Reads(ok, failed)
-	err = errors.Join(errs...)
+	d.ctr.Reads(p.ok, p.failed)
+	err = errors.Join(p.errs...)
 	d.mu.Lock()
 	d.lastErr = err
 	d.mu.Unlock()
@@ -218,12 +166,104 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 	return d.readings.Snapshot(), err
 }
 
+// poll is what one poll on a session found.
+type poll struct {
+	ok, failed int
+	heard      bool    // the device answered something
+	broke      error   // the connection broke
+	errs       []error // why tags are not Good
+	cancelled  error   // ctx ended the poll
+}
+
+// pollOn sends the plan's requests on s and records their outcomes in the
+// readings, until the plan is done, the connection breaks, ctx ends or the
+// driver is closed.
+// readMu must be held.
+func (d *Driver) pollOn(ctx context.Context, s *session) (p poll) {
+	for k := 0; k < len(d.plan) && p.broke == nil; k++ {
+		if err := ctx.Err(); err != nil {
+			p.cancelled = err
+			return p
+		}
+		if d.isClosed() {
+			p.cancelled = drivers.ErrClosed
+			return p
+		}
+		req := d.plan[k]
+		vals, err := d.exec(s.c, req)
+		if d.splitRefused(k, err) {
+			p.heard = true
+			k-- // send the parts now
+			continue
+		}
+		d.record(k, vals, err, &p)
+	}
+	return p
+}
+
+// splitRefused replaces request k by its parts when the device refused it
+// with Illegal Data Address and it spans unused addresses; it reports
+// whether it did. readMu must be held.
+func (d *Driver) splitRefused(k int, err error) bool {
+	req := d.plan[k]
+	if out, _ := classify(err); out != refused || !errors.Is(err, mb.ErrIllegalDataAddress) {
+		return false
+	}
+	parts := SplitAtGaps(req, d.tags)
+	if len(parts) < 2 {
+		return false
+	}
+	d.log.Warn("modbus device refused a merged read; reading its tags without the gaps from now on",
+		"table", req.Table, "start", req.Start, "count", req.Count, "parts", len(parts))
+	d.plan = append(d.plan[:k], append(parts, d.plan[k+1:]...)...)
+	return true
+}
+
+// record applies the outcome of request k (its values or err) to its tags,
+// and for a broken connection to the tags of the rest of the plan. readMu
+// must be held.
+func (d *Driver) record(k int, vals []any, err error, p *poll) {
+	req := d.plan[k]
+	now := d.clock.Now()
+	out, code := classify(err)
+	if err != nil {
+		err = fmt.Errorf("read %s %d+%d: %w", req.Table, req.Start, req.Count, err)
+	}
+	switch out {
+	case answered:
+		p.heard = true
+		p.ok++
+		for j, i := range req.Tags {
+			d.readings.Good(i, vals[j], now)
+		}
+	case refused, internal:
+		p.heard = p.heard || out == refused
+		p.failed++
+		p.errs = append(p.errs, &drivers.StatusError{Code: code, Err: err})
+		for _, i := range req.Tags {
+			d.readings.Failed(i, code, now)
+		}
+	case unreachable:
+		p.heard = true
+		p.failed++
+		p.errs = append(p.errs, fmt.Errorf("%w: %w", drivers.ErrCommunication, err))
+		for _, i := range req.Tags {
+			d.readings.CommFailed(i, now)
+		}
+	case broken:
+		p.broke = fmt.Errorf("%w: %w", drivers.ErrCommunication, err)
+		p.errs = append(p.errs, p.broke)
+		p.failed += len(d.plan) - k
+		d.commFailed(k, now)
+	}
+}
+
 // exec sends req and decodes the answer. readMu must be held.
-func (d *Driver) exec(c *mb.ModbusClient, req Request) ([]any, error) {
+func (d *Driver) exec(c *mb.ModbusClient, req Request) (vals []any, err error) {
+	defer guard(&err)
 	var (
 		words []uint16
 		bits  []bool
-		err   error
 	)
 	switch req.Table {
 	case deployment.TableHolding:
@@ -238,13 +278,21 @@ func (d *Driver) exec(c *mb.ModbusClient, req Request) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals, err := Decode(req, d.tags, words, bits)
+	vals, err = Decode(req, d.tags, words, bits)
 	if err != nil {
 		// The client checks the answer's length, so this is a frame it
 		// should not have accepted: treat it as a broken connection.
 		return nil, fmt.Errorf("%w: %w", mb.ErrProtocolError, err)
 	}
 	return vals, nil
+}
+
+// guard turns a panic of the Modbus client (on an answer it failed to
+// check) into a protocol error, so that no device can crash the node.
+func guard(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: the modbus client panicked: %v", mb.ErrProtocolError, r)
+	}
 }
 
 // commFailed marks the tags of requests k… of the plan as not read for lack
@@ -269,17 +317,7 @@ func (d *Driver) Write(ctx context.Context, name string, value any) (err error) 
 	if !t.Writable || (t.Table != deployment.TableHolding && t.Table != deployment.TableCoil) {
 		return fmt.Errorf("%w: %q", drivers.ErrNotWritable, name)
 	}
-	var (
-		words []uint16
-		bit   bool
-	)
-	if t.Table == deployment.TableCoil {
-		var v any
-		v, err = drivers.Convert(value, deployment.TypeBool)
-		bit, _ = v.(bool)
-	} else {
-		words, err = Encode(t, value)
-	}
+	words, bit, err := encodeWrite(t, value)
 	if err != nil {
 		return fmt.Errorf("tag %q: %w", name, err)
 	}
@@ -287,19 +325,11 @@ func (d *Driver) Write(ctx context.Context, name string, value any) (err error) 
 	if err != nil {
 		return fmt.Errorf("write %q: %w", name, err)
 	}
-	addr := uint16(*t.Address)
-	switch {
-	case t.Table == deployment.TableCoil:
-		err = s.c.WriteCoil(addr, bit)
-	case len(words) == 1:
-		err = s.c.WriteRegister(addr, words[0])
-	default:
-		err = s.c.WriteRegisters(addr, words)
-	}
+	err = send(s.c, t, words, bit)
 	out, code := classify(err)
 	var broke error
 	if err != nil {
-		err = fmt.Errorf("write %q (%s %d): %w", name, t.Table, addr, err)
+		err = fmt.Errorf("write %q (%s %d): %w", name, t.Table, *t.Address, err)
 	}
 	switch out {
 	case refused, internal:
@@ -312,6 +342,34 @@ func (d *Driver) Write(ctx context.Context, name string, value any) (err error) 
 	}
 	d.release(s, out == answered || out == refused || out == unreachable, broke)
 	return err
+}
+
+// encodeWrite is what to send for value of the writable tag t: the bit of a
+// coil, the registers of a holding register tag.
+func encodeWrite(t deployment.Tag, value any) (words []uint16, bit bool, err error) {
+	if t.Table != deployment.TableCoil {
+		words, err = Encode(t, value)
+		return words, false, err
+	}
+	v, err := drivers.Convert(value, deployment.TypeBool)
+	if err != nil {
+		return nil, false, err
+	}
+	return nil, v.(bool), nil
+}
+
+// send writes a coil or registers of t.
+func send(c *mb.ModbusClient, t deployment.Tag, words []uint16, bit bool) (err error) {
+	defer guard(&err)
+	addr := uint16(*t.Address)
+	switch {
+	case t.Table == deployment.TableCoil:
+		return c.WriteCoil(addr, bit)
+	case len(words) == 1:
+		return c.WriteRegister(addr, words[0])
+	default:
+		return c.WriteRegisters(addr, words)
+	}
 }
 
 // Health is the connection state.

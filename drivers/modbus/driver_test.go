@@ -677,12 +677,13 @@ func TestConcurrentReadsAndWrites(t *testing.T) {
 }
 
 // TestCloseDuringARequest: Close returns at once while a request is on the
-// wire; the request's goroutine closes the connection when it ends.
+// wire; the request's goroutine closes the connection when it ends, and the
+// poll sends nothing more.
 func TestCloseDuringARequest(t *testing.T) {
 	dev := newDevice()
 	addr := freeAddr(t)
 	serve(t, dev, addr)
-	tags := []deployment.Tag{tg(H, 0, "int16")}
+	tags := []deployment.Tag{tg(H, 0, "int16"), tg(C, 0, "bool")}
 	tags[0].Writable = true
 	d := newDriver(t, deployment.Device{Address: addr, Tags: tags, Timeout: deployment.Duration(5 * time.Second)}, clockwork.NewRealClock())
 	if err := d.Connect(ctxT(t)); err != nil {
@@ -720,7 +721,12 @@ func TestCloseDuringARequest(t *testing.T) {
 		t.Fatal("Close closed the connection under a request")
 	}
 	close(block)
-	<-read
+	if err := <-read; !errors.Is(err, drivers.ErrClosed) {
+		t.Errorf("the Read that Close interrupted: %v", err)
+	}
+	if h, c := dev.readLog(H), dev.readLog(C); len(h) != 1 || len(c) != 0 {
+		t.Errorf("requests after Close: holding %v, coils %v", h, c)
+	}
 	d.mu.Lock()
 	closed := s.closed
 	d.mu.Unlock()
@@ -735,5 +741,57 @@ func TestCloseDuringARequest(t *testing.T) {
 	}
 	if h := d.Health(); h.State != drivers.StateClosed {
 		t.Fatalf("health %+v", h)
+	}
+}
+
+// TestFirstPollAfterTheDeviceStops: the poll that finds the connection
+// broken marks every tag of that poll BadCommunicationError at once, the
+// failed request's and those after it, keeping their values.
+func TestFirstPollAfterTheDeviceStops(t *testing.T) {
+	dev := newDevice()
+	dev.holding[0], dev.input[0], dev.coils[0] = 7, 8, true
+	addr := freeAddr(t)
+	srv := serve(t, dev, addr)
+	tags := []deployment.Tag{tg(H, 0, "int16"), tg(I, 0, "int16"), tg(C, 0, "bool")}
+	clock := clockwork.NewFakeClock()
+	d := newDriver(t, deployment.Device{Address: addr, Tags: tags}, clock)
+	ctx := ctxT(t)
+	if _, err := d.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	clock.Advance(time.Second)
+	rs, err := d.Read(ctx)
+	if !errors.Is(err, drivers.ErrCommunication) {
+		t.Fatalf("Read: %v", err)
+	}
+	want := []any{int16(7), int16(8), true}
+	for i, r := range rs {
+		if r.Status != ua.StatusBadCommunicationError || r.Value != want[i] || !r.SourceTime.Equal(clock.Now()) {
+			t.Errorf("tag %d: %+v", i, r)
+		}
+	}
+	if st := d.Stats(); st.ReadsOK != 3 || st.ReadsFailed != 3 || st.Connected {
+		t.Errorf("stats %+v", st)
+	}
+	if h := d.Health(); h.State != drivers.StateDisconnected || !h.RetryAt.Equal(clock.Now().Add(drivers.BackoffMin)) {
+		t.Errorf("health %+v", h)
+	}
+}
+
+// TestGuard: a panic of the client becomes a protocol error, which drops
+// the connection like any malformed answer.
+func TestGuard(t *testing.T) {
+	err := func() (err error) {
+		defer guard(&err)
+		var words []uint16
+		_ = words[3]
+		return nil
+	}()
+	if out, _ := classify(err); !errors.Is(err, mb.ErrProtocolError) || out != broken {
+		t.Fatalf("guarded panic: %v (%v)", err, out)
+	}
+	if err := func() (err error) { defer guard(&err); return nil }(); err != nil {
+		t.Fatalf("no panic: %v", err)
 	}
 }
