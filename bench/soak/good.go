@@ -54,7 +54,10 @@ type Good struct {
 	worstAt    time.Duration                     // when the largest gap ended, since start; mu must be held.
 	reads      *measure.Histogram                // Read latency; mu must be held.
 	acks       []*ua.SubscriptionAcknowledgement // to send; mu must be held.
-	lastSeq    uint32                            // newest data message; mu must be held.
+	seqs       map[uint32]bool                   // sequence numbers of the data messages received; mu must be held.
+	lastServer int64                             // newest PublishTime (Unix ns) seen; mu must be held.
+	serverGap  time.Duration                     // largest gap between consecutive PublishTimes; mu must be held.
+	selfStall  time.Duration                     // largest lateness of this client's own 10 ms ticker; mu must be held.
 	pubs       uint64                            // Publish responses; mu must be held.
 	keepalives uint64                            // mu must be held.
 	errCount   uint64                            // mu must be held.
@@ -70,7 +73,7 @@ func StartGood(ctx context.Context, endpoint string, start time.Time, phase func
 	}
 	g := &Good{ch: ch, start: start, phase: phase,
 		gaps: measure.NewHistogram(gapBucket, histogramLimit), reads: measure.NewHistogram(latencyBucket, histogramLimit),
-		phaseMax: map[Phase]time.Duration{}}
+		phaseMax: map[Phase]time.Duration{}, seqs: map[uint32]bool{}}
 	if err := g.subscribe(ctx); err != nil {
 		ch.Close()
 		return nil, err
@@ -81,6 +84,7 @@ func StartGood(ctx context.Context, endpoint string, start time.Time, phase func
 		g.wg.Go(func() { g.publishLoop(loop) })
 	}
 	g.wg.Go(func() { g.readLoop(loop) })
+	g.wg.Go(func() { g.watchSelf(loop) })
 	return g, nil
 }
 
@@ -170,11 +174,21 @@ func (g *Good) record(reply uaclient.Reply, p *uaclient.Publish) {
 	case p.Keepalive():
 		g.keepalives++
 	default:
-		if g.lastSeq != 0 && p.SequenceNumber != g.lastSeq+1 {
-			g.failLocked("notification message %d after %d: messages lost", p.SequenceNumber, g.lastSeq)
+		// Several Publish requests are outstanding, so responses are
+		// recorded in the order their goroutines run, not always in the
+		// order they arrived: losses are counted at Stop, over the whole
+		// range of sequence numbers.
+		if g.seqs[p.SequenceNumber] {
+			g.failLocked("notification message %d received twice", p.SequenceNumber)
 		}
-		g.lastSeq = p.SequenceNumber
+		g.seqs[p.SequenceNumber] = true
 		g.acks = append(g.acks, &ua.SubscriptionAcknowledgement{SubscriptionID: p.SubscriptionID, SequenceNumber: p.SequenceNumber})
+	}
+	if p.PublishTime > g.lastServer {
+		if g.lastServer != 0 {
+			g.serverGap = max(g.serverGap, time.Duration(p.PublishTime-g.lastServer))
+		}
+		g.lastServer = p.PublishTime
 	}
 	for _, s := range p.AckResults {
 		if s != ua.StatusOK {
@@ -237,6 +251,42 @@ func (g *Good) readLoop(ctx context.Context) {
 	}
 }
 
+// watchSelf measures how late this client's own goroutines run: a 10 ms
+// ticker whose tick comes much later means the client, not the server,
+// was held up (a busy machine), which a Publish gap alone cannot tell.
+func (g *Good) watchSelf(ctx context.Context) {
+	const every = 10 * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if late := time.Since(last) - every; late > 0 {
+				g.mu.Lock()
+				g.selfStall = max(g.selfStall, late)
+				g.mu.Unlock()
+			}
+			last = now
+		}
+	}
+}
+
+// lostLocked counts the sequence numbers missing between the first and
+// the newest data message received. g.mu must be held.
+func (g *Good) lostLocked() int {
+	if len(g.seqs) == 0 {
+		return 0
+	}
+	lo, hi := ^uint32(0), uint32(0)
+	for s := range g.seqs {
+		lo, hi = min(lo, s), max(hi, s)
+	}
+	return int(hi-lo+1) - len(g.seqs)
+}
+
 // pause waits d or until ctx ends.
 func pause(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -275,6 +325,16 @@ type GoodFigures struct {
 	ReadMax       time.Duration           `json:"read_max_ns"`
 	Errors        uint64                  `json:"errors"`
 	ErrorTexts    []string                `json:"error_texts,omitempty"`
+	// ServerGapMax is the largest gap between the PublishTimes the server
+	// stamped on consecutive responses: a stall of the server shows here,
+	// one of the client only in GapMax.
+	ServerGapMax time.Duration `json:"server_gap_max_ns"`
+	// SelfStallMax is how late this client's own 10 ms ticker ran at worst.
+	SelfStallMax time.Duration `json:"client_self_stall_max_ns"`
+	// DataMessages and Lost count the data messages received and the
+	// sequence numbers missing among them.
+	DataMessages int `json:"data_messages"`
+	Lost         int `json:"lost"`
 }
 
 // Stop ends the loops, counts the time since the last Publish response as
@@ -301,6 +361,11 @@ func (g *Good) Stop() GoodFigures {
 		GapMax: g.gaps.Max(), GapP99: g.gaps.Quantile(0.99), GapMaxAt: g.worstAt, GapMaxByPhase: map[Phase]time.Duration{},
 		Reads: g.reads.Count(), ReadP50: g.reads.Quantile(0.5), ReadP99: g.reads.Quantile(0.99), ReadMax: g.reads.Max(),
 		Errors: g.errCount, ErrorTexts: append([]string(nil), g.errs...),
+		ServerGapMax: g.serverGap, SelfStallMax: g.selfStall, DataMessages: len(g.seqs), Lost: g.lostLocked(),
+	}
+	if f.Lost > 0 {
+		f.Errors++
+		f.ErrorTexts = append(f.ErrorTexts, fmt.Sprintf("%d of %d notification messages lost", f.Lost, f.Lost+f.DataMessages))
 	}
 	for ph, d := range g.phaseMax {
 		f.GapMaxByPhase[ph] = d

@@ -98,6 +98,8 @@ func Print(w io.Writer, s Summary) {
 	fmt.Fprintf(w, "\nwell-behaved client: %d Publish responses (%d keep-alives); gap max %s at %.1f s, p99 %s; max by phase:%s\n",
 		g.Publishes, g.Keepalives, msText(g.GapMax), g.GapMaxAt.Seconds(), msText(g.GapP99), byPhase(g.GapMaxByPhase))
 	fmt.Fprintf(w, "  Read ServiceLevel: %d reads, p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", g.Reads, ms(g.ReadP50), ms(g.ReadP99), ms(g.ReadMax))
+	fmt.Fprintf(w, "  %d data messages, %d lost; largest gap between the server's PublishTimes %.0f ms; this client's own worst stall %.0f ms\n",
+		g.DataMessages, g.Lost, ms(g.ServerGapMax), ms(g.SelfStallMax))
 	fmt.Fprintf(w, "  errors: %d\n", g.Errors)
 	for _, e := range g.ErrorTexts {
 		fmt.Fprintf(w, "    %s\n", e)
