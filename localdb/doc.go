@@ -1,0 +1,70 @@
+// Package localdb owns the node's own SQLite file, the LocalDb
+// (LocalDb:Path, default otopcua-local.db; modernc.org/sqlite). Unlike the
+// Config DB it is never shared: each node of a redundant pair has its own.
+//
+// Today it holds the boot cache (the reference's Phase 1): the last
+// deployment artifact the node applied, per ClusterId, so that a node whose
+// Config DB is down at start-up boots from it instead of coming up empty.
+// It is a fallback for that one failure, not a data path: a new deployment
+// still needs the Config DB.
+//
+// Schema (version SchemaVersion, recorded in schema_version; the file is
+// marked with PRAGMA application_id "otld"):
+//
+//   - deployment_artifacts: cluster_id, version, chunk_index, data — the
+//     document cut into chunks of ChunkSize (64 KiB).
+//   - deployment_pointer: cluster_id (key), version, sha256 (hex), chunk_count,
+//     size, applied_at — which version is the artifact, and how to check it.
+//
+// Room is left for the later issues (see migrations in schema.go): the alarm
+// store-and-forward buffer alarm_sf_events (Phase 2), and pair replication,
+// which adds an HLC stamp and the writing node to every replicated row and
+// merges last-writer-wins. Both arrive as new schema versions; this build
+// refuses a file of a newer version (ErrSchemaNewer) rather than guess.
+//
+// Invariants:
+//
+//   - A save is one transaction: the chunks, then the pointer, then the delete
+//     of the ClusterId's other versions' chunks. The pointer changes only when
+//     the whole transaction commits, so a crash or an error mid-save leaves
+//     the previous artifact loadable; after a commit only the pointed-to
+//     version's chunks remain.
+//   - LoadArtifact returns a document only when chunks 0 … chunk_count-1 are
+//     all there and no other, and the size and SHA-256 match the pointer; it
+//     never returns part of a document. Anything else is ErrCorrupt, saying
+//     what is wrong. It reads one snapshot, so a save by another connection or
+//     process is seen whole or not at all.
+//   - Open writes only to a file that is new or already an otopcua LocalDb of
+//     an older or the current schema; a file of something else (not SQLite, or
+//     another SQLite database such as the Config DB) is refused with
+//     ErrNotDatabase and left untouched. A file at the current schema is only
+//     read by Open, so a read-only file opens and loads.
+//   - applied_at comes from the injected clock, stored in UTC to the
+//     microsecond.
+//   - There is no Go lock: SQLite serialises writers (BEGIN IMMEDIATE, 5 s busy
+//     timeout), also across processes, so a restarted node's process may open
+//     the file while the old one still has it.
+//
+// Duties of the caller (the host):
+//
+//  1. Open at start-up. An Open error names the path and what to do: log it
+//     and run without the cache — never stop the node for it. Never delete the
+//     file on an error; the operator moves it aside (otopcua then starts an
+//     empty cache). Keep LocalDb:Path on a local disk: WAL mode needs shared
+//     memory, which network file systems do not provide.
+//  2. After applying a deployment fetched from the Config DB, SaveArtifact its
+//     ClusterId, version and the document bytes as stored there — what the
+//     node runs, not merely what it fetched. A save error is logged; it does
+//     not undo the apply.
+//  3. When the Config DB fetch fails at start-up, LoadArtifact(Node:ClusterId)
+//     and apply it, log that the node runs from the cache and report the
+//     source as "cache". ErrNoArtifact means there is nothing to boot from;
+//     ErrCorrupt means the cache must not be used — report either, apply
+//     nothing from it, and keep polling the Config DB.
+//  4. Validate a loaded document like one from the Config DB: the cache
+//     vouches for the bytes, not for what a newer or older otopcua thinks of
+//     them.
+//  5. Switch to the Config DB's copy once it answers again (and SaveArtifact
+//     it when it is newer than the cached one).
+//  6. Close on shutdown.
+package localdb

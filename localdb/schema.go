@@ -1,0 +1,210 @@
+package localdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// SchemaVersion is the schema version this build of otopcua writes.
+const SchemaVersion = 1
+
+// applicationID marks a file as an otopcua LocalDb (PRAGMA application_id,
+// bytes 68–71 of the SQLite header): the ASCII text "otld".
+const applicationID = 0x6f746c64
+
+// migration is one step of the schema. Steps are applied in version order,
+// each at most once; a released step is never edited, a change is a new step.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations is the schema history; its last version is SchemaVersion.
+//
+// Planned steps, named here so that the later issues fit (not built; the
+// numbers are fixed only when a step is released):
+//
+//   - alarm_sf_events: the alarm store-and-forward buffer (the reference's
+//     Phase 2) — history events the historian adapter enqueued and the
+//     Primary-only drain has not yet written to the Config DB alarm_history,
+//     each with its idempotency key.
+//   - Pair replication: an HLC stamp (hlc) and the writing node (origin) on
+//     every replicated row — deployment_artifacts, deployment_pointer and
+//     alarm_sf_events — merged last-writer-wins on the HLC, plus a
+//     sync_peers table holding what each peer has sent and acknowledged.
+//     A version's document never changes in the Config DB, so the chunk rows
+//     of one (cluster_id, version) hold the same bytes on both nodes and
+//     only the pointer row can conflict. A peer must apply a pointer only
+//     once all its chunks have arrived (LoadArtifact checks, but should not
+//     be the first to notice).
+var migrations = []migration{
+	{1, "deployment_artifacts, deployment_pointer", []string{
+		"CREATE TABLE deployment_artifacts (" +
+			"cluster_id TEXT NOT NULL, " +
+			"version INTEGER NOT NULL, " +
+			"chunk_index INTEGER NOT NULL, " +
+			"data BLOB NOT NULL, " +
+			"PRIMARY KEY (cluster_id, version, chunk_index)) STRICT",
+		"CREATE TABLE deployment_pointer (" +
+			"cluster_id TEXT NOT NULL PRIMARY KEY, " +
+			"version INTEGER NOT NULL, " +
+			"sha256 TEXT NOT NULL, " + // lowercase hex of the whole document
+			"chunk_count INTEGER NOT NULL, " +
+			"size INTEGER NOT NULL, " + // bytes of the whole document
+			"applied_at TEXT NOT NULL) STRICT", // timeLayout, UTC
+	}},
+}
+
+const createSchemaVersion = "CREATE TABLE IF NOT EXISTS schema_version (" +
+	"version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL) STRICT"
+
+// queryer is *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// fileState is what migrate learns about a file before touching it.
+type fileState struct {
+	appID   int64
+	tables  []string // user tables, sorted
+	version int      // 0: no schema_version table
+}
+
+func readState(ctx context.Context, q queryer) (fileState, error) {
+	var s fileState
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&s.appID); err != nil {
+		return s, fmt.Errorf("read application_id: %w", err)
+	}
+	rows, err := q.QueryContext(ctx,
+		"SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+	if err != nil {
+		return s, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	hasVersion := false
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return s, fmt.Errorf("list tables: %w", err)
+		}
+		s.tables = append(s.tables, name)
+		hasVersion = hasVersion || name == "schema_version"
+	}
+	if err := rows.Err(); err != nil {
+		return s, fmt.Errorf("list tables: %w", err)
+	}
+	if hasVersion {
+		var v sql.NullInt64
+		if err := q.QueryRowContext(ctx, "SELECT MAX(version) FROM schema_version").Scan(&v); err != nil {
+			return s, fmt.Errorf("read schema_version: %w", err)
+		}
+		s.version = int(v.Int64)
+	}
+	return s, nil
+}
+
+// check refuses a file that is not ours or newer than latest, the last
+// version this build knows. It reports whether steps need applying.
+func (s fileState) check(abs string, latest int) (needsSteps bool, err error) {
+	switch {
+	case s.appID != applicationID && s.appID != 0:
+		return false, notDatabase(abs, fmt.Sprintf("its SQLite application_id is %#x, an otopcua LocalDb's is %#x", s.appID, applicationID))
+	case s.appID == 0 && len(s.tables) > 0:
+		return false, notDatabase(abs, fmt.Sprintf("it is an SQLite database of something else (tables %s); "+
+			"is LocalDb:Path pointing at the Config DB? Each node needs its own LocalDb file", strings.Join(s.tables, ", ")))
+	case s.version > latest:
+		return false, fmt.Errorf("%w: %s is at schema version %d, this otopcua knows up to %d: "+
+			"run the newer otopcua, or move the file aside to start an empty cache", ErrSchemaNewer, abs, s.version, latest)
+	}
+	return s.version < latest, nil
+}
+
+// migrate brings a new or older file to the last version of steps (Open
+// passes migrations). A file already there is only read, so a read-only
+// file opens. The steps run in one IMMEDIATE transaction that re-reads the
+// state first, so a second process opening the same file at once waits,
+// then finds nothing to do; a failed step rolls every step back.
+func (db *DB) migrate(ctx context.Context, steps []migration) error {
+	latest := steps[len(steps)-1].version
+	needs, err := db.needsSteps(ctx, latest)
+	if err != nil || !needs {
+		return err
+	}
+	tx, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return db.writeError("create the schema", err)
+	}
+	defer func() { _ = tx.Rollback() }() // ends the transaction on every return before Commit
+	s, err := readState(ctx, tx)
+	if err != nil {
+		return db.stateError(err)
+	}
+	if needs, err = s.check(db.path, latest); err != nil || !needs {
+		return err
+	}
+	from := s.version
+	if err := db.applySteps(ctx, tx, from, steps); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return db.writeError("create the schema", err)
+	}
+	if from == 0 {
+		db.log.Info("localdb: created the schema", "schema_version", latest)
+	} else {
+		db.log.Info("localdb: upgraded the schema", "from", from, "schema_version", latest)
+	}
+	return nil
+}
+
+// needsSteps checks the file in a read transaction: one snapshot, so that a
+// migration another process commits meanwhile is seen whole or not at all.
+func (db *DB) needsSteps(ctx context.Context, latest int) (bool, error) {
+	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return false, db.stateError(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	s, err := readState(ctx, tx)
+	if err != nil {
+		return false, db.stateError(err)
+	}
+	return s.check(db.path, latest)
+}
+
+// applySteps runs every step after version from inside tx.
+func (db *DB) applySteps(ctx context.Context, tx *sql.Tx, from int, steps []migration) error {
+	stmts := []string{fmt.Sprintf("PRAGMA application_id = %d", applicationID), createSchemaVersion}
+	for _, stmt := range stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return db.writeError("create the schema", err)
+		}
+	}
+	for _, m := range steps {
+		if m.version <= from {
+			continue
+		}
+		for _, stmt := range m.stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return db.writeError(fmt.Sprintf("apply schema version %d (%s)", m.version, m.name), err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+			m.version, m.name, db.now().Format(timeLayout)); err != nil {
+			return db.writeError(fmt.Sprintf("record schema version %d", m.version), err)
+		}
+	}
+	return nil
+}
+
+// stateError explains a failure to read what the file holds.
+func (db *DB) stateError(err error) error {
+	if damaged(err) {
+		return notDatabase(db.path, "SQLite cannot read it: "+err.Error())
+	}
+	return fmt.Errorf("localdb: %s: %w", db.path, err)
+}
