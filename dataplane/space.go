@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/gopcua/opcua/id"
@@ -26,13 +27,15 @@ func NamespaceURI(clusterID string) string { return "urn:otopcua:cluster:" + clu
 // new document changes, so a subscription to a tag that stays keeps its
 // Variable and its notifications.
 //
-// A Space is used by one goroutine at a time (the deployment applier);
-// its Variables' Set methods are safe for concurrent use.
+// Apply is called by one goroutine at a time (the driver host); Variable
+// and SetReading may be called concurrently with it and with each other.
 type Space struct {
-	as   *addrspace.AddressSpace
-	ns   uint16
-	tags map[string]*tagNode // by "<device>/<tag>"
-	devs map[string]bool     // device folders present
+	as *addrspace.AddressSpace
+	ns uint16
+
+	mu   sync.RWMutex
+	tags map[string]*tagNode // by "<device>/<tag>"; mu must be held.
+	devs map[string]bool     // device folders present; mu must be held.
 }
 
 // tagNode is one tag's Variable and the definition it was built from.
@@ -58,6 +61,8 @@ func (s *Space) TagNodeID(device, tag string) *ua.NodeID {
 
 // Variable returns the Variable of a tag, or nil.
 func (s *Space) Variable(device, tag string) *addrspace.Variable {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if n := s.tags[device+"/"+tag]; n != nil {
 		return n.v
 	}
@@ -77,6 +82,8 @@ type ApplyReport struct {
 // writability) is replaced; one that is unchanged keeps its Variable (and
 // its value and subscribers). doc must be valid (deployment.Validate).
 func (s *Space) Apply(doc *deployment.Document) ApplyReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var rep ApplyReport
 	replaced := map[string]bool{}
 	want := map[string]deployment.Tag{}

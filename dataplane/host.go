@@ -1,0 +1,293 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/drivers/modbus"
+	"github.com/otopcua/otopcua/drivers/simulated"
+)
+
+// HostName is the driver host actor's name; its children are
+// "driver-host/device-<name>-<n>" (n counts spawns).
+const HostName = "driver-host"
+
+// DriverFactory makes the driver of one device.
+type DriverFactory func(dev deployment.Device, opts drivers.Options) (drivers.Driver, error)
+
+// NewDriver is the DriverFactory of the drivers otopcua ships.
+func NewDriver(dev deployment.Device, opts drivers.Options) (drivers.Driver, error) {
+	switch dev.Driver {
+	case deployment.DriverModbusTCP:
+		return modbus.New(dev, opts)
+	case deployment.DriverSimulated:
+		return simulated.New(dev, opts)
+	}
+	return nil, fmt.Errorf("dataplane: device %s: unknown driver %q", dev.Name, dev.Driver)
+}
+
+// HostOptions configure a driver host. Root, Space and Writes are required.
+type HostOptions struct {
+	Root   *actor.RootContext
+	Space  *Space
+	Writes *Writes
+	// NewDriver makes drivers. Default: NewDriver.
+	NewDriver DriverFactory
+	// OnPoll, if set, sees every poll of every device (metrics). It runs
+	// on the device's actor and must not block.
+	OnPoll func(device string, p drivers.Poll)
+	Clock  clockwork.Clock
+	Logger *slog.Logger
+}
+
+// Host is the driver host: an actor with one child per device of the
+// applied deployment. Each child polls its device every poll interval (on
+// the injected clock, as messages) and stores the readings in the Space;
+// writes reach the drivers through the Space's write hooks (Writes). A
+// child that panics is restarted (actors.DefaultSupervisor), keeping its
+// driver. Apply and Stop may be called from any goroutine.
+type Host struct {
+	o   HostOptions
+	pid *actor.PID
+
+	mu      sync.Mutex
+	devices map[string]*device // the applied devices; mu must be held.
+	gen     int                // children spawned, for unique names; the host actor only
+}
+
+// device is one applied device, shared by the host actor (which owns the
+// map entry) and the device's child (which polls).
+type device struct {
+	def    deployment.Device
+	spec   string // def as JSON: a changed device is a new one
+	driver drivers.Driver
+	pid    *actor.PID
+}
+
+// StartHost spawns the driver host actor.
+func StartHost(o HostOptions) (*Host, error) {
+	if o.NewDriver == nil {
+		o.NewDriver = NewDriver
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Host{o: o, devices: map[string]*device{}}
+	props := actor.PropsFromProducer(func() actor.Actor { return &hostActor{h: h} },
+		actor.WithSupervisor(actors.DefaultSupervisor()))
+	pid, err := o.Root.SpawnNamed(props, HostName)
+	if err != nil {
+		return nil, fmt.Errorf("dataplane: spawn %s: %w", HostName, err)
+	}
+	h.pid = pid
+	return h, nil
+}
+
+// applyMsg asks the host actor to apply a document; the answer is an
+// applyResult.
+type applyMsg struct{ doc *deployment.Document }
+
+type applyResult struct {
+	report ApplyReport
+	err    error
+}
+
+// ErrApplyPartial is wrapped when some nodes or devices of a deployment
+// could not be applied; the rest serves.
+var ErrApplyPartial = errors.New("deployment applied in part")
+
+// Apply makes the host serve doc: the Space's nodes, one driver per
+// device, write hooks on the writable tags. Devices whose definition is
+// unchanged keep their driver and connection. It waits at most 30 s.
+func (h *Host) Apply(doc *deployment.Document) (ApplyReport, error) {
+	res, err := actors.Ask[applyResult](h.o.Root, h.pid, applyMsg{doc: doc}, 30*time.Second)
+	if err != nil {
+		return ApplyReport{}, err
+	}
+	return res.report, res.err
+}
+
+// Stop stops every device (closing its driver) and the host actor.
+func (h *Host) Stop() {
+	if err := h.o.Root.StopFuture(h.pid).Wait(); err != nil {
+		h.o.Logger.Warn("dataplane: driver host did not stop in time", "err", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, d := range h.devices {
+		_ = d.driver.Close()
+		delete(h.devices, name)
+	}
+}
+
+// Devices returns each applied device's connection state, by name.
+func (h *Host) Devices() []DeviceStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]DeviceStatus, 0, len(h.devices))
+	for _, d := range h.devices {
+		hl := d.driver.Health()
+		st := DeviceStatus{Name: d.def.Name, Driver: d.def.Driver, State: hl.State.String(), Since: hl.Since, Tags: len(d.def.Tags)}
+		if hl.LastError != nil {
+			st.LastError = hl.LastError.Error()
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Stats returns each applied device's counters, by name.
+func (h *Host) Stats() map[string]drivers.Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[string]drivers.Stats, len(h.devices))
+	for name, d := range h.devices {
+		out[name] = d.driver.Stats()
+	}
+	return out
+}
+
+// hostActor is the driver host's actor.
+type hostActor struct{ h *Host }
+
+func (a *hostActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case applyMsg:
+		rep, err := a.apply(ctx, m.doc)
+		ctx.Respond(applyResult{report: rep, err: err})
+	}
+}
+
+// apply is Host.Apply on the actor.
+func (a *hostActor) apply(ctx actor.Context, doc *deployment.Document) (ApplyReport, error) {
+	h := a.h
+	rep := h.o.Space.Apply(doc)
+	want := map[string]deployment.Device{}
+	for _, d := range doc.Devices {
+		want[d.Name] = d
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for name, d := range h.devices {
+		if nd, ok := want[name]; ok && specOf(nd) == d.spec {
+			continue
+		}
+		_ = d.driver.Close()
+		ctx.Stop(d.pid)
+		delete(h.devices, name)
+	}
+	var failed []error
+	for _, def := range doc.Devices {
+		d := h.devices[def.Name]
+		if d == nil {
+			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger})
+			if err != nil {
+				failed = append(failed, err)
+				continue
+			}
+			d = &device{def: def, spec: specOf(def), driver: drv}
+			child := actor.PropsFromProducer(func() actor.Actor { return &deviceActor{h: h, d: d} })
+			// A stopped child's name is free only once it has stopped:
+			// every spawn gets a name of its own.
+			h.gen++
+			pid, err := ctx.SpawnNamed(child, fmt.Sprintf("device-%s-%d", def.Name, h.gen))
+			if err != nil {
+				_ = drv.Close()
+				failed = append(failed, fmt.Errorf("device %s: %w", def.Name, err))
+				continue
+			}
+			d.pid = pid
+			h.devices[def.Name] = d
+		}
+		a.hookWrites(d)
+	}
+	failed = append(failed, rep.Failed...)
+	if len(failed) > 0 {
+		return rep, fmt.Errorf("%w: %w", ErrApplyPartial, errors.Join(failed...))
+	}
+	return rep, nil
+}
+
+// hookWrites routes the writes of d's writable tags to its driver (again
+// after every apply: a replaced Variable has no hook yet).
+func (a *hostActor) hookWrites(d *device) {
+	h := a.h
+	slots := h.o.Writes.NewDeviceSlots()
+	for _, t := range d.def.Tags {
+		v := h.o.Space.Variable(d.def.Name, t.Name)
+		if v == nil || !t.Writable {
+			continue
+		}
+		v.SetWriteHook(h.o.Writes.Hook(Target{Device: d.def.Name, Tag: t.Name, V: v, W: d.driver, Slots: slots}))
+	}
+}
+
+func specOf(d deployment.Device) string {
+	b, _ := json.Marshal(d)
+	return string(b)
+}
+
+// deviceActor polls one device: a pollTick message starts a poll; the
+// next tick is scheduled on the injected clock from the poll's start.
+type deviceActor struct {
+	h     *Host
+	d     *device
+	timer clockwork.Timer
+}
+
+type pollTick struct{}
+
+func (a *deviceActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		ctx.Send(ctx.Self(), pollTick{})
+	case pollTick:
+		a.poll(ctx)
+	case *actor.Stopping:
+		if a.timer != nil {
+			a.timer.Stop()
+		}
+		_ = a.d.driver.Close()
+	}
+}
+
+func (a *deviceActor) poll(ctx actor.Context) {
+	h, def := a.h, a.d.def
+	clock := h.o.Clock
+	start := clock.Now()
+	readings, err := a.d.driver.Read(context.Background())
+	if errors.Is(err, drivers.ErrClosed) {
+		return
+	}
+	now := clock.Now()
+	for i, r := range readings {
+		if i >= len(def.Tags) {
+			break
+		}
+		if serr := h.o.Space.SetReading(def.Name, def.Tags[i].Name, r.Value, r.Status, r.SourceTime); serr != nil {
+			h.o.Logger.Debug("dataplane: reading of a tag not in the space", "device", def.Name, "err", serr)
+		}
+	}
+	if h.o.OnPoll != nil {
+		h.o.OnPoll(def.Name, drivers.Poll{Start: start, Duration: now.Sub(start), Readings: readings, Err: err})
+	}
+	next := drivers.NextPoll(start, now, drivers.PollInterval(def))
+	self, root := ctx.Self(), h.o.Root
+	a.timer = clock.AfterFunc(next.Sub(now), func() { root.Send(self, pollTick{}) })
+}
