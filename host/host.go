@@ -77,6 +77,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		return fmt.Errorf("OPC UA server: %w", err)
 	}
 	defer srv.Close()
+	// The tag namespace comes first after the server's own, so that it has
+	// the same index on every node of the set.
+	space := newSpace(srv, cfg)
 	if err := srv.RegisterMetrics(metrics.Meter()); err != nil {
 		return fmt.Errorf("OPC UA metrics: %w", err)
 	}
@@ -103,6 +106,12 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
+	dp, err := startDataPlane(cfg, sys, db, space, red.view, metrics, logger)
+	if err != nil {
+		red.stop()
+		cluster.stop()
+		return fmt.Errorf("data plane: %w", err)
+	}
 	var web *health.HTTPServer
 	stopAll := func() {
 		if web != nil {
@@ -110,6 +119,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			defer cancel()
 			_ = web.Shutdown(sctx)
 		}
+		dp.stop()
 		red.stop()
 		_ = srv.Close()
 		cluster.stop()
@@ -128,6 +138,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		}, ready, metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
+		if dp != nil {
+			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
+		}
 		if opts.TestHooks {
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)

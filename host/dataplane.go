@@ -1,0 +1,141 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/dataplane"
+	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/localdb"
+	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/telemetry"
+)
+
+// dataPlane is a node's devices → tags → clients runtime: the driver host,
+// the write router and the deployment follower, with the LocalDb cache.
+type dataPlane struct {
+	space    *dataplane.Space
+	host     *dataplane.Host
+	follower *dataplane.Follower
+	cache    *localdb.DB // nil when the LocalDb could not be opened
+}
+
+// newSpace registers the ClusterId's tag namespace; call it right after
+// opcua.New so that its index is the same on every node.
+func newSpace(srv *opcua.Server, cfg *config.Config) *dataplane.Space {
+	return dataplane.NewSpace(srv.AddressSpace(), cfg.Node.ClusterId)
+}
+
+// startDataPlane starts the driver host and follows the ClusterId's
+// deployments (Config DB first, the LocalDb cache when it does not answer
+// at start-up). A LocalDb that cannot be opened is reported and the node
+// runs without the cache.
+//
+// A node without the driver role serves no devices: it returns nil.
+func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, space *dataplane.Space,
+	view *redundancy.RoleView, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
+	if !cfg.Cluster.HasRole(config.RoleDriver) {
+		return nil, nil
+	}
+	mode := dataplane.Optimistic
+	if cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
+		mode = dataplane.Confirmed
+	}
+	writes := dataplane.NewWrites(dataplane.WritesOptions{
+		Mode: mode, Roles: view, Timeout: cfg.OpcUa.WriteTimeout, Denials: metrics, Logger: logger,
+	})
+	dp := &dataPlane{space: space}
+	dm, err := dataplane.NewMetrics(metrics.Meter())
+	if err != nil {
+		return nil, err
+	}
+	host, err := dataplane.StartHost(dataplane.HostOptions{Root: sys.Root(), Space: space, Writes: writes, OnPoll: dm.OnPoll, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	dp.host = host
+	cache, err := localdb.Open(context.Background(), cfg.LocalDb.Path, logger)
+	if err != nil {
+		logger.Error("LocalDb could not be opened; the node runs without its deployment boot cache", "path", cfg.LocalDb.Path, "err", err)
+	} else {
+		dp.cache = cache
+	}
+	fo := dataplane.FollowerOptions{
+		ClusterID: cfg.Node.ClusterId, Central: central{db}, Decode: deployment.Decode,
+		Apply: func(doc *deployment.Document) error {
+			_, err := host.Apply(doc)
+			if errors.Is(err, dataplane.ErrApplyPartial) {
+				metrics.ApplyFailed(telemetry.ApplyKindNodes)
+				logger.Error("deployment applied in part", "err", err)
+				return nil // what could be applied serves
+			}
+			return err
+		},
+		PollInterval: cfg.Deployment.PollInterval, Logger: logger,
+	}
+	if dp.cache != nil {
+		fo.Cache = cacheStore{dp.cache}
+	}
+	dp.follower = dataplane.NewFollower(fo)
+	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
+		host.Stop()
+		return nil, err
+	}
+	dp.follower.Start()
+	return dp, nil
+}
+
+// handler is GET /api/deployment.
+func (dp *dataPlane) handler(clusterID string) http.Handler {
+	return dataplane.DeploymentHandler(clusterID, dp.follower.Status, dp.host.Devices)
+}
+
+func (dp *dataPlane) stop() {
+	if dp == nil {
+		return
+	}
+	dp.follower.Stop()
+	dp.host.Stop()
+	if dp.cache != nil {
+		_ = dp.cache.Close()
+	}
+}
+
+// central reads deployments from the Config DB.
+type central struct{ db *configdb.DB }
+
+func (c central) LatestDeployment(ctx context.Context, clusterID string) (int64, []byte, error) {
+	d, err := c.db.LatestDeployment(ctx, clusterID)
+	if errors.Is(err, configdb.ErrNotFound) {
+		return 0, nil, fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return d.Version, d.Document, nil
+}
+
+// cacheStore is the LocalDb as the follower's boot cache.
+type cacheStore struct{ db *localdb.DB }
+
+func (c cacheStore) SaveArtifact(ctx context.Context, clusterID string, version int64, doc []byte) error {
+	return c.db.SaveArtifact(ctx, clusterID, version, doc)
+}
+
+func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, []byte, error) {
+	a, err := c.db.LoadArtifact(ctx, clusterID)
+	if errors.Is(err, localdb.ErrNoArtifact) {
+		return 0, nil, fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return a.Version, a.Doc, nil
+}
