@@ -1,0 +1,143 @@
+package dataplane_test
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/internal/fielddevice"
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// TestNewDeploymentIsAppliedWithoutARestart: a second version reaches both
+// nodes while they run, and a subscription to a tag that stays keeps its
+// notifications flowing across the apply.
+func TestNewDeploymentIsAppliedWithoutARestart(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	waitVersion(t, p.b, 1, "central")
+	cb := connect(t, p.b)
+	ns := cb.namespace()
+	next := cb.watch(ua.NewStringNodeID(ns, "press1/Setpoint"))
+	p.dev.SetHolding(0, 1)
+	waitNotified(t, next, int16(1))
+
+	v2 := strings.Replace(deviceDoc(p.devURL), `{"name": "Run", "table": "coil", "address": 1, "type": "bool", "writable": true}`,
+		`{"name": "Run", "table": "coil", "address": 1, "type": "bool", "writable": true},
+       {"name": "Pressure", "table": "input", "address": 3, "type": "uint16", "scale": 0.5}`, 1)
+	if out := p.deploy(v2); !strings.Contains(out, "version 2") {
+		t.Fatalf("deploy: %s", out)
+	}
+	waitVersion(t, p.a, 2, "central")
+	waitVersion(t, p.b, 2, "central")
+	p.dev.SetInput(3, 300)
+	procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if got := cb.read(ua.NewStringNodeID(ns, "press1/Pressure"))[0]; got.Value == nil || got.Value.Value() != 150.0 {
+			return fmt.Errorf("new tag Pressure: %v %v", got.Status, got.Value)
+		}
+		return nil
+	})
+	// The subscription made before the apply still delivers.
+	p.dev.SetHolding(0, 2)
+	waitNotified(t, next, int16(2))
+}
+
+// waitNotified polls next until a notification carries want.
+func waitNotified(t *testing.T, next func() []*ua.DataValue, want any) {
+	t.Helper()
+	var seen []any
+	procs.CheckFor(t, 10*time.Second, 0, func() error {
+		for _, dv := range next() {
+			if dv.Value != nil {
+				seen = append(seen, dv.Value.Value())
+				if dv.Value.Value() == want {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("notified %v, waiting for %v", seen, want)
+	})
+}
+
+// TestDeviceDownMarksTagsBadAndBack: the device stopped → its tags read
+// BadCommunicationError (last value kept) within two poll intervals of
+// noticing; restarted at the same address → Good again.
+func TestDeviceDownMarksTagsBadAndBack(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	ca := connect(t, p.a)
+	ns := ca.namespace()
+	setpoint := ua.NewStringNodeID(ns, "press1/Setpoint")
+	p.dev.SetHolding(0, 17)
+	procs.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if got := ca.read(setpoint)[0]; got.Status != ua.StatusOK || got.Value.Value() != int16(17) {
+			return fmt.Errorf("%v %v", got.Status, got.Value.Value())
+		}
+		return nil
+	})
+	p.dev.Close()
+	stopped := time.Now()
+	procs.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if got := ca.read(setpoint)[0]; got.Status != ua.StatusBadCommunicationError || got.Value.Value() != int16(17) {
+			return fmt.Errorf("%v %v", got.Status, got.Value.Value())
+		}
+		return nil
+	})
+	t.Logf("device stopped → Setpoint BadCommunicationError after %v (poll interval 100 ms)", time.Since(stopped).Round(time.Millisecond))
+	dev, err := fielddevice.Start(p.devURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dev.Close)
+	dev.SetHolding(0, 18)
+	procs.CheckFor(t, 15*time.Second, 50*time.Millisecond, func() error {
+		if got := ca.read(setpoint)[0]; got.Status != ua.StatusOK || got.Value.Value() != int16(18) {
+			return fmt.Errorf("after the device came back: %v %v", got.Status, got.Value.Value())
+		}
+		return nil
+	})
+}
+
+// TestWritesFollowThePrimaryAcrossAKill: SIGKILL of the Primary; once the
+// survivor is Primary its writes land, and no write was serviced by two
+// nodes (the device counts every write it receives).
+func TestWritesFollowThePrimaryAcrossAKill(t *testing.T) {
+	p := startPair(t, func(cfg map[string]any) { cfg["OpcUa"].(map[string]any)["WriteMode"] = "confirmed" })
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	waitVersion(t, p.b, 1, "central")
+	ca, cb := connect(t, p.a), connect(t, p.b)
+	waitLevels(t, ca, cb)
+	ns := ca.namespace()
+	setpoint := ua.NewStringNodeID(ns, "press1/Setpoint")
+	// Both nodes are asked; only the Primary services.
+	if st := ca.write(setpoint, int16(100)); st != ua.StatusOK {
+		t.Fatalf("Primary: %v", st)
+	}
+	if st := cb.write(setpoint, int16(200)); st != ua.StatusBadInvalidState {
+		t.Fatalf("Secondary in confirmed mode: %v, want BadInvalidState", st)
+	}
+	if p.dev.Writes() != 1 || p.dev.Holding(0) != 100 {
+		t.Fatalf("device: %d writes, register %d", p.dev.Writes(), p.dev.Holding(0))
+	}
+	p.a.Signal(syscall.SIGKILL)
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if l := cb.read(ua.NewNumericNodeID(0, id.Server_ServiceLevel))[0].Value.Value(); l != byte(250) {
+			return fmt.Errorf("survivor at %v", l)
+		}
+		return nil
+	})
+	if st := cb.write(setpoint, int16(300)); st != ua.StatusOK {
+		t.Fatalf("survivor's write: %v", st)
+	}
+	if p.dev.Writes() != 2 || p.dev.Holding(0) != 300 {
+		t.Fatalf("device: %d writes (want 2: one per serviced write), register %d", p.dev.Writes(), p.dev.Holding(0))
+	}
+}
