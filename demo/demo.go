@@ -107,7 +107,13 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	devAddr, stopDevices, err := startDevices(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("otopcua demo: field devices: %w", err)
+	}
+	defer stopDevices()
 	d := newRunner(o, dir, nodes)
+	d.devAddr = devAddr
 	return d.run(ctx)
 }
 
@@ -149,6 +155,8 @@ type runner struct {
 	model   *model
 	updates chan func(now time.Time) []string
 	quit    chan struct{} // closed when the loop stops reading updates
+
+	devAddr string // the demo's Modbus TCP device
 
 	drawn   int              // lines of the table on screen (Redraw)
 	last    string           // the table as last printed
@@ -221,6 +229,11 @@ func (r *runner) run(ctx context.Context) error {
 			r.poll(watchCtx, name, n.HTTP())
 		}()
 	}
+	watchers.Add(1)
+	go func() {
+		defer watchers.Done()
+		r.demoWrites(watchCtx)
+	}()
 	defer func() {
 		close(r.quit)
 		stopWatch()
@@ -315,7 +328,10 @@ func (r *runner) header() {
 	for _, n := range r.nodes {
 		urls = append(urls, n.Endpoint())
 	}
-	fmt.Fprintf(&b, "Follow the pair from another terminal: go run ./cmd/otopcua client subscribe i=2267 -F %s\n\n", strings.Join(urls, ","))
+	fmt.Fprintf(&b, "Follow the pair from another terminal: go run ./cmd/otopcua client subscribe i=2267 -F %s\n", strings.Join(urls, ","))
+	fmt.Fprintf(&b, "Field devices: press1, a Modbus TCP device at %s (Setpoint writable, Speed moving), and sim (Ramp, Sine), served on both nodes as ns=2;s=<device>/<tag>:\n", r.devAddr)
+	fmt.Fprintf(&b, "  go run ./cmd/otopcua client subscribe 'ns=2;s=%s' 'ns=2;s=%s' -F %s\n", demoRamp, demoSpeed, strings.Join(urls, ","))
+	b.WriteString("Once the pair is healthy the demo writes press1/Setpoint through the Secondary (denied) and the Primary (lands).\n\n")
 	io.WriteString(r.o.Out, b.String())
 }
 
