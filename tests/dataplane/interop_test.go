@@ -1,0 +1,108 @@
+package dataplane_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// runNode runs dataplane.mjs against endpoint and returns its lines.
+func runNode(t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
+		t.Fatalf("node-opcua-client is not installed (scripts/test.sh runs `npm ci` in tests/interop): %v", err)
+	}
+	cmd := exec.Command("node", append([]string{"dataplane.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("dataplane.mjs did not finish; stdout:\n%s\nstderr:\n%s", out, stderr.String())
+	}
+	if err != nil {
+		t.Fatalf("dataplane.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	var lines []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+func first(lines []map[string]any, event string) map[string]any {
+	for _, l := range lines {
+		if l["event"] == event {
+			return l
+		}
+	}
+	return nil
+}
+
+// TestNodeOPCUAReadsSubscribesAndWritesATag: an independent client reads
+// a tag, sees its changes and writes it through the Primary; the write
+// lands on the device.
+func TestNodeOPCUAReadsSubscribesAndWritesATag(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	ca, cb := connect(t, p.a), connect(t, p.b)
+	waitLevels(t, ca, cb)
+	ns := ca.namespace()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the device keeps changing the value node-opcua watches
+		for v := float32(1); ; v++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+				bits := math.Float32bits(v)
+				p.dev.SetHolding(10, uint16(bits>>16), uint16(bits))
+			}
+		}
+	}()
+	lines := runNode(t, p.a.Endpoint(), fmt.Sprintf("ns=%d;s=press1/Speed", ns), fmt.Sprintf("ns=%d;s=press1/Setpoint", ns), "500")
+	if r := first(lines, "read"); r == nil || r["status"] != "Good" {
+		t.Fatalf("read: %v\n%v", r, lines)
+	}
+	n := 0
+	for _, l := range lines {
+		if l["event"] == "changed" && l["status"] == "Good" {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%d Good notifications, want 2: %v", n, lines)
+	}
+	if w := first(lines, "write"); w == nil || w["status"] != "Good" {
+		t.Fatalf("write: %v", w)
+	}
+	procs.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		if got := p.dev.Holding(0); got != 500 {
+			return fmt.Errorf("device register %d, want 500", got)
+		}
+		return nil
+	})
+}
