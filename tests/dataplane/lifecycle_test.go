@@ -141,3 +141,37 @@ func TestWritesFollowThePrimaryAcrossAKill(t *testing.T) {
 		t.Fatalf("device: %d writes (want 2: one per serviced write), register %d", p.dev.Writes(), p.dev.Holding(0))
 	}
 }
+
+// TestDataPlaneMetrics: a node's /metrics counts its device reads, shows
+// the connection and the applied version, and times its polls.
+func TestDataPlaneMetrics(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	procs.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		body, err := p.a.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		for _, series := range []string{
+			`otopcua_driver_reads_total{device="press1",result="ok"}`,
+			`otopcua_driver_poll_duration_seconds_count{device="press1"}`,
+			`otopcua_driver_poll_duration_seconds_count{device="sim"}`,
+		} {
+			if !strings.Contains(body, series) {
+				return fmt.Errorf("no %s", series)
+			}
+		}
+		for series, want := range map[string]float64{
+			`otopcua_device_connected{device="press1"}`:                   1,
+			`otopcua_deployment_version`:                                  1,
+			`otopcua_deployment_from_cache`:                               0,
+			`otopcua_driver_reads_total{device="press1",result="failed"}`: 0,
+		} {
+			if err := wantSeries(body, series, want); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
