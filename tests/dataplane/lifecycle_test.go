@@ -1,6 +1,7 @@
 package dataplane_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -174,4 +175,81 @@ func TestDataPlaneMetrics(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBootWindowDeniesWritesUntilASnapshotNamesThePrimary: two driver
+// members and no redundancy snapshot yet (no admin node runs the
+// redundancy-state singleton) — the role is unknown and a driver peer
+// exists, so writes are denied with "not primary (role unknown)" and
+// counted; once an admin node joins and its first snapshot names the
+// Primary, the Primary's writes land.
+func TestBootWindowDeniesWritesUntilASnapshotNamesThePrimary(t *testing.T) {
+	p := startPair(t, func(cfg map[string]any) {
+		cfg["Cluster"].(map[string]any)["Roles"] = []string{"driver"}
+		cfg["OpcUa"].(map[string]any)["WriteMode"] = "confirmed"
+	})
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	ca := connect(t, p.a)
+	ns := ca.namespace()
+	setpoint := ua.NewStringNodeID(ns, "press1/Setpoint")
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		body, err := p.a.Get("/api/cluster/members")
+		if err != nil {
+			return err
+		}
+		var v struct {
+			Members []struct {
+				Status string `json:"status"`
+			} `json:"members"`
+		}
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			return err
+		}
+		up := 0
+		for _, m := range v.Members {
+			if m.Status == "Up" {
+				up++
+			}
+		}
+		if up < 2 {
+			return fmt.Errorf("waiting for two Up members: %s", body)
+		}
+		return nil
+	})
+	if st := ca.write(setpoint, int16(5)); st != ua.StatusBadInvalidState {
+		t.Fatalf("write in the boot window: %v, want BadInvalidState", st)
+	}
+	if p.dev.Writes() != 0 {
+		t.Fatal("a write in the boot window reached the device")
+	}
+	if !contains(p.a.Log(), "not primary (role unknown)") {
+		t.Fatal(`no "not primary (role unknown)" in the node's log`)
+	}
+	procs.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		body, err := p.a.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		return wantSeries(body, `otopcua_redundancy_primary_gate_denied_total{reason="role-unknown",site="write"}`, 1)
+	})
+
+	// An admin node joins: its singleton's first snapshot names a Primary.
+	ports := procs.NewPorts(t)
+	cfg := procs.BaseConfig("c", ports)
+	cfg["Cluster"].(map[string]any)["SeedNodes"] = p.cfgs["a"]["Cluster"].(map[string]any)["SeedNodes"]
+	cfg["Cluster"].(map[string]any)["Roles"] = []string{"admin"}
+	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
+	cfg["ConfigDb"] = p.cfgs["a"]["ConfigDb"]
+	c := procs.Start(t, "c", cfg)
+	c.WaitReady(30 * time.Second)
+	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		if st := ca.write(setpoint, int16(6)); st != ua.StatusOK {
+			return fmt.Errorf("Primary's write after the first snapshot: %v", st)
+		}
+		return nil
+	})
+	if p.dev.Holding(0) != 6 || p.dev.Writes() != 1 {
+		t.Fatalf("device: register %d, %d writes", p.dev.Holding(0), p.dev.Writes())
+	}
 }
