@@ -27,7 +27,13 @@
 //     the peers' as SetPeerStatus last reported (ServiceLevel 0, state
 //     Unknown until then).
 //   - ServerCapabilities: the operation limits the service layer enforces,
-//     MaxBrowseContinuationPoints, MaxSessions; Auditing false.
+//     MaxBrowseContinuationPoints, MaxSessions, MaxSelectClauseParameters
+//     and MaxWhereClauseParameters (the engine's EventFilter bounds);
+//     Auditing false (the server raises audit events for writes only).
+//   - The Server object is an event notifier (EventNotifier
+//     SubscribeToEvents): clients create event monitored items on it, and
+//     every event raised with AddressSpace().RaiseEvent reaches it (the
+//     engine gets the address space as its EventSource).
 //   - ServerDiagnostics (i=2274): EnabledFlag (i=2294) true and read-only;
 //     ServerDiagnosticsSummary (i=2275, ServerDiagnosticsSummaryDataType)
 //     and its UInt32 children from the service layer's and the engine's

@@ -95,7 +95,11 @@ func New(cfg Config) (*Server, error) {
 	if err := s.initServerObject(); err != nil {
 		return nil, err
 	}
-	s.engine = subscription.New(diagSource{src: space.Source(), diag: &s.diag}, cfg.Subscriptions)
+	opts := cfg.Subscriptions
+	if opts.Events == nil {
+		opts.Events = space.Source() // event items on Server (i=2253) and the owner's notifiers
+	}
+	s.engine = subscription.New(diagSource{src: space.Source(), diag: &s.diag}, opts)
 	s.ua, err = uaserver.New(cfg.uaserverConfig(), space, s.engine)
 	if err != nil {
 		s.engine.Close()

@@ -8,6 +8,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/addrspace"
+	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
 func nsid(n uint32) *ua.NodeID { return ua.NewNumericNodeID(0, n) }
@@ -179,6 +180,8 @@ func (s *Server) capabilities() map[uint32]any {
 		id.Server_ServerCapabilities_MaxMonitoredItemsPerSubscription:                         uint32(c.Subscriptions.MaxMonitoredItemsPerSubscription),
 		id.Server_ServerCapabilities_MinSupportedSampleRate:                                   float64(c.Subscriptions.MinSamplingInterval) / float64(time.Millisecond),
 		id.Server_ServerCapabilities_MaxMonitoredItemsQueueSize:                               c.Subscriptions.MaxQueueSize,
+		id.Server_ServerCapabilities_MaxSelectClauseParameters:                                uint32(subscription.MaxSelectClauses),
+		id.Server_ServerCapabilities_MaxWhereClauseParameters:                                 uint32(subscription.MaxWhereOperands),
 		id.Server_ServerCapabilities_OperationLimits_MaxMonitoredItemsPerCall:                 uint32(c.MaxMonitoredItemsPerCall),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerRead:                          uint32(c.MaxNodesPerRead),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerWrite:                         uint32(c.MaxNodesPerWrite),

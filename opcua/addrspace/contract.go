@@ -6,6 +6,7 @@ import (
 )
 
 var (
-	_ uaserver.NodeStore  = (*AddressSpace)(nil)
-	_ subscription.Source = (*Source)(nil)
+	_ uaserver.NodeStore       = (*AddressSpace)(nil)
+	_ subscription.Source      = (*Source)(nil)
+	_ subscription.EventSource = (*Source)(nil)
 )

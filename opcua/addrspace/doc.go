@@ -1,8 +1,9 @@
 // Package addrspace is otopcua's OPC UA address space: the nodes, their
-// attributes and references, and the live Values of its variables. It
-// serves the service layer (uaserver.NodeStore: Read, Write, Browse,
-// TranslateBrowsePath) and the subscription engine (subscription.Source via
-// AddressSpace.Source: Read, Watch).
+// attributes and references, the live Values of its variables and the
+// events its notifiers report. It serves the service layer
+// (uaserver.NodeStore: Read, Write, Browse, TranslateBrowsePath) and the
+// subscription engine (subscription.Source and subscription.EventSource via
+// AddressSpace.Source: Read, Watch, WatchEvents and the event type checks).
 //
 // # What it holds
 //
@@ -14,6 +15,21 @@
 // adds namespaces (AddNamespace keeps Server_NamespaceArray current) and
 // nodes (AddFolder, AddObject, AddVariable, AddProperty, AddReference).
 //
+// # Events
+//
+// The owner raises an event with RaiseEvent(node, events.Event): the
+// address space checks its EventType (BaseEventType or a subtype),
+// completes it (events.Event.Prepare: EventId, times, SourceNode and
+// SourceName, the type's ancestry) and hands the one immutable event to the
+// watchers of every notifier it reaches: node itself when it is a notifier,
+// the notifiers above it along inverse HasEventSource references
+// (HasNotifier is a subtype), each once, and always the Server object
+// (i=2253), whose EventNotifier is SubscribeToEvents in the standard
+// nodeset. SetEventNotifier makes the owner's objects notifiers. The
+// alarms and conditions of Part 9 raise their condition events the same
+// way; an event's ConditionID is what an empty select-clause path with
+// AttributeId NodeId selects.
+//
 // # Concurrency
 //
 // One RWMutex (AddressSpace.mu) guards the structure: the node table, every
@@ -23,10 +39,13 @@
 // an atomic pointer to an immutable *ua.DataValue, so producers (Variable.Set)
 // and readers never contend on the structure lock, and the Read/Set data race
 // of gopcua's own server cannot happen here. Each Variable keeps its watchers
-// in an atomic pointer to an immutable slice, replaced copy-on-write under a
-// per-variable mutex when a watch is added or cancelled. Set calls the
+// in a watchList: O(1) edits under the list's own mutex and an immutable
+// snapshot, rebuilt once after edits, that Set walks. Set calls the
 // watchers synchronously, on the producer's goroutine, with no lock held.
-// Lock order: nsMu, then mu, then a Variable's wmu (see locksordering.txt).
+// Event notifiers keep their event watchers in the same watchList type, and
+// RaiseEvent likewise calls them with no lock held, after it released mu.
+// Lock order: nsMu, then mu, then a watchList's mu (see
+// locksordering.txt).
 //
 // # Invariants
 //
@@ -46,6 +65,10 @@
 //     in it.
 //  2. Give every Variable a DataType and access level that match what it
 //     Sets: Set does not type-check (client writes are checked).
-//  3. Keep WriteHook, Getter and Watch callbacks short and non-blocking; they
-//     run on service or producer goroutines.
+//  3. Keep WriteHook, Getter, Watch and WatchEvents callbacks short and
+//     non-blocking; they run on service or producer goroutines.
+//  4. Raise events with an EventType of the standard nodeset (the address
+//     space has no ObjectType of the owner's own yet) and fill the fields
+//     that type declares; RaiseEvent does not check Fields against the
+//     type.
 package addrspace

@@ -3,6 +3,8 @@ package addrspace
 import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/events"
 )
 
 // nodeKey is a comparable form of a NodeId. The three numeric encodings
@@ -63,6 +65,10 @@ type node struct {
 	containsNoLoops bool
 	// Object and View.
 	eventNotifier byte
+	// notifier holds the event watchers of an Object or View whose
+	// EventNotifier has had SubscribeToEvents; nil for other nodes. Once
+	// set it never changes, so it may be used after mu is released.
+	notifier *watchList[*events.Event]
 	// Method.
 	executable     bool
 	userExecutable bool

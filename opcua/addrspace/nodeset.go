@@ -10,6 +10,8 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/schema"
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/events"
 )
 
 // template is namespace 0 compiled once per process from the standard
@@ -75,6 +77,9 @@ func (t *template) instantiate(as *AddressSpace) map[nodeKey]*node {
 		}
 		if n.class == ua.NodeClassVariable || n.class == ua.NodeClassVariableType {
 			newVariable(as, n, tn.value)
+		}
+		if n.eventNotifier&SubscribeToEvents != 0 {
+			n.notifier = new(watchList[*events.Event])
 		}
 		m[n.key] = n
 	}

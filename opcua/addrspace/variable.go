@@ -2,8 +2,6 @@ package addrspace
 
 import (
 	"fmt"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,21 +28,8 @@ type Variable struct {
 	getter atomic.Pointer[Getter]
 	hook   atomic.Pointer[WriteHook]
 
-	// Watchers. Watch and cancel edit list in O(1) under wmu (append, and
-	// swap-remove through the watcher's index) and mark the snapshot stale;
-	// the next store rebuilds the snapshot once, so creating or deleting n
-	// watchers costs O(n) in total however many there are, and a store
-	// between edits pays one copy of the list, which it walks anyway.
-	snap  atomic.Pointer[[]*watcher] // immutable; nil when there are none
-	stale atomic.Bool                // snap lags list
-
-	wmu  sync.Mutex // serialises edits of list and snapshot rebuilds
-	list []*watcher // wmu must be held.
-}
-
-type watcher struct {
-	fn  func(*ua.DataValue)
-	idx int // position in Variable.list, -1 once removed; Variable.wmu must be held.
+	// watchers are called with every stored DataValue.
+	watchers watchList[*ua.DataValue]
 }
 
 func newVariable(as *AddressSpace, n *node, dv *ua.DataValue) *Variable {
@@ -113,31 +98,7 @@ func (v *Variable) SetDataValue(dv *ua.DataValue) {
 
 func (v *Variable) store(dv *ua.DataValue) {
 	v.value.Store(dv)
-	if ws := v.watchersSnapshot(); ws != nil {
-		for _, w := range *ws {
-			w.fn(dv)
-		}
-	}
-}
-
-// watchersSnapshot returns the current watchers, rebuilding the snapshot
-// first when an edit made it stale.
-func (v *Variable) watchersSnapshot() *[]*watcher {
-	if !v.stale.Load() {
-		return v.snap.Load()
-	}
-	v.wmu.Lock()
-	defer v.wmu.Unlock()
-	if v.stale.Load() {
-		if len(v.list) == 0 {
-			v.snap.Store(nil)
-		} else {
-			next := slices.Clone(v.list)
-			v.snap.Store(&next)
-		}
-		v.stale.Store(false)
-	}
-	return v.snap.Load()
+	v.watchers.notify(dv)
 }
 
 // Value returns the current DataValue: the getter's result when one is
@@ -180,44 +141,9 @@ func (v *Variable) SetWriteHook(h WriteHook) {
 
 // watch adds fn to the watchers and returns its cancel function. Both are
 // O(1): a store after the edit sees the new list.
-func (v *Variable) watch(fn func(*ua.DataValue)) func() {
-	w := &watcher{fn: fn}
-	v.wmu.Lock()
-	w.idx = len(v.list)
-	v.list = append(v.list, w)
-	v.stale.Store(true)
-	v.wmu.Unlock()
-
-	var once sync.Once
-	return func() { once.Do(func() { v.unwatch(w) }) }
-}
-
-func (v *Variable) unwatch(w *watcher) {
-	v.wmu.Lock()
-	defer v.wmu.Unlock()
-	i := w.idx
-	if i < 0 || i >= len(v.list) || v.list[i] != w {
-		return
-	}
-	last := len(v.list) - 1
-	v.list[i] = v.list[last]
-	v.list[i].idx = i
-	v.list[last] = nil
-	v.list = v.list[:last]
-	w.idx = -1
-	if len(v.list) == 0 {
-		v.list = nil // let a once-huge backing array go
-	} else if cap(v.list) > 64 && len(v.list) < cap(v.list)/4 {
-		v.list = slices.Clone(v.list)
-	}
-	v.stale.Store(true)
-}
+func (v *Variable) watch(fn func(*ua.DataValue)) func() { return v.watchers.add(fn) }
 
 // Watchers returns how many watchers the variable has.
-func (v *Variable) Watchers() int {
-	v.wmu.Lock()
-	defer v.wmu.Unlock()
-	return len(v.list)
-}
+func (v *Variable) Watchers() int { return v.watchers.len() }
 
 func nullVariant() *ua.Variant { return ua.MustVariant(nil) }

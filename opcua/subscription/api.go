@@ -2,6 +2,8 @@ package subscription
 
 import (
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/events"
 )
 
 // SessionID identifies the OPC UA session a request arrived on. The server
@@ -34,4 +36,31 @@ type Sender interface {
 type Source interface {
 	Read(id *ua.NodeID, attr ua.AttributeID) *ua.DataValue
 	Watch(id *ua.NodeID, fn func(*ua.DataValue)) (cancel func(), status ua.StatusCode)
+}
+
+// EventSource is the address space as the engine sees it for event
+// monitored items (items on the EventNotifier attribute with an
+// EventFilter). Set it in Options.Events.
+//
+// WatchEvents registers fn to be called with every event notifier id
+// reports. fn is called on the raiser's goroutine with no lock of the
+// EventSource held, possibly concurrently for different events, and must
+// not block; the event is shared and must not be modified. The returned
+// cancel function removes the registration; it is safe to call more than
+// once. Status: BadNodeIdUnknown, BadAttributeIdInvalid (the node has no
+// EventNotifier attribute), BadNotSupported (it is not an event notifier).
+//
+// CheckEventType reports whether typ is BaseEventType or a subtype:
+// Good, BadNodeIdUnknown or BadTypeDefinitionInvalid.
+//
+// CheckEventField reports whether path names a field of events of type
+// typ, its supertypes or its subtypes: Good, the CheckEventType codes, or
+// BadBrowseNameInvalid.
+//
+// The Check methods are called when items are created or modified, with
+// no engine lock held; they must be safe for concurrent use.
+type EventSource interface {
+	WatchEvents(id *ua.NodeID, fn func(*events.Event)) (cancel func(), status ua.StatusCode)
+	CheckEventType(typ *ua.NodeID) ua.StatusCode
+	CheckEventField(typ *ua.NodeID, path []*ua.QualifiedName) ua.StatusCode
 }

@@ -33,6 +33,23 @@
 // Sender, with no lock held, so a session's responses go out in the order
 // the engine made them: per subscription, by sequence number.
 //
+// # Event path
+//
+// An event item watches a notifier through the EventSource (Options.Events:
+// the address space). The EventSource calls the item's event callback on
+// the raiser's goroutine; it evaluates the where clause and the select
+// clauses there, with no lock held (both are pure functions of the
+// immutable event and the item's immutable filter), then takes the item's
+// mutex and the pending-list mutex as a data change does: the event's
+// fields join the item's bounded event queue (overflow per DiscardOldest,
+// marked by an EventQueueOverflowEventType event) and the item joins the
+// report list. A publishing tick drains event queues into an
+// EventNotificationList beside the DataChangeNotification of the same
+// NotificationMessage; data changes and events count alike against
+// MaxNotificationsPerPublish and the retransmission bounds, and the
+// message is acknowledged, republished and transferred like any other.
+// Events are never sampled: an event item's sampling interval is 0.
+//
 // # Invariants
 //
 //   - Producers never wait for a client, for the engine goroutine or for a
@@ -85,8 +102,38 @@
 //     Disabled, in Sampling or Reporting mode. Disabled drops the queue.
 //   - DataChangeFilter triggers Status, StatusValue and StatusValueTimestamp
 //     with deadband None or Absolute are supported; Percent deadbands and
-//     event or aggregate filters fail with BadMonitoredItemFilterUnsupported.
-//     Index ranges fail with BadIndexRangeInvalid.
+//     aggregate filters fail with BadMonitoredItemFilterUnsupported, an
+//     EventFilter on a data item with BadFilterNotAllowed. Index ranges fail
+//     with BadIndexRangeInvalid.
+//   - Event items are items on the EventNotifier attribute of a notifier
+//     (BadNotSupported for other objects, BadAttributeIdInvalid for nodes
+//     without the attribute) and need an EventFilter (BadEventFilterInvalid
+//     without one, BadFilterNotAllowed for a DataChangeFilter). Select
+//     clauses are SimpleAttributeOperands with AttributeId Value over a
+//     BrowsePath the EventSource knows for the TypeDefinitionId (null is
+//     BaseEventType, which matches every event; another type yields null
+//     fields for events not of it), or an empty BrowsePath with AttributeId
+//     NodeId (the ConditionId); IndexRange is refused. The where clause
+//     supports Equals, IsNull, GreaterThan, LessThan, GreaterThanOrEqual,
+//     LessThanOrEqual, Not, Between, InList, And, Or and OfType (subtypes
+//     included) over ElementOperand (forward indexes only),
+//     LiteralOperand and SimpleAttributeOperand; Like, Cast, BitwiseAnd,
+//     BitwiseOr, InView and RelatedTo answer BadFilterOperatorUnsupported,
+//     AttributeOperand BadFilterOperandInvalid. Comparisons convert between
+//     numeric types (Boolean as 0/1) and otherwise compare within a type; a
+//     null or incomparable operand makes a comparison null, And, Or and Not
+//     use three-valued logic, and only TRUE passes. Any error fails the
+//     item with BadEventFilterInvalid and an EventFilterResult whose
+//     select-clause and element results say what is wrong. A field the
+//     event lacks is a null Variant. At most MaxSelectClauses select
+//     clauses and MaxWhereOperands where-clause operands.
+//   - An event item's queue size 0 is DefaultEventQueueSize; on overflow
+//     one event is discarded by the policy and an EventQueueOverflowEvent
+//     (SourceNode the Server, SourceName "Internal/EventQueueOverflow")
+//     marks the gap — at the head with DiscardOldest, before the newest
+//     event otherwise — without taking an event's place, once per gap. It
+//     passes any where clause. Leaving Disabled queues nothing (there is no
+//     current value of an event); Disabled drops the queue.
 //   - SetTriggering: when a triggering item queues a new value, the queued
 //     values of its linked items in Sampling mode go out with the next
 //     message.
@@ -95,8 +142,9 @@
 //   - Keep-alives and the GoodSubscriptionTransferred message carry the next
 //     sequence number without consuming it. The lifetime is measured as time
 //     without client activity or Publish requests (LifetimeCount ×
-//     publishing interval); an expired subscription owes its session a
-//     StatusChangeNotification BadTimeout.
+//     publishing interval; a CreateMonitoredItems call in progress is
+//     activity until it returns); an expired subscription owes its session
+//     a StatusChangeNotification BadTimeout.
 //   - TimeoutHint of queued Publish requests is not enforced.
 //
 // # Duties of the caller
@@ -116,4 +164,7 @@
 //  5. Set Options.MaxNotificationsPerPublish so that a NotificationMessage
 //     fits the channel's maximum message size.
 //  6. Call Close at shutdown; it cancels every Source registration.
+//  7. Set Options.Events to the EventSource for event items to work; the
+//     engine calls WatchEvents and the Check methods with no engine lock
+//     held.
 package subscription

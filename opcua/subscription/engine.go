@@ -42,8 +42,17 @@ type Options struct {
 	// MaxSamplingInterval is the slowest sampling interval granted.
 	// Default: 1h.
 	MaxSamplingInterval time.Duration
-	// MaxQueueSize caps a monitored item's queue. Default: 10000.
+	// MaxQueueSize caps a monitored item's queue, data or events.
+	// Default: 10000.
 	MaxQueueSize uint32
+	// DefaultEventQueueSize is the queue size, in events, of an event item
+	// that asks for 0 (Part 4 §7.16: the server's default). Capped at
+	// MaxQueueSize. Default: 1000.
+	DefaultEventQueueSize uint32
+	// Events is the address space's event side: with it, monitored items
+	// on the EventNotifier attribute with an EventFilter receive events.
+	// Default: nil: such items fail with BadMonitoredItemFilterUnsupported.
+	Events EventSource
 	// DefaultKeepAliveCount replaces a requested MaxKeepAliveCount of 0.
 	// Default: 10.
 	DefaultKeepAliveCount uint32
@@ -135,6 +144,10 @@ func (o *Options) setDefaults() {
 	if o.MaxQueueSize == 0 {
 		o.MaxQueueSize = 10000
 	}
+	if o.DefaultEventQueueSize == 0 {
+		o.DefaultEventQueueSize = 1000
+	}
+	o.DefaultEventQueueSize = min(o.DefaultEventQueueSize, o.MaxQueueSize)
 	if o.DefaultKeepAliveCount == 0 {
 		o.DefaultKeepAliveCount = 10
 	}
@@ -169,12 +182,13 @@ func (o *Options) setDefaults() {
 // package documentation for its goroutines, locks and the duties of its
 // caller.
 type Engine struct {
-	src   Source
-	opts  Options
-	lim   limits
-	clock clockwork.Clock
-	log   *slog.Logger
-	sched *scheduler
+	src    Source
+	events EventSource // nil: no event items
+	opts   Options
+	lim    limits
+	clock  clockwork.Clock
+	log    *slog.Logger
+	sched  *scheduler
 
 	done     chan struct{}      // closed by Close
 	exited   chan struct{}      // closed when run returns
@@ -200,16 +214,18 @@ type Engine struct {
 func New(src Source, opts Options) *Engine {
 	opts.setDefaults()
 	e := &Engine{
-		src:   src,
-		opts:  opts,
-		clock: opts.Clock,
-		log:   opts.Logger,
+		src:    src,
+		events: opts.Events,
+		opts:   opts,
+		clock:  opts.Clock,
+		log:    opts.Logger,
 		lim: limits{
 			minPublishing:    opts.MinPublishingInterval,
 			maxPublishing:    opts.MaxPublishingInterval,
 			minSampling:      opts.MinSamplingInterval,
 			maxSampling:      opts.MaxSamplingInterval,
 			maxQueueSize:     opts.MaxQueueSize,
+			defaultEvQueue:   opts.DefaultEventQueueSize,
 			defaultKeepAlive: opts.DefaultKeepAliveCount,
 			maxKeepAlive:     opts.MaxKeepAliveCount,
 			maxLifetime:      opts.MaxLifetime,
@@ -320,14 +336,22 @@ func (e *Engine) runDue(now time.Time) {
 	}
 }
 
-// sync runs one scheduling pass at the clock's current time and returns when
-// it has finished (tests use it after advancing a fake clock).
+// sync runs scheduling passes at the clock's current time until nothing is
+// due any more, and returns when they have finished (tests use it after
+// advancing a fake clock). One pass is not enough: a message that leaves
+// notifications behind schedules its successor for the next pass.
 func (e *Engine) sync() {
-	ch := make(chan struct{})
-	select {
-	case e.barrier <- ch:
-		<-ch
-	case <-e.exited:
+	for {
+		ch := make(chan struct{})
+		select {
+		case e.barrier <- ch:
+			<-ch
+		case <-e.exited:
+			return
+		}
+		if next, ok := e.sched.next(); !ok || next.After(e.clock.Now()) {
+			return
+		}
 	}
 }
 

@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/events"
 )
 
 // fakeSource is an address space of Variables in namespace 1 with numeric
@@ -370,4 +374,247 @@ func closeWithin(t *testing.T, e *Engine, d time.Duration) {
 	case <-time.After(d):
 		t.Errorf("Engine.Close did not return within %v", d)
 	}
+}
+
+// fakeEvents is the event side of an address space (EventSource): a small
+// event type hierarchy and two notifiers, the Server object (i=2253) and
+// notifierNode, with objectNode an object that is no notifier. Like the
+// address space it checks types and browse paths against the hierarchy,
+// and, like fakeSource, it calls watchers while holding its own read lock.
+type fakeEvents struct {
+	now func() time.Time
+
+	mu       sync.RWMutex
+	watchers map[uint32]map[int]func(*events.Event) // by notifier (ns=1 or Server)
+	nextID   int
+}
+
+// Event types of fakeEvents: the standard ones it knows and two of its
+// own, pressEventType a subtype of deviceEventType.
+var (
+	deviceEventType = ua.NewNumericNodeID(1, 9000)
+	pressEventType  = ua.NewNumericNodeID(1, 9001)
+	notifierNode    = ua.NewNumericNodeID(1, 500)
+	objectNode      = ua.NewNumericNodeID(1, 501)
+	serverNode      = ua.NewNumericNodeID(0, id.Server)
+)
+
+type fakeType struct {
+	super  *ua.NodeID
+	fields []string
+}
+
+var fakeTypes = map[string]fakeType{
+	events.BaseEventType.String():               {nil, []string{"EventId", "EventType", "SourceNode", "SourceName", "Time", "ReceiveTime", "LocalTime", "Message", "Severity"}},
+	events.AuditEventType.String():              {events.BaseEventType, []string{"ActionTimeStamp", "Status", "ServerId", "ClientAuditEntryId", "ClientUserId"}},
+	events.AuditUpdateEventType.String():        {events.AuditEventType, nil},
+	events.AuditWriteUpdateEventType.String():   {events.AuditUpdateEventType, []string{"AttributeId", "IndexRange", "OldValue", "NewValue"}},
+	events.EventQueueOverflowEventType.String(): {events.BaseEventType, nil},
+	deviceEventType.String():                    {events.BaseEventType, []string{"Device"}},
+	pressEventType.String():                     {deviceEventType, []string{"Force"}},
+}
+
+func newFakeEvents(now func() time.Time) *fakeEvents {
+	return &fakeEvents{now: now, watchers: make(map[uint32]map[int]func(*events.Event))}
+}
+
+func notifierKey(id *ua.NodeID) (uint32, bool) {
+	switch {
+	case events.SameNode(id, serverNode):
+		return 0, true
+	case events.SameNode(id, notifierNode):
+		return 1, true
+	}
+	return 0, false
+}
+
+func (f *fakeEvents) WatchEvents(id *ua.NodeID, fn func(*events.Event)) (func(), ua.StatusCode) {
+	key, ok := notifierKey(id)
+	switch {
+	case ok:
+	case events.SameNode(id, objectNode):
+		return nil, ua.StatusBadNotSupported
+	case id != nil && id.Namespace() == 1 && id.IntID() >= 1 && id.IntID() <= 100:
+		return nil, ua.StatusBadAttributeIDInvalid // a Variable of fakeSource
+	default:
+		return nil, ua.StatusBadNodeIDUnknown
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	n := f.nextID
+	if f.watchers[key] == nil {
+		f.watchers[key] = make(map[int]func(*events.Event))
+	}
+	f.watchers[key][n] = fn
+	return func() {
+		f.mu.Lock()
+		delete(f.watchers[key], n)
+		f.mu.Unlock()
+	}, ua.StatusGood
+}
+
+// chain returns typ and its supertypes, nearest first.
+func (f *fakeEvents) chain(typ *ua.NodeID) []*ua.NodeID {
+	var out []*ua.NodeID
+	for t := typ; t != nil; t = fakeTypes[t.String()].super {
+		if _, ok := fakeTypes[t.String()]; !ok {
+			return nil
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (f *fakeEvents) CheckEventType(typ *ua.NodeID) ua.StatusCode {
+	switch {
+	case typ == nil:
+		return ua.StatusBadNodeIDUnknown
+	case f.chain(typ) != nil:
+		return ua.StatusGood
+	case typ.Namespace() == 1 && typ.IntID() <= 100:
+		return ua.StatusBadTypeDefinitionInvalid // a Variable, not a type
+	}
+	return ua.StatusBadNodeIDUnknown
+}
+
+// CheckEventField accepts a one-element path declared by typ, a
+// supertype or a subtype.
+func (f *fakeEvents) CheckEventField(typ *ua.NodeID, path []*ua.QualifiedName) ua.StatusCode {
+	if st := f.CheckEventType(typ); st != ua.StatusGood {
+		return st
+	}
+	if len(path) != 1 || path[0] == nil || path[0].NamespaceIndex != 0 {
+		return ua.StatusBadBrowseNameInvalid
+	}
+	for name, ft := range fakeTypes {
+		related := false
+		for _, t := range f.chain(typ) {
+			related = related || t.String() == name
+		}
+		for _, t := range f.chain(ua.MustParseNodeID(name)) {
+			related = related || events.SameNode(t, typ)
+		}
+		if related && slices.Contains(ft.fields, path[0].Name) {
+			return ua.StatusGood
+		}
+	}
+	return ua.StatusBadBrowseNameInvalid
+}
+
+// raise prepares ev and reports it on notifier (and on the Server, which
+// sees every event), holding the read lock while the watchers run.
+func (f *fakeEvents) raise(notifier *ua.NodeID, ev events.Event) *events.Event {
+	p := ev.Prepare(f.now(), f.chain(ev.EventType))
+	key, _ := notifierKey(notifier)
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, fn := range f.watchers[key] {
+		fn(p)
+	}
+	if key != 0 {
+		for _, fn := range f.watchers[0] {
+			fn(p)
+		}
+	}
+	return p
+}
+
+func (f *fakeEvents) count() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, m := range f.watchers {
+		n += len(m)
+	}
+	return n
+}
+
+var _ EventSource = (*fakeEvents)(nil)
+
+// newEventEnv is newEnv with a fakeEvents as the engine's EventSource.
+func newEventEnv(t *testing.T, opts Options) (*env, *fakeEvents) {
+	t.Helper()
+	evs := newFakeEvents(nil)
+	opts.Events = evs
+	v := newEnv(t, opts)
+	evs.now = v.clock.Now // read by raise only, on the test's goroutine
+	return v, evs
+}
+
+// Event item helpers.
+
+// sao is a select clause: field name of events of type typ.
+func sao(typ *ua.NodeID, name string) *ua.SimpleAttributeOperand {
+	return &ua.SimpleAttributeOperand{TypeDefinitionID: typ, BrowsePath: []*ua.QualifiedName{{Name: name}}, AttributeID: ua.AttributeIDValue}
+}
+
+func eventFilterEO(selects []*ua.SimpleAttributeOperand, where ...*ua.ContentFilterElement) *ua.ExtensionObject {
+	f := &ua.EventFilter{SelectClauses: selects}
+	if len(where) > 0 {
+		f.WhereClause = &ua.ContentFilter{Elements: where}
+	}
+	return ua.NewExtensionObject(f)
+}
+
+func ofType(typ *ua.NodeID) *ua.ContentFilterElement {
+	return &ua.ContentFilterElement{FilterOperator: ua.FilterOperatorOfType,
+		FilterOperands: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.LiteralOperand{Value: ua.MustVariant(typ)})}}
+}
+
+type eventSpec struct {
+	notifier      *ua.NodeID // default notifierNode
+	handle        uint32     // default 7000
+	queue         uint32
+	discardOldest bool
+	mode          ua.MonitoringMode
+	filter        *ua.ExtensionObject
+}
+
+func (p eventSpec) request() *ua.MonitoredItemCreateRequest {
+	if p.notifier == nil {
+		p.notifier = notifierNode
+	}
+	if p.handle == 0 {
+		p.handle = 7000
+	}
+	if p.mode == 0 {
+		p.mode = ua.MonitoringModeReporting
+	}
+	return &ua.MonitoredItemCreateRequest{
+		ItemToMonitor:  &ua.ReadValueID{NodeID: p.notifier, AttributeID: ua.AttributeIDEventNotifier, DataEncoding: &ua.QualifiedName{}},
+		MonitoringMode: p.mode,
+		RequestedParameters: &ua.MonitoringParameters{
+			ClientHandle: p.handle, QueueSize: p.queue, DiscardOldest: p.discardOldest, Filter: p.filter,
+		},
+	}
+}
+
+func (v *env) createEventItems(sess SessionID, sub uint32, specs ...eventSpec) []*ua.MonitoredItemCreateResult {
+	v.t.Helper()
+	req := &ua.CreateMonitoredItemsRequest{RequestHeader: hdr(3), SubscriptionID: sub, TimestampsToReturn: ua.TimestampsToReturnBoth}
+	for _, p := range specs {
+		req.ItemsToCreate = append(req.ItemsToCreate, p.request())
+	}
+	resp, err := v.e.CreateMonitoredItems(sess, req)
+	if err != nil {
+		v.t.Fatalf("CreateMonitoredItems: %v", err)
+	}
+	return resp.Results
+}
+
+// eventLists returns the EventFieldLists of a response, in order.
+func eventLists(t *testing.T, r ua.Response) []*ua.EventFieldList {
+	t.Helper()
+	pr, ok := r.(*ua.PublishResponse)
+	if !ok {
+		t.Fatalf("response is %T, want *ua.PublishResponse", r)
+	}
+	var out []*ua.EventFieldList
+	for _, eo := range pr.NotificationMessage.NotificationData {
+		if l, ok := eo.Value.(*ua.EventNotificationList); ok {
+			out = append(out, l.Events...)
+		}
+	}
+	return out
 }

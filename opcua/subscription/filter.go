@@ -18,9 +18,10 @@ type dataFilter struct {
 
 var defaultFilter = dataFilter{trigger: ua.DataChangeTriggerStatusValue}
 
-// parseFilter validates the filter of a monitored item on attribute attr.
-// Only DataChangeFilter with deadband None or Absolute is supported, and only
-// on the Value attribute.
+// parseFilter validates the filter of a data monitored item on attribute
+// attr. Only DataChangeFilter with deadband None or Absolute is supported,
+// and only on the Value attribute; an EventFilter is not allowed on a data
+// item (event items are parsed by parseEventFilter).
 func parseFilter(eo *ua.ExtensionObject, attr ua.AttributeID) (dataFilter, ua.StatusCode) {
 	if eo == nil || eo.Value == nil {
 		return defaultFilter, ua.StatusGood
@@ -34,7 +35,10 @@ func parseFilter(eo *ua.ExtensionObject, attr ua.AttributeID) (dataFilter, ua.St
 		f = *v
 	case ua.DataChangeFilter:
 		f = v
-	case *ua.EventFilter, *ua.AggregateFilter, ua.EventFilter, ua.AggregateFilter:
+	case *ua.EventFilter, ua.EventFilter:
+		// An event filter belongs on the EventNotifier attribute.
+		return dataFilter{}, ua.StatusBadFilterNotAllowed
+	case *ua.AggregateFilter, ua.AggregateFilter:
 		return dataFilter{}, ua.StatusBadMonitoredItemFilterUnsupported
 	default:
 		return dataFilter{}, ua.StatusBadMonitoredItemFilterInvalid

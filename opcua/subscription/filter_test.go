@@ -27,7 +27,8 @@ func TestParseFilter(t *testing.T) {
 		{"percent", dcf(ua.DataChangeTriggerStatusValue, ua.DeadbandTypePercent, 10), ua.AttributeIDValue, ua.StatusBadMonitoredItemFilterUnsupported, dataFilter{}},
 		{"unknown deadband", dcf(ua.DataChangeTriggerStatusValue, 7, 1), ua.AttributeIDValue, ua.StatusBadDeadbandFilterInvalid, dataFilter{}},
 		{"unknown trigger", dcf(9, ua.DeadbandTypeNone, 0), ua.AttributeIDValue, ua.StatusBadMonitoredItemFilterInvalid, dataFilter{}},
-		{"event filter", ua.NewExtensionObject(&ua.EventFilter{}), ua.AttributeIDEventNotifier, ua.StatusBadMonitoredItemFilterUnsupported, dataFilter{}},
+		{"event filter on a data item", ua.NewExtensionObject(&ua.EventFilter{}), ua.AttributeIDValue, ua.StatusBadFilterNotAllowed, dataFilter{}},
+		{"aggregate filter", ua.NewExtensionObject(&ua.AggregateFilter{}), ua.AttributeIDValue, ua.StatusBadMonitoredItemFilterUnsupported, dataFilter{}},
 		{"data change filter on DisplayName", dcf(ua.DataChangeTriggerStatus, ua.DeadbandTypeNone, 0), ua.AttributeIDDisplayName, ua.StatusBadFilterNotAllowed, dataFilter{}},
 	} {
 		f, st := parseFilter(tc.eo, tc.attr)

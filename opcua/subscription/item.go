@@ -2,23 +2,29 @@ package subscription
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/events"
 )
 
-// item is one monitored item.
+// item is one monitored item: a data item (an attribute's value) or an
+// event item (the EventNotifier attribute with an EventFilter).
 //
-// The Source calls onChange on the writer's goroutine; that path takes only
-// mu and, when the item becomes pending, its subscription's pendMu. It never
-// waits for the engine, the subscription or a client.
+// The Source calls onChange (the EventSource onEvent) on the writer's
+// goroutine; that path takes only mu and, when the item becomes pending,
+// its subscription's pendMu. It never waits for the engine, the
+// subscription or a client.
 type item struct {
 	id     uint32
 	sub    *subscription
 	node   *ua.NodeID
 	attr   ua.AttributeID
-	polled bool   // not the Value attribute: sampled by Source.Read
-	cancel func() // removes the Source registration; nil when polled
+	polled bool        // a data item on another attribute than Value: sampled by Source.Read
+	ev     *eventState // an event item's state; nil for a data item
+	cancel func()      // removes the Source registration; nil when polled
 
 	// links and linkedFrom hold the triggering links (SetTriggering):
 	// links are the items this one triggers, linkedFrom the items that
@@ -37,7 +43,8 @@ type item struct {
 	filter        dataFilter
 	triggers      bool // len(links) > 0, readable by the change path
 
-	queue      valueQueue
+	queue      valueQueue    // data items
+	events     eventQueue    // event items
 	latest     *ua.DataValue // newest change not yet sampled (interval > 0)
 	last       *ua.DataValue // last value that passed the filter
 	nextSample time.Time     // earliest sampling tick for latest
@@ -65,6 +72,60 @@ func (it *item) onChange(dv *ua.DataValue) {
 		it.offerLocked(dv)
 	}
 	it.mu.Unlock()
+}
+
+// eventState is what an event item has beyond a data item.
+type eventState struct {
+	// filter is read without mu by onEvent and replaced whole by
+	// ModifyMonitoredItems.
+	filter atomic.Pointer[eventFilter]
+	// queue holds the selected fields of queued events; the item's mu
+	// must be held.
+	queue eventQueue
+}
+
+// isEvent reports whether it is an event item.
+func (it *item) isEvent() bool { return it.ev != nil }
+
+// onEvent is the WatchEvents callback of an event item: it runs on the
+// raiser's goroutine. The where clause and the select clauses are applied
+// before mu is taken; they are pure.
+func (it *item) onEvent(ev *events.Event) {
+	f := it.ev.filter.Load()
+	if ev == nil || f == nil || !f.passes(ev) {
+		return
+	}
+	fields := f.fields(ev)
+	it.mu.Lock()
+	if !it.deleted && !it.sub.gone.Load() && it.mode != ua.MonitoringModeDisabled {
+		it.queueEventLocked(fields, ev.ReceiveTime)
+	}
+	it.mu.Unlock()
+}
+
+// queueEventLocked queues one event's fields; an overflow inserts the
+// EventQueueOverflowEventType event, stamped at, which passes whatever the
+// where clause says: the client must learn that events were lost. it.mu
+// must be held.
+func (it *item) queueEventLocked(fields []*ua.Variant, at time.Time) {
+	it.ev.queue.push(evEntry{fields: fields}, it.queueSize, it.discardOldest, it.overflowEntry(at))
+	it.fresh = true
+	it.markReportLocked()
+}
+
+// overflowEntry returns the maker of the item's overflow event entry.
+func (it *item) overflowEntry(at time.Time) func() evEntry {
+	return func() evEntry {
+		return evEntry{fields: it.ev.filter.Load().fields(events.QueueOverflow(at)), overflow: true}
+	}
+}
+
+// pending is the number of queued notifications. it.mu must be held.
+func (it *item) pending() int {
+	if it.ev != nil {
+		return it.ev.queue.len()
+	}
+	return it.queue.len()
 }
 
 // offerLocked runs dv through the filter and queues it. it.mu must be held.
@@ -108,7 +169,7 @@ func (it *item) markReportLocked() {
 // needsReportLocked marks the item inReport and reports true when it must
 // be put on the report list. it.mu must be held.
 func (it *item) needsReportLocked() bool {
-	if it.inReport || it.queue.len() == 0 {
+	if it.inReport || it.pending() == 0 {
 		return false
 	}
 	if it.mode != ua.MonitoringModeReporting && !it.triggers {
@@ -141,6 +202,9 @@ func (it *item) sampleLocked(tick time.Time) (done, push bool) {
 // disableLocked stops sampling and drops queued values. it.mu must be held.
 func (it *item) disableLocked() {
 	it.queue.clear()
+	if it.ev != nil {
+		it.ev.queue.clear()
+	}
 	it.latest = nil
 	it.last = nil
 	it.fresh = false

@@ -238,9 +238,13 @@ func (e *Engine) publishCycle(s *subscription, now time.Time, cycles int) (expir
 }
 
 // lifetimeOver reports whether s has gone LifetimeCount publishing intervals
-// without client activity and without a Publish request it could use.
+// without client activity and without a Publish request it could use. A
+// CreateMonitoredItems call in progress counts as activity until it ends.
 // s.mu must be held.
 func (e *Engine) lifetimeOver(s *subscription, now time.Time) bool {
+	if s.reserved > 0 {
+		return false // a CreateMonitoredItems call in progress is client activity
+	}
 	last := time.Unix(0, s.lastActivity.Load())
 	if s.sess != nil {
 		if s.sess.hasRequest() {
@@ -281,7 +285,7 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 		if it.mode == ua.MonitoringModeReporting && !it.deleted {
 			b.drain(it, budget)
 		}
-		if it.queue.len() > 0 && it.mode == ua.MonitoringModeReporting && !it.deleted {
+		if it.pending() > 0 && it.mode == ua.MonitoringModeReporting && !it.deleted {
 			leftover = len(list) - i
 			it.mu.Unlock()
 			break
@@ -305,34 +309,42 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 		return nil, leftover > 0
 	}
 	return &ua.NotificationMessage{
-		SequenceNumber: s.nextSeq(),
-		PublishTime:    now,
-		NotificationData: []*ua.ExtensionObject{
-			ua.NewExtensionObject(&ua.DataChangeNotification{MonitoredItems: b.out}),
-		},
+		SequenceNumber:   s.nextSeq(),
+		PublishTime:      now,
+		NotificationData: b.data(),
 	}, leftover > 0
 }
 
-// notifBuilder collects MonitoredItemNotifications, allocating them (and
-// the DataValue copies TimestampsToReturn needs) in slabs rather than one by
-// one.
+// notifBuilder collects MonitoredItemNotifications and EventFieldLists,
+// allocating the former (and the DataValue copies TimestampsToReturn
+// needs) in slabs rather than one by one.
 type notifBuilder struct {
 	slab   []ua.MonitoredItemNotification
 	dvSlab []ua.DataValue
 	out    []*ua.MonitoredItemNotification
+	events []*ua.EventFieldList
 	now    time.Time
 }
 
-func (b *notifBuilder) n() int { return len(b.out) }
+// n is the number of notifications collected: data changes and events
+// count alike against MaxNotificationsPerPublish.
+func (b *notifBuilder) n() int { return len(b.out) + len(b.events) }
 
 func (b *notifBuilder) grow(n int) {
 	b.out = make([]*ua.MonitoredItemNotification, 0, max(n, 1))
 }
 
-// drain moves queued values of it into notifications until the budget is
-// spent. it.mu must be held.
+// drain moves queued notifications of it into the message until the
+// budget is spent. it.mu must be held.
 func (b *notifBuilder) drain(it *item, budget int) {
-	for it.queue.len() > 0 && len(b.out) < budget {
+	if it.isEvent() {
+		for it.ev.queue.len() > 0 && b.n() < budget {
+			e := it.ev.queue.popEntry()
+			b.events = append(b.events, &ua.EventFieldList{ClientHandle: it.handle, EventFields: e.fields})
+		}
+		return
+	}
+	for it.queue.len() > 0 && b.n() < budget {
 		if len(b.slab) == 0 {
 			// Notifications are referenced by sent messages, so a slab is
 			// never reused: it is replaced once consumed.
@@ -344,6 +356,19 @@ func (b *notifBuilder) drain(it *item, budget int) {
 		n.Value = stamp(it.queue.pop(), it.ttr, b.now, &b.dvSlab)
 		b.out = append(b.out, n)
 	}
+}
+
+// data is the message's NotificationData: a DataChangeNotification and an
+// EventNotificationList, each when it has something.
+func (b *notifBuilder) data() []*ua.ExtensionObject {
+	data := make([]*ua.ExtensionObject, 0, 2)
+	if len(b.out) > 0 {
+		data = append(data, ua.NewExtensionObject(&ua.DataChangeNotification{MonitoredItems: b.out}))
+	}
+	if len(b.events) > 0 {
+		data = append(data, ua.NewExtensionObject(&ua.EventNotificationList{Events: b.events}))
+	}
+	return data
 }
 
 // sendMessage answers pr with msg and keeps msg for Republish. s.mu must be

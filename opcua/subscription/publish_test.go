@@ -593,3 +593,41 @@ func TestPriorityOrdersLateSubscriptions(t *testing.T) {
 		t.Fatalf("one request for two late subscriptions went to %+v, want the high-priority one", got)
 	}
 }
+
+// TestNoExpiryDuringCreateMonitoredItems: a CreateMonitoredItems call that
+// takes longer than the lifetime (a huge one on a loaded machine) is
+// client activity; the subscription does not expire under it, and its
+// lifetime counts from the end of the call.
+func TestNoExpiryDuringCreateMonitoredItems(t *testing.T) {
+	v := newEnv(t, Options{})
+	sub := v.createSub(sessA, subParams{interval: 100, keepAlive: 1, lifetime: 3}).SubscriptionID
+	entered, release := make(chan struct{}), make(chan struct{})
+	v.src.beforeWatch = func() {
+		close(entered)
+		<-release
+	}
+	type result struct {
+		resp *ua.CreateMonitoredItemsResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := v.e.CreateMonitoredItems(sessA, &ua.CreateMonitoredItemsRequest{SubscriptionID: sub,
+			TimestampsToReturn: ua.TimestampsToReturnBoth, ItemsToCreate: []*ua.MonitoredItemCreateRequest{itemSpec{node: 1}.request()}})
+		done <- result{resp, err}
+	}()
+	<-entered
+	for range 5 {
+		v.advance(100 * time.Millisecond)
+	}
+	close(release)
+	if r := <-done; r.err != nil || r.resp.Results[0].StatusCode != ua.StatusGood {
+		t.Fatalf("a call longer than the lifetime: %v %+v", r.err, r.resp)
+	}
+	v.src.beforeWatch = nil
+	v.advance(100 * time.Millisecond)
+	v.advance(100 * time.Millisecond)
+	if _, err := v.e.SetPublishingMode(sessA, &ua.SetPublishingModeRequest{SubscriptionIDs: []uint32{sub}, PublishingEnabled: true}); err != nil {
+		t.Fatalf("subscription gone two intervals after the call: %v", err)
+	}
+}

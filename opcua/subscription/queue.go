@@ -9,21 +9,84 @@ import (
 // discarded next to it (Part 4 §5.13.1.5).
 const overflowBits ua.StatusCode = 0x0480
 
-// valueQueue is the bounded FIFO of one monitored item. It grows on demand
-// up to the item's queue size, so a queue of 10000 costs nothing until values
-// pile up. The zero value is an empty queue. Not safe for concurrent use: the
-// owning item's mu guards it.
-type valueQueue struct {
-	buf  []*ua.DataValue
+// ring is a FIFO of T in a circular buffer that grows on demand (doubling,
+// up to limit when one is given), so a queue of 10000 costs nothing until
+// values pile up. The zero value is an empty ring. Not safe for concurrent
+// use: the owning item's mu guards it.
+type ring[T any] struct {
+	buf  []T
 	head int
 	n    int
 }
 
-func (q *valueQueue) len() int { return q.n }
+func (q *ring[T]) len() int { return q.n }
 
-func (q *valueQueue) at(i int) *ua.DataValue { return q.buf[(q.head+i)%len(q.buf)] }
+func (q *ring[T]) at(i int) T { return q.buf[(q.head+i)%len(q.buf)] }
 
-func (q *valueQueue) set(i int, dv *ua.DataValue) { q.buf[(q.head+i)%len(q.buf)] = dv }
+func (q *ring[T]) set(i int, v T) { q.buf[(q.head+i)%len(q.buf)] = v }
+
+// pushBack appends v, growing the buffer to at most limit slots (0: no
+// limit) when it is full.
+func (q *ring[T]) pushBack(v T, limit int) {
+	if q.n == len(q.buf) {
+		q.grow(limit)
+	}
+	q.n++
+	q.set(q.n-1, v)
+}
+
+// pushFront puts v before the oldest element.
+func (q *ring[T]) pushFront(v T) {
+	if q.n == len(q.buf) {
+		q.grow(0)
+	}
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.n++
+	q.buf[q.head] = v
+}
+
+// grow doubles the ring (at least 1, at most limit when limit > 0)
+// keeping the order.
+func (q *ring[T]) grow(limit int) {
+	size := max(2*len(q.buf), 1)
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	nb := make([]T, size)
+	for i := range q.n {
+		nb[i] = q.at(i)
+	}
+	q.buf, q.head = nb, 0
+}
+
+// pop removes and returns the oldest element.
+func (q *ring[T]) pop() T {
+	var zero T
+	v := q.buf[q.head]
+	q.buf[q.head] = zero
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return v
+}
+
+// popBack removes and returns the newest element.
+func (q *ring[T]) popBack() T {
+	var zero T
+	v := q.at(q.n - 1)
+	q.set(q.n-1, zero)
+	q.n--
+	return v
+}
+
+// clear empties the ring and releases its buffer.
+func (q *ring[T]) clear() { *q = ring[T]{} }
+
+// valueQueue is the bounded FIFO of one data monitored item. The zero
+// value is an empty queue. Not safe for concurrent use: the owning item's
+// mu guards it.
+type valueQueue struct {
+	ring[*ua.DataValue]
+}
 
 // push appends dv to a queue holding at most size values. When the queue is
 // full, discardOldest drops the oldest value and flags the new oldest with
@@ -32,11 +95,7 @@ func (q *valueQueue) set(i int, dv *ua.DataValue) { q.buf[(q.head+i)%len(q.buf)]
 // (Part 4 §5.13.1.5). It reports whether a value was discarded.
 func (q *valueQueue) push(dv *ua.DataValue, size int, discardOldest bool) (overflow bool) {
 	if q.n < size {
-		if q.n == len(q.buf) {
-			q.grow(size)
-		}
-		q.n++
-		q.set(q.n-1, dv)
+		q.pushBack(dv, size)
 		return false
 	}
 	switch {
@@ -45,35 +104,13 @@ func (q *valueQueue) push(dv *ua.DataValue, size int, discardOldest bool) (overf
 		return true
 	case discardOldest:
 		q.pop()
-		q.n++
-		q.set(q.n-1, dv)
+		q.pushBack(dv, size)
 		q.set(0, withOverflow(q.at(0)))
 	default:
 		q.set(q.n-1, withOverflow(dv))
 	}
 	return true
 }
-
-// grow doubles the ring (at least 1, at most size) keeping the order.
-func (q *valueQueue) grow(size int) {
-	nb := make([]*ua.DataValue, min(max(2*len(q.buf), 1), size))
-	for i := range q.n {
-		nb[i] = q.at(i)
-	}
-	q.buf, q.head = nb, 0
-}
-
-// pop removes and returns the oldest value.
-func (q *valueQueue) pop() *ua.DataValue {
-	dv := q.buf[q.head]
-	q.buf[q.head] = nil
-	q.head = (q.head + 1) % len(q.buf)
-	q.n--
-	return dv
-}
-
-// clear empties the queue and releases its buffer.
-func (q *valueQueue) clear() { *q = valueQueue{} }
 
 // shrink trims the queue to size values after the queue size was reduced:
 // discardOldest keeps the newest values, otherwise the oldest are kept. The

@@ -15,6 +15,7 @@ type limits struct {
 	minPublishing, maxPublishing time.Duration
 	minSampling, maxSampling     time.Duration
 	maxQueueSize                 uint32
+	defaultEvQueue               uint32
 	defaultKeepAlive             uint32
 	maxKeepAlive                 uint32
 	maxLifetime                  time.Duration
@@ -103,6 +104,16 @@ func (l limits) reviseSamplingInterval(ms float64, publishing time.Duration, pol
 // reviseQueueSize maps 0 to 1 and caps the size at maxQueueSize.
 func (l limits) reviseQueueSize(n uint32) uint32 {
 	return min(max(n, 1), l.maxQueueSize)
+}
+
+// reviseEventQueueSize revises the queue size of an event item (Part 4
+// §7.16): 0 is the server's default, anything else is capped at
+// maxQueueSize (1 is the minimum, MaxUInt32 the maximum, as asked).
+func (l limits) reviseEventQueueSize(n uint32) uint32 {
+	if n == 0 {
+		return max(l.defaultEvQueue, 1)
+	}
+	return min(n, l.maxQueueSize)
 }
 
 // reviseMaxNotifications combines the client's MaxNotificationsPerPublish

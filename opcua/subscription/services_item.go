@@ -14,6 +14,64 @@ type itemParams struct {
 	queueSize     uint32
 	discardOldest bool
 	filter        dataFilter
+	// filterResult is the FilterResult to answer (an EventFilterResult
+	// saying what is wrong with an event filter); nil: a null one.
+	filterResult *ua.ExtensionObject
+}
+
+// eventParams are the revised parameters of an event item and its parsed
+// filter (nil unless the status is Good).
+type eventParams struct {
+	p      itemParams
+	filter *eventFilter
+	status ua.StatusCode
+}
+
+// reviseEventParams validates and revises MonitoringParameters for an event
+// item. The filter must be an EventFilter (Part 4 §7.22.3); without one
+// the item fails with BadEventFilterInvalid, as an event item without
+// select clauses could report nothing. Without an EventSource event items
+// are not supported. No engine lock may be held: the EventSource is asked.
+func (e *Engine) reviseEventParams(p *ua.MonitoringParameters) eventParams {
+	if p == nil {
+		return eventParams{status: ua.StatusBadInvalidArgument}
+	}
+	if e.events == nil {
+		return eventParams{status: ua.StatusBadMonitoredItemFilterUnsupported}
+	}
+	ef, ok := asEventFilter(p.Filter)
+	switch {
+	case !ok && isDataFilter(p.Filter):
+		return eventParams{status: ua.StatusBadFilterNotAllowed}
+	case !ok:
+		return eventParams{status: ua.StatusBadMonitoredItemFilterInvalid}
+	case ef == nil:
+		return eventParams{status: ua.StatusBadEventFilterInvalid}
+	}
+	f, res, st := parseEventFilter(ef, e.events)
+	if st != ua.StatusGood {
+		return eventParams{p: itemParams{filterResult: ua.NewExtensionObject(res)}, status: st}
+	}
+	return eventParams{
+		p: itemParams{
+			handle:        p.ClientHandle,
+			queueSize:     e.lim.reviseEventQueueSize(p.QueueSize),
+			discardOldest: p.DiscardOldest,
+			filter:        defaultFilter,
+		},
+		filter: f,
+		status: ua.StatusGood,
+	}
+}
+
+// isDataFilter reports whether eo holds a DataChangeFilter or an
+// AggregateFilter: filters of data items.
+func isDataFilter(eo *ua.ExtensionObject) bool {
+	switch eo.Value.(type) {
+	case *ua.DataChangeFilter, ua.DataChangeFilter, *ua.AggregateFilter, ua.AggregateFilter:
+		return true
+	}
+	return false
 }
 
 // reviseParams validates and revises MonitoringParameters for an item on
@@ -34,6 +92,13 @@ func (e *Engine) reviseParams(p *ua.MonitoringParameters, attr ua.AttributeID, p
 		discardOldest: p.DiscardOldest,
 		filter:        f,
 	}, ua.StatusGood
+}
+
+func (p itemParams) filterResultOrNull() *ua.ExtensionObject {
+	if p.filterResult == nil {
+		return ua.NewExtensionObject(nil)
+	}
+	return p.filterResult
 }
 
 func (p itemParams) result(st ua.StatusCode) (float64, uint32) {
@@ -113,7 +178,7 @@ func (e *Engine) CreateMonitoredItemsContext(ctx context.Context, sess SessionID
 			continue
 		}
 		it, st, p := e.newItem(s, r, req.TimestampsToReturn, publishing, now)
-		res := &ua.MonitoredItemCreateResult{StatusCode: st, FilterResult: ua.NewExtensionObject(nil)}
+		res := &ua.MonitoredItemCreateResult{StatusCode: st, FilterResult: p.filterResultOrNull()}
 		res.RevisedSamplingInterval, res.RevisedQueueSize = p.result(st)
 		if it != nil {
 			created = append(created, it)
@@ -175,12 +240,15 @@ func (e *Engine) itemTarget(sess SessionID, id uint32, want int) (s *subscriptio
 	return s, s.interval, room, nil
 }
 
-// unreserve returns the room itemTarget set aside.
+// unreserve returns the room itemTarget set aside. The call's end is
+// client activity: a large call does not leave a subscription that expires
+// the moment it returns.
 func (e *Engine) unreserve(s *subscription, room itemRoom) {
 	e.mu.Lock()
 	s.mu.Lock()
 	s.reserved -= room.n
 	e.reserved -= room.n
+	s.touch(e.clock.Now())
 	s.mu.Unlock()
 	e.mu.Unlock()
 }
@@ -227,6 +295,9 @@ func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr 
 		return nil, ua.StatusBadMonitoringModeInvalid, itemParams{}
 	}
 	rv := r.ItemToMonitor
+	if rv.AttributeID == ua.AttributeIDEventNotifier {
+		return e.newEventItem(s, r)
+	}
 	p, st := e.reviseParams(r.RequestedParameters, rv.AttributeID, publishing)
 	if st != ua.StatusGood {
 		return nil, st, itemParams{}
@@ -280,6 +351,39 @@ func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr 
 	return it, ua.StatusGood, p
 }
 
+// newEventItem validates an event item (the EventNotifier attribute) and
+// registers it with the EventSource. Its sampling interval is 0: events are
+// queued as they are raised. Nothing is queued at creation. No engine lock
+// may be held.
+func (e *Engine) newEventItem(s *subscription, r *ua.MonitoredItemCreateRequest) (*item, ua.StatusCode, itemParams) {
+	ep := e.reviseEventParams(r.RequestedParameters)
+	if ep.status != ua.StatusGood {
+		return nil, ep.status, ep.p
+	}
+	rv := r.ItemToMonitor
+	it := &item{
+		sub:           s,
+		node:          rv.NodeID,
+		attr:          rv.AttributeID,
+		ev:            &eventState{},
+		handle:        ep.p.handle,
+		mode:          r.MonitoringMode,
+		queueSize:     int(ep.p.queueSize),
+		discardOldest: ep.p.discardOldest,
+		filter:        defaultFilter,
+	}
+	it.ev.filter.Store(ep.filter)
+	cancel, st := e.events.WatchEvents(it.node, it.onEvent)
+	if st != ua.StatusGood {
+		if cancel != nil {
+			cancel()
+		}
+		return nil, st, itemParams{}
+	}
+	it.cancel = cancel
+	return it, ua.StatusGood, ep.p
+}
+
 // newItemIDLocked returns the next monitored item id. The counter is shared
 // by all subscriptions and grows monotonically; after a wrap-around, ids in
 // use in s are skipped. e.mu and s.mu must be held.
@@ -303,6 +407,18 @@ func (e *Engine) ModifyMonitoredItems(sess SessionID, req *ua.ModifyMonitoredIte
 		return nil, ua.StatusBadTimestampsToReturnInvalid
 	}
 	now := e.clock.Now()
+	// Event filters are parsed before the locks are taken: parsing asks
+	// the EventSource.
+	evp := make([]*eventParams, len(req.ItemsToModify))
+	for i, r := range req.ItemsToModify {
+		if r == nil || r.RequestedParameters == nil {
+			continue
+		}
+		if ef, ok := asEventFilter(r.RequestedParameters.Filter); ok && ef != nil {
+			ep := e.reviseEventParams(r.RequestedParameters)
+			evp[i] = &ep
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -315,7 +431,7 @@ func (e *Engine) ModifyMonitoredItems(sess SessionID, req *ua.ModifyMonitoredIte
 	s.mu.Lock()
 	results := make([]*ua.MonitoredItemModifyResult, len(req.ItemsToModify))
 	for i, r := range req.ItemsToModify {
-		results[i] = e.modifyItemLocked(s, r, req.TimestampsToReturn, now)
+		results[i] = e.modifyItemLocked(s, r, req.TimestampsToReturn, now, evp[i])
 	}
 	s.touch(now)
 	next := s.nextDeadline()
@@ -327,14 +443,18 @@ func (e *Engine) ModifyMonitoredItems(sess SessionID, req *ua.ModifyMonitoredIte
 	}, nil
 }
 
-// modifyItemLocked applies one modification. s.mu must be held.
-func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequest, ttr ua.TimestampsToReturn, now time.Time) *ua.MonitoredItemModifyResult {
+// modifyItemLocked applies one modification; ep is the parsed event filter
+// of the request, nil when it has none. s.mu must be held.
+func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequest, ttr ua.TimestampsToReturn, now time.Time, ep *eventParams) *ua.MonitoredItemModifyResult {
 	if r == nil {
 		return &ua.MonitoredItemModifyResult{StatusCode: ua.StatusBadInvalidArgument}
 	}
 	it := s.items[r.MonitoredItemID]
 	if it == nil {
 		return &ua.MonitoredItemModifyResult{StatusCode: ua.StatusBadMonitoredItemIDInvalid}
+	}
+	if it.isEvent() {
+		return modifyEventItemLocked(it, r, ep, now)
 	}
 	p, st := e.reviseParams(r.RequestedParameters, it.attr, s.interval)
 	if st != ua.StatusGood {
@@ -365,6 +485,40 @@ func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequ
 		RevisedSamplingInterval: rev,
 		RevisedQueueSize:        qs,
 		FilterResult:            ua.NewExtensionObject(nil),
+	}
+}
+
+// modifyEventItemLocked applies one modification to an event item: a new
+// filter (required, as at creation), handle, queue size and discard
+// policy. A reduced queue drops events by the new policy. The item's
+// subscription's mu must be held.
+func modifyEventItemLocked(it *item, r *ua.MonitoredItemModifyRequest, ep *eventParams, now time.Time) *ua.MonitoredItemModifyResult {
+	switch {
+	case r.RequestedParameters == nil:
+		return &ua.MonitoredItemModifyResult{StatusCode: ua.StatusBadInvalidArgument}
+	case ep == nil:
+		st := ua.StatusBadEventFilterInvalid
+		if _, ok := asEventFilter(r.RequestedParameters.Filter); !ok {
+			st = ua.StatusBadFilterNotAllowed
+			if !isDataFilter(r.RequestedParameters.Filter) {
+				st = ua.StatusBadMonitoredItemFilterInvalid
+			}
+		}
+		return &ua.MonitoredItemModifyResult{StatusCode: st}
+	case ep.status != ua.StatusGood:
+		return &ua.MonitoredItemModifyResult{StatusCode: ep.status, FilterResult: ep.p.filterResultOrNull()}
+	}
+	it.ev.filter.Store(ep.filter)
+	it.mu.Lock()
+	it.handle = ep.p.handle
+	it.queueSize = int(ep.p.queueSize)
+	it.discardOldest = ep.p.discardOldest
+	it.ev.queue.shrink(it.queueSize, it.discardOldest, it.overflowEntry(now))
+	it.mu.Unlock()
+	return &ua.MonitoredItemModifyResult{
+		StatusCode:       ua.StatusGood,
+		RevisedQueueSize: ep.p.queueSize,
+		FilterResult:     ua.NewExtensionObject(nil),
 	}
 }
 
@@ -421,6 +575,9 @@ func (e *Engine) setModeLocked(it *item, mode ua.MonitoringMode, now time.Time) 
 		return
 	}
 	it.mu.Unlock()
+	if it.isEvent() {
+		return // events are queued as they are raised; there is nothing to sample
+	}
 	// Leaving Disabled: sample the current value. The Source is not
 	// called with the item's mu held.
 	dv := e.src.Read(it.node, it.attr)

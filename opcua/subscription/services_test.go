@@ -162,7 +162,8 @@ func TestCreateMonitoredItemsPerItemResults(t *testing.T) {
 		{"percent deadband", itemSpec{node: 1, filter: dcf(ua.DataChangeTriggerStatusValue, ua.DeadbandTypePercent, 5)}.request(), ua.StatusBadMonitoredItemFilterUnsupported, 0, 0},
 		{"absolute deadband", itemSpec{node: 1, filter: dcf(ua.DataChangeTriggerStatusValue, ua.DeadbandTypeAbsolute, 5)}.request(), ua.StatusGood, 0, 1},
 		{"deadband on a string", itemSpec{node: 3, filter: dcf(ua.DataChangeTriggerStatusValue, ua.DeadbandTypeAbsolute, 5)}.request(), ua.StatusBadFilterNotAllowed, 0, 0},
-		{"event filter", itemSpec{node: 1, filter: ua.NewExtensionObject(&ua.EventFilter{})}.request(), ua.StatusBadMonitoredItemFilterUnsupported, 0, 0},
+		{"event filter on a Value", itemSpec{node: 1, filter: ua.NewExtensionObject(&ua.EventFilter{})}.request(), ua.StatusBadFilterNotAllowed, 0, 0},
+		{"event item without an EventSource", itemSpec{node: 1, attr: ua.AttributeIDEventNotifier, filter: ua.NewExtensionObject(&ua.EventFilter{})}.request(), ua.StatusBadMonitoredItemFilterUnsupported, 0, 0},
 		{"nil parameters", &ua.MonitoredItemCreateRequest{ItemToMonitor: &ua.ReadValueID{NodeID: nodeID(1), AttributeID: ua.AttributeIDValue}}, ua.StatusBadInvalidArgument, 0, 0},
 		{"nil request", nil, ua.StatusBadInvalidArgument, 0, 0},
 	} {

@@ -263,12 +263,16 @@ func (s *subscription) clearRetrans() {
 	s.retransMu.Unlock()
 }
 
-// notifCount is the number of monitored-item notifications in m.
+// notifCount is the number of monitored-item notifications (data changes
+// and events) in m.
 func notifCount(m *ua.NotificationMessage) int {
 	n := 0
 	for _, eo := range m.NotificationData {
-		if dcn, ok := eo.Value.(*ua.DataChangeNotification); ok {
-			n += len(dcn.MonitoredItems)
+		switch v := eo.Value.(type) {
+		case *ua.DataChangeNotification:
+			n += len(v.MonitoredItems)
+		case *ua.EventNotificationList:
+			n += len(v.Events)
 		}
 	}
 	return n

@@ -27,7 +27,10 @@ type Publish struct {
 	// its status.
 	StatusChange bool
 	Status       ua.StatusCode
-	// Other counts notification objects of any other type (events).
+	// EventLists counts EventNotificationList objects, Events their
+	// event notifications (EventFieldLists).
+	EventLists, Events int
+	// Other counts notification objects of any other type.
 	Other int
 	// AckResults are the results of the acknowledgements of the request.
 	AckResults []ua.StatusCode
@@ -35,7 +38,7 @@ type Publish struct {
 
 // Keepalive reports whether the message carries no notification.
 func (p *Publish) Keepalive() bool {
-	return p.DataChanges == 0 && !p.StatusChange && p.Other == 0
+	return p.DataChanges == 0 && p.EventLists == 0 && !p.StatusChange && p.Other == 0
 }
 
 // Item is one monitored-item notification of a DataChangeNotification.
@@ -291,6 +294,13 @@ func (r *reader) notification(p *Publish, fn func(Item)) {
 		if sub.err != nil {
 			r.err = sub.err
 		}
+	case id.EventNotificationList_Encoding_DefaultBinary:
+		p.EventLists++
+		sub := reader{b: body}
+		p.Events += sub.eventList()
+		if sub.err != nil {
+			r.err = sub.err
+		}
 	case id.StatusChangeNotification_Encoding_DefaultBinary:
 		p.StatusChange = true
 		sub := reader{b: body}
@@ -317,6 +327,22 @@ func (r *reader) dataChange(fn func(Item)) int {
 	}
 	for d := r.count(1); d > 0 && r.err == nil; d-- {
 		r.diagnosticInfo(0)
+	}
+	return n
+}
+
+// eventList reads an EventNotificationList body, skipping the fields, and
+// returns the number of events (EventFieldLists) it read.
+func (r *reader) eventList() int {
+	n := r.count(8) // ClientHandle and the field count
+	for i := 0; i < n; i++ {
+		r.u32() // ClientHandle
+		for f := r.count(1); f > 0 && r.err == nil; f-- {
+			r.variant(0)
+		}
+		if r.err != nil {
+			return i
+		}
 	}
 	return n
 }

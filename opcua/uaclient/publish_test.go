@@ -85,6 +85,19 @@ func randomPublish(r *rand.Rand, items int) *ua.PublishResponse {
 		eo.UpdateMask()
 		data = append(data, eo)
 	}
+	if r.IntN(2) == 0 {
+		evs := make([]*ua.EventFieldList, r.IntN(4))
+		for i := range evs {
+			fields := make([]*ua.Variant, r.IntN(6))
+			for j := range fields {
+				fields[j] = ua.MustVariant(randomValue(r))
+			}
+			evs[i] = &ua.EventFieldList{ClientHandle: r.Uint32(), EventFields: fields}
+		}
+		eo := ua.NewExtensionObject(&ua.EventNotificationList{Events: evs})
+		eo.UpdateMask()
+		data = append(data, eo)
+	}
 	if r.IntN(3) == 0 {
 		eo := ua.NewExtensionObject(&ua.StatusChangeNotification{Status: ua.StatusBadTimeout, DiagnosticInfo: &ua.DiagnosticInfo{}})
 		eo.UpdateMask()
@@ -157,9 +170,12 @@ func TestDecodePublishMatchesReflectionDecoder(t *testing.T) {
 			!reflect.DeepEqual(p.AckResults, want.Results) {
 			t.Fatalf("round %d: header fields differ: %+v", round, p)
 		}
-		var dc, sc int
+		var dc, sc, el, ev int
 		for _, eo := range nm.NotificationData {
 			switch v := eo.Value.(type) {
+			case *ua.EventNotificationList:
+				el++
+				ev += len(v.Events)
 			case *ua.DataChangeNotification:
 				dc++
 			case *ua.StatusChangeNotification:
@@ -171,6 +187,9 @@ func TestDecodePublishMatchesReflectionDecoder(t *testing.T) {
 		}
 		if p.DataChanges != dc || p.StatusChange != (sc > 0) {
 			t.Fatalf("round %d: %d data changes / status %v, want %d / %d", round, p.DataChanges, p.StatusChange, dc, sc)
+		}
+		if p.EventLists != el || p.Events != ev || p.Other != 0 {
+			t.Fatalf("round %d: %d event lists / %d events / %d other, want %d / %d / 0", round, p.EventLists, p.Events, p.Other, el, ev)
 		}
 	}
 }
@@ -214,7 +233,9 @@ func TestDecodePublishTruncated(t *testing.T) {
 
 func FuzzDecodePublish(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
-	f.Add(encodeService(f, randomPublish(r, 3)))
+	for range 4 {
+		f.Add(encodeService(f, randomPublish(r, 3))) // some carry events
+	}
 	f.Add([]byte{1, 0, byte(id.PublishResponse_Encoding_DefaultBinary & 0xff), byte(id.PublishResponse_Encoding_DefaultBinary >> 8)})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p Publish
@@ -257,5 +278,25 @@ func BenchmarkDecodeService50k(b *testing.B) {
 		if _, _, err := ua.DecodeService(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestDecodePublishCountsEvents(t *testing.T) {
+	evs := &ua.EventNotificationList{Events: []*ua.EventFieldList{
+		{ClientHandle: 1, EventFields: []*ua.Variant{ua.MustVariant([]byte{1, 2}), ua.MustVariant(ua.NewNumericNodeID(0, id.BaseEventType)), ua.MustVariant(nil)}},
+		{ClientHandle: 2, EventFields: []*ua.Variant{ua.MustVariant(ua.NewLocalizedText("m"))}},
+	}}
+	eo := ua.NewExtensionObject(evs)
+	eo.UpdateMask()
+	msg := &ua.PublishResponse{
+		ResponseHeader:      &ua.ResponseHeader{ServiceDiagnostics: &ua.DiagnosticInfo{}, AdditionalHeader: ua.NewExtensionObject(nil)},
+		NotificationMessage: &ua.NotificationMessage{SequenceNumber: 4, NotificationData: []*ua.ExtensionObject{eo}},
+	}
+	var p Publish
+	if err := DecodePublish(encodeService(t, msg), &p, func(Item) { t.Fatal("an event message has no items") }); err != nil {
+		t.Fatal(err)
+	}
+	if p.EventLists != 1 || p.Events != 2 || p.Other != 0 || p.Keepalive() || p.SequenceNumber != 4 {
+		t.Fatalf("decoded %+v: want 1 event list of 2 events, not a keep-alive", p)
 	}
 }

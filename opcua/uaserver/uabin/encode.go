@@ -126,9 +126,9 @@ func appendNotificationMessage(b []byte, m *ua.NotificationMessage) ([]byte, err
 	return b, nil
 }
 
-// appendExtensionObject writes eo; a DataChangeNotification or
-// StatusChangeNotification body is written here, anything else by
-// eo.Encode.
+// appendExtensionObject writes eo; a DataChangeNotification,
+// StatusChangeNotification or EventNotificationList body is written here,
+// anything else by eo.Encode.
 func appendExtensionObject(b []byte, eo *ua.ExtensionObject) ([]byte, error) {
 	if eo == nil {
 		// ExtensionObject.Encode writes a nil one as an empty object.
@@ -150,6 +150,11 @@ func appendExtensionObject(b []byte, eo *ua.ExtensionObject) ([]byte, error) {
 		return appendBody(b, eo, func(b []byte) ([]byte, error) {
 			return appendDiagnosticInfo(appendU32(b, uint32(v.Status)), v.DiagnosticInfo)
 		})
+	case *ua.EventNotificationList:
+		if v == nil || eo.EncodingMask != ua.ExtensionObjectBinary {
+			break
+		}
+		return appendBody(b, eo, func(b []byte) ([]byte, error) { return appendEventList(b, v) })
 	}
 	enc, err := eo.Encode()
 	if err != nil {
@@ -192,6 +197,33 @@ func appendDataChange(b []byte, d *ua.DataChangeNotification) ([]byte, error) {
 		}
 	}
 	return appendDiagnosticInfos(b, d.DiagnosticInfos)
+}
+
+// appendEventList writes an EventNotificationList body: its EventFieldLists,
+// each a client handle and the selected fields.
+func appendEventList(b []byte, l *ua.EventNotificationList) ([]byte, error) {
+	if l.Events == nil {
+		return appendU32(b, null), nil
+	}
+	b = appendU32(b, uint32(len(l.Events)))
+	var err error
+	for _, e := range l.Events {
+		if e == nil {
+			continue // a nil struct pointer writes nothing
+		}
+		b = appendU32(b, e.ClientHandle)
+		if e.EventFields == nil {
+			b = appendU32(b, null)
+			continue
+		}
+		b = appendU32(b, uint32(len(e.EventFields)))
+		for _, f := range e.EventFields {
+			if b, err = AppendVariant(b, f); err != nil {
+				return b, err
+			}
+		}
+	}
+	return b, nil
 }
 
 // AppendDataValue appends dv as dv.Encode writes it.
@@ -294,11 +326,60 @@ func appendValue(b []byte, typ ua.TypeID, val any) ([]byte, bool) {
 			return b, false
 		}
 		return appendByteString(b, x), true
+	case *ua.NodeID:
+		return appendNodeID(b, x)
+	case *ua.LocalizedText:
+		if x == nil {
+			return b, false
+		}
+		return appendLocalizedText(b, x), true
+	case *ua.QualifiedName:
+		if x == nil {
+			return b, false
+		}
+		return appendString(binary.LittleEndian.AppendUint16(b, x.NamespaceIndex), x.Name), true
 	}
 	if typ == ua.TypeIDByteString {
 		return b, false // Variant.encode's treatment of other values
 	}
 	return appendArray(b, val)
+}
+
+// appendNodeID writes the numeric NodeId forms and the String form as
+// NodeID.Encode does; GUID, ByteString and an empty String identifier
+// (whose null-or-empty form the exported methods do not tell) are left to
+// it.
+func appendNodeID(b []byte, n *ua.NodeID) ([]byte, bool) {
+	if n == nil {
+		return b, false
+	}
+	b = append(b, byte(n.EncodingMask()))
+	switch n.Type() {
+	case ua.NodeIDTypeTwoByte:
+		return append(b, byte(n.IntID())), true
+	case ua.NodeIDTypeFourByte:
+		return binary.LittleEndian.AppendUint16(append(b, byte(n.Namespace())), uint16(n.IntID())), true
+	case ua.NodeIDTypeNumeric:
+		return appendU32(binary.LittleEndian.AppendUint16(b, n.Namespace()), n.IntID()), true
+	case ua.NodeIDTypeString:
+		if s := n.StringID(); s != "" {
+			return append(appendU32(binary.LittleEndian.AppendUint16(b, n.Namespace()), uint32(len(s))), s...), true
+		}
+	}
+	return b[:len(b)-1], false
+}
+
+// appendLocalizedText writes l as LocalizedText.Encode does: the mask, then
+// the fields it announces.
+func appendLocalizedText(b []byte, l *ua.LocalizedText) []byte {
+	b = append(b, l.EncodingMask)
+	if l.EncodingMask&ua.LocalizedTextLocale != 0 {
+		b = appendString(b, l.Locale)
+	}
+	if l.EncodingMask&ua.LocalizedTextText != 0 {
+		b = appendString(b, l.Text)
+	}
+	return b
 }
 
 // appendArray writes the elements of a one-dimensional array value.

@@ -123,6 +123,49 @@ var genString = rapid.OneOf(rapid.Just(""), rapid.String(), rapid.StringN(0, 3, 
 
 var genBytes = rapid.OneOf(rapid.Just([]byte(nil)), rapid.Just([]byte{}), rapid.SliceOfN(rapid.Byte(), 1, 20))
 
+// genNodeID covers every NodeId encoding: the three numeric forms, String
+// (empty included), GUID and ByteString.
+var genNodeID = rapid.Custom(func(t *rapid.T) *ua.NodeID {
+	ns := uint16(rapid.IntRange(0, 3).Draw(t, "ns"))
+	switch rapid.IntRange(0, 6).Draw(t, "nodeIdKind") {
+	case 0:
+		return ua.NewTwoByteNodeID(rapid.Byte().Draw(t, "b"))
+	case 1:
+		return ua.NewFourByteNodeID(uint8(ns), rapid.Uint16().Draw(t, "u16"))
+	case 2:
+		return ua.NewStringNodeID(ns, genString.Draw(t, "sid"))
+	case 3:
+		return ua.NewGUIDNodeID(ns, "72962B91-FA75-4AE6-8D28-B404DC7DAF63")
+	case 4:
+		return ua.NewByteStringNodeID(ns, rapid.SliceOfN(rapid.Byte(), 0, 6).Draw(t, "bsid"))
+	}
+	return ua.NewNumericNodeID(ns, rapid.Uint32().Draw(t, "nid"))
+})
+
+// genEventList is an EventNotificationList as the engine builds it (a few
+// events of a few fields each), with the odd nil entry and nil field list.
+var genEventList = rapid.Custom(func(t *rapid.T) *ua.EventNotificationList {
+	if rapid.IntRange(0, 9).Draw(t, "nilEvents") == 0 {
+		return &ua.EventNotificationList{}
+	}
+	evs := make([]*ua.EventFieldList, rapid.IntRange(0, 5).Draw(t, "events"))
+	for i := range evs {
+		switch rapid.IntRange(0, 9).Draw(t, "eventKind") {
+		case 0:
+			continue // a nil entry
+		case 1:
+			evs[i] = &ua.EventFieldList{ClientHandle: rapid.Uint32().Draw(t, "handle")}
+			continue
+		}
+		fields := make([]*ua.Variant, rapid.IntRange(0, 8).Draw(t, "fields"))
+		for j := range fields {
+			fields[j] = genVariant.Draw(t, "field")
+		}
+		evs[i] = &ua.EventFieldList{ClientHandle: rapid.Uint32().Draw(t, "handle"), EventFields: fields}
+	}
+	return &ua.EventNotificationList{Events: evs}
+})
+
 // scalar returns a value of every builtin Variant type, the ones the fast
 // path writes and the ones it leaves to Variant.Encode.
 func scalar(t *rapid.T, label string) any {
@@ -160,9 +203,10 @@ func scalar(t *rapid.T, label string) any {
 	case 15:
 		return ua.XMLElement(genString.Draw(t, "xml"))
 	case 16:
-		return ua.NewNumericNodeID(uint16(rapid.IntRange(0, 3).Draw(t, "ns")), rapid.Uint32().Draw(t, "nid"))
+		return genNodeID.Draw(t, "nodeid")
 	case 17:
-		return &ua.LocalizedText{Locale: genString.Draw(t, "locale"), Text: genString.Draw(t, "text"), EncodingMask: 3}
+		return &ua.LocalizedText{Locale: genString.Draw(t, "locale"), Text: genString.Draw(t, "text"),
+			EncodingMask: rapid.SampledFrom([]uint8{0, 1, 2, 3, 0xfc}).Draw(t, "ltmask")}
 	case 18:
 		return &ua.QualifiedName{NamespaceIndex: rapid.Uint16().Draw(t, "qns"), Name: genString.Draw(t, "qname")}
 	case 19:
@@ -306,10 +350,8 @@ var genNotificationData = rapid.Custom(func(t *rapid.T) *ua.ExtensionObject {
 		return ua.NewExtensionObject(&ua.StatusChangeNotification{
 			Status: genStatus.Draw(t, "scStatus"), DiagnosticInfo: genDiagnosticInfo.Draw(t, "scDiag"),
 		})
-	case 1:
-		return ua.NewExtensionObject(&ua.EventNotificationList{Events: []*ua.EventFieldList{
-			{ClientHandle: 1, EventFields: []*ua.Variant{genVariant.Draw(t, "eventField")}},
-		}})
+	case 1, 4:
+		return ua.NewExtensionObject(genEventList.Draw(t, "eventList"))
 	case 2:
 		return nil
 	case 3:
@@ -445,7 +487,14 @@ func TestEdgeCases(t *testing.T) {
 		"no timestamps":    {ResponseHeader: hdr(), NotificationMessage: dataChange(&ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(true)})},
 		"nil item":         {ResponseHeader: hdr(), NotificationMessage: &ua.NotificationMessage{NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{MonitoredItems: []*ua.MonitoredItemNotification{nil}})}}},
 		"nil header":       {SubscriptionID: 4},
-		"nil everything":   {},
+		"events":           {ResponseHeader: hdr(), NotificationMessage: eventsAndData(now)},
+		"empty event list": {ResponseHeader: hdr(), NotificationMessage: &ua.NotificationMessage{NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.EventNotificationList{Events: []*ua.EventFieldList{}})}}},
+		"empty string node id": {ResponseHeader: hdr(), NotificationMessage: &ua.NotificationMessage{NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.EventNotificationList{Events: []*ua.EventFieldList{
+			{ClientHandle: 1, EventFields: []*ua.Variant{ua.MustVariant(ua.NewStringNodeID(1, "")), ua.MustVariant(&ua.LocalizedText{})}}}})}}},
+		// ua.Encode panics on a nil field; the fast path must fail too.
+		"nil event field": {ResponseHeader: hdr(), NotificationMessage: &ua.NotificationMessage{NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.EventNotificationList{Events: []*ua.EventFieldList{
+			{ClientHandle: 1, EventFields: []*ua.Variant{nil}}}})}}},
+		"nil everything": {},
 		// ua.Encode panics on these; the fast path must not hide that.
 		"nil value":            {ResponseHeader: hdr(), NotificationMessage: dataChange(&ua.DataValue{EncodingMask: ua.DataValueValue})},
 		"nil service diag":     {ResponseHeader: &ua.ResponseHeader{AdditionalHeader: ua.NewExtensionObject(nil)}},
@@ -455,6 +504,38 @@ func TestEdgeCases(t *testing.T) {
 	for name, resp := range cases {
 		t.Run(name, func(t *testing.T) { checkSame(t, resp) })
 	}
+}
+
+// eventsAndData is a message as the engine builds it for a subscription
+// with data and event items: a DataChangeNotification, then an
+// EventNotificationList of two AuditWriteUpdateEventType events.
+func eventsAndData(now time.Time) *ua.NotificationMessage {
+	dv := &ua.DataValue{Value: ua.MustVariant(2.5), SourceTimestamp: now, ServerTimestamp: now}
+	dv.UpdateMask()
+	fields := func(user string) []*ua.Variant {
+		return []*ua.Variant{
+			ua.MustVariant([]byte("0123456789abcdef")),
+			ua.MustVariant(ua.NewNumericNodeID(0, id.AuditWriteUpdateEventType)),
+			ua.MustVariant(ua.NewStringNodeID(2, "press1/Setpoint")),
+			ua.MustVariant("Attribute/Write"),
+			ua.MustVariant(now),
+			ua.MustVariant(ua.NewLocalizedText("not primary")),
+			ua.MustVariant(uint16(500)),
+			ua.MustVariant(false),
+			ua.MustVariant(user),
+			ua.MustVariant(uint32(13)),
+			ua.MustVariant(int16(5)),
+			ua.MustVariant(nil),
+			ua.MustVariant(&ua.QualifiedName{NamespaceIndex: 2, Name: "q"}),
+		}
+	}
+	return &ua.NotificationMessage{SequenceNumber: 8, PublishTime: now, NotificationData: []*ua.ExtensionObject{
+		ua.NewExtensionObject(&ua.DataChangeNotification{MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 1, Value: dv}}}),
+		ua.NewExtensionObject(&ua.EventNotificationList{Events: []*ua.EventFieldList{
+			{ClientHandle: 2, EventFields: fields("operator")},
+			{ClientHandle: 2, EventFields: fields("")},
+		}}),
+	}}
 }
 
 // TestDecodesBack checks the fast path's output with gopcua's decoder: a
@@ -485,5 +566,24 @@ func TestDecodesBack(t *testing.T) {
 	if got.SubscriptionID != 11 || got.NotificationMessage.SequenceNumber != 12 || n.ClientHandle != 99 ||
 		n.Value.Value.Value() != int64(42) || n.Value.Status != 0x0480 || !n.Value.SourceTimestamp.Equal(now) {
 		t.Fatalf("decoded %+v / %+v", got, n.Value)
+	}
+
+	resp.NotificationMessage = eventsAndData(now)
+	if b, err = AppendResponse(nil, id.PublishResponse_Encoding_DefaultBinary, resp); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, err = ua.DecodeService(b); err != nil {
+		t.Fatal(err)
+	}
+	data := v.(*ua.PublishResponse).NotificationMessage.NotificationData
+	evl, ok := data[1].Value.(*ua.EventNotificationList)
+	if len(data) != 2 || !ok || len(evl.Events) != 2 {
+		t.Fatalf("decoded notification data %+v", data)
+	}
+	f := evl.Events[0].EventFields
+	if evl.Events[0].ClientHandle != 2 || len(f) != 13 || f[2].Value().(*ua.NodeID).StringID() != "press1/Setpoint" ||
+		f[5].Value().(*ua.LocalizedText).Text != "not primary" || f[6].Value() != uint16(500) || f[8].Value() != "operator" ||
+		f[11].Value() != nil || f[12].Value().(*ua.QualifiedName).Name != "q" {
+		t.Fatalf("decoded event fields %v", f)
 	}
 }
