@@ -50,6 +50,9 @@ func NewSpace(as *addrspace.AddressSpace, clusterID string) *Space {
 	return &Space{as: as, ns: as.AddNamespace(NamespaceURI(clusterID)), tags: map[string]*tagNode{}, devs: map[string]bool{}}
 }
 
+// AddressSpace is the address space the Space fills.
+func (s *Space) AddressSpace() *addrspace.AddressSpace { return s.as }
+
 // Namespace is the index of the ClusterId's namespace.
 func (s *Space) Namespace() uint16 { return s.ns }
 

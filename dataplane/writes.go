@@ -89,6 +89,10 @@ type WritesOptions struct {
 	Logger     *slog.Logger
 	// Clock stamps stored and reverted values. Default: the real clock.
 	Clock clockwork.Clock
+	// StatusOf maps a device write's error to the client's status
+	// (drivers.StatusOf). Default: a wrapped ua.StatusCode, BadTimeout for
+	// a deadline, else BadCommunicationError.
+	StatusOf func(error) ua.StatusCode
 }
 
 // Writes routes client writes of tags to their devices behind the Primary
@@ -111,6 +115,9 @@ func NewWrites(o WritesOptions) *Writes {
 	}
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
+	}
+	if o.StatusOf == nil {
+		o.StatusOf = defaultStatusOf
 	}
 	return &Writes{o: o}
 }
@@ -207,16 +214,21 @@ func (w *Writes) toDevice(t Target, value *ua.Variant, epoch uint64) (ua.StatusC
 		w.o.Logger.Info("dataplane: write serviced", "device", t.Device, "tag", t.Tag, "value", fmt.Sprint(value.Value()), "epoch", epoch)
 		return ua.StatusOK, ""
 	}
+	st := w.o.StatusOf(err)
+	w.o.Logger.Warn("dataplane: device write failed", "device", t.Device, "tag", t.Tag, "status", st.Error(), "err", err)
+	return st, err.Error()
+}
+
+// defaultStatusOf is the StatusOf without a driver package's mapping.
+func defaultStatusOf(err error) ua.StatusCode {
 	var st ua.StatusCode
 	switch {
 	case errors.As(err, &st) && st != ua.StatusOK:
+		return st
 	case errors.Is(err, context.DeadlineExceeded):
-		st = ua.StatusBadTimeout
-	default:
-		st = ua.StatusBadCommunicationError
+		return ua.StatusBadTimeout
 	}
-	w.o.Logger.Warn("dataplane: device write failed", "device", t.Device, "tag", t.Tag, "status", st.Error(), "err", err)
-	return st, err.Error()
+	return ua.StatusBadCommunicationError
 }
 
 func (w *Writes) store(v *addrspace.Variable, value *ua.Variant) {

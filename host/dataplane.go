@@ -12,6 +12,7 @@ import (
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
@@ -50,6 +51,8 @@ func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, spa
 	}
 	writes := dataplane.NewWrites(dataplane.WritesOptions{
 		Mode: mode, Roles: view, Timeout: cfg.OpcUa.WriteTimeout, Denials: metrics, Logger: logger,
+		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: cfg.OpcUa.ApplicationUri, Logger: logger},
+		StatusOf: drivers.StatusOf,
 	})
 	dp := &dataPlane{space: space}
 	dm, err := dataplane.NewMetrics(metrics.Meter())

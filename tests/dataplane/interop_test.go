@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,4 +106,44 @@ func TestNodeOPCUAReadsSubscribesAndWritesATag(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestNodeOPCUASeesTheAuditEventOfADeniedWrite: a write through the
+// Secondary is answered Good (optimistic) and an AuditWriteUpdateEvent on
+// the Server object tells an independent client it was not serviced.
+func TestNodeOPCUASeesTheAuditEventOfADeniedWrite(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.b, 1, "central")
+	ca, cb := connect(t, p.a), connect(t, p.b)
+	waitLevels(t, ca, cb)
+	ns := cb.namespace()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for v := float32(1); ; v++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+				bits := math.Float32bits(v)
+				p.dev.SetHolding(10, uint16(bits>>16), uint16(bits))
+			}
+		}
+	}()
+	lines := runNode(t, p.b.Endpoint(), fmt.Sprintf("ns=%d;s=press1/Speed", ns), fmt.Sprintf("ns=%d;s=press1/Setpoint", ns), "77", "events")
+	if w := first(lines, "write"); w == nil || w["status"] != "Good" {
+		t.Fatalf("optimistic write on the Secondary: %v", w)
+	}
+	a := first(lines, "audit")
+	if a == nil {
+		t.Fatalf("no audit event: %v", lines)
+	}
+	if a["Status"] != "false" || !strings.Contains(fmt.Sprint(a["Message"]), "not primary") ||
+		!strings.Contains(fmt.Sprint(a["SourceNode"]), "press1/Setpoint") || a["NewValue"] != "77" {
+		t.Fatalf("audit event %v", a)
+	}
+	if p.dev.Writes() != 0 {
+		t.Fatal("the denied write reached the device")
+	}
 }
