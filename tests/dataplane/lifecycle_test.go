@@ -1,6 +1,7 @@
 package dataplane_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -252,4 +254,53 @@ func TestBootWindowDeniesWritesUntilASnapshotNamesThePrimary(t *testing.T) {
 	if p.dev.Holding(0) != 6 || p.dev.Writes() != 1 {
 		t.Fatalf("device: register %d, %d writes", p.dev.Holding(0), p.dev.Writes())
 	}
+}
+
+// TestInvalidDeploymentIsRefusedByTheNodes: a document that bypassed
+// `otopcua deploy`'s checks (written straight into the Config DB) is not
+// applied: both nodes keep the previous version and say why.
+func TestInvalidDeploymentIsRefusedByTheNodes(t *testing.T) {
+	p := startPair(t, nil)
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	waitVersion(t, p.b, 1, "central")
+	ctx := context.Background()
+	db, err := configdb.Open(ctx, "sqlite", p.cfgs["a"]["ConfigDb"].(map[string]any)["ConnectionString"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bad := strings.Replace(deviceDoc(p.devURL), `"type": "float32"`, `"type": "float33"`, 1)
+	if _, _, err := db.PutDeployment(ctx, clusterID, []byte(bad)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*procs.Node{p.a, p.b} {
+		procs.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
+			body, err := n.Get("/api/deployment")
+			if err != nil {
+				return err
+			}
+			var rep struct {
+				Version int64  `json:"version"`
+				Refused int64  `json:"refusedVersion"`
+				Reason  string `json:"refusedReason"`
+			}
+			if err := json.Unmarshal([]byte(body), &rep); err != nil {
+				return err
+			}
+			if rep.Version != 1 || rep.Refused != 2 || !strings.Contains(rep.Reason, "float33") {
+				return fmt.Errorf("%s: %s", n.Name, body)
+			}
+			return nil
+		})
+	}
+	// The previous version keeps serving.
+	ca := connect(t, p.a)
+	p.dev.SetHolding(0, 4)
+	procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if got := ca.read(ua.NewStringNodeID(ca.namespace(), "press1/Setpoint"))[0]; got.Value.Value() != int16(4) {
+			return fmt.Errorf("%v", got.Value.Value())
+		}
+		return nil
+	})
 }
