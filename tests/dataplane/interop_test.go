@@ -52,6 +52,24 @@ func runNode(t *testing.T, args ...string) []map[string]any {
 	return lines
 }
 
+// keepChangingSpeed makes the device's Speed register change every
+// 150 ms until the returned function is called.
+func (p *pair) keepChangingSpeed() (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		for v := float32(1); ; v++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(150 * time.Millisecond):
+				bits := math.Float32bits(v)
+				p.dev.SetHolding(10, uint16(bits>>16), uint16(bits))
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 func first(lines []map[string]any, event string) map[string]any {
 	for _, l := range lines {
 		if l["event"] == event {
@@ -71,19 +89,7 @@ func TestNodeOPCUAReadsSubscribesAndWritesATag(t *testing.T) {
 	ca, cb := connect(t, p.a), connect(t, p.b)
 	waitLevels(t, ca, cb)
 	ns := ca.namespace()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // the device keeps changing the value node-opcua watches
-		for v := float32(1); ; v++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(150 * time.Millisecond):
-				bits := math.Float32bits(v)
-				p.dev.SetHolding(10, uint16(bits>>16), uint16(bits))
-			}
-		}
-	}()
+	defer p.keepChangingSpeed()() // the device keeps changing the value node-opcua watches
 	lines := runNode(t, p.a.Endpoint(), fmt.Sprintf("ns=%d;s=press1/Speed", ns), fmt.Sprintf("ns=%d;s=press1/Setpoint", ns), "500")
 	if r := first(lines, "read"); r == nil || r["status"] != "Good" {
 		t.Fatalf("read: %v\n%v", r, lines)
@@ -118,19 +124,7 @@ func TestNodeOPCUASeesTheAuditEventOfADeniedWrite(t *testing.T) {
 	ca, cb := connect(t, p.a), connect(t, p.b)
 	waitLevels(t, ca, cb)
 	ns := cb.namespace()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for v := float32(1); ; v++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(150 * time.Millisecond):
-				bits := math.Float32bits(v)
-				p.dev.SetHolding(10, uint16(bits>>16), uint16(bits))
-			}
-		}
-	}()
+	defer p.keepChangingSpeed()()
 	lines := runNode(t, p.b.Endpoint(), fmt.Sprintf("ns=%d;s=press1/Speed", ns), fmt.Sprintf("ns=%d;s=press1/Setpoint", ns), "77", "events")
 	if w := first(lines, "write"); w == nil || w["status"] != "Good" {
 		t.Fatalf("optimistic write on the Secondary: %v", w)

@@ -1,14 +1,9 @@
 package interop_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,7 +12,6 @@ import (
 
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/events"
-	"github.com/otopcua/otopcua/tests/procs"
 )
 
 type eventLine struct {
@@ -36,10 +30,6 @@ type eventLine struct {
 // first item, the audit fields as raised, and only the audit event on the
 // second.
 func TestNodeOPCUAEventSubscriber(t *testing.T) {
-	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
-		t.Fatalf("node-opcua-client is not installed (scripts/test.sh runs `npm ci` in tests/interop): %v", err)
-	}
 	srv, err := opcua.New(opcua.Config{
 		ListenHost: "127.0.0.1", PublicHostname: "127.0.0.1", Port: opcua.AnyPort,
 		ApplicationURI: "urn:interop:events", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -59,52 +49,13 @@ func TestNodeOPCUAEventSubscriber(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command("node", "events.mjs", srv.EndpointURL(), "60")
-	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := os.CreateTemp(t.TempDir(), "node-stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	lines := make(chan eventLine, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var e eventLine
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				lines <- e
-			}
-		}
-		close(lines)
-	}()
+	node := startNodeScript(t, "events.mjs", srv.EndpointURL(), "60")
+	stdin := node.Stdin
 	next := func(what string) eventLine {
 		t.Helper()
-		select {
-		case e, ok := <-lines:
-			if !ok {
-				b, _ := os.ReadFile(stderr.Name())
-				t.Fatalf("node client ended while waiting for %s; stderr:\n%s", what, b)
-			}
-			if e.Event == "error" {
-				t.Fatalf("node client error while waiting for %s: %s", what, e.Message)
-			}
-			return e
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s from the node client in 30 s", what)
-		}
-		panic("unreachable")
+		var e eventLine
+		node.next(what, &e)
+		return e
 	}
 
 	if e := next("connected"); e.Event != "connected" {
@@ -185,7 +136,7 @@ func TestNodeOPCUAEventSubscriber(t *testing.T) {
 			t.Errorf("a second event on the filtered item: %v", e.Fields)
 		}
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := node.Wait(); err != nil {
 		t.Fatalf("node client: %v", err)
 	}
 }

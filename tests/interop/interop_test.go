@@ -4,12 +4,8 @@
 package interop_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -31,63 +27,19 @@ type event struct {
 }
 
 func TestNodeOPCUAClient(t *testing.T) {
-	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
-		t.Fatalf("node-opcua-client is not installed (scripts/test.sh runs `npm ci` in tests/interop): %v", err)
-	}
 	ports := procs.NewPorts(t)
 	cfg := procs.BaseConfig("node-a", ports)
 	cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:peer-b:otopcua"}
 	n := procs.Start(t, "node-a", cfg, "OTOPCUA_TEST_HOOKS=1")
 	n.WaitReady(30 * time.Second)
 
-	cmd := exec.Command("node", "client.mjs", n.Endpoint(), "60")
-	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := os.CreateTemp(t.TempDir(), "node-stderr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-	events := make(chan event, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var e event
-			if json.Unmarshal(sc.Bytes(), &e) == nil {
-				events <- e
-			}
-		}
-		close(events)
-	}()
+	node := startNodeScript(t, "client.mjs", n.Endpoint(), "60")
+	stdin := node.Stdin
 	next := func(what string) event {
 		t.Helper()
-		select {
-		case e, ok := <-events:
-			if !ok {
-				b, _ := os.ReadFile(stderr.Name())
-				t.Fatalf("node client ended while waiting for %s; stderr:\n%s", what, b)
-			}
-			if e.Event == "error" {
-				t.Fatalf("node client error while waiting for %s: %s", what, e.Message)
-			}
-			return e
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s from the node client in 30 s", what)
-		}
-		panic("unreachable")
+		var e event
+		node.next(what, &e)
+		return e
 	}
 
 	if e := next("connected"); e.Event != "connected" {
@@ -143,7 +95,7 @@ func TestNodeOPCUAClient(t *testing.T) {
 	if e := next("closed"); e.Event != "closed" {
 		t.Fatalf("want closed, got %+v", e)
 	}
-	if err := cmd.Wait(); err != nil {
+	if err := node.Wait(); err != nil {
 		t.Fatalf("node client: %v", err)
 	}
 }
