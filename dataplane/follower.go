@@ -56,6 +56,9 @@ type FollowerOptions struct {
 	// OnStatus, if set, is called after every attempt with the new status
 	// (metrics: otopcua_deployment_from_cache). Must not block.
 	OnStatus func(FollowStatus)
+	// OnApplied, if set, is called after a version from the Config DB was
+	// applied (the deployments notice to the other nodes). Must not block.
+	OnApplied func(version int64)
 	Clock    clockwork.Clock
 	Logger   *slog.Logger
 }
@@ -212,6 +215,9 @@ func (f *Follower) poll() error {
 	}
 	if err := f.applyBytes(version, doc, SourceCentral); err != nil {
 		return err
+	}
+	if f.o.OnApplied != nil {
+		f.o.OnApplied(version)
 	}
 	if f.o.Cache != nil {
 		if err := f.o.Cache.SaveArtifact(ctx, f.o.ClusterID, version, doc); err != nil {

@@ -7,7 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/dataplane"
@@ -26,7 +31,14 @@ type dataPlane struct {
 	host     *dataplane.Host
 	follower *dataplane.Follower
 	cache    *localdb.DB // nil when the LocalDb could not be opened
+
+	unsubscribe func() // the deployments notice subscription
 }
+
+// DeploymentsTopic is the pub/sub topic of the deployments notice: a
+// google.protobuf.StringValue holding the ClusterId whose newest
+// deployment a node has just applied.
+const DeploymentsTopic = "deployments"
 
 // newSpace registers the ClusterId's tag namespace; call it right after
 // opcua.New so that its index is the same on every node.
@@ -41,7 +53,7 @@ func newSpace(srv *opcua.Server, cfg *config.Config) *dataplane.Space {
 //
 // A node without the driver role serves no devices: it returns nil.
 func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, space *dataplane.Space,
-	view *redundancy.RoleView, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
+	view *redundancy.RoleView, med *pubsub.Mediator, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
@@ -86,11 +98,23 @@ func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, spa
 	if dp.cache != nil {
 		fo.Cache = cacheStore{dp.cache}
 	}
+	// The first node to apply a new version tells the others, which look
+	// at the Config DB at once instead of at their next poll.
+	fo.OnApplied = func(int64) {
+		if err := med.Publish(DeploymentsTopic, wrapperspb.String(cfg.Node.ClusterId)); err != nil {
+			logger.Debug("deployments notice not published", "err", err)
+		}
+	}
 	dp.follower = dataplane.NewFollower(fo)
 	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
 		host.Stop()
 		return nil, err
 	}
+	dp.unsubscribe = med.Subscribe(DeploymentsTopic, func(_ membership.UniqueAddress, msg proto.Message) {
+		if s, ok := msg.(*wrapperspb.StringValue); ok && s.GetValue() == cfg.Node.ClusterId {
+			dp.follower.Kick()
+		}
+	})
 	dp.follower.Start()
 	return dp, nil
 }
@@ -104,6 +128,7 @@ func (dp *dataPlane) stop() {
 	if dp == nil {
 		return
 	}
+	dp.unsubscribe()
 	dp.follower.Stop()
 	dp.host.Stop()
 	if dp.cache != nil {

@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	dp, err := startDataPlane(cfg, sys, db, space, red.view, metrics, logger)
+	dp, err := startDataPlane(cfg, sys, db, space, red.view, red.med, metrics, logger)
 	if err != nil {
 		red.stop()
 		cluster.stop()

@@ -304,3 +304,23 @@ func TestInvalidDeploymentIsRefusedByTheNodes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestDeploymentsNoticeMakesTheApplyImmediate: node b polls the Config DB
+// only every minute; node a every 200 ms. Once a applies a new version its
+// deployments notice makes b look at once.
+func TestDeploymentsNoticeMakesTheApplyImmediate(t *testing.T) {
+	p := startPair(t, func(cfg map[string]any) {
+		if cfg["OpcUa"].(map[string]any)["ApplicationUri"] == "urn:b:otopcua" {
+			cfg["Deployment"] = map[string]any{"PollInterval": "1m"}
+		}
+	})
+	ca, cb := connect(t, p.a), connect(t, p.b)
+	waitLevels(t, ca, cb) // a healthy cluster: the notice has somewhere to go
+	p.deploy(deviceDoc(p.devURL))
+	start := time.Now()
+	waitVersion(t, p.a, 1, "central")
+	waitVersion(t, p.b, 1, "central")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("b applied after %v: the notice did not reach it (its poll interval is 1 min)", took)
+	}
+}
