@@ -122,8 +122,14 @@ func (h *Host) Apply(doc *deployment.Document) (ApplyReport, error) {
 	return res.report, res.err
 }
 
-// Stop stops every device (closing its driver) and the host actor.
+// Stop stops every device (closing its driver first, so that a poll in
+// progress ends at once) and the host actor.
 func (h *Host) Stop() {
+	h.mu.Lock()
+	for _, d := range h.devices {
+		_ = d.driver.Close()
+	}
+	h.mu.Unlock()
 	if err := h.o.Root.StopFuture(h.pid).Wait(); err != nil {
 		h.o.Logger.Warn("dataplane: driver host did not stop in time", "err", err)
 	}
