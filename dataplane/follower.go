@@ -59,8 +59,8 @@ type FollowerOptions struct {
 	// OnApplied, if set, is called after a version from the Config DB was
 	// applied (the deployments notice to the other nodes). Must not block.
 	OnApplied func(version int64)
-	Clock    clockwork.Clock
-	Logger   *slog.Logger
+	Clock     clockwork.Clock
+	Logger    *slog.Logger
 }
 
 // FollowStatus is what GET /api/deployment answers of the follower.
