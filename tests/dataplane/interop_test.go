@@ -1,51 +1,24 @@
 package dataplane_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
 // runNode runs dataplane.mjs against endpoint and returns its lines.
 func runNode(t *testing.T, args ...string) []map[string]any {
 	t.Helper()
-	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
-		t.Fatalf("node-opcua-client is not installed (scripts/test.sh runs `npm ci` in tests/interop): %v", err)
-	}
-	cmd := exec.Command("node", append([]string{"dataplane.mjs"}, args...)...)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan struct{})
-	var out []byte
-	var err error
-	go func() { out, err = cmd.Output(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("dataplane.mjs did not finish; stdout:\n%s\nstderr:\n%s", out, stderr.String())
-	}
-	if err != nil {
-		t.Fatalf("dataplane.mjs: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	var lines []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
+	for _, b := range nodescript.Run(t, "dataplane.mjs", args...) {
 		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
+		if json.Unmarshal(b, &m) == nil {
 			lines = append(lines, m)
 		}
 	}
