@@ -88,6 +88,9 @@ type System struct {
 
 	cfg  Config
 	once sync.Once
+
+	pingOnce sync.Once  // spawns ping
+	ping     *actor.PID // Alive's actor
 }
 
 // Start creates the actor system and starts the remote on BindHost:Port,
@@ -215,3 +218,27 @@ func (d demote) Handle(ctx context.Context, r slog.Record) error {
 
 func (d demote) WithAttrs(as []slog.Attr) slog.Handler { return demote{d.h.WithAttrs(as)} }
 func (d demote) WithGroup(name string) slog.Handler    { return demote{d.h.WithGroup(name)} }
+
+// livenessPing is the message of Alive's round trip.
+type livenessPing struct{}
+
+// Alive reports whether the actor system still dispatches messages: nil
+// when a round trip to a small local actor answers within timeout, else
+// why not. The actor is spawned on first use and lives as long as the
+// system. Safe for concurrent use.
+func (s *System) Alive(timeout time.Duration) error {
+	if s.Actor.IsStopped() {
+		return errors.New("actor system stopped")
+	}
+	s.pingOnce.Do(func() {
+		s.ping = s.Actor.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if _, ok := c.Message().(livenessPing); ok {
+				c.Respond(livenessPing{})
+			}
+		}))
+	})
+	if _, err := Ask[livenessPing](s.Actor.Root, s.ping, livenessPing{}, timeout); err != nil {
+		return fmt.Errorf("actor system did not answer a ping within %v: %w", timeout, err)
+	}
+	return nil
+}

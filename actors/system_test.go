@@ -253,3 +253,16 @@ func TestSupervisionStrategies(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestAliveAnswersUntilShutdown(t *testing.T) {
+	sys := actors.NewLocal(nil)
+	for range 3 { // the ping actor is spawned once and reused
+		if err := sys.Alive(time.Second); err != nil {
+			t.Fatalf("Alive on a running system: %v", err)
+		}
+	}
+	sys.Shutdown(false)
+	if err := sys.Alive(100 * time.Millisecond); err == nil {
+		t.Fatal("Alive after Shutdown returned nil")
+	}
+}

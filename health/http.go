@@ -75,7 +75,7 @@ func (o HTTPOptions) headerTimeout() time.Duration {
 type HTTPServer struct {
 	addr   string
 	opts   HTTPOptions // defaults applied
-	ready  func() error
+	probes Probes
 	logger *slog.Logger
 	mux    *http.ServeMux
 
@@ -89,11 +89,13 @@ type HTTPServer struct {
 //
 // addr is host:port ("0.0.0.0:8080"; port 0 picks a free port, see Addr).
 // opts bounds every connection (see HTTPOptions; the zero value takes the
-// defaults). ready reports readiness: nil means ready, an error is the
-// reason for a 503; it is called on request goroutines, concurrently, and
-// must return quickly. A nil ready means always ready. metrics serves
-// /metrics; nil leaves /metrics unmounted (404). A nil logger discards
-// server errors.
+// defaults). probes are the checks of /healthz (Live) and /readyz (Ready):
+// each endpoint answers 200 when every check it ran passed, else 503, with
+// a JSON Report naming each check and why it failed. /readyz?healthy=1
+// also runs the HealthyOnly checks; ?exclude=NAME (repeatable) leaves a
+// check out; an unknown name or value is a 400. No checks: always 200.
+// metrics serves /metrics; nil leaves /metrics unmounted (404). A nil
+// logger discards server errors.
 //
 // Limits, applied to every endpoint including those mounted with Handle:
 //
@@ -112,14 +114,11 @@ type HTTPServer struct {
 //     SetWriteDeadline; the ResponseWriter it gets is wrapped, implements
 //     http.Flusher and Unwrap, so http.ResponseController reaches the
 //     connection.
-func NewHTTPServer(addr string, opts HTTPOptions, ready func() error, metrics http.Handler, logger *slog.Logger) *HTTPServer {
+func NewHTTPServer(addr string, opts HTTPOptions, probes Probes, metrics http.Handler, logger *slog.Logger) *HTTPServer {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if ready == nil {
-		ready = func() error { return nil }
-	}
-	s := &HTTPServer{addr: addr, opts: opts.withDefaults(), ready: ready, logger: logger, mux: http.NewServeMux()}
+	s := &HTTPServer{addr: addr, opts: opts.withDefaults(), probes: probes, logger: logger, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	if metrics != nil {
@@ -201,16 +200,12 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (s *HTTPServer) healthz(w http.ResponseWriter, _ *http.Request) {
-	plain(w, http.StatusOK, "ok")
+func (s *HTTPServer) healthz(w http.ResponseWriter, r *http.Request) {
+	s.serveProbe(w, r, s.probes.Live, "ok", "unhealthy")
 }
 
-func (s *HTTPServer) readyz(w http.ResponseWriter, _ *http.Request) {
-	if err := s.ready(); err != nil {
-		plain(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
-		return
-	}
-	plain(w, http.StatusOK, "ready")
+func (s *HTTPServer) readyz(w http.ResponseWriter, r *http.Request) {
+	s.serveProbe(w, r, s.probes.Ready, "ready", "not ready")
 }
 
 func plain(w http.ResponseWriter, code int, body string) {

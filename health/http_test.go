@@ -3,11 +3,13 @@ package health
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,29 +49,77 @@ func TestEndpoints(t *testing.T) {
 	var notReady atomic.Pointer[error]
 	reason := errors.New("config db unreachable")
 	notReady.Store(&reason)
-	ready := func() error {
-		if p := notReady.Load(); p != nil {
-			return *p
-		}
-		return nil
+	var level atomic.Int32
+	level.Store(100)
+	probes := Probes{
+		Live: []Check{{Name: "actors", Run: func() error { return nil }}},
+		Ready: []Check{
+			{Name: "opcua", Run: func() error { return nil }},
+			{Name: "configdb", Run: func() error {
+				if p := notReady.Load(); p != nil {
+					return *p
+				}
+				return nil
+			}},
+			{Name: "service_level", HealthyOnly: true, Run: func() error {
+				if l := level.Load(); l < 200 {
+					return fmt.Errorf("ServiceLevel %d is below 200", l)
+				}
+				return nil
+			}},
+		},
 	}
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "m_total 1\n") })
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, ready, metrics, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, probes, metrics, nil)
 	s.Handle("GET /admin/", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "admin") }))
 	base := start(t, s)
 	if strings.HasSuffix(base, ":0") {
 		t.Fatalf("Addr %s did not report the real port", base)
 	}
 
-	if code, body := get(t, "GET", base+"/healthz"); code != 200 || body != "ok\n" {
-		t.Errorf("/healthz = %d %q", code, body)
+	report := func(path string, wantCode int) Report {
+		t.Helper()
+		code, body := get(t, "GET", base+path)
+		if code != wantCode {
+			t.Fatalf("%s = %d %q, want %d", path, code, body, wantCode)
+		}
+		var r Report
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("%s: body %q is not a report: %v", path, body, err)
+		}
+		return r
 	}
-	if code, body := get(t, "GET", base+"/readyz"); code != 503 || !strings.Contains(body, "config db unreachable") {
-		t.Errorf("/readyz while not ready = %d %q", code, body)
+	if r := report("/healthz", 200); r.Status != "ok" || len(r.Checks) != 1 || !r.Checks[0].OK {
+		t.Errorf("/healthz = %+v", r)
+	}
+	r := report("/readyz", 503)
+	if r.Status != "not ready" || !slices.Equal(r.Failed, []string{"configdb"}) || len(r.Checks) != 2 ||
+		r.Checks[1].Detail != "config db unreachable" {
+		t.Errorf("/readyz while the DB is unreachable = %+v", r)
+	}
+	// A check can be left out by name.
+	if r := report("/readyz?exclude=configdb", 200); r.Status != "ready" || len(r.Checks) != 1 {
+		t.Errorf("/readyz?exclude=configdb = %+v", r)
 	}
 	notReady.Store(nil)
-	if code, body := get(t, "GET", base+"/readyz"); code != 200 || body != "ready\n" {
-		t.Errorf("/readyz when ready = %d %q", code, body)
+	if r := report("/readyz", 200); r.Status != "ready" || len(r.Checks) != 2 {
+		t.Errorf("/readyz when ready = %+v", r)
+	}
+	// healthy=1 adds the HealthyOnly checks.
+	if r := report("/readyz?healthy=1", 503); !slices.Equal(r.Failed, []string{"service_level"}) ||
+		r.Checks[2].Detail != "ServiceLevel 100 is below 200" {
+		t.Errorf("/readyz?healthy=1 at level 100 = %+v", r)
+	}
+	level.Store(240)
+	if r := report("/readyz?healthy=true", 200); len(r.Checks) != 3 {
+		t.Errorf("/readyz?healthy=true at level 240 = %+v", r)
+	}
+	// Bad queries are refused with what is accepted.
+	for _, q := range []string{"?healthy=yes", "?exclude=nope", "?" + strings.Repeat("exclude=opcua&", 17)} {
+		code, body := get(t, "GET", base+"/readyz"+q)
+		if code != 400 || !strings.Contains(body, "accepted") {
+			t.Errorf("/readyz%s = %d %q, want 400 naming what is accepted", q, code, body)
+		}
 	}
 	if code, body := get(t, "GET", base+"/metrics"); code != 200 || body != "m_total 1\n" {
 		t.Errorf("/metrics = %d %q", code, body)
@@ -89,9 +139,9 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestNilReadyAndNilMetrics(t *testing.T) {
-	base := start(t, NewHTTPServer("127.0.0.1:0", HTTPOptions{}, nil, nil, nil))
-	if code, _ := get(t, "GET", base+"/readyz"); code != 200 {
-		t.Errorf("/readyz = %d, want 200 with no readiness function", code)
+	base := start(t, NewHTTPServer("127.0.0.1:0", HTTPOptions{}, Probes{}, nil, nil))
+	if code, body := get(t, "GET", base+"/readyz"); code != 200 || !strings.Contains(body, `"status":"ready"`) {
+		t.Errorf("/readyz = %d %q, want 200 with no checks", code, body)
 	}
 	if code, _ := get(t, "GET", base+"/metrics"); code != 404 {
 		t.Errorf("/metrics = %d, want 404 when no handler is given", code)
@@ -104,7 +154,7 @@ func TestPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	s := NewHTTPServer(ln.Addr().String(), HTTPOptions{}, nil, nil, nil)
+	s := NewHTTPServer(ln.Addr().String(), HTTPOptions{}, Probes{}, nil, nil)
 	err = s.Start()
 	if !errors.Is(err, ErrAddrInUse) {
 		t.Fatalf("Start = %v, want ErrAddrInUse", err)
@@ -118,7 +168,7 @@ func TestPortInUse(t *testing.T) {
 }
 
 func TestStartTwiceAndShutdown(t *testing.T) {
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, nil, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, Probes{}, nil, nil)
 	base := start(t, s)
 	if err := s.Start(); !errors.Is(err, ErrAlreadyStarted) {
 		t.Fatalf("second Start = %v", err)
@@ -134,7 +184,8 @@ func TestStartTwiceAndShutdown(t *testing.T) {
 func TestShutdownWaitsForInFlightRequest(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, func() error { close(entered); <-release; return nil }, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{},
+		Probes{Ready: []Check{{Name: "slow", Run: func() error { close(entered); <-release; return nil }}}}, nil, nil)
 	base := start(t, s)
 	codes := make(chan int, 1)
 	go func() {
@@ -269,7 +320,7 @@ func TestNeverEndingBodyIsCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reads := make(chan error, 1)
-			s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, nil, nil, nil)
+			s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, Probes{}, nil, nil)
 			s.Handle("POST /drain", drainHandler(reads))
 			start(t, s)
 			d := startDrip(t, s.Addr(), tc.method, tc.path)
@@ -297,7 +348,7 @@ func TestNeverEndingBodiesDoNotHoldHealthz(t *testing.T) {
 	const readTimeout = time.Second
 	const clients = 100
 	var reading, active atomic.Int32
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, nil, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, Probes{}, nil, nil)
 	s.Handle("POST /drain", http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		active.Add(1)
 		defer active.Add(-1)
@@ -389,7 +440,7 @@ func TestBodyLimit(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reads := make(chan error, 1)
-			s := NewHTTPServer("127.0.0.1:0", HTTPOptions{MaxBodyBytes: limit}, nil, nil, nil)
+			s := NewHTTPServer("127.0.0.1:0", HTTPOptions{MaxBodyBytes: limit}, Probes{}, nil, nil)
 			s.Handle("POST /drain", drainHandler(reads))
 			s.Handle("POST /silent", http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 				_, err := io.Copy(io.Discard, r.Body)
@@ -432,7 +483,7 @@ func TestBodyLimit(t *testing.T) {
 
 func TestSlowHeaderIsCut(t *testing.T) {
 	const readTimeout = 500 * time.Millisecond // ReadHeaderTimeout = min(5 s, this)
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, nil, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{ReadTimeout: readTimeout}, Probes{}, nil, nil)
 	start(t, s)
 	conn, err := net.Dial("tcp", s.Addr())
 	if err != nil {
@@ -454,7 +505,7 @@ func TestSlowHeaderIsCut(t *testing.T) {
 }
 
 func TestLargeHeaderIsRefused(t *testing.T) {
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, nil, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{}, Probes{}, nil, nil)
 	start(t, s)
 	req := "GET /healthz HTTP/1.1\r\nHost: test\r\nX-Big: " + strings.Repeat("x", 100<<10) + "\r\n\r\n"
 	resp, _ := rawRequest(t, s.Addr(), req, 2*time.Second)
@@ -489,7 +540,7 @@ func TestStreamingHandlerExtendsWriteDeadline(t *testing.T) {
 	const lines = 4 // written 100 ms apart: the stream outlives writeTimeout
 	read := make(chan struct{})
 	errs := make(chan error, 2*lines)
-	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{WriteTimeout: writeTimeout}, nil, nil, nil)
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{WriteTimeout: writeTimeout}, Probes{}, nil, nil)
 	s.Handle("GET /stream", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		rc := http.NewResponseController(w)
 		for i := range lines {

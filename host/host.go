@@ -9,11 +9,14 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -89,7 +92,8 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	// runtime publishes through the switch, which the test hook can take
 	// over.
 	deferred := &opcua.DeferredServiceLevelPublisher{}
-	levels := newLevelSwitch(newLevelPublisher(deferred, metrics, logger), opts.TestHooks)
+	shown := newLevelPublisher(deferred, metrics, logger)
+	levels := newLevelSwitch(shown, opts.TestHooks)
 
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", cfg.OpcUa.Port, err)
@@ -101,7 +105,12 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	if err != nil {
 		return err
 	}
-	red, err := startRedundancy(cfg, sys, cluster.d, db, srv, levels, &exits, logger)
+	if err := metrics.RegisterInfo(telemetry.NodeInfo{Version: Version, Commit: Commit, ClusterID: cfg.Node.ClusterId,
+		NodeID: cfg.Cluster.NodeID(), ApplicationURI: srv.ApplicationURI()}); err != nil {
+		cluster.stop()
+		return err
+	}
+	red, err := startRedundancy(cfg, sys, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
 	if err != nil {
 		cluster.stop()
 		return err
@@ -125,17 +134,11 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 	}
 	if addr := cfg.Http.Addr(); addr != "" {
-		ready := func() error {
-			if !srv.Listening() {
-				return errors.New("OPC UA endpoint not listening")
-			}
-			return nil
-		}
 		web = health.NewHTTPServer(addr, health.HTTPOptions{
 			ReadTimeout:  cfg.Http.ReadTimeout,
 			WriteTimeout: cfg.Http.WriteTimeout,
 			MaxBodyBytes: cfg.Http.MaxBodyBytes,
-		}, ready, metrics.Handler(), logger)
+		}, probes(sys, cluster, srv, red.probe, shown), metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
 		if dp != nil {
@@ -217,6 +220,71 @@ func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
 			MaxSubscriptionsPerSession:       l.MaxSubscriptionsPerSession,
 			MaxMonitoredItems:                l.MaxMonitoredItems,
 			MaxMonitoredItemsPerSubscription: l.MaxMonitoredItemsPerSubscription,
+		},
+	}
+}
+
+// Readiness bounds.
+const (
+	// ActorPingTimeout bounds /healthz's round trip through the actor system.
+	ActorPingTimeout = 2 * time.Second
+	// ConfigDbAnswerMaxAge is how old the last Config DB answer may be for
+	// /readyz (the ServiceLevel's own freshness window).
+	ConfigDbAnswerMaxAge = redundancy.FreshFor
+	// HealthyServiceLevel is the lowest ServiceLevel /readyz?healthy=1
+	// accepts: the Healthy band of Part 4's ServiceLevel ranges.
+	HealthyServiceLevel = 200
+)
+
+// probes are the checks of /healthz and /readyz (docs/operations.md
+// §Health endpoints):
+//
+//   - /healthz: the actor system answers a ping and the membership daemon
+//     runs: the process is worth keeping;
+//   - /readyz: the OPC UA endpoint listens, this node is an Up cluster
+//     member and the Config DB answered within ConfigDbAnswerMaxAge;
+//     with ?healthy=1 also Server.ServiceLevel ≥ 200.
+func probes(sys *actors.System, c *clusterRuntime, srv *opcua.Server, db *health.DbProbe, shown *levelPublisher) health.Probes {
+	return health.Probes{
+		Live: []health.Check{
+			{Name: "actors", Run: func() error { return sys.Alive(ActorPingTimeout) }},
+			{Name: "membership", Run: func() error {
+				select {
+				case <-c.d.Done():
+					return fmt.Errorf("the membership daemon has stopped (%s)", c.d.Result().Reason)
+				default:
+					return nil
+				}
+			}},
+		},
+		Ready: []health.Check{
+			{Name: "opcua", Run: func() error {
+				if !srv.Listening() {
+					return errors.New("the OPC UA endpoint is not listening")
+				}
+				return nil
+			}},
+			{Name: "cluster", Run: func() error {
+				self, ok := c.d.Snapshot().SelfMember()
+				switch {
+				case !ok:
+					return errors.New("not a cluster member yet (joining through Cluster:SeedNodes)")
+				case self.Status != membership.Up:
+					return fmt.Errorf("cluster member status is %s, not Up", self.Status)
+				}
+				return nil
+			}},
+			{Name: "configdb", Run: func() error { return db.Ready(ConfigDbAnswerMaxAge) }},
+			{Name: "service_level", HealthyOnly: true, Run: func() error {
+				l, ok := shown.Last()
+				switch {
+				case !ok:
+					return errors.New("no ServiceLevel published yet")
+				case l < HealthyServiceLevel:
+					return fmt.Errorf("ServiceLevel %d is below %d (the Healthy band)", l, HealthyServiceLevel)
+				}
+				return nil
+			}},
 		},
 	}
 }

@@ -26,6 +26,14 @@ func newLevelPublisher(next opcua.ServiceLevelPublisher, m *telemetry.Metrics, l
 	return &levelPublisher{next: next, metrics: m, log: log, last: -1}
 }
 
+// Last returns the last level forwarded (what Server.ServiceLevel shows);
+// false before the first.
+func (p *levelPublisher) Last() (byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return byte(p.last), p.last >= 0
+}
+
 // Publish forwards level unless it repeats the last value.
 func (p *levelPublisher) Publish(level byte) {
 	p.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/daemon"
@@ -109,7 +110,7 @@ type redundancyRuntime struct {
 // graceful leave: a SIGTERM must not silence them while the node still
 // hands its singleton over. exits is the daemon's exiting group.
 func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, db *configdb.DB,
-	srv *opcua.Server, levels opcua.ServiceLevelPublisher, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
+	srv *opcua.Server, levels opcua.ServiceLevelPublisher, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
 	ctx := context.Background()
 	r := &redundancyRuntime{}
 	med, err := pubsub.Start(pubsub.Options{System: sys, Membership: d, Logger: logger})
@@ -144,8 +145,14 @@ func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, d
 	var probe *health.DbProbe
 	var pub *redundancy.PublishActor
 	if slices.Contains(roles, config.RoleDriver) {
+		rm, err := redundancy.RegisterMetrics(meter, cfg.Node.ClusterId, func() (byte, bool) { return pub.Level() }, r.view)
+		if err != nil {
+			r.stop()
+			return nil, err
+		}
 		pub = redundancy.NewPublishActor(redundancy.PublishActorOptions{
-			Membership: d, PubSub: med, Publisher: levels, RoleView: r.view,
+			AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
+			Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
 			DbHealth: redundancy.DbHealthFunc(func() (redundancy.DbStatus, bool) {
 				res, ok := probe.Last()
 				return redundancy.DbStatus{Reachable: res.Reachable, AsOf: res.AsOf}, ok
@@ -172,6 +179,10 @@ func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, d
 		},
 	})
 	if err != nil {
+		r.stop()
+		return nil, err
+	}
+	if err := probe.RegisterMetrics(meter); err != nil {
 		r.stop()
 		return nil, err
 	}

@@ -47,6 +47,12 @@ type PublishActorOptions struct {
 	// probe OpcUaEndpoint.
 	ApplicationURI string
 	OpcUaEndpoint  string
+	// AfterMembershipChange, if set, is told each published level change
+	// that follows a membership event within MembershipCauseWindow, with
+	// the time since the latest such event (the ServiceLevel's reaction
+	// time to a join, crash, downing or leave). Called on the actor
+	// goroutine; must not block.
+	AfterMembershipChange func(level byte, since time.Duration)
 	// Clock drives HealthTick and timestamps. Default: the wall clock.
 	Clock clockwork.Clock
 	// Logger. Default: discard.
@@ -77,7 +83,13 @@ type PublishActor struct {
 	warned    bool // the one-time missing-entry warning was logged
 	peers     map[string]peerSeen
 	snapshots uint64
+	memberAt  time.Time // latest membership event not yet followed by a level change
 }
+
+// MembershipCauseWindow is how long after a membership event a level
+// change still counts as its consequence for AfterMembershipChange: the
+// Stale window, beyond which the level moves for other reasons.
+const MembershipCauseWindow = FreshFor
 
 type peerSeen struct {
 	info NodeInfo
@@ -91,8 +103,9 @@ type (
 		prober string
 		ok     bool
 	}
-	statusIn  struct{ i NodeInfo }
-	recompute struct{}
+	statusIn    struct{ i NodeInfo }
+	recompute   struct{}
+	memberEvent struct{ at time.Time }
 )
 
 // inboxSize bounds the messages waiting for the actor; a full inbox drops
@@ -122,7 +135,7 @@ func NewPublishActor(o PublishActorOptions) *PublishActor {
 func (a *PublishActor) Start(ctx context.Context) {
 	ctx, a.cancel = context.WithCancel(ctx)
 	unsubTopic := a.o.PubSub.Subscribe(wire.Topic, a.handle)
-	_, unsubMembers := a.o.Membership.Subscribe(func(membership.Event) { a.send(recompute{}) })
+	_, unsubMembers := a.o.Membership.Subscribe(func(membership.Event) { a.send(memberEvent{at: a.o.Clock.Now()}) })
 	a.compute("start")
 	go func() {
 		defer close(a.done)
@@ -219,6 +232,9 @@ func (a *PublishActor) receive(m any) {
 		a.onPeerStatus(m.i, now)
 	case recompute:
 		a.compute("event")
+	case memberEvent:
+		a.memberAt = m.at
+		a.compute("membership")
 	}
 }
 
@@ -277,9 +293,17 @@ func (a *PublishActor) compute(why string) {
 	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", a.last, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
 		"stale", in.DbHealthKnown && Stale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk)
+	first := a.last < 0
 	a.last = int(level)
 	a.level.Store(int32(level))
 	a.o.Publisher.Publish(level)
+	if !a.memberAt.IsZero() {
+		since := now.Sub(a.memberAt)
+		if a.o.AfterMembershipChange != nil && !first && since <= MembershipCauseWindow {
+			a.o.AfterMembershipChange(level, since)
+		}
+		a.memberAt = time.Time{}
+	}
 	if why != "tick" {
 		a.advertise()
 	}

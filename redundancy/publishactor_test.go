@@ -91,6 +91,8 @@ type pubRig struct {
 	goneMu  sync.Mutex
 	gone    []string
 	actor   *PublishActor
+	afterMu sync.Mutex
+	after   []time.Duration // AfterMembershipChange calls
 	self    m.Member
 	peer    m.Member
 }
@@ -119,8 +121,19 @@ func newPubRig(t *testing.T) *pubRig {
 		ConfiguredRoles:     []string{"admin", "driver"}, ClusterID: "pair",
 		ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842",
 		Clock: r.clock, Logger: slog.New(slog.NewTextHandler(r.log, nil)),
+		AfterMembershipChange: func(_ byte, since time.Duration) {
+			r.afterMu.Lock()
+			r.after = append(r.after, since)
+			r.afterMu.Unlock()
+		},
 	})
 	return r
+}
+
+func (r *pubRig) afters() []time.Duration {
+	r.afterMu.Lock()
+	defer r.afterMu.Unlock()
+	return slices.Clone(r.after)
 }
 
 func (r *pubRig) start(t *testing.T) {
@@ -328,4 +341,53 @@ func TestPublishActorAdvertisesAndReportsPeers(t *testing.T) {
 		defer r.goneMu.Unlock()
 		return len(r.gone) > 1
 	})
+}
+
+func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.wantLevel(t, 0)
+
+	// A membership event that changes the level at once: observed as 0 s
+	// after it (the fake clock did not move).
+	r.db.set(true, r.clock.Now())
+	r.members.set(r.peer, r.self)
+	r.wantLevel(t, 200) // Up, DB reachable, no snapshot yet: stale
+	eventually(t, "first observation", func() bool { return len(r.afters()) == 1 })
+	if got := r.afters()[0]; got != 0 {
+		t.Fatalf("since = %v, want 0", got)
+	}
+
+	// A change without a membership event since the last one: not observed.
+	r.snapshot(RoleSecondary, 2)
+	r.wantLevel(t, 240)
+
+	// A membership event that does not change the level; 1.5 s later a
+	// snapshot makes this node Primary: the change counts from the event.
+	r.members.set(r.peer, r.self)
+	r.clock.Advance(1500 * time.Millisecond)
+	r.db.set(true, r.clock.Now())
+	r.snapshot(RolePrimary, 2)
+	r.wantLevel(t, 250)
+	eventually(t, "second observation", func() bool { return len(r.afters()) == 2 })
+	if got := r.afters()[1]; got != 1500*time.Millisecond {
+		t.Fatalf("since = %v, want 1.5s", got)
+	}
+
+	// A level change longer than FreshFor after the last membership event
+	// is not its consequence. The DB and the snapshot are kept fresh while
+	// the clock moves, so only the DB outage at the end changes the level.
+	r.members.set(r.peer, r.self)
+	for range int(FreshFor/HealthTick) + 1 {
+		r.clock.Advance(HealthTick)
+		r.db.set(true, r.clock.Now())
+		r.snapshot(RolePrimary, 2)
+	}
+	r.clock.Advance(time.Second)
+	r.db.set(false, r.clock.Now())
+	r.actor.NotifyDbChanged()
+	r.wantLevel(t, 100)
+	if got := r.afters(); len(got) != 2 {
+		t.Fatalf("observations %v, want only the two earlier ones", got)
+	}
 }

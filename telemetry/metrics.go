@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -188,3 +189,48 @@ func (m *Metrics) Handler() http.Handler { return m.handler }
 
 // Shutdown stops the meter provider; later recordings are dropped.
 func (m *Metrics) Shutdown(ctx context.Context) error { return m.shutdown(ctx) }
+
+// Names of the information gauges (always 1; their labels carry the facts).
+const (
+	BuildInfoName = "otopcua.build_info"
+	NodeInfoName  = "otopcua.node_info"
+)
+
+// NodeInfo is what otopcua_build_info and otopcua_node_info tell.
+type NodeInfo struct {
+	Version, Commit string // build
+	ClusterID       string // Node:ClusterId
+	NodeID          string // cluster NodeId, PublicHostname:Port
+	ApplicationURI  string // OpcUa:ApplicationUri
+}
+
+// RegisterInfo exports otopcua_build_info{version,commit,go_version} and
+// otopcua_node_info{cluster_id,node_id,application_uri}, both constant 1,
+// so that dashboards can show what runs where and join any node series to
+// its ClusterId (`* on(instance) group_left(cluster_id) otopcua_node_info`).
+func (m *Metrics) RegisterInfo(info NodeInfo) error {
+	build, e1 := m.meter.Int64ObservableGauge(BuildInfoName,
+		metric.WithDescription("Always 1; the labels name the otopcua version and commit this node runs and the Go release it was built with."))
+	node, e2 := m.meter.Int64ObservableGauge(NodeInfoName,
+		metric.WithDescription("Always 1; the labels name this node's application ClusterId, cluster NodeId and OPC UA ApplicationUri."))
+	if err := errors.Join(e1, e2); err != nil {
+		return fmt.Errorf("telemetry: info gauges: %w", err)
+	}
+	commit := info.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	buildAttrs := metric.WithAttributes(attribute.String("version", info.Version),
+		attribute.String("commit", commit), attribute.String("go_version", runtime.Version()))
+	nodeAttrs := metric.WithAttributes(attribute.String("cluster_id", info.ClusterID),
+		attribute.String("node_id", info.NodeID), attribute.String("application_uri", info.ApplicationURI))
+	_, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(build, 1, buildAttrs)
+		o.ObserveInt64(node, 1, nodeAttrs)
+		return nil
+	}, build, node)
+	if err != nil {
+		return fmt.Errorf("telemetry: info gauges: %w", err)
+	}
+	return nil
+}

@@ -19,13 +19,14 @@ const defaultDeployTimeout = 30 * time.Second
 
 func (c *cli) deployCmd() *cobra.Command {
 	var (
-		path    string
-		check   bool
-		timeout time.Duration
+		path       string
+		check      bool
+		anyCluster bool
+		timeout    time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "deploy FILE",
-		Short: "Validate a deployment document and store it in the Config DB",
+		Use:   "deploy FILE...",
+		Short: "Validate deployment documents and store them in the Config DB",
 		Long: `Validate the deployment document FILE (docs/deployments.md) and store it as
 the next version of its cluster's deployment in the Config DB of --config
 (default appsettings.json in the working directory; without that file, the
@@ -37,11 +38,17 @@ to the newest version stores nothing and prints that version again.
 With --check, FILE is only validated (and, when --config is given, its
 clusterId compared); the Config DB is not touched.
 
+Several FILEs are validated first, all of them, and stored only when every
+one is valid, in the order given. --any-cluster stores documents of any
+clusterId (one shared Config DB serving several clusters, as the
+docker-compose rig's one-shot deploy service does); without it each
+document's clusterId must be Node:ClusterId.
+
 Exit codes: 0 stored (or valid, with --check); 2 the document or the
 configuration is invalid — every problem is printed on its own line as
 path = value: accepted values — or the clusterId differs; 1 the Config DB
 failed.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			configGiven := cmd.Flags().Changed("config")
 			if !configGiven {
@@ -50,13 +57,19 @@ failed.`,
 				}
 			}
 			if check {
-				return c.deployCheck(args[0], path, configGiven)
+				for _, f := range args {
+					if err := c.deployCheck(f, path, configGiven && !anyCluster); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
-			return c.deploy(cmd.Context(), args[0], path, timeout)
+			return c.deploy(cmd.Context(), args, path, anyCluster, timeout)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", defaultConfigFile, "appsettings.json naming Node:ClusterId and the Config DB")
 	cmd.Flags().BoolVar(&check, "check", false, "only validate FILE; do not store it")
+	cmd.Flags().BoolVar(&anyCluster, "any-cluster", false, "accept documents of any clusterId (do not compare with Node:ClusterId)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultDeployTimeout, "bound on reaching and writing the Config DB")
 	return cmd
 }
@@ -128,14 +141,29 @@ func (c *cli) deployCheck(file, configPath string, configGiven bool) error {
 	return nil
 }
 
-func (c *cli) deploy(parent context.Context, file, configPath string, timeout time.Duration) error {
-	doc, data, err := readDocument(file)
-	if err != nil {
-		return err
+func (c *cli) deploy(parent context.Context, files []string, configPath string, anyCluster bool, timeout time.Duration) error {
+	type doc struct {
+		file string
+		doc  *deployment.Document
+		data []byte
 	}
-	cfg, err := c.loadForDeploy(file, configPath, doc)
-	if err != nil {
-		return err
+	var docs []doc
+	var cfg *config.Config
+	for _, f := range files {
+		d, data, err := readDocument(f)
+		if err != nil {
+			return err
+		}
+		if anyCluster {
+			if cfg == nil {
+				if cfg, err = config.Load(configPath, c.environ); err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+			}
+		} else if cfg, err = c.loadForDeploy(f, configPath, d); err != nil {
+			return err
+		}
+		docs = append(docs, doc{f, d, data})
 	}
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
@@ -150,15 +178,17 @@ func (c *cli) deploy(parent context.Context, file, configPath string, timeout ti
 	if err := db.Migrate(ctx); err != nil {
 		return dbFailed(err)
 	}
-	dep, created, err := db.PutDeployment(ctx, doc.ClusterId, data)
-	if err != nil {
-		return dbFailed(err)
-	}
-	if created {
-		fmt.Fprintf(c.stdout, "deployed cluster %s version %d (%s, sha256 %s)\n", dep.ClusterID, dep.Version, contents(doc), dep.SHA256)
-	} else {
-		fmt.Fprintf(c.stdout, "deployed cluster %s version %d (unchanged: the newest version, stored %s, already holds this document)\n",
-			dep.ClusterID, dep.Version, dep.CreatedAt.Format(time.RFC3339))
+	for _, d := range docs {
+		dep, created, err := db.PutDeployment(ctx, d.doc.ClusterId, d.data)
+		if err != nil {
+			return dbFailed(fmt.Errorf("%s: %w", d.file, err))
+		}
+		if created {
+			fmt.Fprintf(c.stdout, "deployed cluster %s version %d (%s, sha256 %s)\n", dep.ClusterID, dep.Version, contents(d.doc), dep.SHA256)
+		} else {
+			fmt.Fprintf(c.stdout, "deployed cluster %s version %d (unchanged: the newest version, stored %s, already holds this document)\n",
+				dep.ClusterID, dep.Version, dep.CreatedAt.Format(time.RFC3339))
+		}
 	}
 	return nil
 }

@@ -268,7 +268,7 @@ func TestBinaryDeployConfigDbFailure(t *testing.T) {
 
 func TestBinaryDeployUsage(t *testing.T) {
 	f := newDeployFixture(t)
-	for _, args := range [][]string{{}, {"a.json", "b.json"}, {"--no-such-flag", "a.json"}} {
+	for _, args := range [][]string{{}, {"--no-such-flag", "a.json"}} {
 		r := runDeploy(t, cleanEnv(), args...)
 		if r.code != 2 || !strings.Contains(r.stderr, "otopcua --help") {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage hint", args, r.code, r.stderr)
@@ -288,5 +288,47 @@ func TestBinaryDeployUsage(t *testing.T) {
 	}
 	if r := runDeploy(t, cleanEnv(), doc, "--config", f.config); r.code != 2 || !strings.Contains(r.stderr, `Node:ClusterId = "site a"`) {
 		t.Errorf("invalid configuration: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestBinaryDeploySeveralClusters(t *testing.T) {
+	f := newDeployFixture(t)
+	siteA := f.file(t, "a.json", simDocument)
+	siteB := f.file(t, "b.json", strings.Replace(simDocument, `"clusterId": "site-a"`, `"clusterId": "site-b"`, 1))
+	if !strings.Contains(simDocument, `"clusterId": "site-a"`) {
+		t.Fatal("the fixture document changed: fix the replacement above")
+	}
+
+	// Without --any-cluster the second document is refused, and nothing
+	// is stored, not even the first.
+	r := runDeploy(t, cleanEnv(), siteA, siteB, "--config", f.config)
+	if r.code != 2 || !strings.Contains(r.stderr, `is for clusterId "site-b" but Node:ClusterId is "site-a"`) {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the clusterId", r.code, r.stderr)
+	}
+	if _, ok := f.latest(t); ok {
+		t.Fatal("a refused batch stored the first document")
+	}
+	// An invalid document in a batch: nothing stored either.
+	bad := f.file(t, "bad.json", `{"clusterId": "site-a", "devices": [{"name": "x", "driver": "nope"}]}`)
+	if r := runDeploy(t, cleanEnv(), siteA, bad, "--any-cluster", "--config", f.config); r.code != 2 {
+		t.Fatalf("batch with an invalid document: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, ok := f.latest(t); ok {
+		t.Fatal("a batch with an invalid document stored the valid one")
+	}
+
+	// With --any-cluster both are stored, one line each.
+	r = runDeploy(t, cleanEnv(), siteA, siteB, "--any-cluster", "--config", f.config)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "deployed cluster site-a version 1 ") ||
+		!strings.HasPrefix(lines[1], "deployed cluster site-b version 1 ") {
+		t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+	}
+	if stored, ok := f.latest(t); !ok || stored.Version != 1 {
+		t.Fatalf("site-a: %+v %v", stored, ok)
+	}
+	// --check validates every file.
+	if r := runDeploy(t, cleanEnv(), "--check", siteA, bad); r.code != 2 || !strings.Contains(r.stderr, "bad.json") {
+		t.Fatalf("--check of a batch: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -288,20 +289,36 @@ func (n *Node) Endpoint() string { return fmt.Sprintf("opc.tcp://127.0.0.1:%d", 
 // HTTP is the base URL of the node's HTTP port.
 func (n *Node) HTTP() string { return fmt.Sprintf("http://127.0.0.1:%d", n.HTTPPort) }
 
-// WaitReady polls /readyz until it answers 200.
+// WaitReady polls /readyz, leaving out the cluster and Config DB checks,
+// until it answers 200: the node's OPC UA endpoint listens. Drills start
+// nodes that cannot join yet or whose Config DB is down; WaitFullyReady
+// waits for every check.
 func (n *Node) WaitReady(total time.Duration) {
+	n.t.Helper()
+	n.waitReadyz(total, "/readyz?exclude=cluster&exclude=configdb")
+}
+
+// WaitFullyReady polls /readyz until every check passes: OPC UA listens,
+// the node is an Up member and its Config DB answers.
+func (n *Node) WaitFullyReady(total time.Duration) {
+	n.t.Helper()
+	n.waitReadyz(total, "/readyz")
+}
+
+func (n *Node) waitReadyz(total time.Duration, path string) {
 	n.t.Helper()
 	CheckFor(n.t, total, 50*time.Millisecond, func() error {
 		if !n.Alive() {
 			n.t.Fatalf("%s exited before it was ready:\n%s", n.Name, n.Log())
 		}
-		resp, err := n.httpClient().Get(n.HTTP() + "/readyz")
+		resp, err := n.httpClient().Get(n.HTTP() + path)
 		if err != nil {
 			return err
 		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s /readyz: %s", n.Name, resp.Status)
+			return fmt.Errorf("%s %s: %s: %s", n.Name, path, resp.Status, body)
 		}
 		return nil
 	})
