@@ -2,8 +2,8 @@
 # otopcua's test command (the README names it; .ci/run runs it on a fresh machine).
 #
 # Installs what the tests need when it is missing (Node.js + npm for the
-# interop client, iptables and PostgreSQL for the drills), then vets and runs
-# every Go test with the race detector.
+# interop client, iptables and PostgreSQL for the drills, systemd-analyze for
+# the unit check), then vets and runs every Go test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,9 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
+# systemd-analyze verifies deploy/systemd/otopcua.service (tests/deploy); a
+# container image of Debian lacks it.
+command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -12,6 +12,9 @@
 //	otopcua client -F URL,URL read|write|browse|subscribe|redundancy …
 //	                                       an OPC UA client that follows the redundant set
 //	                                       (docs/client.md)
+//	otopcua simulate modbus [--listen ADDR] [--profile press|tank]
+//	                                       a Modbus TCP field device whose registers
+//	                                       move, for rigs and demonstrations
 //
 // Exit codes: 0 success (including a graceful stop on SIGINT/SIGTERM),
 // 1 the host stopped with an error, 2 a usage error or an invalid

@@ -1,7 +1,3 @@
-// Package fielddevice is a real Modbus TCP field device for otopcua's demo
-// and tests: simonvetter/modbus's TCP server over a register bank of
-// 65,536 holding registers, input registers, coils and discrete inputs,
-// safe for concurrent use, counting the writes it receives.
 package fielddevice
 
 import (
@@ -29,12 +25,34 @@ type Device struct {
 	discrete [65536]bool   // mu must be held.
 }
 
-// Start serves a device on addr ("127.0.0.1:1502").
-func Start(addr string) (*Device, error) {
+// Options tune a device started by StartWith.
+type Options struct {
+	// Logger receives the Modbus server's warnings and errors (a failed
+	// accept, a client over MaxClients, a response that could not be
+	// written), one line each. Default: discarded.
+	Logger *log.Logger
+
+	// MaxClients is the number of concurrent client connections served;
+	// more are refused. Default 16.
+	MaxClients uint
+}
+
+// Start serves a device on addr ("127.0.0.1:1502") with the default Options.
+func Start(addr string) (*Device, error) { return StartWith(addr, Options{}) }
+
+// StartWith serves a device on addr. The listening socket is bound before
+// it returns: a used address is an error here, not later.
+func StartWith(addr string, o Options) (*Device, error) {
+	if o.Logger == nil {
+		o.Logger = log.New(io.Discard, "", 0)
+	}
+	if o.MaxClients == 0 {
+		o.MaxClients = 16
+	}
 	d := &Device{addr: addr}
 	srv, err := mb.NewServer(&mb.ServerConfiguration{
-		URL: "tcp://" + addr, Timeout: 5 * time.Minute, MaxClients: 16,
-		Logger: log.New(io.Discard, "", 0),
+		URL: "tcp://" + addr, Timeout: 5 * time.Minute, MaxClients: o.MaxClients,
+		Logger: o.Logger,
 	}, (*handler)(d))
 	if err != nil {
 		return nil, fmt.Errorf("fielddevice: %w", err)
@@ -72,6 +90,27 @@ func (d *Device) Coil(addr uint16) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.coils[addr]
+}
+
+// Apply stores every write under one lock: a client's read sees all of
+// them or none (a float32 is never read half old, half new).
+func (d *Device) Apply(ws []Write) {
+	d.edit(func() {
+		for _, w := range ws {
+			switch w.Table {
+			case Holding:
+				copy(d.holding[w.Address:], w.Words)
+			case Input:
+				copy(d.input[w.Address:], w.Words)
+			case Coil:
+				d.coils[w.Address] = w.Bit
+			case Discrete:
+				d.discrete[w.Address] = w.Bit
+			default:
+				panic(fmt.Sprintf("fielddevice: write to table %d, which is none of holding, input, coil, discrete", w.Table))
+			}
+		}
+	})
 }
 
 func (d *Device) edit(f func()) {

@@ -1,0 +1,21 @@
+// Package fielddevice is a real Modbus TCP field device for otopcua's demo,
+// its tests and `otopcua simulate modbus`: simonvetter/modbus's TCP server
+// over a register bank of 65,536 holding registers, input registers, coils
+// and discrete inputs, safe for concurrent use, counting the writes it
+// receives. It answers every unit id.
+//
+// A Profile is a named register map whose values move with time (press,
+// tank). Its Step is a pure function of the time since start; Animate runs
+// it on a ticker.
+//
+// Invariants:
+//   - A profile never stores into a writable point after its initial
+//     value: what a client writes stays until a client writes again.
+//   - One Apply is atomic for readers: a multi-register value (a float32)
+//     is never read half old, half new.
+//
+// The caller's duties:
+//  1. Close the Device when done (it closes the clients' connections).
+//  2. Cancel Animate's context before or after Close; Animate only stores
+//     into the bank.
+package fielddevice
