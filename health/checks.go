@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Check is one named check of /healthz or /readyz.
@@ -120,4 +122,60 @@ func (s *HTTPServer) serveProbe(w http.ResponseWriter, req *http.Request, checks
 		r.Status = failed
 	}
 	writeReport(w, r)
+}
+
+// Cached wraps a check's Run so that it runs at most once per every:
+// callers within every of the last run get its result, and callers that
+// arrive while a run is in flight wait for that run instead of starting
+// their own. A probe endpoint hit 100,000 times a second then costs one
+// run per period, however slow the check. every ≤ 0 caches nothing but
+// still merges concurrent calls. Safe for concurrent use.
+func Cached(every time.Duration, run func() error) func() error {
+	c := &cachedCheck{every: every, run: run}
+	return c.call
+}
+
+type cachedCheck struct {
+	every time.Duration
+	run   func() error
+
+	mu       sync.Mutex
+	at       time.Time     // when the cached result was taken; mu must be held
+	err      error         // the cached result; mu must be held
+	have     bool          // a result is cached; mu must be held
+	inflight chan struct{} // closed when the running call ends; mu must be held
+}
+
+func (c *cachedCheck) call() error {
+	c.mu.Lock()
+	for {
+		if c.have && time.Since(c.at) < c.every {
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
+		if c.inflight == nil {
+			break
+		}
+		wait := c.inflight
+		c.mu.Unlock()
+		<-wait
+		c.mu.Lock()
+		if c.every <= 0 && c.have {
+			err := c.err
+			c.mu.Unlock()
+			return err
+		}
+	}
+	done := make(chan struct{})
+	c.inflight = done
+	c.mu.Unlock()
+
+	err := c.run()
+
+	c.mu.Lock()
+	c.at, c.err, c.have, c.inflight = time.Now(), err, true, nil
+	c.mu.Unlock()
+	close(done)
+	return err
 }

@@ -584,3 +584,47 @@ func TestStreamingHandlerExtendsWriteDeadline(t *testing.T) {
 	default:
 	}
 }
+
+func TestCachedCheckRunsOncePerPeriod(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	slow := Cached(time.Hour, func() error {
+		calls.Add(1)
+		<-release
+		return errors.New("wedged")
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for range 100 {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- slow() }()
+	}
+	// Let the callers pile up behind the one run, then end it.
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err == nil || err.Error() != "wedged" {
+			t.Fatalf("a caller got %v, want the run's error", err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("100 concurrent callers ran the check %d times, want 1", n)
+	}
+	// Within the period the result is reused; with no period each call
+	// after the last one ends runs again.
+	_ = slow()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("a call within the period ran the check again (%d runs)", n)
+	}
+	var fresh atomic.Int32
+	each := Cached(0, func() error { fresh.Add(1); return nil })
+	_, _ = each(), each()
+	if n := fresh.Load(); n != 2 {
+		t.Fatalf("Cached(0) ran %d times for two sequential calls, want 2", n)
+	}
+}

@@ -247,7 +247,8 @@ const (
 func probes(sys *actors.System, c *clusterRuntime, srv *opcua.Server, db *health.DbProbe, shown *levelPublisher) health.Probes {
 	return health.Probes{
 		Live: []health.Check{
-			{Name: "actors", Run: func() error { return sys.Alive(ActorPingTimeout) }},
+			// One ping per half second however often /healthz is asked.
+			{Name: "actors", Run: health.Cached(500*time.Millisecond, func() error { return sys.Alive(ActorPingTimeout) })},
 			{Name: "membership", Run: func() error {
 				select {
 				case <-c.d.Done():
