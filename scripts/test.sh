@@ -2,8 +2,8 @@
 # otopcua's test command (the README names it; .ci/run runs it on a fresh machine).
 #
 # Installs what the tests need when it is missing (Node.js + npm for the
-# interop client, iptables and PostgreSQL for the drills), then vets and runs
-# every Go test with the race detector.
+# interop client, iptables and PostgreSQL for the drills, promtool for
+# tests/deploy), then vets and runs every Go test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,8 @@ command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 # PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
+# promtool for tests/deploy (the Prometheus configuration, alert rules and dashboard queries).
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} (Debian packages)"
