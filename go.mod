@@ -7,6 +7,7 @@ require (
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/gopcua/opcua v0.9.0
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/knadh/koanf/parsers/json v1.0.1

@@ -3,7 +3,8 @@
 #
 # Installs what the tests need when it is missing (Node.js + npm for the
 # interop client, iptables and PostgreSQL for the drills, systemd-analyze for
-# the unit check), then vets and runs every Go test with the race detector.
+# the unit check, Prometheus and promtool for tests/deploy and tests/rig),
+# then vets and runs every Go test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,8 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
+# promtool for tests/deploy (the Prometheus configuration, alert rules and dashboard queries).
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} (Debian packages)"
