@@ -53,12 +53,12 @@ var rangeWindow = regexp.MustCompile(`\[([^\]]*)\]`)
 
 // Fixed windows break when the scrape interval or the time range changes:
 // rate() needs at least four samples ($__rate_interval), a total over the
-// range needs the range.
+// range needs the range (a subquery over the range steps by $__interval).
 func TestWindowsAreGrafanaIntervals(t *testing.T) {
 	for name, data := range generated(t) {
 		for _, q := range queries(t, data) {
 			for _, m := range rangeWindow.FindAllStringSubmatch(q.Expr, -1) {
-				if m[1] != "$__rate_interval" && m[1] != "$__range" {
+				if m[1] != "$__rate_interval" && m[1] != "$__range" && m[1] != "$__range:$__interval" {
 					t.Errorf("%s %q %s: window [%s] in %s: use $__rate_interval (or $__range for a total over the time range)",
 						name, q.Panel, q.RefID, m[1], q.Expr)
 				}

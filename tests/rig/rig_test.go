@@ -276,7 +276,7 @@ func TestRigAsProcesses(t *testing.T) {
 		t.Fatalf("dashboards: %v", dashboards)
 	}
 	vars := map[string]string{"instance": survivor.instance(), "__rate_interval": "1m", "__interval": "5s", "__range": "5m"}
-	queries := 0
+	queries, sawFailovers := 0, false
 	for _, path := range dashboards {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -293,9 +293,22 @@ func TestRigAsProcesses(t *testing.T) {
 				t.Errorf("%s / %q / %s: %s returned no data (%v)", q.Dashboard, q.Panel, q.RefID, expr, err)
 			}
 			queries++
+			if q.Panel == "Failovers in the time range" {
+				sawFailovers = true
+				failovers := map[string]string{}
+				for _, r := range res {
+					failovers[r.Metric["cluster_id"]] = fmt.Sprint(r.Value[1])
+				}
+				if failovers[cid] != "1" || failovers["MAIN"] != "0" || failovers["SITE-B"] != "0" {
+					t.Errorf("the fleet dashboard counts failovers %v, want 1 in %s and 0 elsewhere", failovers, cid)
+				}
+			}
 		}
 	}
 	t.Logf("%d dashboard queries answered", queries)
+	if !sawFailovers {
+		t.Error(`the fleet dashboard has no "Failovers in the time range" panel`)
+	}
 
 	// The killed node restarts at the same address and rejoins as the
 	// Secondary: the survivor stays Primary, the alerts stay quiet.
