@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -35,10 +37,19 @@ var (
 // ServiceLevel by hand. Never set it in production.
 const EnvTestHooks = "OTOPCUA_TEST_HOOKS"
 
+// EnvGCHook, when set to 1 in the environment of `otopcua host`, mounts the
+// test-only endpoint POST /debug/gc: a full garbage collection that returns
+// freed memory to the operating system, so that a soak can tell memory
+// still held from memory the runtime has not yet given back. Never set it
+// in production.
+const EnvGCHook = "OTOPCUA_TEST_GC_HOOK"
+
 // Options are the parts of a run that do not come from the configuration.
 type Options struct {
 	// TestHooks mounts the test-only HTTP endpoints (see EnvTestHooks).
 	TestHooks bool
+	// GCHook mounts POST /debug/gc (see EnvGCHook).
+	GCHook bool
 }
 
 // Run runs the node until ctx is cancelled.
@@ -143,6 +154,13 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
 		if dp != nil {
 			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
+		}
+		if opts.GCHook {
+			web.Handle("POST /debug/gc", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				debug.FreeOSMemory() // runs a full collection first
+				fmt.Fprintln(w, "collected")
+			}))
+			logger.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
 		}
 		if opts.TestHooks {
 			web.Handle("POST /debug/service-level", levels.debugHandler())

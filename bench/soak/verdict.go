@@ -14,7 +14,11 @@ type Limits struct {
 	// baseline the host may hold after recovery.
 	FDSlack int
 	// RSSFactor and RSSSlack bound the RSS after recovery at RSSFactor ×
-	// baseline + RSSSlack bytes.
+	// baseline + RSSSlack bytes. The last sample follows a forced full
+	// collection in the host (POST /debug/gc, host.EnvGCHook), so it
+	// measures memory still held, not memory the Go runtime has freed but
+	// not yet returned (that took minutes and failed a 10 s recovery on a
+	// loaded machine).
 	RSSFactor float64
 	RSSSlack  uint64
 }
