@@ -166,3 +166,31 @@ func parseOperand(op *ua.SimpleAttributeOperand, src EventSource) (selector, ua.
 	}
 	return sel, ua.StatusGood
 }
+
+// CompiledEventFilter is a validated EventFilter, for a service that
+// selects event fields as event items do (HistoryRead of events, Part 11
+// §6.5.2: "defined and used in the same manner as … for monitored data
+// items"). It is immutable and safe for concurrent use.
+type CompiledEventFilter struct {
+	f *eventFilter
+}
+
+// ParseEventFilter validates f against src exactly as CreateMonitoredItems
+// validates an event item's filter: on failure it returns
+// BadEventFilterInvalid and the EventFilterResult naming the failing
+// select clauses and where-clause elements.
+func ParseEventFilter(f *ua.EventFilter, src EventSource) (*CompiledEventFilter, *ua.EventFilterResult, ua.StatusCode) {
+	ef, res, st := parseEventFilter(f, src)
+	if st != ua.StatusGood {
+		return nil, res, st
+	}
+	return &CompiledEventFilter{f: ef}, nil, ua.StatusGood
+}
+
+// Passes reports whether ev satisfies the where clause (no where clause:
+// every event passes). ev must be prepared.
+func (c *CompiledEventFilter) Passes(ev *events.Event) bool { return c.f.passes(ev) }
+
+// Fields returns ev's fields in select clause order; a field ev lacks, or
+// one selected on a type ev is not of, is a null Variant.
+func (c *CompiledEventFilter) Fields(ev *events.Event) []*ua.Variant { return c.f.fields(ev) }
