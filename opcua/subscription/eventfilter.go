@@ -95,7 +95,7 @@ func asEventFilter(eo *ua.ExtensionObject) (f *ua.EventFilter, ok bool) {
 // clause and operand failed (Part 4 §7.22.3): every select clause gets a
 // status, and every where clause element a ContentFilterElementResult. An
 // item without select clauses is refused too: it could report nothing.
-func parseEventFilter(f *ua.EventFilter, src EventSource) (*eventFilter, *ua.EventFilterResult, ua.StatusCode) {
+func parseEventFilter(f *ua.EventFilter, src EventTypeChecker) (*eventFilter, *ua.EventFilterResult, ua.StatusCode) {
 	if f == nil || len(f.SelectClauses) == 0 || len(f.SelectClauses) > MaxSelectClauses {
 		return nil, emptyFilterResult(), ua.StatusBadEventFilterInvalid
 	}
@@ -134,7 +134,7 @@ var baseEventType = ua.NewNumericNodeID(0, id.BaseEventType)
 // Value for a field, or NodeId with an empty BrowsePath (the ConditionId),
 // the BrowsePath a field of that type, and IndexRange empty (not
 // supported).
-func parseOperand(op *ua.SimpleAttributeOperand, src EventSource) (selector, ua.StatusCode) {
+func parseOperand(op *ua.SimpleAttributeOperand, src EventTypeChecker) (selector, ua.StatusCode) {
 	if op == nil {
 		return selector{}, ua.StatusBadStructureMissing
 	}
@@ -179,7 +179,7 @@ type CompiledEventFilter struct {
 // validates an event item's filter: on failure it returns
 // BadEventFilterInvalid and the EventFilterResult naming the failing
 // select clauses and where-clause elements.
-func ParseEventFilter(f *ua.EventFilter, src EventSource) (*CompiledEventFilter, *ua.EventFilterResult, ua.StatusCode) {
+func ParseEventFilter(f *ua.EventFilter, src EventTypeChecker) (*CompiledEventFilter, *ua.EventFilterResult, ua.StatusCode) {
 	ef, res, st := parseEventFilter(f, src)
 	if st != ua.StatusGood {
 		return nil, res, st
