@@ -1,8 +1,9 @@
 // Package uaserver is otopcua's OPC UA service layer: it accepts opc.tcp
 // connections, runs the Hello/Acknowledge handshake and the secure channel
 // (security policy None, mode None), and implements the session, discovery,
-// attribute, view, method and (event) history services over a NodeStore. Subscription
-// services are delegated to the subscription engine. It uses gopcua's ua
+// attribute, view, method and event history services over a NodeStore.
+// Subscription services are delegated to the subscription engine. It uses
+// gopcua's ua
 // package for the service types and the uacp/uasc message types for the
 // handshake. Responses are encoded by uabin (a hand-written encoder that
 // writes PublishResponse and ServiceFault byte for byte as ua.Encode does,

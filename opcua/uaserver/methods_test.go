@@ -58,7 +58,7 @@ func TestCallChecksThenRunsRegisteredMethods(t *testing.T) {
 		{ObjectID: nodeObjects, MethodID: nodeReset, InputArguments: []*ua.Variant{v("go"), v([]uint32{3})}},
 		{ObjectID: nodeObjects, MethodID: nodeReset, InputArguments: []*ua.Variant{v("refuse"), v(uint32(3))}},
 		{ObjectID: nodeObjects, MethodID: nodeReset, InputArguments: []*ua.Variant{v("panic"), v(uint32(3))}},
-		{ObjectID: nodeTemp, MethodID: nodeReset, InputArguments: []*ua.Variant{v("go"), v(uint32(3))}},   // a variable
+		{ObjectID: nodeTemp, MethodID: nodeReset, InputArguments: []*ua.Variant{v("go"), v(uint32(3))}},  // a variable
 		{ObjectID: ua.NewStringNodeID(1, "Ghost"), MethodID: nodeReset, InputArguments: []*ua.Variant{}}, // unknown
 		{ObjectID: nodeObjects, MethodID: nodeTemp, InputArguments: []*ua.Variant{}},                     // unregistered
 	}
