@@ -70,6 +70,13 @@ func (r *recorder) record(c call) ua.StatusCode {
 	return res
 }
 
+// set changes the result and the hook.
+func (r *recorder) set(result ua.StatusCode, onCall func(call)) {
+	r.mu.Lock()
+	r.result, r.onCall = result, onCall
+	r.mu.Unlock()
+}
+
 func (r *recorder) all() []call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
