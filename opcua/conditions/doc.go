@@ -98,18 +98,21 @@
 // nothing. Status: Good; BadSubscriptionIdInvalid (no such subscription);
 // BadUserAccessDenied (another session's subscription);
 // BadMonitoredItemIdInvalid (ConditionRefresh2 with an item that is not
-// an event item of it); BadNothingToDo (no event item). Update and a
-// refresh exclude each other, so a refresh never delivers a state older
-// than one already delivered live after it started.
+// an event item of it); BadNothingToDo (no event item). A refresh runs
+// while the call is served; BadRefreshInProgress is never answered.
 //
 // # Invariants
 //
 //  1. A condition's component variables and its last event agree: both
-//     are written under Manager.mu, the variables first.
-//  2. Every condition Define created is in the address space until Remove,
+//     are written under Manager.mu, the variables first, and the event is
+//     raised after.
+//  2. The conditions' events reach clients in the order of the Updates,
+//     and a ConditionRefresh never delivers a state older than one raised
+//     live after it started (Manager.raiseMu).
+//  3. Every condition Define created is in the address space until Remove,
 //     and nothing of a failed Define stays.
-//  3. Actions run with no lock of the Manager held; the Manager's lock is
-//     held while it raises or injects events (see locksordering.txt).
+//  4. Actions run with no lock of the Manager held (see
+//     locksordering.txt).
 //
 // # Duties of the caller (the alarm engine)
 //
@@ -118,7 +121,8 @@
 //  2. Define a condition per deployed alarm before reporting it; Remove it
 //     when the deployment drops the alarm. Give each its own String NodeId
 //     and an existing Parent (and SourceNode).
-//  3. Call Update on every transition, with the complete State; keep the
+//  3. Call Update on every transition, with the complete State (not from
+//     a WatchEvents callback of a notifier the conditions reach); keep the
 //     EventId it returns to check the eventID an Acknowledge, Confirm or
 //     AddComment names (the Manager passes it unchecked).
 //  4. Keep Actions quick and non-blocking (they run on the caller's

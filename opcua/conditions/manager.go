@@ -22,6 +22,12 @@ type Manager struct {
 	space   *addrspace.AddressSpace
 	actions Actions
 
+	// raiseMu orders the events of the conditions: Update holds it from
+	// its state change through the raise, ConditionRefresh from its
+	// snapshot through the injection, so a refresh never delivers a state
+	// older than one raised after it started. Taken before mu.
+	raiseMu sync.Mutex
+
 	mu      sync.Mutex
 	byName  map[string]*condition // mu must be held.
 	byNode  map[string]*condition // by the condition object's NodeId text; mu must be held.
@@ -54,7 +60,7 @@ func NewManager(srv *opcua.Server, actions Actions) *Manager {
 }
 
 // Close unregisters the condition methods (calls answer BadMethodInvalid)
-// and stops the Manager: Define and Update then fail with ErrUnknown. The
+// and stops the Manager: Define and Update then fail with ErrClosed. The
 // condition nodes stay. It is safe to call more than once.
 func (m *Manager) Close() {
 	m.mu.Lock()
@@ -83,7 +89,7 @@ func (m *Manager) Define(s Spec) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return fmt.Errorf("%w: the Manager is closed", ErrUnknown)
+		return ErrClosed
 	}
 	if c, ok := m.byName[s.Name]; ok {
 		if c.spec.equal(s) {

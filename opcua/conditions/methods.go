@@ -76,9 +76,9 @@ func (m *Manager) plain(act func(string, string) ua.StatusCode) uaserver.MethodF
 // RefreshEndEvent. Start and End pass any where clause (Part 9 §4.5); the
 // copies of each share one EventId. The conditions' events are the ones
 // raised last, EventId included (Part 9 §5.5.7: "identical to the one for
-// the original Notification"), which carry their current state. Manager.mu
-// is held throughout, so no Update interleaves a newer state before an
-// older one.
+// the original Notification"), which carry their current state.
+// Manager.raiseMu is held throughout, so no Update raises a newer state
+// before the refresh delivers an older one.
 func (m *Manager) refresh(_ context.Context, c *uaserver.MethodCall) ([]*ua.Variant, ua.StatusCode) {
 	subID := c.Inputs[0].Value().(uint32)
 	var itemID uint32
@@ -98,9 +98,11 @@ func (m *Manager) refresh(_ context.Context, c *uaserver.MethodCall) ([]*ua.Vari
 	if err != nil {
 		return nil, ua.StatusBadInternalError
 	}
+	m.raiseMu.Lock()
+	defer m.raiseMu.Unlock()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	retained := m.retainedLocked()
+	m.mu.Unlock()
 	st := m.srv.InjectEvents(c.Session.ID, subID, itemID, func(notifier *ua.NodeID) []subscription.Injection {
 		out := make([]subscription.Injection, 0, len(retained)+2)
 		out = append(out, subscription.Injection{Event: start, BypassWhere: true})

@@ -16,6 +16,8 @@ var (
 	// ErrConflict: Define with a name already defined by another Spec, or
 	// with a NodeId another condition has.
 	ErrConflict = errors.New("conditions: condition clashes with a defined one")
+	// ErrClosed: the Manager was closed.
+	ErrClosed = errors.New("conditions: manager closed")
 	// ErrInvalidSpec: a Spec field is missing or unusable; the message
 	// names it.
 	ErrInvalidSpec = errors.New("conditions: invalid condition spec")

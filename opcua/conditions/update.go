@@ -17,12 +17,31 @@ import (
 // changed) and Comment's SourceTimestamp (when it changed) take st.Time.
 // The variables are written before the event is raised, so a client that
 // reads after the event sees the new state. ErrUnknown when name is not
-// defined.
+// defined (or was removed before the event was raised), ErrClosed after
+// Close.
 func (m *Manager) Update(name string, st State) ([]byte, error) {
+	m.raiseMu.Lock()
+	defer m.raiseMu.Unlock()
+	p, err := m.apply(name, st)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.space.RaisePrepared(p.ConditionID, p); err != nil {
+		return nil, fmt.Errorf("conditions: update %q: %w", name, err) // removed meanwhile
+	}
+	return slices.Clone(p.EventID), nil
+}
+
+// apply stores st as condition name's state, prepares its event and
+// writes the component variables; it returns the event to raise.
+func (m *Manager) apply(name string, st State) (*events.Event, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
 	c, ok := m.byName[name]
-	if !ok || m.closed {
+	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknown, name)
 	}
 	if st.Time.IsZero() {
@@ -55,10 +74,7 @@ func (m *Manager) Update(name string, st State) ([]byte, error) {
 			panic("conditions: a component value must make a Variant: " + err.Error())
 		}
 	}
-	if err := m.space.RaisePrepared(c.spec.NodeID, p); err != nil {
-		return nil, fmt.Errorf("conditions: update %q: %w", name, err)
-	}
-	return slices.Clone(p.EventID), nil
+	return p, nil
 }
 
 // transition stores st as c's state, stamping the TransitionTimes of what
