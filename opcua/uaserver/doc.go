@@ -3,9 +3,8 @@
 // (security policy None, mode None), and implements the session, discovery,
 // attribute, view, method and event history services over a NodeStore.
 // Subscription services are delegated to the subscription engine. It uses
-// gopcua's ua
-// package for the service types and the uacp/uasc message types for the
-// handshake. Responses are encoded by uabin (a hand-written encoder that
+// gopcua's ua package for the service types and the uacp/uasc message types
+// for the handshake. Responses are encoded by uabin (a hand-written encoder that
 // writes PublishResponse and ServiceFault byte for byte as ua.Encode does,
 // about 70 times faster, and falls back to ua.Encode for every other type)
 // into pooled buffers, and framed into MSG chunks here.
