@@ -14,7 +14,6 @@ import (
 // Node ids of namespace 0 the package uses.
 var (
 	alarmConditionType = nsid(id.AlarmConditionType)
-	conditionType      = nsid(id.ConditionType)
 	baseConditionClass = nsid(id.BaseConditionClassType)
 	refreshStartType   = nsid(id.RefreshStartEventType)
 	refreshEndType     = nsid(id.RefreshEndEventType)
@@ -27,7 +26,6 @@ var (
 	refreshMethodIDs   = []uint32{id.ConditionType_ConditionRefresh, id.ConditionType_ConditionRefresh2}
 	allMethodIDs       = append(append([]uint32{}, conditionMethodIDs...), refreshMethodIDs...)
 	hasComponent       = nsid(id.HasComponent)
-	hasProperty        = nsid(id.HasProperty)
 	hasTypeDefinition  = nsid(id.HasTypeDefinition)
 	hasEventSource     = nsid(id.HasEventSource)
 	hasNotifier        = nsid(id.HasNotifier)
