@@ -130,6 +130,17 @@ type Config struct {
 	MaxNodesPerRegister int
 	// MaxNodesPerMethodCall: MethodsToCall of one Call. Default: 1000.
 	MaxNodesPerMethodCall int
+	// MaxNodesPerHistoryReadEvents: NodesToRead of one HistoryRead
+	// (OperationLimits.MaxNodesPerHistoryReadEvents). Default: 100.
+	MaxNodesPerHistoryReadEvents int
+	// MaxHistoryEventsPerNode: events of one node's HistoryRead result at
+	// most, whatever the client asks; the rest comes with a continuation
+	// point (HistoryServerCapabilities.MaxReturnEventValues). Default: 1000.
+	MaxHistoryEventsPerNode int
+	// MaxHistoryContinuationPoints: HistoryRead continuation points per
+	// session; a new one beyond it releases the oldest
+	// (ServerCapabilities.MaxHistoryContinuationPoints). Default: 10.
+	MaxHistoryContinuationPoints int
 
 	// Client limits and deadlines of the service layer; see the field of
 	// the same name in uaserver.Config for each one's meaning and default.
@@ -227,6 +238,9 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerTranslate, uaserver.DefaultMaxNodesPerTranslate)
 	defInt(&c.MaxNodesPerRegister, uaserver.DefaultMaxNodesPerRegister)
 	defInt(&c.MaxNodesPerMethodCall, uaserver.DefaultMaxNodesPerMethodCall)
+	defInt(&c.MaxNodesPerHistoryReadEvents, uaserver.DefaultMaxNodesPerHistoryReadEvents)
+	defInt(&c.MaxHistoryEventsPerNode, uaserver.DefaultMaxHistoryEventsPerNode)
+	defInt(&c.MaxHistoryContinuationPoints, uaserver.DefaultMaxHistoryContinuationPoints)
 	defInt(&c.MaxMonitoredItemsPerCall, uaserver.DefaultMaxMonitoredItemsPerCall)
 	c.Subscriptions = c.Subscriptions.Resolved()
 	if c.MinSessionTimeout <= 0 {
@@ -234,6 +248,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxSessionTimeout <= 0 {
 		c.MaxSessionTimeout = uaserver.DefaultMaxSessionTimeout
+	}
+	if c.MaxHistoryContinuationPoints > 65535 {
+		return c, fmt.Errorf("opcua: Config.MaxHistoryContinuationPoints %d: want at most 65535", c.MaxHistoryContinuationPoints)
 	}
 	if c.MaxContinuationPoints > 65535 {
 		return c, fmt.Errorf("opcua: Config.MaxContinuationPoints %d: want at most 65535", c.MaxContinuationPoints)
@@ -279,24 +296,27 @@ func (c Config) uaserverConfig() uaserver.Config {
 		}
 	}
 	return uaserver.Config{
-		ListenAddr:            net.JoinHostPort(c.ListenHost, strconv.Itoa(port)),
-		EndpointURL:           "opc.tcp://" + net.JoinHostPort(c.PublicHostname, strconv.Itoa(port)),
-		ApplicationURI:        c.ApplicationURI,
-		ProductURI:            c.ProductURI,
-		ApplicationName:       c.ApplicationName,
-		Peers:                 peers,
-		MaxSessions:           c.MaxSessions,
-		MinSessionTimeout:     c.MinSessionTimeout,
-		MaxSessionTimeout:     c.MaxSessionTimeout,
-		MaxContinuationPoints: c.MaxContinuationPoints,
-		MaxNodesPerRead:       c.MaxNodesPerRead,
-		MaxNodesPerWrite:      c.MaxNodesPerWrite,
-		MaxNodesPerBrowse:     c.MaxNodesPerBrowse,
-		MaxNodesPerTranslate:  c.MaxNodesPerTranslate,
-		MaxNodesPerRegister:   c.MaxNodesPerRegister,
-		MaxNodesPerMethodCall: c.MaxNodesPerMethodCall,
-		Clock:                 c.Clock,
-		Logger:                c.Logger,
+		ListenAddr:                   net.JoinHostPort(c.ListenHost, strconv.Itoa(port)),
+		EndpointURL:                  "opc.tcp://" + net.JoinHostPort(c.PublicHostname, strconv.Itoa(port)),
+		ApplicationURI:               c.ApplicationURI,
+		ProductURI:                   c.ProductURI,
+		ApplicationName:              c.ApplicationName,
+		Peers:                        peers,
+		MaxSessions:                  c.MaxSessions,
+		MinSessionTimeout:            c.MinSessionTimeout,
+		MaxSessionTimeout:            c.MaxSessionTimeout,
+		MaxContinuationPoints:        c.MaxContinuationPoints,
+		MaxNodesPerRead:              c.MaxNodesPerRead,
+		MaxNodesPerWrite:             c.MaxNodesPerWrite,
+		MaxNodesPerBrowse:            c.MaxNodesPerBrowse,
+		MaxNodesPerTranslate:         c.MaxNodesPerTranslate,
+		MaxNodesPerRegister:          c.MaxNodesPerRegister,
+		MaxNodesPerMethodCall:        c.MaxNodesPerMethodCall,
+		MaxNodesPerHistoryReadEvents: c.MaxNodesPerHistoryReadEvents,
+		MaxHistoryEventsPerNode:      c.MaxHistoryEventsPerNode,
+		MaxHistoryContinuationPoints: c.MaxHistoryContinuationPoints,
+		Clock:                        c.Clock,
+		Logger:                       c.Logger,
 
 		MaxConnections:                   c.MaxConnections,
 		MaxConnectionsPerAddress:         c.MaxConnectionsPerAddress,

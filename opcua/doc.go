@@ -26,10 +26,13 @@
 //     server sees each server's ServiceLevel and state: this server's live,
 //     the peers' as SetPeerStatus last reported (ServiceLevel 0, state
 //     Unknown until then).
-//   - ServerCapabilities: the operation limits the service layer enforces,
-//     MaxBrowseContinuationPoints, MaxSessions, MaxSelectClauseParameters
+//   - ServerCapabilities: the operation limits the service layer enforces
+//     (MaxNodesPerHistoryReadEvents among them), MaxBrowseContinuationPoints,
+//     MaxHistoryContinuationPoints, MaxSessions, MaxSelectClauseParameters
 //     and MaxWhereClauseParameters (the engine's EventFilter bounds);
-//     Auditing false (the server raises audit events for writes only).
+//     HistoryServerCapabilities AccessHistoryEventsCapability (true while
+//     an event history is set) and MaxReturnEventValues; Auditing false
+//     (the server raises audit events for writes only).
 //   - The Server object is an event notifier (EventNotifier
 //     SubscribeToEvents): clients create event monitored items on it, and
 //     every event raised with AddressSpace().RaiseEvent reaches it (the
@@ -48,6 +51,16 @@
 //
 // RegisterMetrics adds the OPC UA load gauges and the limit refusal counter
 // to an OTel meter (metrics.go lists the names).
+//
+// # Hooks for other packages
+//
+// Packages that add behaviour on top of the server (opcua/conditions, the
+// Part 9 conditions) import this one and use: RegisterMethod (an
+// executable method behind Call, marked Executable in the address space),
+// InjectEvents (events for the event items of one subscription of one
+// session: ConditionRefresh) and SetEventHistory (the store HistoryRead
+// with ReadEventDetails reads; it sets the HistoryRead bit of the Server
+// object's EventNotifier).
 //
 // # ServiceLevel publishers
 //

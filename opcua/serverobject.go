@@ -169,7 +169,7 @@ func (s *Server) capabilities() map[uint32]any {
 		id.Server_ServerCapabilities_LocaleIDArray:                                            []string{"en"},
 		id.Server_ServerCapabilities_MaxBrowseContinuationPoints:                              uint16(c.MaxContinuationPoints),
 		id.Server_ServerCapabilities_MaxQueryContinuationPoints:                               uint16(0),
-		id.Server_ServerCapabilities_MaxHistoryContinuationPoints:                             uint16(0),
+		id.Server_ServerCapabilities_MaxHistoryContinuationPoints:                             uint16(c.MaxHistoryContinuationPoints),
 		id.Server_ServerCapabilities_MaxArrayLength:                                           uint32(ua.MaxVariantArrayLength),
 		id.Server_ServerCapabilities_MaxStringLength:                                          uint32(0),
 		id.Server_ServerCapabilities_MaxByteStringLength:                                      uint32(0),
@@ -189,6 +189,9 @@ func (s *Server) capabilities() map[uint32]any {
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerTranslateBrowsePathsToNodeIDs: uint32(c.MaxNodesPerTranslate),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerRegisterNodes:                 uint32(c.MaxNodesPerRegister),
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerMethodCall:                    uint32(c.MaxNodesPerMethodCall),
+		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents:             uint32(c.MaxNodesPerHistoryReadEvents),
+		id.HistoryServerCapabilities_AccessHistoryEventsCapability:                            false,
+		id.HistoryServerCapabilities_MaxReturnEventValues:                                     uint32(c.MaxHistoryEventsPerNode),
 	}
 	return caps
 }

@@ -1,6 +1,7 @@
 package addrspace
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -286,5 +287,26 @@ func (as *AddressSpace) SetValueRank(nodeID *ua.NodeID, valueRank int32, arrayDi
 		return fmt.Errorf("%w: %s", ErrNotVariable, nodeID)
 	}
 	n.valueRank, n.arrayDimensions = valueRank, slices.Clone(arrayDimensions)
+	return nil
+}
+
+// ErrNotMethod is returned by SetExecutable for a node that is not a
+// Method.
+var ErrNotMethod = errors.New("addrspace: node is not a method")
+
+// SetExecutable sets the Executable and UserExecutable attributes of
+// method nodeID (namespace 0 methods included). The standard nodeset's
+// methods start not executable; the server marks those it implements.
+func (as *AddressSpace) SetExecutable(nodeID *ua.NodeID, executable, userExecutable bool) error {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	n := as.lookup(nodeID)
+	switch {
+	case n == nil:
+		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+	case n.class != ua.NodeClassMethod:
+		return fmt.Errorf("%w: %s", ErrNotMethod, nodeID)
+	}
+	n.executable, n.userExecutable = executable, userExecutable
 	return nil
 }

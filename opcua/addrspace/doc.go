@@ -28,7 +28,13 @@
 // nodeset. SetEventNotifier makes the owner's objects notifiers. The
 // alarms and conditions of Part 9 raise their condition events the same
 // way; an event's ConditionID is what an empty select-clause path with
-// AttributeId NodeId selects.
+// AttributeId NodeId selects. An owner that must keep the event its
+// subscribers saw (a condition's last event, sent again by
+// ConditionRefresh) splits the raise: PrepareEvent completes it,
+// RaisePrepared reports that same event. Notifiers names the notifiers an
+// event on a node reaches, EventTypes a type's ancestry (what HistoryRead
+// needs to filter stored events by type). SetExecutable marks the methods
+// the server implements; the standard nodeset's start not executable.
 //
 // # Concurrency
 //

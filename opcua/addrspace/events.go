@@ -14,7 +14,9 @@ import (
 const (
 	// SubscribeToEvents: clients may subscribe to the node's events.
 	SubscribeToEvents byte = 0x01
-	// HistoryRead and HistoryWrite: event history (not served by otopcua).
+	// HistoryRead: clients may read the node's event history (HistoryRead
+	// with ReadEventDetails, served when the server has an event history
+	// provider). HistoryWrite: event history may be updated (not served).
 	HistoryRead  byte = 0x04
 	HistoryWrite byte = 0x08
 )
@@ -66,19 +68,31 @@ func (as *AddressSpace) SetEventNotifier(nodeID *ua.NodeID, bits byte) error {
 // the type's ancestry) with SourceNode defaulting to nodeID and SourceName
 // to the source's BrowseName. Watchers are called on the caller's goroutine
 // with no lock held, like the Value watchers of Set. Safe for concurrent
-// use.
+// use. RaiseEvent is PrepareEvent followed by RaisePrepared.
 func (as *AddressSpace) RaiseEvent(nodeID *ua.NodeID, ev events.Event) error {
+	p, err := as.PrepareEvent(nodeID, ev)
+	if err != nil {
+		return err
+	}
+	return as.RaisePrepared(nodeID, p)
+}
+
+// PrepareEvent completes ev as RaiseEvent does (the type check, SourceNode
+// and SourceName defaults, events.Event.Prepare at the address space's
+// clock) and returns the prepared event without reporting it. The owner
+// keeps it (a condition's last event, which ConditionRefresh sends again)
+// and reports it with RaisePrepared; it must not be modified.
+func (as *AddressSpace) PrepareEvent(nodeID *ua.NodeID, ev events.Event) (*events.Event, error) {
 	now := as.clock.Now()
 	as.mu.RLock()
+	defer as.mu.RUnlock()
 	n := as.lookup(nodeID)
 	if n == nil {
-		as.mu.RUnlock()
-		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
 	}
 	types, err := as.eventTypesLocked(ev.EventType)
 	if err != nil {
-		as.mu.RUnlock()
-		return err
+		return nil, err
 	}
 	if ev.SourceNode == nil {
 		ev.SourceNode = n.id
@@ -88,14 +102,56 @@ func (as *AddressSpace) RaiseEvent(nodeID *ua.NodeID, ev events.Event) error {
 			ev.SourceName = src.browseName.Name
 		}
 	}
+	return ev.Prepare(now, types), nil
+}
+
+// RaisePrepared reports p, an event PrepareEvent returned, on node nodeID
+// to the notifiers RaiseEvent would reach. p is shared with every watcher.
+func (as *AddressSpace) RaisePrepared(nodeID *ua.NodeID, p *events.Event) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil event", ErrNotEventType)
+	}
+	as.mu.RLock()
+	n := as.lookup(nodeID)
+	if n == nil {
+		as.mu.RUnlock()
+		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+	}
 	targets := as.notifiersLocked(n)
 	as.mu.RUnlock()
-
-	p := ev.Prepare(now, types)
 	for _, w := range targets {
 		w.notify(p)
 	}
 	return nil
+}
+
+// Notifiers returns the NodeIds of the notifiers an event raised on nodeID
+// reaches (see RaiseEvent), nodeID itself first when it is one and the
+// Server object last. ConditionRefresh uses it to send a condition's state
+// only to the event items that would have received its events.
+func (as *AddressSpace) Notifiers(nodeID *ua.NodeID) ([]*ua.NodeID, error) {
+	as.mu.RLock()
+	defer as.mu.RUnlock()
+	n := as.lookup(nodeID)
+	if n == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+	}
+	nodes := as.notifierNodesLocked(n)
+	out := make([]*ua.NodeID, len(nodes))
+	for k, x := range nodes {
+		out[k] = x.id
+	}
+	return out, nil
+}
+
+// EventTypes returns typ and its supertypes up to BaseEventType, nearest
+// first: the Types of an event of type typ (events.Event.Prepare). It
+// returns ErrNotEventType for a node that is not BaseEventType or a
+// subtype.
+func (as *AddressSpace) EventTypes(typ *ua.NodeID) ([]*ua.NodeID, error) {
+	as.mu.RLock()
+	defer as.mu.RUnlock()
+	return as.eventTypesLocked(typ)
 }
 
 // eventTypesLocked returns typ and its supertypes up to BaseEventType,
@@ -117,17 +173,27 @@ func (as *AddressSpace) eventTypesLocked(typ *ua.NodeID) ([]*ua.NodeID, error) {
 }
 
 // notifiersLocked returns the watcher lists of the notifiers an event
-// raised on n reaches: n and the nodes above it along inverse
-// HasEventSource references (and subtypes) that are notifiers, then the
-// Server object. mu must be held.
+// raised on n reaches. mu must be held.
 func (as *AddressSpace) notifiersLocked(n *node) []*watchList[*events.Event] {
+	nodes := as.notifierNodesLocked(n)
+	out := make([]*watchList[*events.Event], len(nodes))
+	for k, x := range nodes {
+		out[k] = x.notifier
+	}
+	return out
+}
+
+// notifierNodesLocked returns the notifiers an event raised on n reaches:
+// n and the nodes above it along inverse HasEventSource references (and
+// subtypes) that are notifiers, then the Server object. mu must be held.
+func (as *AddressSpace) notifierNodesLocked(n *node) []*node {
 	hasSource := as.nodes[numKey(id.HasEventSource)]
-	var out []*watchList[*events.Event]
+	var out []*node
 	seen := []*node{n}
 	for i := 0; i < len(seen) && i < maxNotifierWalk; i++ {
 		x := seen[i]
 		if x.notifies() {
-			out = append(out, x.notifier)
+			out = append(out, x)
 		}
 		for _, r := range x.refs {
 			if r.forward || !r.typ.isSubtypeOf(hasSource) || contains(seen, r.target) {
@@ -137,7 +203,7 @@ func (as *AddressSpace) notifiersLocked(n *node) []*watchList[*events.Event] {
 		}
 	}
 	if server := as.nodes[numKey(id.Server)]; server.notifies() && !contains(seen, server) {
-		out = append(out, server.notifier)
+		out = append(out, server)
 	}
 	return out
 }

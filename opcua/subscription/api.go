@@ -61,6 +61,13 @@ type Source interface {
 // no engine lock held; they must be safe for concurrent use.
 type EventSource interface {
 	WatchEvents(id *ua.NodeID, fn func(*events.Event)) (cancel func(), status ua.StatusCode)
+	EventTypeChecker
+}
+
+// EventTypeChecker is the part of an EventSource that validates an
+// EventFilter (see EventSource for the methods); ParseEventFilter needs
+// only it.
+type EventTypeChecker interface {
 	CheckEventType(typ *ua.NodeID) ua.StatusCode
 	CheckEventField(typ *ua.NodeID, path []*ua.QualifiedName) ua.StatusCode
 }

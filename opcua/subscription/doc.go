@@ -134,6 +134,13 @@
 //     event otherwise — without taking an event's place, once per gap. It
 //     passes any where clause. Leaving Disabled queues nothing (there is no
 //     current value of an event); Disabled drops the queue.
+//   - InjectEvents delivers events to the event items of one subscription
+//     of the calling session only (ConditionRefresh and ConditionRefresh2
+//     of Part 9): each item gets the events its notifier is owed, through
+//     its select clauses and where clause (which RefreshStartEvent and
+//     RefreshEndEvent bypass, Part 9 §4.5), queued together and in order.
+//     ParseEventFilter gives other services (HistoryRead of events) the
+//     same validation and field selection as event items.
 //   - SetTriggering: when a triggering item queues a new value, the queued
 //     values of its linked items in Sampling mode go out with the next
 //     message.

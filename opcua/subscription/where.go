@@ -62,7 +62,7 @@ var operandCounts = map[ua.FilterOperator]int{
 
 // parseWhere validates a where clause. A nil or empty clause is no
 // filter. The result holds one ContentFilterElementResult per element.
-func parseWhere(cf *ua.ContentFilter, src EventSource) (*whereClause, *ua.ContentFilterResult, ua.StatusCode) {
+func parseWhere(cf *ua.ContentFilter, src EventTypeChecker) (*whereClause, *ua.ContentFilterResult, ua.StatusCode) {
 	res := &ua.ContentFilterResult{}
 	if cf == nil || len(cf.Elements) == 0 {
 		return nil, res, ua.StatusGood
@@ -96,7 +96,7 @@ func parseWhere(cf *ua.ContentFilter, src EventSource) (*whereClause, *ua.Conten
 }
 
 // parseElem validates element i of n.
-func parseElem(i, n int, el *ua.ContentFilterElement, src EventSource) (whereElem, *ua.ContentFilterElementResult) {
+func parseElem(i, n int, el *ua.ContentFilterElement, src EventTypeChecker) (whereElem, *ua.ContentFilterElementResult) {
 	r := &ua.ContentFilterElementResult{}
 	if el == nil {
 		r.StatusCode = ua.StatusBadFilterElementInvalid
@@ -130,7 +130,7 @@ func parseElem(i, n int, el *ua.ContentFilterElement, src EventSource) (whereEle
 }
 
 // parseArg validates one operand of element i of n.
-func parseArg(i, n int, eo *ua.ExtensionObject, src EventSource) (whereArg, ua.StatusCode) {
+func parseArg(i, n int, eo *ua.ExtensionObject, src EventTypeChecker) (whereArg, ua.StatusCode) {
 	if eo == nil || eo.Value == nil {
 		return whereArg{}, ua.StatusBadFilterOperandInvalid
 	}
@@ -165,7 +165,7 @@ func literalArg(v *ua.LiteralOperand) (whereArg, ua.StatusCode) {
 	return whereArg{literal: v.Value}, ua.StatusGood
 }
 
-func fieldArg(v *ua.SimpleAttributeOperand, src EventSource) (whereArg, ua.StatusCode) {
+func fieldArg(v *ua.SimpleAttributeOperand, src EventTypeChecker) (whereArg, ua.StatusCode) {
 	sel, st := parseOperand(v, src)
 	if st != ua.StatusGood {
 		return whereArg{}, st
@@ -174,7 +174,7 @@ func fieldArg(v *ua.SimpleAttributeOperand, src EventSource) (whereArg, ua.Statu
 }
 
 // ofTypeArg checks OfType's operand: a literal NodeId of an event type.
-func ofTypeArg(a whereArg, src EventSource) (whereArg, ua.StatusCode) {
+func ofTypeArg(a whereArg, src EventTypeChecker) (whereArg, ua.StatusCode) {
 	if a.literal == nil {
 		return whereArg{}, ua.StatusBadFilterOperandInvalid
 	}

@@ -42,6 +42,9 @@ const (
 	DefaultMaxNodesPerTranslate             = 10000
 	DefaultMaxNodesPerRegister              = 10000
 	DefaultMaxNodesPerMethodCall            = 1000
+	DefaultMaxNodesPerHistoryReadEvents     = 100
+	DefaultMaxHistoryEventsPerNode          = 1000
+	DefaultMaxHistoryContinuationPoints     = 10
 	DefaultApplicationName                  = "otopcua"
 	DefaultProductURI                       = "urn:otopcua"
 )
@@ -198,6 +201,22 @@ type Config struct {
 	MaxNodesPerRegister int
 	// MaxNodesPerMethodCall bounds MethodsToCall of one Call. Default: 1000.
 	MaxNodesPerMethodCall int
+	// MaxNodesPerHistoryReadEvents bounds NodesToRead of one HistoryRead
+	// (of events, and of any other details, whose nodes all answer
+	// BadHistoryOperationUnsupported): more answers BadTooManyOperations.
+	// Default: 100.
+	MaxNodesPerHistoryReadEvents int
+	// MaxHistoryEventsPerNode is the most events one node's result of a
+	// HistoryRead carries, whatever NumValuesPerNode asks (0, "all",
+	// included); a result is also cut when its events would pass its share
+	// of MaxResponseSize (MaxResponseSize / the request's nodes). The rest
+	// comes with a continuation point. Default: 1000.
+	MaxHistoryEventsPerNode int
+	// MaxHistoryContinuationPoints is the number of HistoryRead
+	// continuation points a session holds; a new one beyond it releases
+	// the oldest (which then answers BadContinuationPointInvalid).
+	// Default: 10.
+	MaxHistoryContinuationPoints int
 
 	// Clock drives session timeouts. Default: the real clock.
 	Clock clockwork.Clock
@@ -257,6 +276,9 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerTranslate, DefaultMaxNodesPerTranslate)
 	defInt(&c.MaxNodesPerRegister, DefaultMaxNodesPerRegister)
 	defInt(&c.MaxNodesPerMethodCall, DefaultMaxNodesPerMethodCall)
+	defInt(&c.MaxNodesPerHistoryReadEvents, DefaultMaxNodesPerHistoryReadEvents)
+	defInt(&c.MaxHistoryEventsPerNode, DefaultMaxHistoryEventsPerNode)
+	defInt(&c.MaxHistoryContinuationPoints, DefaultMaxHistoryContinuationPoints)
 	defDur(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	defDur(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
 	defDur(&c.DefaultSessionTimeout, DefaultSessionTimeout)

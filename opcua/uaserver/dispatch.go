@@ -55,8 +55,10 @@ func (s *Server) defaultHandlers() map[uint16]serviceFunc {
 		id.UnregisterNodesRequest_Encoding_DefaultBinary:               s.unregisterNodes,
 		id.CallRequest_Encoding_DefaultBinary:                          s.callMethods,
 
+		// History: events only.
+		id.HistoryReadRequest_Encoding_DefaultBinary: s.historyRead,
+
 		// Not offered.
-		id.HistoryReadRequest_Encoding_DefaultBinary:      unsupported,
 		id.HistoryUpdateRequest_Encoding_DefaultBinary:    unsupported,
 		id.QueryFirstRequest_Encoding_DefaultBinary:       unsupported,
 		id.QueryNextRequest_Encoding_DefaultBinary:        unsupported,

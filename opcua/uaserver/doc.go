@@ -1,10 +1,10 @@
 // Package uaserver is otopcua's OPC UA service layer: it accepts opc.tcp
 // connections, runs the Hello/Acknowledge handshake and the secure channel
 // (security policy None, mode None), and implements the session, discovery,
-// attribute, view and method services over a NodeStore. Subscription
-// services are delegated to the subscription engine. It uses gopcua's ua
-// package for the service types and the uacp/uasc message types for the
-// handshake. Responses are encoded by uabin (a hand-written encoder that
+// attribute, view, method and event history services over a NodeStore.
+// Subscription services are delegated to the subscription engine. It uses
+// gopcua's ua package for the service types and the uacp/uasc message types
+// for the handshake. Responses are encoded by uabin (a hand-written encoder that
 // writes PublishResponse and ServiceFault byte for byte as ua.Encode does,
 // about 70 times faster, and falls back to ua.Encode for every other type)
 // into pooled buffers, and framed into MSG chunks here.
@@ -69,11 +69,55 @@
 // answers BadSecureChannelIdInvalid. Only anonymous identities are accepted
 // while security None is the only policy.
 //
+// # Methods
+//
+// Call (Part 4 §5.11.2) runs the methods registered with RegisterMethod,
+// keyed by method NodeId; any other method answers BadMethodInvalid. For
+// each CallMethodRequest, in this order: a missing id answers
+// BadNodeIdInvalid; an unknown object BadNodeIdUnknown; an object that is
+// not an Object or ObjectType BadNodeIdInvalid; an unregistered method, or
+// one that is not a HasComponent of the object, of its type definition or
+// of a supertype, BadMethodInvalid; fewer input arguments than the method
+// declares BadArgumentsMissing, more BadTooManyArguments; an argument of
+// another built-in type (a null Variant or an array included)
+// BadInvalidArgument with BadTypeMismatch in its InputArgumentResults.
+// Then the method runs, on the channel's worker goroutine (so it must be
+// quick), and its status and output arguments are the result; a panic is
+// BadInternalError. The method learns the session (SessionInfo: the
+// engine's SessionID, the SessionId, its name, UserID AnonymousUser).
+//
+// # History
+//
+// HistoryRead (Part 4 §5.10.3) serves ReadEventDetails (Part 11 §6.5.2)
+// from the EventHistory set with SetEventHistory; other details, or no
+// provider, answer BadHistoryOperationUnsupported per node, and missing
+// details BadHistoryOperationInvalid. At most MaxNodesPerHistoryReadEvents
+// nodes per request (BadTooManyOperations). Per node: an unknown node
+// answers BadNodeIdUnknown, a node whose EventNotifier lacks the
+// HistoryRead bit BadHistoryOperationUnsupported, a filter that would fail
+// an event item (no select clause, an unknown field, ...)
+// BadEventFilterInvalid, fewer than two of StartTime, EndTime and
+// NumValuesPerNode BadInvalidTimestampArgument. The select clauses (and a
+// where clause) apply as for event items; a field an event lacks is a null
+// Variant. With both times, NumValuesPerNode is the page size (0: the
+// server's) and EndTime before StartTime reads newest first; with one
+// time it bounds the whole read. TimestampsToReturn is ignored. A page
+// holds at most MaxHistoryEventsPerNode events and stops before its events
+// would pass the node's share of MaxResponseSize; what remains comes with
+// a continuation point. A session holds at most
+// MaxHistoryContinuationPoints of them, the oldest released first; a
+// released, unknown or other node's point answers
+// BadContinuationPointInvalid. ReleaseContinuationPoints releases the
+// request's points and returns no events. A node with nothing in its
+// domain answers GoodNoData.
+//
 // # Duties of the caller
 //
 //  1. Give New a NodeStore that honours its contract (concurrency-safe,
 //     non-blocking, never panics on client input) and the engine.
-//  2. Register handler overrides with Handle before Start.
+//  2. Register handler overrides with Handle before Start; methods with
+//     RegisterMethod (any time) and the event history with
+//     SetEventHistory (any time).
 //  3. Call Close before closing the engine; Close ends every session
 //     (engine.SessionClosed(id, true)) and waits for running handlers, which
 //     must therefore honour their context.

@@ -31,6 +31,7 @@ var (
 	nodePanic   = ua.NewStringNodeID(1, "Panic")
 	nodeBlock   = ua.NewStringNodeID(1, "Block")
 	nodeObjects = ua.NewNumericNodeID(0, id.ObjectsFolder)
+	nodeReset   = ua.NewStringNodeID(1, "Reset") // a method component of nodeObjects
 	nodeNSArray = ua.NewNumericNodeID(0, id.Server_NamespaceArray)
 )
 
@@ -63,8 +64,11 @@ func (f *fakeStore) Read(rv *ua.ReadValueID, ttr ua.TimestampsToReturn) *ua.Data
 		defer f.mu.Unlock()
 		return goodValue(f.temp)
 	case nodeObjects.String():
-		if rv.AttributeID == ua.AttributeIDNodeClass {
+		switch rv.AttributeID {
+		case ua.AttributeIDNodeClass:
 			return goodValue(int32(ua.NodeClassObject))
+		case ua.AttributeIDEventNotifier:
+			return goodValue(byte(0x05)) // SubscribeToEvents | HistoryRead
 		}
 		return badValue(ua.StatusBadAttributeIDInvalid)
 	}
@@ -91,6 +95,10 @@ func (f *fakeStore) Write(wv *ua.WriteValue) ua.StatusCode {
 func (f *fakeStore) Browse(d *ua.BrowseDescription) ([]*ua.ReferenceDescription, ua.StatusCode) {
 	if !d.NodeID.Equal(nodeObjects) {
 		return nil, ua.StatusBadNodeIDUnknown
+	}
+	if d.NodeClassMask == uint32(ua.NodeClassMethod) {
+		return []*ua.ReferenceDescription{{ReferenceTypeID: ua.NewNumericNodeID(0, id.HasComponent), IsForward: true,
+			NodeID: ua.NewExpandedNodeID(nodeReset, "", 0), NodeClass: ua.NodeClassMethod}}, ua.StatusOK
 	}
 	refs := make([]*ua.ReferenceDescription, objectsRefs)
 	for i := range refs {

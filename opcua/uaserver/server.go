@@ -55,6 +55,8 @@ type Server struct {
 
 	sessions *sessionTable
 	counters *counters
+	methods  methodTable   // RegisterMethod
+	history  historyConfig // SetEventHistory
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc

@@ -16,6 +16,12 @@ import (
 // ActivateSession.
 const sessionNonceLen = 32
 
+// SessionIDOf is the subscription engine's id of the session whose
+// SessionId (CreateSession's answer) is sessionID.
+func SessionIDOf(sessionID *ua.NodeID) subscription.SessionID {
+	return subscription.SessionID(sessionID.String())
+}
+
 // sessionTable holds the server's sessions by authentication token.
 //
 // A session lives until CloseSession or until no request arrived for its
@@ -60,6 +66,13 @@ type session struct {
 	lastSeen  time.Time       // time of the last admitted request; mu must be held.
 	timer     clockwork.Timer // fires at the earliest possible expiry; mu must be held.
 	cps       []*browseCP     // continuation points, oldest first; mu must be held.
+	hcps      []*historyCP    // HistoryRead continuation points, oldest first; mu must be held.
+}
+
+// historyCP is an event history read not yet finished: where it stands.
+type historyCP struct {
+	id []byte
+	q  *eventQuery
 }
 
 // browseCP is the rest of one Browse result not yet returned.
@@ -111,7 +124,7 @@ func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Durat
 		nonce:    randBytes(sessionNonceLen),
 		lastSeen: now,
 	}
-	sess.sid = subscription.SessionID(sess.id.String())
+	sess.sid = SessionIDOf(sess.id)
 	sess.mu.Lock()
 	sess.timer = clock.AfterFunc(min(timeout, cfg.UnactivatedSessionTimeout), func() { t.expire(sess) })
 	sess.mu.Unlock()
@@ -208,7 +221,7 @@ func (t *sessionTable) end(sess *session, deleteSubscriptions bool, reason strin
 	}
 	sess.closed = true
 	sess.timer.Stop()
-	sess.cps = nil
+	sess.cps, sess.hcps = nil, nil
 	delete(t.byToken, sess.token.String())
 	t.uncountLocked(sess)
 	sess.mu.Unlock()
@@ -321,6 +334,51 @@ func (s *session) takeCP(id []byte) *browseCP {
 		}
 	}
 	return nil
+}
+
+// addHistoryCP stores q as a new HistoryRead continuation point and
+// returns its id (nil once the session is closed). When limit points exist
+// the oldest is released: a client that never releases its points holds
+// at most limit of them.
+func (s *session) addHistoryCP(q *eventQuery, limit int) []byte {
+	cp := &historyCP{id: randBytes(16), q: q}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	for len(s.hcps) >= limit {
+		s.hcps[0] = nil
+		s.hcps = s.hcps[1:]
+	}
+	s.hcps = append(s.hcps, cp)
+	return cp.id
+}
+
+// takeHistoryCP removes and returns HistoryRead continuation point id, or
+// nil.
+func (s *session) takeHistoryCP(id []byte) *historyCP {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, cp := range s.hcps {
+		if bytes.Equal(cp.id, id) {
+			s.hcps = append(s.hcps[:i:i], s.hcps[i+1:]...)
+			return cp
+		}
+	}
+	return nil
+}
+
+// historyCPs returns the number of HistoryRead continuation points held.
+func (s *session) historyCPs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.hcps)
+}
+
+// info describes the session to a method.
+func (s *session) info() SessionInfo {
+	return SessionInfo{ID: s.sid, NodeID: s.id, Name: s.name, UserID: AnonymousUser}
 }
 
 func (s *session) String() string { return fmt.Sprintf("session %s (%s)", s.sid, s.name) }

@@ -274,7 +274,6 @@ func TestOtherServices(t *testing.T) {
 	rc.wantStatus(&ua.WriteRequest{}, ua.StatusBadNothingToDo)
 
 	for _, req := range []ua.Request{
-		&ua.HistoryReadRequest{HistoryReadDetails: ua.NewExtensionObject(nil), NodesToRead: []*ua.HistoryReadValueID{}},
 		&ua.QueryFirstRequest{View: &ua.ViewDescription{ViewID: ua.NewTwoByteNodeID(0)}, Filter: &ua.ContentFilter{}, NodeTypes: []*ua.NodeTypeDescription{}},
 		&ua.AddNodesRequest{NodesToAdd: []*ua.AddNodesItem{}},
 		&ua.FindServersOnNetworkRequest{},

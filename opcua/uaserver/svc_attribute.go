@@ -75,37 +75,3 @@ func (s *Server) write(c *call) (ua.Response, error) {
 	}
 	return &ua.WriteResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
 }
-
-// callMethods implements Call (Part 4 §5.11.2). The address space has no
-// executable methods yet: every call answers BadNodeIdUnknown for an
-// unknown object and BadMethodInvalid otherwise.
-func (s *Server) callMethods(c *call) (ua.Response, error) {
-	req, err := reqAs[*ua.CallRequest](c)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkCount(len(req.MethodsToCall), s.cfg.MaxNodesPerMethodCall); err != nil {
-		return nil, err
-	}
-	results := make([]*ua.CallMethodResult, len(req.MethodsToCall))
-	for i, m := range req.MethodsToCall {
-		code := ua.StatusBadMethodInvalid
-		switch {
-		case m == nil || m.ObjectID == nil || m.MethodID == nil:
-			code = ua.StatusBadNodeIDInvalid
-		default:
-			rv := &ua.ReadValueID{NodeID: m.ObjectID, AttributeID: ua.AttributeIDNodeClass, DataEncoding: &ua.QualifiedName{}}
-			dv := s.nodes.Read(rv, ua.TimestampsToReturnNeither)
-			if dv != nil && dv.Status == ua.StatusBadNodeIDUnknown {
-				code = ua.StatusBadNodeIDUnknown
-			}
-		}
-		results[i] = &ua.CallMethodResult{
-			StatusCode:                   code,
-			InputArgumentResults:         []ua.StatusCode{},
-			InputArgumentDiagnosticInfos: []*ua.DiagnosticInfo{},
-			OutputArguments:              []*ua.Variant{},
-		}
-	}
-	return &ua.CallResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
-}
