@@ -64,7 +64,9 @@ type AlarmHistoryRow struct {
 }
 
 // Key is the row's idempotency key within its cluster.
-func (r AlarmHistoryRow) Key() AlarmKey { return AlarmKey{Alarm: r.Alarm, TransitionID: r.TransitionID} }
+func (r AlarmHistoryRow) Key() AlarmKey {
+	return AlarmKey{Alarm: r.Alarm, TransitionID: r.TransitionID}
+}
 
 // AlarmKey is the key of an alarm_history row within a cluster.
 type AlarmKey struct {
