@@ -118,13 +118,15 @@ func (db *DB) EnqueueEvent(ctx context.Context, e QueuedEvent, maxRows int) (add
 const eventCols = "seq, cluster_id, alarm, transition_id, enqueued_at, attempts, last_error, poisoned"
 
 // PeekEvents returns up to limit (1 … MaxEventBatch) rows that are not
-// poisoned, oldest first, without removing them.
-func (db *DB) PeekEvents(ctx context.Context, limit int) ([]QueuedEvent, error) {
+// poisoned and whose Seq is above afterSeq (0: from the start), oldest
+// first, without removing them. A drain that pages with the last Seq it
+// got does not meet a row it has just failed to deliver again.
+func (db *DB) PeekEvents(ctx context.Context, afterSeq int64, limit int) ([]QueuedEvent, error) {
 	if err := checkLimit(limit); err != nil {
 		return nil, err
 	}
 	return db.queryEvents(ctx, "peek the alarm event queue", true,
-		"SELECT "+eventCols+", payload FROM alarm_sf_events WHERE poisoned = 0 ORDER BY seq LIMIT ?", limit)
+		"SELECT "+eventCols+", payload FROM alarm_sf_events WHERE poisoned = 0 AND seq > ? ORDER BY seq LIMIT ?", afterSeq, limit)
 }
 
 // EventKeysAfter returns up to limit (1 … MaxEventBatch) rows whose Seq is

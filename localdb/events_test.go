@@ -29,7 +29,7 @@ func enqueueT(t testing.TB, db *DB, e QueuedEvent, maxRows int) bool {
 
 func peekT(t testing.TB, db *DB, limit int) []QueuedEvent {
 	t.Helper()
-	got, err := db.PeekEvents(ctxT(t), limit)
+	got, err := db.PeekEvents(ctxT(t), 0, limit)
 	if err != nil {
 		t.Fatalf("PeekEvents(%d): %v", limit, err)
 	}
@@ -301,12 +301,24 @@ func TestEventKeysAfterPages(t *testing.T) {
 	if len(walked) != 25 || walked[0] != "0" || walked[24] != "24" {
 		t.Fatalf("walked %v, want 0 … 24", walked)
 	}
+	// PeekEvents pages the same way, skipping the poisoned.
+	first := peekT(t, db, 3)
+	if err := db.MarkFailed(ctxT(t), first[2].Seq+1, "x", true); err != nil { // poison "3"
+		t.Fatal(err)
+	}
+	next, err := db.PeekEvents(ctxT(t), first[2].Seq, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := transitions(next); !slices.Equal(got, []string{"4", "5", "6"}) {
+		t.Fatalf("PeekEvents after %d = %v, want 4 5 6", first[2].Seq, got)
+	}
 }
 
 func TestQueueBatchLimits(t *testing.T) {
 	db := openT(t, newPath(t))
 	for _, limit := range []int{0, -1, MaxEventBatch + 1} {
-		if _, err := db.PeekEvents(ctxT(t), limit); err == nil {
+		if _, err := db.PeekEvents(ctxT(t), 0, limit); err == nil {
 			t.Errorf("PeekEvents(%d) succeeded", limit)
 		}
 		if _, err := db.EventKeysAfter(ctxT(t), 0, limit); err == nil {
