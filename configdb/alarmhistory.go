@@ -282,9 +282,16 @@ var (
 )
 
 // AlarmHistory returns up to limit (1 … MaxAlarmHistoryBatch) rows of the
-// cluster whose EventTime is in [from, to), oldest first (ties in the order
-// stored) or, with newestFirst, newest first. A zero from or to leaves that
-// end open.
+// cluster between from and to (from before to), as OPC UA HistoryRead
+// reads a time domain (Part 11 §6.5.2):
+//
+//   - oldest first: from ≤ EventTime < to;
+//   - newestFirst: from < EventTime ≤ to, newest first (a domain read
+//     backwards, from its later end).
+//
+// Rows of equal EventTime come in the order they were stored (reversed
+// when newestFirst), the same at every call, so a reader can resume after
+// the last row it got. A zero from or to leaves that end open.
 func (db *DB) AlarmHistory(ctx context.Context, clusterID string, from, to time.Time, limit int, newestFirst bool) ([]AlarmHistoryRow, error) {
 	if limit < 1 || limit > MaxAlarmHistoryBatch {
 		return nil, fmt.Errorf("%w: alarm history limit %d: accepted values are 1 to %d", ErrInvalid, limit, MaxAlarmHistoryBatch)

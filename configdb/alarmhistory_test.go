@@ -176,9 +176,10 @@ func testAlarmHistoryRead(t *testing.T, db *DB) {
 		want     []string
 	}{
 		{"range", at(2), at(5), 100, false, []string{"tr-0002", "tr-0003", "tr-0004"}},
-		{"range newest first", at(2), at(5), 100, true, []string{"tr-0004", "tr-0003", "tr-0002"}},
+		{"range newest first: (from, to]", at(2), at(5), 100, true, []string{"tr-0005", "tr-0004", "tr-0003"}},
 		{"limit", at(2), at(9), 2, false, []string{"tr-0002", "tr-0003"}},
-		{"limit newest first", at(2), at(9), 2, true, []string{"tr-0008", "tr-0007"}},
+		{"limit newest first", at(2), at(9), 2, true, []string{"tr-0009", "tr-0008"}},
+		{"one instant", at(4), at(4).Add(time.Microsecond), 100, false, []string{"tr-0004"}},
 		{"open start", time.Time{}, at(2), 100, false, []string{"tr-0000", "tr-0001"}},
 		{"open end", at(8), time.Time{}, 100, false, []string{"tr-0008", "tr-0009"}},
 		{"microseconds count", at(3).Add(time.Microsecond), at(4).Add(time.Microsecond), 100, false, []string{"tr-0004"}},

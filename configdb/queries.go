@@ -30,7 +30,7 @@ type queries struct {
 	recentAudit         string // $1 limit
 	insertAlarmHistory  string // $1 … $16 alarmHistoryInsertCols
 	alarmHistoryAsc     string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
-	alarmHistoryDesc    string // the same, newest first
+	alarmHistoryDesc    string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
 }
 
 // alarmHistoryInsertCols are the alarm_history columns a caller supplies,
@@ -75,7 +75,7 @@ func buildQueries(d *dialect) *queries {
 		alarmHistoryAsc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
 			"WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time, id" + d.limit("$4")),
 		alarmHistoryDesc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
-			"WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time DESC, id DESC" + d.limit("$4")),
+			"WHERE cluster_id = $1 AND event_time > $2 AND event_time <= $3 ORDER BY event_time DESC, id DESC" + d.limit("$4")),
 	}
 }
 

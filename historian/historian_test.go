@@ -283,6 +283,15 @@ func testReadEvents(t *testing.T, central *configdb.DB) {
 	if len(newest) != 2 || newest[0].TransitionID != "tr-00011" || newest[1].TransitionID != "tr-00010" {
 		t.Fatalf("newest two: %+v", newest)
 	}
+	// Read backwards, the domain holds its later end and not its earlier.
+	back, err := n.h.ReadEvents(ctxT(t), "site-a", t0, t0.Add(11*time.Millisecond), 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 11 || back[0].TransitionID != "tr-00011" || back[10].TransitionID != "tr-00001" {
+		t.Fatalf("(t0, t0+11ms] newest first: %d events from %s to %s, want 11 from tr-00011 to tr-00001",
+			len(back), back[0].TransitionID, back[len(back)-1].TransitionID)
+	}
 	if _, err := n.h.ReadEvents(ctxT(t), "site-a", time.Time{}, time.Time{}, 10_001, false); !errors.Is(err, configdb.ErrInvalid) {
 		t.Fatalf("max 10,001: %v, want ErrInvalid", err)
 	}

@@ -88,7 +88,7 @@ INSERT INTO alarm_history (cluster_id, alarm, transition_id, kind, event_time, s
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time >= ?2 AND event_time < ?3 ORDER BY event_time, id LIMIT ?4
 
 -- alarmHistoryDesc
-SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time >= ?2 AND event_time < ?3 ORDER BY event_time DESC, id DESC LIMIT ?4
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time > ?2 AND event_time <= ?3 ORDER BY event_time DESC, id DESC LIMIT ?4
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))

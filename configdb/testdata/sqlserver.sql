@@ -88,7 +88,7 @@ MERGE alarm_history WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, @p2 AS
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time >= @p2 AND event_time < @p3 ORDER BY event_time, id OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
 
 -- alarmHistoryDesc
-SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time >= @p2 AND event_time < @p3 ORDER BY event_time DESC, id DESC OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time > @p2 AND event_time <= @p3 ORDER BY event_time DESC, id DESC OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))
