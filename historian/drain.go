@@ -57,6 +57,10 @@ func (h *Historian) notPrimary(ctx context.Context, now time.Time, reason string
 	if err != nil {
 		h.setError(fmt.Errorf("trim: %w", err))
 		h.log.Debug("historian: trim failed; the next one retries", "err", err)
+	} else {
+		h.mu.Lock()
+		h.st.LastError = ""
+		h.mu.Unlock()
 	}
 	if removed > 0 {
 		h.log.Debug("historian: trimmed rows alarm_history already holds", "rows", removed)

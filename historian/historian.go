@@ -99,7 +99,8 @@ type Options struct {
 	// it is poisoned. Default 3.
 	MaxAttempts int
 	// MaxBackoff caps the wait between two drains while the Config DB or
-	// the LocalDb fails: DrainEvery, then doubling, up to this. Default 10 s.
+	// the LocalDb fails: DrainEvery, then doubling, up to this (at least
+	// DrainEvery). Default 10 s.
 	MaxBackoff time.Duration
 	// CallTimeout bounds each Config DB and LocalDb call of the drain and
 	// the trim, in real time. Default 5 s.
@@ -125,7 +126,7 @@ type Status struct {
 	LastDrain     time.Time `json:"lastDrain,omitzero"`
 	LastDrainRows int       `json:"lastDrainRows"`
 	// LastError is the last failure of the drain, the trim or Enqueue;
-	// it is cleared when a drain succeeds.
+	// it is cleared when a drain or a trim succeeds.
 	LastError string `json:"lastError,omitempty"`
 	// Drained counts the rows this node delivered (written to
 	// alarm_history, or found there already) and removed from its queue.

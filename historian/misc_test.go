@@ -373,3 +373,27 @@ func TestPostgresFrozen(t *testing.T) {
 	n.tickUntil(40, "idle", func(s Status) bool { return s.State == StateIdle })
 	wantExactlyOnce(t, central, evs(0, 5))
 }
+
+// TestUndecodableRowIsPoisonedAtOnce: a queued payload that is JSON but not
+// an event (written by something else into the file) can never be
+// delivered: it is poisoned at the first drain, the others go.
+func TestUndecodableRowIsPoisonedAtOnce(t *testing.T) {
+	central := sqliteCentral()(t)
+	n := newNode(t, "a", tempPath(t, "a"), central, false)
+	n.enqueue(ev(0))
+	if _, err := n.local.EnqueueEvent(ctxT(t), localdb.QueuedEvent{ClusterID: "site-a", Alarm: "HighTemp", TransitionID: "odd",
+		Payload: []byte(`{"time": "not a time"}`)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	n.enqueue(ev(2))
+	n.primary.Store(true)
+	n.tick()
+	wantExactlyOnce(t, central, []Event{ev(0), ev(2)})
+	q := n.queued()
+	if len(q) != 1 || !q[0].Poisoned || q[0].Attempts != 1 || !strings.Contains(q[0].LastError, "not an alarm event") {
+		t.Fatalf("queue %+v: want the odd row poisoned after one attempt", q)
+	}
+	if st := n.h.Status(); st.Poisoned != 1 || st.State != StateIdle {
+		t.Fatalf("status %+v: want Idle with 1 poisoned", st)
+	}
+}
