@@ -73,7 +73,6 @@ type batchResult struct {
 	peeked    int   // rows read from the queue
 	last      int64 // the Seq of the last of them
 	delivered int   // rows alarm_history now holds and the queue no longer does
-	poisoned  int   // rows poisoned by this batch
 	err       error // nil, or why the batch stopped
 	state     string
 }
@@ -147,9 +146,9 @@ func (h *Historian) drainBatch(ctx context.Context, after int64) batchResult {
 		e, err := decodeQueued(q)
 		if err != nil { // no number of attempts will make it deliverable
 			if res.err = h.poison(ctx, q, err, true); res.err != nil {
+				res.state = StateLocalDbError
 				return res
 			}
-			res.poisoned++
 			continue
 		}
 		hist = append(hist, e.row(q.Payload))
@@ -174,10 +173,8 @@ func (h *Historian) drainBatch(ctx context.Context, after int64) batchResult {
 		if rerr, ok := rejected[i]; ok {
 			poison := q.Attempts+1 >= h.opts.MaxAttempts
 			if res.err = h.poison(ctx, q, rerr, poison); res.err != nil {
+				res.state = StateLocalDbError
 				return res
-			}
-			if poison {
-				res.poisoned++
 			}
 			continue
 		}
