@@ -20,6 +20,12 @@
 //     document, keyed by (cluster_id, version); versions count 1, 2, …
 //     per cluster (PutDeployment, LatestDeployment, DeploymentVersion).
 //   - audit_log: id, at, actor, action, target, detail.
+//   - alarm_history (version 3): id, cluster_id, alarm, transition_id —
+//     UNIQUE, the idempotency key —, kind, event_time, severity, message,
+//     source, value, user_name, comment, active, acked, confirmed, enabled,
+//     payload (the event's JSON), inserted_at (the database's clock). One
+//     row per alarm transition however often it is delivered
+//     (InsertAlarmHistory, AlarmHistory, HasAlarmHistory).
 //
 // Invariants:
 //
@@ -33,6 +39,11 @@
 //     on the cluster's row.
 //   - A released migration step is never edited; a schema change is a new
 //     step appended to migrations.
+//   - InsertAlarmHistory stores a key at most once (ON CONFLICT DO NOTHING;
+//     SQL Server: MERGE WITH (HOLDLOCK)), whichever node or how many nodes
+//     call it, and tells a refused row (*RowsRefusedError, the rest of the
+//     batch stored) from a failed database (any other error). Every alarm
+//     history call handles at most MaxAlarmHistoryBatch rows or keys.
 //   - Ping is exactly the probe query SELECT 1 under the caller's deadline;
 //     it has no side effect and never retries past that deadline. The
 //     deadline also bounds connecting: pgx and modernc.org/sqlite watch the

@@ -33,6 +33,7 @@ func renderSQL(d *dialect) string {
 	for _, nq := range buildQueries(d).named() {
 		b.WriteString("-- " + nq[0] + "\n" + nq[1] + "\n\n")
 	}
+	b.WriteString("-- hasAlarmHistory (2 keys; up to 200 per statement)\n" + d.hasAlarmHistory(2) + "\n")
 	return b.String()
 }
 

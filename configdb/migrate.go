@@ -21,6 +21,7 @@ type migration struct {
 var migrations = []migration{
 	{1, "clusters, cluster_nodes, deployments, audit_log", schemaV1, nil},
 	{2, "deployments: a version per cluster, sha256, created_at by the database's clock", schemaV2, hashDeployments},
+	{3, "alarm_history", schemaV3, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -82,6 +83,37 @@ func schemaV2(d *dialect) []string {
 		"DROP TABLE deployments",
 	}
 	return append(stmts, d.renameTable("deployments_v2", "deployments")...)
+}
+
+// schemaV3 adds alarm_history: one row per alarm transition, stored once
+// per key (cluster_id, alarm, transition_id) however often it is delivered.
+// cluster_id does not reference clusters: a history row must never be
+// refused because a clusters row is missing. The severity check is the
+// OPC UA range; inserted_at is the database's clock.
+func schemaV3(d *dialect) []string {
+	return []string{
+		"CREATE TABLE alarm_history (" +
+			"id " + d.ident + ", " +
+			"cluster_id " + d.str + " NOT NULL, " +
+			"alarm " + d.str + " NOT NULL, " +
+			"transition_id " + d.str + " NOT NULL, " +
+			"kind " + d.str + " NOT NULL, " +
+			"event_time " + d.ts + " NOT NULL, " +
+			"severity INTEGER NOT NULL CHECK (severity >= 0 AND severity <= 1000), " +
+			"message " + d.medium + " NOT NULL, " +
+			"source " + d.str + " NOT NULL, " +
+			"value " + d.medium + " NOT NULL, " +
+			"user_name " + d.str + " NOT NULL, " +
+			"comment " + d.medium + " NOT NULL, " +
+			"active " + d.boolean + " NOT NULL, " +
+			"acked " + d.boolean + " NOT NULL, " +
+			"confirmed " + d.boolean + " NOT NULL, " +
+			"enabled " + d.boolean + " NOT NULL, " +
+			"payload " + d.text + " NOT NULL, " +
+			"inserted_at " + d.ts + " NOT NULL, " +
+			"CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id))",
+		"CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time)",
+	}
 }
 
 // hashDeployments fills in the sha256 of the rows schemaV2 copied.

@@ -2,7 +2,9 @@ package configdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,5 +100,39 @@ func waitFor(t *testing.T, total time.Duration, f func() error) {
 			t.Fatalf("still failing after %v: %v", total, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPostgresAlarmHistoryRefusalAndOutage: PostgreSQL refuses a NUL byte
+// in text — that row alone is refused, the others of the batch stored —
+// while a stopped server fails the whole call, which then succeeds on the
+// same handle once the server is back.
+func TestPostgresAlarmHistoryRefusalAndOutage(t *testing.T) {
+	srv := pg.Start(t)
+	db := migrated(t, openT(t, ProviderPostgres, srv.DSN(), nil))
+	rows := []AlarmHistoryRow{historyRow("site-a", 0), historyRow("site-a", 1), historyRow("site-a", 2)}
+	rows[1].Message = "bad \x00 byte"
+	n, err := db.InsertAlarmHistory(ctxT(t), rows)
+	var re *RowsRefusedError
+	if !errors.As(err, &re) || len(re.Rows) != 1 || re.Rows[0].Index != 1 || n != 2 {
+		t.Fatalf("a NUL byte: inserted %d, %v; want 2 and row 1 refused", n, err)
+	}
+	if !strings.Contains(re.Rows[0].Err.Error(), "postgres refuses the row") {
+		t.Fatalf("refusal %v does not come from PostgreSQL", re.Rows[0].Err)
+	}
+	t.Logf("refused: %v", err)
+
+	srv.Stop()
+	more := []AlarmHistoryRow{historyRow("site-a", 3)}
+	_, err = db.InsertAlarmHistory(ctxT(t), more)
+	if err == nil || errors.Is(err, ErrRowsRefused) {
+		t.Fatalf("insert with the server stopped: %v, want a failure that is not ErrRowsRefused", err)
+	}
+	t.Logf("server stopped: %v", err)
+	srv.Start()
+	waitFor(t, 10*time.Second, func() error { _, err := db.InsertAlarmHistory(ctxT(t), more); return err })
+	got := transitionIDs(readHistoryT(t, db, "site-a", time.Time{}, time.Time{}, 10, false))
+	if want := []string{"tr-0000", "tr-0002", "tr-0003"}; !slices.Equal(got, want) {
+		t.Fatalf("stored %v, want %v", got, want)
 	}
 }

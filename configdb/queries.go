@@ -1,5 +1,10 @@
 package configdb
 
+import (
+	"fmt"
+	"strings"
+)
+
 // queries holds every statement the helpers run, rendered once for a
 // dialect by buildQueries.
 type queries struct {
@@ -23,7 +28,18 @@ type queries struct {
 	setDeploymentHash   string // $1 sha256, $2 cluster_id, $3 version
 	writeAudit          string // $1 at, $2 actor, $3 action, $4 target, $5 detail
 	recentAudit         string // $1 limit
+	insertAlarmHistory  string // $1 … $16 alarmHistoryInsertCols
+	alarmHistoryAsc     string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
+	alarmHistoryDesc    string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
 }
+
+// alarmHistoryInsertCols are the alarm_history columns a caller supplies,
+// in the order of insertAlarmHistory's parameters.
+const alarmHistoryInsertCols = "cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, " +
+	"user_name, comment, active, acked, confirmed, enabled, payload"
+
+// alarmHistoryCols are the columns an AlarmHistoryRow is scanned from.
+const alarmHistoryCols = "id, " + alarmHistoryInsertCols + ", inserted_at"
 
 // deploymentCols are the columns a Deployment is scanned from.
 const deploymentCols = "cluster_id, version, document, sha256, created_at"
@@ -55,7 +71,27 @@ func buildQueries(d *dialect) *queries {
 		writeAudit:          d.bind("INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)"),
 		recentAudit: d.bind("SELECT id, at, actor, action, target, detail FROM audit_log " +
 			"ORDER BY id DESC" + d.limit("$1")),
+		insertAlarmHistory: d.bind(d.insertAlarmHistory()),
+		alarmHistoryAsc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
+			"WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time, id" + d.limit("$4")),
+		alarmHistoryDesc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
+			"WHERE cluster_id = $1 AND event_time > $2 AND event_time <= $3 ORDER BY event_time DESC, id DESC" + d.limit("$4")),
 	}
+}
+
+// hasAlarmHistory: $1 cluster_id, then alarm and transition_id of n keys
+// ($2, $3 the first) → alarm, transition_id of those stored.
+func (d *dialect) hasAlarmHistory(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = $1 AND (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		fmt.Fprintf(&b, "(alarm = $%d AND transition_id = $%d)", 2+2*i, 3+2*i)
+	}
+	b.WriteString(")")
+	return d.bind(b.String())
 }
 
 // named lists the statements with their names, in a fixed order (for the
@@ -81,5 +117,8 @@ func (q *queries) named() [][2]string {
 		{"setDeploymentHash", q.setDeploymentHash},
 		{"writeAudit", q.writeAudit},
 		{"recentAudit", q.recentAudit},
+		{"insertAlarmHistory", q.insertAlarmHistory},
+		{"alarmHistoryAsc", q.alarmHistoryAsc},
+		{"alarmHistoryDesc", q.alarmHistoryDesc},
 	}
 }

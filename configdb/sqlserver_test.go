@@ -149,7 +149,8 @@ var (
 	qmarkParam  = regexp.MustCompile(`\?\d*`)
 	foreignTSQL = []string{"LIMIT", "ON CONFLICT", "RETURNING", "IF NOT EXISTS", "AUTOINCREMENT", "BYTEA", "TIMESTAMPTZ", "BLOB", " TEXT", "excluded.",
 		"FOR UPDATE", "clock_timestamp", "strftime", "RENAME TO"}
-	requiredTSQL = []string{"NVARCHAR(200)", "NVARCHAR(MAX)", "VARBINARY(MAX)", "BIGINT IDENTITY(1,1) PRIMARY KEY", "DATETIMEOFFSET(6)"}
+	requiredTSQL = []string{"NVARCHAR(200)", "NVARCHAR(4000)", "NVARCHAR(MAX)", "VARBINARY(MAX)", "BIGINT IDENTITY(1,1) PRIMARY KEY",
+		"DATETIMEOFFSET(6)", "BIT NOT NULL"}
 )
 
 // TestSQLServerStatementText checks every T-SQL statement otopcua sends:
@@ -158,7 +159,7 @@ var (
 func TestSQLServerStatementText(t *testing.T) {
 	d := sqlServerDialect
 	q := buildQueries(d)
-	for _, nq := range q.named() {
+	for _, nq := range append(q.named(), [2]string{"hasAlarmHistory", d.hasAlarmHistory(alarmKeyChunk)}) {
 		name, stmt := nq[0], nq[1]
 		if dollarParam.MatchString(stmt) || qmarkParam.MatchString(stmt) {
 			t.Errorf("%s: placeholder of another dialect in %q", name, stmt)
@@ -209,7 +210,7 @@ func TestSQLServerStatementText(t *testing.T) {
 		t.Errorf("schema version 2 does not rename with sp_rename:\n%s", schema)
 	}
 	// The MERGE upserts must end with the semicolon T-SQL requires.
-	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster} {
+	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster, q.insertAlarmHistory} {
 		if !strings.HasPrefix(stmt, "MERGE ") || !strings.HasSuffix(stmt, ";") {
 			t.Errorf("upsert is not a terminated MERGE: %q", stmt)
 		}

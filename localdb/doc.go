@@ -2,11 +2,18 @@
 // (LocalDb:Path, default otopcua-local.db; modernc.org/sqlite). Unlike the
 // Config DB it is never shared: each node of a redundant pair has its own.
 //
-// Today it holds the boot cache (the reference's Phase 1): the last
-// deployment artifact the node applied, per ClusterId, so that a node whose
-// Config DB is down at start-up boots from it instead of coming up empty.
-// It is a fallback for that one failure, not a data path: a new deployment
-// still needs the Config DB.
+// It holds two things:
+//
+//   - The boot cache (the reference's Phase 1): the last deployment artifact
+//     the node applied, per ClusterId, so that a node whose Config DB is
+//     down at start-up boots from it instead of coming up empty. It is a
+//     fallback for that one failure, not a data path: a new deployment still
+//     needs the Config DB.
+//   - The alarm store-and-forward queue (Phase 2): alarm history events
+//     waiting to be written to the Config DB's alarm_history by the
+//     Primary's drain (package historian owns the queue's policy; this
+//     package only stores the rows). It survives a restart of the process
+//     and an outage of the Config DB.
 //
 // Schema (version SchemaVersion, recorded in schema_version; the file is
 // marked with PRAGMA application_id "otld"):
@@ -15,11 +22,14 @@
 //     document cut into chunks of ChunkSize (64 KiB).
 //   - deployment_pointer: cluster_id (key), version, sha256 (hex), chunk_count,
 //     size, applied_at — which version is the artifact, and how to check it.
+//   - alarm_sf_events (version 2): seq (queue order, never reused),
+//     cluster_id, alarm, transition_id — UNIQUE, the idempotency key —,
+//     payload (the event as JSON), enqueued_at, attempts, last_error,
+//     poisoned.
 //
-// Room is left for the later issues (see migrations in schema.go): the alarm
-// store-and-forward buffer alarm_sf_events (Phase 2), and pair replication,
-// which adds an HLC stamp and the writing node to every replicated row and
-// merges last-writer-wins. Both arrive as new schema versions; this build
+// Room is left for pair replication (see migrations in schema.go), which
+// adds an HLC stamp and the writing node to every replicated row and
+// merges last-writer-wins. It arrives as a new schema version; this build
 // refuses a file of a newer version (ErrSchemaNewer) rather than guess.
 //
 // Invariants:
@@ -39,8 +49,14 @@
 //     another SQLite database such as the Config DB) is refused with
 //     ErrNotDatabase and left untouched. A file at the current schema is only
 //     read by Open, so a read-only file opens and loads.
-//   - applied_at comes from the injected clock, stored in UTC to the
-//     microsecond.
+//   - The queue holds each key at most once: EnqueueEvent of a key already
+//     queued changes nothing. Rows leave the queue only by DeleteEvents and
+//     DeleteEventsByKey; a refused delivery (MarkFailed) keeps the row, and
+//     a poisoned row stays until it is deleted. EnqueueEvent's limit is
+//     checked in the transaction that inserts, so it holds across
+//     connections; a full queue refuses the new row and keeps the old ones.
+//   - applied_at and enqueued_at come from the injected clock, stored in UTC
+//     to the microsecond.
 //   - There is no Go lock: SQLite serialises writers (BEGIN IMMEDIATE, 5 s busy
 //     timeout), also across processes, so a restarted node's process may open
 //     the file while the old one still has it.
@@ -66,5 +82,8 @@
 //     them.
 //  5. Switch to the Config DB's copy once it answers again (and SaveArtifact
 //     it when it is newer than the cached one).
-//  6. Close on shutdown.
+//  6. Leave the alarm queue to package historian: it enqueues every
+//     transition on every node, drains only on the Primary and trims on the
+//     others.
+//  7. Close on shutdown.
 package localdb

@@ -321,7 +321,8 @@ func (db *DB) writeError(what string, err error) error {
 	case c == sqlite3.SQLITE_BUSY:
 		return fmt.Errorf("localdb: %s: %s: %w: another connection or process held the file locked for longer than %s", what, db.path, err, busyTimeout)
 	case damaged(err):
-		return fmt.Errorf("localdb: %s: %s: SQLite reports the file damaged: %w: move it aside; otopcua then starts an empty cache", what, db.path, err)
+		return fmt.Errorf("localdb: %s: %s: SQLite reports the file damaged: %w: move it aside; otopcua then starts an empty LocalDb "+
+			"(the deployment cache refills at the next applied deployment; alarm history still queued in the old file is not delivered)", what, db.path, err)
 	}
 	return fmt.Errorf("localdb: %s: %s: %w", what, db.path, err)
 }

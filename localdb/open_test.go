@@ -3,6 +3,7 @@ package localdb
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -52,7 +53,7 @@ func TestOpenCreatesTheFileAndSchema(t *testing.T) {
 	}
 	var version int
 	var name string
-	if err := db.sql.QueryRowContext(ctx, "SELECT version, name FROM schema_version").Scan(&version, &name); err != nil {
+	if err := db.sql.QueryRowContext(ctx, "SELECT version, name FROM schema_version ORDER BY version DESC LIMIT 1").Scan(&version, &name); err != nil {
 		t.Fatal(err)
 	}
 	if version != SchemaVersion || version != migrations[len(migrations)-1].version {
@@ -79,8 +80,8 @@ func TestReopenKeepsTheArtifactAndDoesNotMigrateAgain(t *testing.T) {
 	defer db2.Close()
 	loadT(t, db2, "site-a", 4, doc)
 	var n int
-	if err := db2.sql.QueryRowContext(ctxT(t), "SELECT COUNT(*) FROM schema_version").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("schema_version rows = %d, %v; want 1", n, err)
+	if err := db2.sql.QueryRowContext(ctxT(t), "SELECT COUNT(*) FROM schema_version").Scan(&n); err != nil || n != len(migrations) {
+		t.Fatalf("schema_version rows = %d, %v; want %d", n, err, len(migrations))
 	}
 	if logs.Len() != 0 {
 		t.Errorf("reopening a current file logged %q, want nothing", logs.String())
@@ -205,9 +206,10 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	path := newPath(t)
 	db := openT(t, path)
 	saveT(t, db, "site-a", 1, []byte("{}"))
-	execT(t, rawT(t, path), "INSERT INTO schema_version VALUES (2, 'from the future', '2030-01-01T00:00:00.000000Z')")
+	execT(t, rawT(t, path), "INSERT INTO schema_version VALUES (?, 'from the future', '2030-01-01T00:00:00.000000Z')", SchemaVersion+1)
 	_, err := Open(ctxT(t), path, nil)
-	wantErr(t, err, ErrSchemaNewer, path, "schema version 2, this otopcua knows up to 1", "run the newer otopcua")
+	wantErr(t, err, ErrSchemaNewer, path, fmt.Sprintf("schema version %d, this otopcua knows up to %d", SchemaVersion+1, SchemaVersion),
+		"run the newer otopcua")
 }
 
 // The path a later schema version takes: a file of this version gains a
@@ -234,28 +236,29 @@ func TestSchemaUpgrade(t *testing.T) {
 		return v
 	}
 
-	broken := append(slices.Clone(migrations), migration{2, "a broken step", []string{
+	cur, later := SchemaVersion, SchemaVersion+1
+	broken := append(slices.Clone(migrations), migration{later, "a broken step", []string{
 		"CREATE TABLE half_done (x INTEGER)", "CREATE TABLE nope (",
 	}})
-	wantErr(t, db.migrate(ctxT(t), broken), nil, "apply schema version 2 (a broken step)", path)
-	if v, names := version(), tables(); v != 1 || strings.Contains(names, "half_done") {
-		t.Fatalf("after a failed step: version %d, tables %s; want version 1 and no half_done", v, names)
+	wantErr(t, db.migrate(ctxT(t), broken), nil, fmt.Sprintf("apply schema version %d (a broken step)", later), path)
+	if v, names := version(), tables(); v != cur || strings.Contains(names, "half_done") {
+		t.Fatalf("after a failed step: version %d, tables %s; want version %d and no half_done", v, names, cur)
 	}
 
-	next := append(slices.Clone(migrations), migration{2, "a later step", []string{"CREATE TABLE later (x INTEGER) STRICT"}})
+	next := append(slices.Clone(migrations), migration{later, "a later step", []string{"CREATE TABLE later (x INTEGER) STRICT"}})
 	if err := db.migrate(ctxT(t), next); err != nil {
 		t.Fatal(err)
 	}
-	if v, names := version(), tables(); v != 2 || !strings.Contains(names, "later") {
-		t.Fatalf("after the upgrade: version %d, tables %s; want version 2 with table later", v, names)
+	if v, names := version(), tables(); v != later || !strings.Contains(names, "later") {
+		t.Fatalf("after the upgrade: version %d, tables %s; want version %d with table later", v, names, later)
 	}
-	if !strings.Contains(logs.String(), "upgraded the schema") || !strings.Contains(logs.String(), "from=1") {
-		t.Errorf("log %q does not tell of the upgrade from version 1", logs.String())
+	if !strings.Contains(logs.String(), "upgraded the schema") || !strings.Contains(logs.String(), fmt.Sprintf("from=%d", cur)) {
+		t.Errorf("log %q does not tell of the upgrade from version %d", logs.String(), cur)
 	}
 	loadT(t, db, "site-a", 1, doc)
-	// This build, which knows only version 1, now refuses the file.
+	// This build, which knows only up to cur, now refuses the file.
 	_, err := Open(ctxT(t), path, nil)
-	wantErr(t, err, ErrSchemaNewer, "schema version 2, this otopcua knows up to 1")
+	wantErr(t, err, ErrSchemaNewer, fmt.Sprintf("schema version %d, this otopcua knows up to %d", later, cur))
 }
 
 // An empty file (touch otopcua-local.db) is a new database.

@@ -8,7 +8,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build of otopcua writes.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // applicationID marks a file as an otopcua LocalDb (PRAGMA application_id,
 // bytes 68–71 of the SQLite header): the ASCII text "otld".
@@ -24,13 +24,14 @@ type migration struct {
 
 // migrations is the schema history; its last version is SchemaVersion.
 //
+// Version 2 adds alarm_sf_events, the alarm store-and-forward buffer (the
+// reference's Phase 2): history events the historian enqueued and the
+// Primary-only drain has not yet written to the Config DB alarm_history,
+// each with its idempotency key (cluster_id, alarm, transition_id).
+//
 // Planned steps, named here so that the later issues fit (not built; the
 // numbers are fixed only when a step is released):
 //
-//   - alarm_sf_events: the alarm store-and-forward buffer (the reference's
-//     Phase 2) — history events the historian adapter enqueued and the
-//     Primary-only drain has not yet written to the Config DB alarm_history,
-//     each with its idempotency key.
 //   - Pair replication: an HLC stamp (hlc) and the writing node (origin) on
 //     every replicated row — deployment_artifacts, deployment_pointer and
 //     alarm_sf_events — merged last-writer-wins on the HLC, plus a
@@ -55,6 +56,24 @@ var migrations = []migration{
 			"chunk_count INTEGER NOT NULL, " +
 			"size INTEGER NOT NULL, " + // bytes of the whole document
 			"applied_at TEXT NOT NULL) STRICT", // timeLayout, UTC
+	}},
+	{2, "alarm_sf_events", []string{
+		// seq is the queue order: AUTOINCREMENT never reuses a number, so
+		// a row enqueued later always sorts after every row ever enqueued
+		// before it, even after the newest rows were deleted.
+		"CREATE TABLE alarm_sf_events (" +
+			"seq INTEGER PRIMARY KEY AUTOINCREMENT, " +
+			"cluster_id TEXT NOT NULL, " +
+			"alarm TEXT NOT NULL, " +
+			"transition_id TEXT NOT NULL, " +
+			"payload TEXT NOT NULL CHECK (json_valid(payload)), " + // the event as JSON
+			"enqueued_at TEXT NOT NULL, " + // timeLayout, UTC
+			"attempts INTEGER NOT NULL DEFAULT 0, " + // failed deliveries of this row
+			"last_error TEXT NOT NULL DEFAULT '', " +
+			"poisoned INTEGER NOT NULL DEFAULT 0 CHECK (poisoned IN (0, 1)), " +
+			"UNIQUE (cluster_id, alarm, transition_id)) STRICT",
+		// The drain's PeekEvents and the depth count read this index only.
+		"CREATE INDEX alarm_sf_events_pending ON alarm_sf_events (poisoned, seq)",
 	}},
 }
 

@@ -20,6 +20,10 @@ INSERT INTO deployments_v2 (cluster_id, version, document, sha256, created_at) S
 DROP TABLE deployments;
 ALTER TABLE deployments_v2 RENAME TO deployments;
 
+-- version 3: alarm_history
+CREATE TABLE alarm_history (id INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id TEXT NOT NULL, alarm TEXT NOT NULL, transition_id TEXT NOT NULL, kind TEXT NOT NULL, event_time TIMESTAMP NOT NULL, severity INTEGER NOT NULL CHECK (severity >= 0 AND severity <= 1000), message TEXT NOT NULL, source TEXT NOT NULL, value TEXT NOT NULL, user_name TEXT NOT NULL, comment TEXT NOT NULL, active BOOLEAN NOT NULL, acked BOOLEAN NOT NULL, confirmed BOOLEAN NOT NULL, enabled BOOLEAN NOT NULL, payload TEXT NOT NULL, inserted_at TIMESTAMP NOT NULL, CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id));
+CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -77,3 +81,14 @@ INSERT INTO audit_log (at, actor, action, target, detail) VALUES (?1, ?2, ?3, ?4
 -- recentAudit
 SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC LIMIT ?1
 
+-- insertAlarmHistory
+INSERT INTO alarm_history (cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, strftime('%Y-%m-%d %H:%M:%f', 'now')) ON CONFLICT (cluster_id, alarm, transition_id) DO NOTHING
+
+-- alarmHistoryAsc
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time >= ?2 AND event_time < ?3 ORDER BY event_time, id LIMIT ?4
+
+-- alarmHistoryDesc
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time > ?2 AND event_time <= ?3 ORDER BY event_time DESC, id DESC LIMIT ?4
+
+-- hasAlarmHistory (2 keys; up to 200 per statement)
+SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))

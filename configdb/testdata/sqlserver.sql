@@ -20,6 +20,10 @@ INSERT INTO deployments_v2 (cluster_id, version, document, sha256, created_at) S
 DROP TABLE deployments;
 EXEC sp_rename N'deployments_v2', N'deployments';
 
+-- version 3: alarm_history
+CREATE TABLE alarm_history (id BIGINT IDENTITY(1,1) PRIMARY KEY, cluster_id NVARCHAR(200) NOT NULL, alarm NVARCHAR(200) NOT NULL, transition_id NVARCHAR(200) NOT NULL, kind NVARCHAR(200) NOT NULL, event_time DATETIMEOFFSET(6) NOT NULL, severity INTEGER NOT NULL CHECK (severity >= 0 AND severity <= 1000), message NVARCHAR(4000) NOT NULL, source NVARCHAR(200) NOT NULL, value NVARCHAR(4000) NOT NULL, user_name NVARCHAR(200) NOT NULL, comment NVARCHAR(4000) NOT NULL, active BIT NOT NULL, acked BIT NOT NULL, confirmed BIT NOT NULL, enabled BIT NOT NULL, payload NVARCHAR(MAX) NOT NULL, inserted_at DATETIMEOFFSET(6) NOT NULL, CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id));
+CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -77,3 +81,14 @@ INSERT INTO audit_log (at, actor, action, target, detail) VALUES (@p1, @p2, @p3,
 -- recentAudit
 SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC OFFSET 0 ROWS FETCH NEXT @p1 ROWS ONLY
 
+-- insertAlarmHistory
+MERGE alarm_history WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, @p2 AS alarm, @p3 AS transition_id) AS s ON t.cluster_id = s.cluster_id AND t.alarm = s.alarm AND t.transition_id = s.transition_id WHEN NOT MATCHED THEN INSERT (cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at) VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14, @p15, @p16, TODATETIMEOFFSET(SYSUTCDATETIME(), 0));
+
+-- alarmHistoryAsc
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time >= @p2 AND event_time < @p3 ORDER BY event_time, id OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
+
+-- alarmHistoryDesc
+SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time > @p2 AND event_time <= @p3 ORDER BY event_time DESC, id DESC OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
+
+-- hasAlarmHistory (2 keys; up to 200 per statement)
+SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))

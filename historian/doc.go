@@ -1,0 +1,61 @@
+// Package historian owns the alarm historian of one node: the
+// store-and-forward chain that writes every alarm transition of its
+// ClusterId to the Config DB's alarm_history exactly once, across
+// restarts, Config DB outages and failovers.
+//
+// Data path:
+//
+//	alarm engine (Primary) → cluster "alerts" topic → every node's adapter
+//	→ Historian.Enqueue → LocalDb alarm_sf_events (this node's file)
+//	→ drain, only while the Primary gate admits this node
+//	→ configdb.InsertAlarmHistory (alarm_history, once per key)
+//	→ delete from the queue
+//
+// The idempotency key is (ClusterID, Alarm, TransitionID). Delivery is at
+// least once everywhere — the topic may deliver a transition twice, a node
+// may die between the insert and the delete, both nodes of a pair hold the
+// same rows — and each step is a no-op for a key it has seen: the queue
+// keeps one row per key, alarm_history stores one row per key. So every
+// transition is stored once, whichever node drains it, however often.
+//
+// Invariants:
+//
+//   - Only a node the Gate admits writes to alarm_history; the others
+//     report NotPrimary and trim: every TrimEvery they delete the queued
+//     rows alarm_history already holds, so a Secondary's queue follows the
+//     Primary's progress instead of growing, and holds what the Primary has
+//     not delivered when it takes over.
+//   - A row leaves the queue only once alarm_history holds its key (the
+//     drain's delete after a successful insert, or the trim's delete after
+//     a lookup). A Config DB failure leaves every row queued; the drain
+//     retries with back-off (DrainEvery doubling up to MaxBackoff), never
+//     in a hot loop.
+//   - A row the Config DB refuses (configdb.RowsRefusedError: a value too
+//     long, a byte it cannot store, a constraint) does not hold up the
+//     rows after it: they are delivered, it is retried at the next tick and
+//     poisoned after MaxAttempts refusals — kept in the queue, counted in
+//     Status.Poisoned, logged, never deleted by the historian.
+//   - A full queue (MaxQueue rows) refuses the new event and keeps the old
+//     ones; the refusal is returned, logged and counted (Status.Refused).
+//     History is never dropped silently.
+//   - The queue is the LocalDb file: a restarted process drains what the
+//     old one left.
+//
+// Concurrency: one drain goroutine (Start … Stop) owns the drain and trim
+// state; Enqueue, Status, Handler and the metrics callback may run on any
+// goroutine. Historian.mu guards Status and the start/stop fields; it is
+// the package's only lock and is never held across a database call.
+//
+// Duties of the caller (the host):
+//
+//  1. Open the LocalDb and the Config DB (migrated), build one Historian
+//     per node with New, mount Handler at APIPath, RegisterMetrics, and
+//     Start it.
+//  2. Feed Gate from the Primary gate (gate.ShouldServiceAsPrimary with the
+//     live role and driver member count); it must answer at once.
+//  3. Call Enqueue for every transition the node receives on the alerts
+//     topic, on every node. Skip ErrOtherCluster; log nothing more for the
+//     other errors (Enqueue logs and counts them) and do not retry a
+//     refused event in a loop.
+//  4. Stop before closing the LocalDb and the Config DB.
+package historian

@@ -1,0 +1,349 @@
+package historian
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/localdb"
+)
+
+// Defaults of Options.
+const (
+	DefaultDrainEvery  = 500 * time.Millisecond
+	DefaultBatchSize   = 256
+	DefaultTrimEvery   = 10 * time.Second
+	DefaultMaxQueue    = 100_000
+	DefaultMaxAttempts = 3
+	DefaultMaxBackoff  = 10 * time.Second
+	DefaultCallTimeout = 5 * time.Second
+)
+
+// States of the drain (Status.State, the state label of
+// otopcua_historian_drain_state).
+const (
+	// StateDraining: this node is Primary and rows are waiting or were
+	// delivered by the last drain.
+	StateDraining = "Draining"
+	// StateIdle: this node is Primary and nothing waits.
+	StateIdle = "Idle"
+	// StateNotPrimary: the Primary gate denies this node; it queues and
+	// trims, the Primary drains.
+	StateNotPrimary = "NotPrimary"
+	// StateCentralUnreachable: the last drain could not write to the
+	// Config DB; the rows stay queued and the drain retries with back-off.
+	StateCentralUnreachable = "CentralUnreachable"
+	// StateLocalDbError: the last drain could not read or update the
+	// LocalDb queue; it retries with back-off.
+	StateLocalDbError = "LocalDbError"
+	// StateStopped: not started, or stopped.
+	StateStopped = "Stopped"
+)
+
+// States lists every state, for the one-hot gauge.
+var States = []string{StateDraining, StateIdle, StateNotPrimary, StateCentralUnreachable, StateLocalDbError, StateStopped}
+
+// Sentinel errors callers branch on.
+var (
+	// ErrQueueFull is wrapped by Enqueue when the LocalDb queue holds
+	// MaxQueue rows: the event is refused (and counted), the queued ones
+	// are kept.
+	ErrQueueFull = localdb.ErrQueueFull
+	// ErrOtherCluster is wrapped by Enqueue for an event of another
+	// ClusterId than the historian's: the adapter skips it (the alerts
+	// topic is fleet-wide; each ClusterId historizes its own).
+	ErrOtherCluster = errors.New("historian: event of another cluster")
+	// ErrInvalidEvent is wrapped by Enqueue for an event that cannot be
+	// keyed or is not an alarm transition; the error says why.
+	ErrInvalidEvent = errors.New("historian: invalid event")
+	// ErrStarted is returned by a second Start.
+	ErrStarted = errors.New("historian: already started")
+)
+
+// Options configure a Historian. Zero values take the defaults.
+type Options struct {
+	// ClusterID is this node's Node:ClusterId; only its events are
+	// queued. Required.
+	ClusterID string
+	// Local is this node's LocalDb, which holds the queue. Required.
+	Local *localdb.DB
+	// Central is the shared Config DB, which holds alarm_history. Required.
+	Central *configdb.DB
+	// Gate is the Primary gate's verdict for the historian drain
+	// (gate.ShouldServiceAsPrimary): true → this node drains. reason is
+	// shown while it is false. Called from the drain goroutine once per
+	// tick and between batches, never concurrently; it must not block.
+	// Required.
+	Gate func() (ok bool, reason string)
+	// Clock drives the drain and trim timers, the back-off and the queue
+	// stamps of Status. Default: the real clock.
+	Clock clockwork.Clock
+	// DrainEvery is the drain's tick. Default 500 ms.
+	DrainEvery time.Duration
+	// BatchSize is the most rows one Config DB insert carries, and one
+	// trim page. Default 256; at most 10,000.
+	BatchSize int
+	// TrimEvery is how often a node that is not Primary deletes the queued
+	// rows alarm_history already holds. Default 10 s.
+	TrimEvery time.Duration
+	// MaxQueue is the most rows the LocalDb queue holds (poisoned ones
+	// included); Enqueue refuses more. Default 100,000.
+	MaxQueue int
+	// MaxAttempts is how many times the Config DB may refuse a row before
+	// it is poisoned. Default 3.
+	MaxAttempts int
+	// MaxBackoff caps the wait between two drains while the Config DB or
+	// the LocalDb fails: DrainEvery, then doubling, up to this (at least
+	// DrainEvery). Default 10 s.
+	MaxBackoff time.Duration
+	// CallTimeout bounds each Config DB and LocalDb call of the drain and
+	// the trim, in real time. Default 5 s.
+	CallTimeout time.Duration
+	// Logger receives state changes, poisoned rows and refusals. Default:
+	// discard.
+	Logger *slog.Logger
+}
+
+// Status is what the historian reports (GET /api/historian).
+type Status struct {
+	State string `json:"state"` // one of States
+	// GateReason is why the Primary gate denies this node (NotPrimary).
+	GateReason string `json:"gateReason,omitempty"`
+	// QueueDepth counts the queued rows waiting for delivery; Poisoned the
+	// rows the Config DB refused MaxAttempts times (kept, not delivered).
+	QueueDepth int `json:"queueDepth"`
+	Poisoned   int `json:"poisoned"`
+	// Oldest is when the oldest waiting row was queued (zero: none).
+	Oldest time.Time `json:"oldest,omitzero"`
+	// LastDrain is when a drain last removed rows from the queue, and
+	// LastDrainRows how many that drain removed.
+	LastDrain     time.Time `json:"lastDrain,omitzero"`
+	LastDrainRows int       `json:"lastDrainRows"`
+	// LastError is the last failure of the drain, the trim or Enqueue;
+	// it is cleared when a drain or a trim succeeds.
+	LastError string `json:"lastError,omitempty"`
+	// Drained counts the rows this node delivered (written to
+	// alarm_history, or found there already) and removed from its queue.
+	Drained uint64 `json:"drained"`
+	// Refused counts the events Enqueue could not queue (queue full, the
+	// LocalDb failing, invalid events), since start.
+	Refused uint64 `json:"refused"`
+}
+
+// refusalLogEvery is the least time between two log lines about refused
+// events (the count in between is in the next line and in Refused).
+const refusalLogEvery = 10 * time.Second
+
+// Historian is one node's alarm historian: it queues every alarm transition
+// in the LocalDb and, while this node is Primary, drains the queue into the
+// Config DB's alarm_history. Its methods are safe for concurrent use.
+type Historian struct {
+	opts Options
+	log  *slog.Logger
+
+	mu             sync.Mutex // guards the fields below
+	st             Status
+	started        bool
+	cancel         context.CancelFunc
+	done           chan struct{} // closed when the drain goroutine has returned
+	refusalLogged  time.Time     // when the last refusal was logged
+	refusedUnknown uint64        // refusals since then, not yet logged
+
+	// Owned by the drain goroutine (no lock).
+	failures  int       // drain failures in a row
+	retryAt   time.Time // no drain before this (back-off)
+	nextTrim  time.Time // the next trim on a node that is not Primary
+	trimAfter int64     // the trim's position: the last Seq it looked at
+	primary   bool      // the gate's verdict at the last tick
+
+	// ticked, when set (tests), is called after each tick.
+	ticked func()
+}
+
+// New checks opts, fills in the defaults and returns a historian that
+// queues at once (Enqueue) and drains from Start.
+func New(opts Options) (*Historian, error) {
+	switch {
+	case opts.ClusterID == "":
+		return nil, errors.New("historian: Options.ClusterID is empty: set it to Node:ClusterId")
+	case opts.Local == nil:
+		return nil, errors.New("historian: Options.Local is nil: the queue needs the node's LocalDb")
+	case opts.Central == nil:
+		return nil, errors.New("historian: Options.Central is nil: the drain needs the Config DB")
+	case opts.Gate == nil:
+		return nil, errors.New("historian: Options.Gate is nil: the drain needs the Primary gate")
+	}
+	if err := fill(&opts); err != nil {
+		return nil, err
+	}
+	h := &Historian{opts: opts, log: opts.Logger.With("cluster_id", opts.ClusterID)}
+	h.st.State = StateStopped
+	return h, nil
+}
+
+// fill puts the defaults in and checks the ranges.
+func fill(o *Options) error {
+	durations := []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"DrainEvery", &o.DrainEvery, DefaultDrainEvery}, {"TrimEvery", &o.TrimEvery, DefaultTrimEvery},
+		{"MaxBackoff", &o.MaxBackoff, DefaultMaxBackoff}, {"CallTimeout", &o.CallTimeout, DefaultCallTimeout},
+	}
+	for _, d := range durations {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < 0 {
+			return fmt.Errorf("historian: Options.%s %v: accepted values are positive durations (default %v)", d.name, *d.v, d.def)
+		}
+	}
+	ints := []struct {
+		name     string
+		v        *int
+		def, max int
+	}{
+		{"BatchSize", &o.BatchSize, DefaultBatchSize, min(localdb.MaxEventBatch, configdb.MaxAlarmHistoryBatch)},
+		{"MaxQueue", &o.MaxQueue, DefaultMaxQueue, 100_000_000},
+		{"MaxAttempts", &o.MaxAttempts, DefaultMaxAttempts, 1000},
+	}
+	for _, i := range ints {
+		if *i.v == 0 {
+			*i.v = i.def
+		}
+		if *i.v < 1 || *i.v > i.max {
+			return fmt.Errorf("historian: Options.%s %d: accepted values are 1 to %d (default %d)", i.name, *i.v, i.max, i.def)
+		}
+	}
+	if o.MaxBackoff < o.DrainEvery {
+		o.MaxBackoff = o.DrainEvery
+	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Options returns the effective options (defaults filled in).
+func (h *Historian) Options() Options { return h.opts }
+
+// Enqueue queues e in the LocalDb until the Primary's drain has written it
+// to alarm_history. The node's alerts adapter calls it for every
+// transition it receives, on every node, Primary or not; a transition
+// delivered twice is queued once. It returns when the row is committed to
+// the LocalDb file (or refused); it never waits for the Config DB.
+//
+// An event of another ClusterId is not queued (ErrOtherCluster). A full
+// queue (ErrQueueFull), a failing LocalDb or an invalid event
+// (ErrInvalidEvent) refuses the event: the error is returned, logged
+// (at most once per 10 s) and counted in Status.Refused.
+func (h *Historian) Enqueue(ctx context.Context, e Event) error {
+	if e.ClusterID != h.opts.ClusterID {
+		return fmt.Errorf("%w: %q, this node historizes %q", ErrOtherCluster, e.ClusterID, h.opts.ClusterID)
+	}
+	if err := e.check(); err != nil {
+		return h.refuse(err)
+	}
+	e.Time = e.Time.UTC().Truncate(time.Microsecond)
+	added, err := h.opts.Local.EnqueueEvent(ctx, e.queued(), h.opts.MaxQueue)
+	if err != nil {
+		return h.refuse(fmt.Errorf("historian: queue %s/%s: %w", e.Alarm, e.TransitionID, err))
+	}
+	if added {
+		h.mu.Lock()
+		h.st.QueueDepth++ // until the next tick reads the queue's own count
+		if h.st.Oldest.IsZero() {
+			h.st.Oldest = h.opts.Clock.Now().UTC()
+		}
+		h.mu.Unlock()
+	}
+	return nil
+}
+
+// refuse counts and logs a refused event and returns err.
+func (h *Historian) refuse(err error) error {
+	now := h.opts.Clock.Now()
+	h.mu.Lock()
+	h.st.Refused++
+	h.st.LastError = err.Error()
+	h.refusedUnknown++
+	logIt := h.refusalLogged.IsZero() || now.Sub(h.refusalLogged) >= refusalLogEvery
+	n, total := h.refusedUnknown, h.st.Refused
+	if logIt {
+		h.refusalLogged, h.refusedUnknown = now, 0
+	}
+	h.mu.Unlock()
+	if logIt {
+		h.log.Error("historian: alarm event refused: it is not in this node's history queue",
+			"err", err, "refused_since_last_line", n, "refused_total", total)
+	}
+	return err
+}
+
+// Start reads the queue's size, runs the first tick now and then one every
+// DrainEvery until Stop or until ctx ends. It returns at once; ErrStarted
+// on a second call.
+func (h *Historian) Start(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started {
+		return ErrStarted
+	}
+	h.started = true
+	ctx, h.cancel = context.WithCancel(ctx)
+	h.done = make(chan struct{})
+	ticker := h.opts.Clock.NewTicker(h.opts.DrainEvery)
+	go h.run(ctx, ticker, h.done)
+	return nil
+}
+
+// Stop ends the drain and waits for it (a Config DB call in flight is
+// cancelled). Queued rows stay in the LocalDb. It may be called more than
+// once, and before Start.
+func (h *Historian) Stop() {
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+	h.mu.Lock()
+	h.st.State, h.st.GateReason = StateStopped, ""
+	h.mu.Unlock()
+}
+
+// Status returns the last known state; it never touches a database.
+func (h *Historian) Status() Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.st
+}
+
+func (h *Historian) run(ctx context.Context, ticker clockwork.Ticker, done chan struct{}) {
+	defer close(done)
+	defer ticker.Stop()
+	h.refreshStats(ctx)
+	for {
+		h.tick(ctx)
+		if h.ticked != nil {
+			h.ticked()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.Chan():
+		}
+	}
+}
