@@ -31,6 +31,7 @@ type dataPlane struct {
 	host     *dataplane.Host
 	follower *dataplane.Follower
 	cache    *localdb.DB // nil when the LocalDb could not be opened
+	alarms   *alarmPlane
 
 	unsubscribe func() // the deployments notice subscription
 }
@@ -52,8 +53,8 @@ func newSpace(srv *opcua.Server, cfg *config.Config) *dataplane.Space {
 // runs without the cache.
 //
 // A node without the driver role serves no devices: it returns nil.
-func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, space *dataplane.Space,
-	view *redundancy.RoleView, med *pubsub.Mediator, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
+func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
+	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
@@ -82,10 +83,24 @@ func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, spa
 	} else {
 		dp.cache = cache
 	}
+	ap, err := startAlarms(cfg, sys, srv, space, db, dp.cache, view, med, self, metrics, logger)
+	if err != nil {
+		host.Stop()
+		if dp.cache != nil {
+			_ = dp.cache.Close()
+		}
+		return nil, fmt.Errorf("alarms: %w", err)
+	}
+	dp.alarms = ap
 	fo := dataplane.FollowerOptions{
 		ClusterID: cfg.Node.ClusterId, Central: central{db}, Decode: deployment.Decode,
 		Apply: func(doc *deployment.Document) error {
 			_, err := host.Apply(doc)
+			// The alarms follow the tags: after the devices, whatever
+			// part of them applied.
+			if aerr := ap.engine.Apply(doc); aerr != nil {
+				logger.Error("alarms of the deployment not applied", "err", aerr)
+			}
 			if errors.Is(err, dataplane.ErrApplyPartial) {
 				metrics.ApplyFailed(telemetry.ApplyKindNodes)
 				logger.Error("deployment applied in part", "err", err)
@@ -107,6 +122,7 @@ func startDataPlane(cfg *config.Config, sys *actors.System, db *configdb.DB, spa
 	}
 	dp.follower = dataplane.NewFollower(fo)
 	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
+		ap.stop()
 		host.Stop()
 		return nil, err
 	}
@@ -130,6 +146,7 @@ func (dp *dataPlane) stop() {
 	}
 	dp.unsubscribe()
 	dp.follower.Stop()
+	dp.alarms.stop()
 	dp.host.Stop()
 	if dp.cache != nil {
 		_ = dp.cache.Close()

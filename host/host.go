@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	dp, err := startDataPlane(cfg, sys, db, space, red.view, red.med, metrics, logger)
+	dp, err := startDataPlane(cfg, sys, srv, db, space, red.view, red.med, cluster.d.Self().UID, metrics, logger)
 	if err != nil {
 		red.stop()
 		cluster.stop()
@@ -154,6 +154,10 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
 		if dp != nil {
 			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
+			web.Handle("GET /alerts", dp.alarms.alertsHandler())
+			if dp.alarms.hist != nil {
+				web.Handle("GET /api/historian", dp.alarms.hist.Handler())
+			}
 		}
 		if opts.GCHook {
 			web.Handle("POST /debug/gc", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -75,6 +75,10 @@ type State struct {
 	// Time is when the transition happened: the event's Time; zero is the
 	// time of the Update.
 	Time time.Time
+	// EventID, when set, is the EventId of the event Update raises (the
+	// alarm engine's id for the change, which Acknowledge, Confirm and
+	// AddComment then quote); nil gets a fresh one.
+	EventID []byte
 }
 
 // Actions carry out the condition methods clients call; the alarm engine

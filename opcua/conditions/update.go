@@ -49,6 +49,7 @@ func (m *Manager) apply(name string, st State) (*events.Event, error) {
 	}
 	c.transition(st)
 	ev := events.Event{
+		EventID:     slices.Clone(st.EventID),
 		EventType:   alarmConditionType,
 		SourceNode:  c.source(),
 		SourceName:  c.spec.SourceName,

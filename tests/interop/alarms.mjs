@@ -1,6 +1,9 @@
 // node-opcua as an alarm client, for otopcua's interop tests.
 //
-// Usage: node alarms.mjs <endpointUrl> <conditionName> [seconds]
+// Usage: node alarms.mjs <endpointUrl> <conditionName> [seconds] [watch]
+//
+// With "watch": subscribes, then waits for the live event of
+// <conditionName> going active and prints it (active); nothing else.
 //
 // Connects with security None, subscribes to events on the Server object
 // (i=2253) selecting the condition fields (ConditionId included, as
@@ -22,6 +25,7 @@ import {
 
 const [endpointUrl, conditionName] = process.argv.slice(2, 4);
 const seconds = Number(process.argv[4] || 30);
+const watch = process.argv[5] === "watch";
 const emit = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
 const fields = ["EventId", "EventType", "SourceName", "ConditionName", "Severity", "Message", "Retain",
@@ -85,6 +89,16 @@ async function main() {
     return set;
   };
 
+  if (watch) {
+    emit({ event: "subscribed" });
+    const ev = await next("event", (e) => e.ConditionName === conditionName && e["ActiveState.Id"] === true);
+    emit({ event: "active", fields: ev });
+    clearTimeout(deadline);
+    await sub.terminate();
+    await session.close();
+    await client.disconnect();
+    return;
+  }
   const set = await refresh();
   const cond = set.find((e) => e.ConditionName === conditionName);
   if (!cond) throw new Error("ConditionRefresh did not return " + conditionName);
