@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -293,6 +294,15 @@ func (tt *tagTable) compileCondition(src string) (*vm.Program, []TagRef, error) 
 		}
 		return nil, nil, errors.New(msg)
 	}
+	// Without loops a value can only grow by joining texts: with let, each
+	// join can double one (let b = a + a; let c = b + b; …), to gigabytes
+	// in a few hundred bytes. Tags are never text, so joining is refused.
+	var joins textJoins
+	root := prog.Node()
+	ast.Walk(&root, &joins)
+	if joins {
+		return nil, nil, errors.New("joining texts with + is not accepted")
+	}
 	return prog, an.ordered(), nil
 }
 
@@ -309,6 +319,17 @@ func aKind(t string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return strings.TrimSpace(line)
+}
+
+// textJoins is set by a walk of a checked tree that meets a + of texts.
+type textJoins bool
+
+func (j *textJoins) Visit(n *ast.Node) {
+	if b, ok := (*n).(*ast.BinaryNode); ok && b.Operator == "+" {
+		if t := b.Type(); t != nil && t.Kind() == reflect.String {
+			*j = true
+		}
+	}
 }
 
 // letCollector records the names declared with let.

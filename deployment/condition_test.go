@@ -72,6 +72,8 @@ func TestCompileConditions(t *testing.T) {
 		{"all([1, 2], # > 0)", nil, "list functions (all, any, filter, map, …) are not accepted"},
 		{"1..3 == [1, 2, 3]", nil, "the range operator .. is not accepted"},
 		{"let press1 = 3; press1 > 1", nil, "let press1: press1 is a device; give the variable another name"},
+		{`let a = "xxxxxxxxxx"; let b = a + a; let c = b + b; c != ""`, nil, "joining texts with + is not accepted"},
+		{`"a" + "b" == "ab"`, nil, ""},
 		{"   ", nil, "the condition is empty"},
 		{strings.Repeat("press1.Run || ", 300) + "true", nil, "the condition is 4204 bytes long, the longest accepted is 4096"},
 	} {
