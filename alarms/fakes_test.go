@@ -178,7 +178,7 @@ func (r *roles) set(role gate.Role, drivers int) {
 }
 
 func (r *roles) State() (gate.Role, int) { return gate.Role(r.role.Load()), int(r.drivers.Load()) }
-func (r *roles) Epoch() uint64          { return r.epoch.Load() }
+func (r *roles) Epoch() uint64           { return r.epoch.Load() }
 
 // recSink records what the Sink is told.
 type recSink struct {
