@@ -62,6 +62,8 @@ type alarm struct {
 	// events are the event ids issued since the alarm last went active
 	// (at most maxEventIDs), which the methods accept.
 	events [][]byte
+	// inputs are the watched tags of ca.Refs, in order.
+	inputs []*tagState
 }
 
 const maxEventIDs = 16
@@ -69,6 +71,7 @@ const maxEventIDs = 16
 // tagState is one watched tag: its last reading and the alarms reading it.
 type tagState struct {
 	ref    deployment.TagRef
+	key    string // ref.Key()
 	has    bool // a reading came
 	status ua.StatusCode
 	at     time.Time
@@ -219,7 +222,7 @@ func (c *core) watch() {
 			c.tags[key].alarms = c.tags[key].alarms[:0]
 			continue
 		}
-		ts := &tagState{ref: r, status: ua.StatusBadWaitingForInitialData}
+		ts := &tagState{ref: r, key: key, status: ua.StatusBadWaitingForInitialData}
 		c.tags[key] = ts
 		self, root := c.self, c.e.o.Root
 		ts.cancel = c.e.o.Values.Watch(r.Device, r.Tag, func(value any, status ua.StatusCode, at time.Time) {
@@ -228,9 +231,11 @@ func (c *core) watch() {
 	}
 	for _, name := range c.order {
 		a := c.alarms[name]
+		a.inputs = a.inputs[:0]
 		for _, r := range a.ca.Refs {
 			ts := c.tags[r.Key()]
 			ts.alarms = append(ts.alarms, a)
+			a.inputs = append(a.inputs, ts)
 		}
 	}
 }
@@ -238,13 +243,13 @@ func (c *core) watch() {
 // onTag stores a reading and evaluates the alarms that read the tag.
 func (c *core) onTag(m tagMsg) {
 	ts := m.w
-	if c.tags[ts.ref.Key()] != ts {
+	if c.tags[ts.key] != ts {
 		return // a watch since cancelled
 	}
 	ts.has, ts.status, ts.at = true, m.status, m.at
 	if isGood(m.status) {
 		if v, ok := ts.ref.Kind.Convert(m.value); ok {
-			c.env[ts.ref.Key()] = v
+			c.env[ts.key] = v
 		} else {
 			ts.status = ua.StatusBadTypeMismatch
 		}
@@ -272,14 +277,13 @@ func (c *core) evaluate(a *alarm, at time.Time) {
 	if !a.st.Enabled {
 		return
 	}
-	for _, r := range a.ca.Refs {
-		ts := c.tags[r.Key()]
+	for _, ts := range a.inputs {
 		switch {
 		case !ts.has:
 			c.setBad(a, "", at) // waiting for the first reading: not worth a log line
 			return
 		case !isGood(ts.status):
-			c.setBad(a, fmt.Sprintf("tag %s is %s", r.Key(), statusName(ts.status)), at)
+			c.setBad(a, fmt.Sprintf("tag %s is %s", ts.key, statusName(ts.status)), at)
 			return
 		}
 	}
@@ -477,13 +481,13 @@ func (a *alarm) knowsEvent(id []byte) bool {
 // valueText renders the readings the condition read.
 func (c *core) valueText(a *alarm) string {
 	var b strings.Builder
-	for i, r := range a.ca.Refs {
+	for i, ts := range a.inputs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(r.Key())
+		b.WriteString(ts.key)
 		b.WriteByte('=')
-		fmt.Fprint(&b, c.env[r.Key()])
+		fmt.Fprint(&b, c.env[ts.key])
 	}
 	return b.String()
 }

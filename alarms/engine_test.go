@@ -458,3 +458,56 @@ func TestTransitionsOfOtherClusters(t *testing.T) {
 		t.Fatal("a transition of another ClusterId was taken")
 	}
 }
+
+// TestLostMessageWhileAliveIsNotRepublished: one alert of a live Primary
+// does not reach the Secondary; the Primary's next one tells the Secondary
+// it was published, and a later failover publishes nothing again.
+func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	obs := b.port("observer")
+	var seen []string
+	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, _ := DecodeTransition(msg)
+		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
+	})
+	for i, v := range []float64{90, 20, 90} {
+		if i == 1 {
+			b.setDrop(func(from, to, topic string, _ proto.Message) bool { return to == "s" && topic == TopicAlerts })
+		} else {
+			b.setDrop(nil)
+		}
+		setBoth(t, "press1/Temperature", v, s, p) // the Secondary first: it holds each one pending
+	}
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	if want := []string{"active@p", "inactive@p", "active@p"}; !slices.Equal(seen, want) {
+		t.Fatalf("the cluster saw %v, want %v", seen, want)
+	}
+}
+
+// TestPulseOnlyTheSecondarySawIsSettled: the Secondary sees a pulse the
+// Primary's polls missed; the Primary's snapshot, with the same state,
+// settles it, and a later failover does not publish it.
+func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	obs := b.port("observer")
+	var seen []string
+	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, _ := DecodeTransition(msg)
+		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
+	})
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, s)
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	settle(t, s)
+	// Two snapshots: the pending pulse is older than the TTL (10 s) at the
+	// second.
+	tick(t, clock, 2*DefaultSnapshotInterval+time.Second, p, s)
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	if len(seen) != 0 {
+		t.Fatalf("published %v", seen)
+	}
+}
