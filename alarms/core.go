@@ -72,7 +72,7 @@ const maxEventIDs = 16
 type tagState struct {
 	ref    deployment.TagRef
 	key    string // ref.Key()
-	has    bool // a reading came
+	has    bool   // a reading came
 	status ua.StatusCode
 	at     time.Time
 	alarms []*alarm
