@@ -33,7 +33,10 @@ type core struct {
 	primary bool
 	reason  gate.Reason
 
-	eventSeq    uint64
+	eventSeq uint64
+	// seqs are the transitions this node published per alarm name; they
+	// outlive a redefinition, so that TransitionIDs never repeat.
+	seqs        map[string]uint64
 	idPrefix    string // "<uid>/" of this node's TransitionIDs
 	incarnation string // the uid as 16 hex digits
 
@@ -52,7 +55,6 @@ type alarm struct {
 	// evaluated: the first evaluation since start (or redefinition) is
 	// done; the next ones are detections.
 	evaluated bool
-	seq       uint64 // transitions this node published for the alarm
 	// badLogged: the quality went Bad and it was logged; reset when Good.
 	badLogged bool
 	// primary is the Primary's state as its last transition or snapshot
@@ -81,7 +83,7 @@ type tagState struct {
 
 func newCore(e *Engine) *core {
 	return &core{
-		e: e, alarms: map[string]*alarm{}, tags: map[string]*tagState{}, env: deployment.Env{},
+		e: e, alarms: map[string]*alarm{}, tags: map[string]*tagState{}, env: deployment.Env{}, seqs: map[string]uint64{},
 		idPrefix: fmt.Sprintf("%016x/", e.o.UID), incarnation: fmt.Sprintf("%016x", e.o.UID),
 		otherPrimary: map[string]bool{},
 	}
@@ -279,7 +281,7 @@ func (c *core) evaluate(a *alarm, at time.Time) {
 	}
 	for _, ts := range a.inputs {
 		switch {
-		case !ts.has:
+		case !ts.has || ts.status == ua.StatusBadWaitingForInitialData:
 			c.setBad(a, "", at) // waiting for the first reading: not worth a log line
 			return
 		case !isGood(ts.status):
@@ -427,22 +429,28 @@ func (c *core) transition(a *alarm, kind Kind, comment, user string) Transition 
 
 // publish sends a transition with a new TransitionID.
 func (c *core) publish(a *alarm, t Transition) {
-	a.seq++
-	t.TransitionID = c.idPrefix + a.def.Name + "/" + strconv.FormatUint(a.seq, 10)
+	c.seqs[a.def.Name]++
+	t.TransitionID = c.idPrefix + a.def.Name + "/" + strconv.FormatUint(c.seqs[a.def.Name], 10)
 	t.Publisher, t.Epoch = c.e.o.NodeID, c.e.o.Roles.Epoch()
 	if err := c.e.o.PubSub.Publish(TopicAlerts, t.Encode()); err != nil {
 		c.e.o.Logger.Error("alarm transition not published", "alarm", a.def.Name, "kind", string(t.Kind), "err", err)
 	}
 }
 
-// publishSnapshot sends every alarm's state on alarm-state.
+// publishSnapshot sends the state of every alarm on alarm-state, except
+// those not evaluated yet (their state says nothing: a receiver would take
+// "acknowledged" from a start state).
 func (c *core) publishSnapshot() {
 	s := StateSnapshot{
 		ClusterID: c.e.o.ClusterID, Publisher: c.e.o.NodeID, Incarnation: c.incarnation,
 		Epoch: c.e.o.Roles.Epoch(), Time: c.e.o.Clock.Now(), Alarms: make([]AlarmState, 0, len(c.order)),
 	}
 	for _, name := range c.order {
-		st := &c.alarms[name].st
+		a := c.alarms[name]
+		if !a.evaluated && a.st.Enabled {
+			continue
+		}
+		st := &a.st
 		s.Alarms = append(s.Alarms, AlarmState{Alarm: name, Active: st.Active, Acked: st.Acked, Confirmed: st.Confirmed,
 			Enabled: st.Enabled, Comment: st.Comment, User: st.User})
 	}

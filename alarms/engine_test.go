@@ -511,3 +511,58 @@ func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
 		t.Fatalf("published %v", seen)
 	}
 }
+
+// TestTransitionIDsNeverRepeat: a redefined alarm goes on counting.
+func TestTransitionIDsNeverRepeat(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	n := startNode(t, "n", b, clock, newRoles(gate.RolePrimary, 1), nil)
+	n.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	for _, cond := range []string{hot, "press1.Temperature > 85", hot} {
+		if err := n.e.Apply(pressDoc(t, "High", cond)); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, n)
+		n.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+		settle(t, n)
+		n.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+		settle(t, n)
+	}
+	ids := map[string]bool{}
+	for _, tr := range n.transitions() {
+		if ids[tr.TransitionID] {
+			t.Fatalf("TransitionID %s twice", tr.TransitionID)
+		}
+		ids[tr.TransitionID] = true
+	}
+	if len(ids) != 6 {
+		t.Fatalf("%d transitions, want 6", len(ids))
+	}
+}
+
+// TestSnapshotLeavesOutUnevaluatedAlarms: a Primary that has not read an
+// alarm's tags yet does not tell the others it is acknowledged.
+func TestSnapshotLeavesOutUnevaluatedAlarms(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	p := startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), nil)
+	var snaps []StateSnapshot
+	b.port("observer").Subscribe(TopicAlarmState, func(_ membership.UniqueAddress, msg proto.Message) {
+		s, err := DecodeSnapshot(msg)
+		if err != nil {
+			t.Error(err)
+		}
+		snaps = append(snaps, s)
+	})
+	if err := p.e.Apply(pressDoc(t, "High", hot, "Run", "press1.Run")); err != nil {
+		t.Fatal(err)
+	}
+	p.vals.set("press1/Temperature", 90.0, ua.StatusOK) // Run is never read
+	settle(t, p)
+	tick(t, clock, DefaultSnapshotInterval, p)
+	if p.log.count("alarm quality Bad") != 0 {
+		t.Fatal("waiting for a first reading was logged")
+	}
+	last := snaps[len(snaps)-1]
+	if len(last.Alarms) != 1 || last.Alarms[0].Alarm != "High" || !last.Alarms[0].Active || last.Alarms[0].Acked {
+		t.Fatalf("snapshot %+v", last)
+	}
+}
