@@ -566,3 +566,35 @@ func TestSnapshotLeavesOutUnevaluatedAlarms(t *testing.T) {
 		t.Fatalf("snapshot %+v", last)
 	}
 }
+
+// TestFirstEvaluationTakesInARacingTransition: the Secondary's first
+// evaluation already sees a change whose transition from the Primary
+// arrives afterwards; that transition is not a credit against the
+// Secondary's next change.
+func TestFirstEvaluationTakesInARacingTransition(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	p := startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), nil)
+	s := startNode(t, "s", b, clock, newRoles(gate.RoleSecondary, 2), nil)
+	doc := pressDoc(t, "High", hot)
+	p.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	if err := p.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	if err := s.e.Apply(doc); err != nil { // first evaluation: active, silently
+		t.Fatal(err)
+	}
+	settle(t, p, s)
+	p.vals.set("press1/Temperature", 90.0, ua.StatusOK) // the Primary's "active" comes after
+	settle(t, p, s)
+	setBoth(t, "press1/Temperature", 20.0, p, s)
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, s)
+	want := []string{"active@p", "inactive@p", "active@s"}
+	if got := kinds(s.transitions()); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+}

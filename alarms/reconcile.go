@@ -62,7 +62,8 @@ func (o Outcome) String() string {
 //     this one too and the message was lost); with no credit, acting as
 //     Primary, publish it, else hold it as pending.
 //   - Remote (a Primary transition of state S): acting as Primary, ignore
-//     it; else the oldest pending detection of state S is consumed with
+//     it; if it is the first event since Reset and S is the start state,
+//     the start state took it in; else the oldest pending detection of state S is consumed with
 //     every pending detection before it (the Primary's message for those
 //     was lost, or it never saw them); with none, the pending detections
 //     are dropped (they precede this change, which the Primary published
@@ -103,6 +104,8 @@ type Reconciler[P any] struct {
 	// published for the alarm, by the Primary or by this node: the state
 	// the cluster's history ends in.
 	published bool
+	// fresh: nothing happened since Reset.
+	fresh bool
 }
 
 type held[P any] struct {
@@ -120,6 +123,7 @@ type credit struct {
 // node acts as Primary now (gate.ShouldServiceAsPrimary).
 func (r *Reconciler[P]) Local(active bool, payload P, primary bool, now int64) Outcome {
 	r.expire(now)
+	r.fresh = false
 	if len(r.credits) > 0 {
 		if r.credits[0].active == active {
 			r.credits = r.credits[1:]
@@ -148,6 +152,15 @@ func (r *Reconciler[P]) Remote(active bool, primary bool, now int64) Outcome {
 	r.expire(now)
 	if primary {
 		return Ignored
+	}
+	if fresh := r.fresh; fresh {
+		r.fresh = false
+		if active == r.published {
+			// The first transition since Reset is to the start state:
+			// the change that state took in (the evaluation came after
+			// the change, before the message).
+			return Matched
+		}
 	}
 	r.published = active
 	for j, h := range r.pending {
@@ -218,7 +231,9 @@ func (r *Reconciler[P]) Repair(local, primary bool, now int64) bool {
 // Reset forgets pending detections and credits and takes active as the
 // published state (the alarm was redefined, enabled or disabled, or this
 // node evaluated it for the first time: both nodes start it afresh).
-func (r *Reconciler[P]) Reset(active bool) { r.pending, r.credits, r.published = nil, nil, active }
+func (r *Reconciler[P]) Reset(active bool) {
+	r.pending, r.credits, r.published, r.fresh = nil, nil, active, true
+}
 
 // InSync reports whether this node's detections and the Primary's
 // transitions are paired: nothing pending, no credit.

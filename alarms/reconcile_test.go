@@ -33,6 +33,10 @@ func TestReconcilerCases(t *testing.T) {
 			[]step{{"L", A, Hold}, {"R", I, Credited}, {"L", I, Matched}}, 0, 0},
 		{"a detection behind a credit of the other state is dropped", false,
 			[]step{{"R", I, Credited}, {"L", A, Matched}, {"L", I, Matched}}, 0, 0},
+		{"a change the start state took in", false,
+			[]step{{"X", A, 0}, {"R", A, Matched}, {"L", I, Hold}, {"R", I, Matched}}, 0, 0},
+		{"only the first event after the start", false,
+			[]step{{"X", A, 0}, {"R", I, Credited}, {"R", A, Credited}}, 0, 2},
 		{"acting Primary publishes and ignores others", true,
 			[]step{{"L", A, Publish}, {"R", A, Ignored}, {"L", I, Publish}}, 0, 0},
 		{"a credit from before the promotion still silences", false,
@@ -49,6 +53,9 @@ func TestReconcilerCases(t *testing.T) {
 					got = r.Remote(s.active, tc.primary, int64(i))
 				case "P":
 					r.Promote()
+					continue
+				case "X":
+					r.Reset(s.active)
 					continue
 				}
 				if got != s.want {
