@@ -148,7 +148,7 @@ func (c *core) apply(doc *deployment.Document, compiled []*deployment.CompiledAl
 			a = c.define(ca, spec, doc)
 			fresh = append(fresh, a)
 		default:
-			c.redefine(a, ca, now)
+			c.redefine(a, ca, doc, now)
 		}
 	}
 	c.order = c.order[:0]
@@ -177,8 +177,9 @@ func (c *core) define(ca *deployment.CompiledAlarm, spec string, doc *deployment
 
 // redefine takes a new severity and message for an alarm whose condition
 // and source stay.
-func (c *core) redefine(a *alarm, ca *deployment.CompiledAlarm, now time.Time) {
+func (c *core) redefine(a *alarm, ca *deployment.CompiledAlarm, doc *deployment.Document, now time.Time) {
 	a.ca = ca
+	a.rec.TTL = int64(c.creditTTL(ca, doc))
 	if a.def.Severity == ca.Alarm.Severity && a.def.Message == ca.Alarm.Message {
 		return
 	}

@@ -68,9 +68,10 @@ type PubSub interface {
 // not block and must not call back into the Engine's methods that wait
 // for it (Apply, Acknowledge, …). A panic is recovered and logged.
 type Sink interface {
-	// Define announces an alarm: new, or redefined by a deployment that
-	// changed its condition or source (it starts afresh). Update follows
-	// with its state.
+	// Define announces an alarm's definition: a new alarm, one whose
+	// condition or source a deployment changed (it starts afresh: the
+	// Update that follows says ChangeDefined), or one whose severity or
+	// message changed (its state stays: the Update says ChangeDefinition).
 	Define(def Definition)
 	// Update is the alarm's new state.
 	Update(name string, st State)

@@ -65,8 +65,10 @@ func TestPrimaryPublishesSecondaryDoesNot(t *testing.T) {
 			t.Fatalf("%s: start state %+v", n.name, st)
 		}
 	}
-	setBoth(t, "press1/Temperature", 90.0, p, s)
-	setBoth(t, "press1/Temperature", 20.0, p, s)
+	// The Secondary reads first: it holds its detections until the
+	// Primary's transitions pair them.
+	setBoth(t, "press1/Temperature", 90.0, s, p)
+	setBoth(t, "press1/Temperature", 20.0, s, p)
 	want := []string{"active@p", "inactive@p"}
 	for _, n := range []*node{p, s} {
 		if got := kinds(n.transitions()); !slices.Equal(got, want) {

@@ -2,6 +2,7 @@ package alarms
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -328,11 +329,27 @@ func settle(t testing.TB, nodes ...*node) {
 	}
 }
 
-// tick advances the clock by d in role-check steps, settling after each.
+// tick advances the clock by d in role-check steps. After each step it
+// waits until every live node's engine handled its timers — each re-arms
+// its two timers (role check, snapshot) at the end of handling one, and
+// the fake clock runs timer functions on goroutines of their own — and
+// then settles. nodes must be every live node on clock.
 func tick(t testing.TB, clock *clockwork.FakeClock, d time.Duration, nodes ...*node) {
 	t.Helper()
+	live := 0
+	for _, n := range nodes {
+		if !n.port.dead.Load() {
+			live++
+		}
+	}
 	for step := time.Duration(0); step < d; step += DefaultRoleCheckInterval {
 		clock.Advance(DefaultRoleCheckInterval)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := clock.BlockUntilContext(ctx, 2*live)
+		cancel()
+		if err != nil {
+			t.Fatalf("the engines did not re-arm their timers: %v", err)
+		}
 		settle(t, nodes...)
 	}
 }
