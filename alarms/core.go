@@ -249,6 +249,9 @@ func (c *core) onTag(m tagMsg) {
 	if c.tags[ts.key] != ts {
 		return // a watch since cancelled
 	}
+	if m.at.IsZero() { // a reading without a source time: now
+		m.at = c.e.o.Clock.Now()
+	}
 	ts.has, ts.status, ts.at = true, m.status, m.at
 	if isGood(m.status) {
 		if v, ok := ts.ref.Kind.Convert(m.value); ok {
