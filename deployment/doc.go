@@ -1,7 +1,9 @@
 // Package deployment is the unit of configuration of a ClusterId's data
 // plane: one versioned JSON document naming the field devices, their tags
-// and (for the alarms issue) the alarms. It owns the document's types,
-// decoding and validation; storing it (configdb's deployments table, the
+// and the scripted alarms over them. It owns the document's types,
+// decoding and validation, and the compilation of the alarms' conditions
+// (condition.go: CompileAlarms, the typed device.tag environment, the
+// bounds on hostile conditions); storing it (configdb's deployments table, the
 // LocalDb cache) and applying it (drivers, address space) belong to other
 // packages. docs/deployments.md is the format as an OT engineer reads it.
 //

@@ -22,8 +22,9 @@ type Document struct {
 	ClusterId string `json:"clusterId"`
 	// Devices are the field devices, each with its tags.
 	Devices []Device `json:"devices"`
-	// Alarms are scripted alarms over the tags (evaluated by a later
-	// issue; validated here for names and sources only).
+	// Alarms are scripted alarms over the tags, at most MaxAlarms; their
+	// conditions compile (CompileAlarms) in every valid document. Package
+	// alarms evaluates them.
 	Alarms []Alarm `json:"alarms,omitempty"`
 }
 
@@ -135,11 +136,18 @@ type Tag struct {
 	Max    *float64 `json:"max,omitempty"`
 }
 
-// Alarm is a scripted alarm over tags (the alarms issue evaluates it).
+// Alarm is a scripted alarm over tags.
 type Alarm struct {
-	Name      string `json:"name"`
-	Source    string `json:"source"`
+	// Name: 1–64 of A-Z a-z 0-9 _ - . , unique among the alarms.
+	Name string `json:"name"`
+	// Source is "device/tag", the tag whose Variable is the condition's
+	// SourceNode.
+	Source string `json:"source"`
+	// Condition is an expr-lang expression over the tags (device.tag) that
+	// is true while the alarm is active; at most MaxConditionLen bytes.
 	Condition string `json:"condition"`
-	Severity  int    `json:"severity"`
-	Message   string `json:"message"`
+	// Severity is the OPC UA severity, 1..1000.
+	Severity int `json:"severity"`
+	// Message is shown with the alarm. Default: none.
+	Message string `json:"message"`
 }

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -19,7 +20,8 @@ const (
 	acceptScale        = "accepted values are numbers other than 0"
 	acceptNumber       = "accepted values are numbers"
 	acceptSource       = "accepted values are device/tag naming a tag of this document, such as press1/Temperature"
-	acceptCondition    = "accepted values are non-empty expressions over the tags, such as press1.Temperature > 80"
+	acceptCondition    = "accepted values are true-or-false expressions over the tags, written device.tag, such as press1.Temperature > 80"
+	acceptAlarmList    = "accepted values are lists of at most 1000 alarms"
 	acceptSeverity     = "accepted values are whole numbers 1..1000"
 	acceptPollInterval = "accepted values are durations of at least 10ms, as " + config.DurationFormat + " (default 1s)"
 	acceptTimeout      = "accepted values are durations greater than 0, as " + config.DurationFormat + " (default 1s)"
@@ -58,8 +60,11 @@ const (
 //     min < max (constant: min is its value, no max), both within the
 //     tag's type (bool 0 or 1, integers whole and in range); no table,
 //     address, wordOrder, scale, offset or writable.
-//   - Alarms: source device/tag names a tag of this document, severity
-//     1..1000, condition not blank.
+//   - Alarms: at most MaxAlarms; source device/tag names a tag of this
+//     document, severity 1..1000; the condition is at most
+//     MaxConditionLen bytes and compiles (CompileAlarm): it names only
+//     tags of the document, calls only ConditionFunctions, has no range
+//     operator, and is true or false.
 func (doc *Document) Validate() []Problem { return validate(doc, nil) }
 
 func validate(doc *Document, o *origin) []Problem {
@@ -497,6 +502,9 @@ func typeRange(typ string) string {
 }
 
 func (v *validator) alarms(doc *Document) {
+	if len(doc.Alarms) > MaxAlarms {
+		v.add("alarms", doc.Alarms, acceptAlarmList+fmt.Sprintf("; the document has %d", len(doc.Alarms)))
+	}
 	tags := make(map[string]map[string]bool, len(doc.Devices))
 	for _, d := range doc.Devices {
 		if tags[d.Name] == nil {
@@ -506,6 +514,7 @@ func (v *validator) alarms(doc *Document) {
 			tags[d.Name][t.Name] = true
 		}
 	}
+	tt := newTagTable(doc)
 	names := map[string]string{}
 	for i := range doc.Alarms {
 		a, p := &doc.Alarms[i], fmt.Sprintf("alarms[%d]", i)
@@ -524,11 +533,27 @@ func (v *validator) alarms(doc *Document) {
 				v.add(fp, a.Source, fmt.Sprintf("%s; device %q has no tag %q", acceptSource, dev, tag))
 			}
 		}
-		if fp := p + ".condition"; v.enter(fp) && strings.TrimSpace(a.Condition) == "" {
-			v.add(fp, a.Condition, acceptCondition)
+		if fp := p + ".condition"; v.enter(fp) {
+			v.condition(fp, a.Condition, tt, i < MaxAlarms)
 		}
 		if fp := p + ".severity"; v.enter(fp) && (a.Severity < 1 || a.Severity > 1000) {
 			v.add(fp, a.Severity, acceptSeverity)
 		}
+	}
+}
+
+// condition checks that a condition is not blank and, when compile (the
+// first MaxAlarms alarms: a hostile document cannot make validation
+// compile more), that it compiles.
+func (v *validator) condition(p, cond string, tt *tagTable, compile bool) {
+	if strings.TrimSpace(cond) == "" {
+		v.add(p, cond, acceptCondition)
+		return
+	}
+	if !compile {
+		return
+	}
+	if _, _, err := tt.compileCondition(cond); err != nil && !errors.Is(err, errUndecidable) {
+		v.add(p, cond, acceptCondition+"; "+err.Error())
 	}
 }

@@ -44,6 +44,7 @@ func TestValidateGoDocument(t *testing.T) {
 		{"devices[0].tags[1].address", "", acceptRegister},
 		{"devices[0].tags[1].type", `"word"`, oneOf(Types)},
 		{"alarms[0].source", `"press1/b"`, acceptSource + `; device "press1" has no tag "b"`},
+		{"alarms[0].condition", `"1"`, acceptCondition + "; the condition is a number, not true or false: compare it, such as press1.Temperature > 80"},
 		{"alarms[0].severity", "0", acceptSeverity},
 	}
 	if got := bad.Validate(); !reflect.DeepEqual(got, want) {

@@ -99,6 +99,8 @@ func render(value any) string {
 		return strconv.Quote(x.String())
 	case bool:
 		return strconv.FormatBool(x)
+	case []Alarm: // too long to show
+		return fmt.Sprintf("[… %d alarms]", len(x))
 	}
 	panic(fmt.Sprintf("deployment: invariant broken: no rendering for %T", value))
 }

@@ -1,0 +1,602 @@
+package alarms
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/gate"
+)
+
+const hot = "press1.Temperature > 80"
+
+// pair starts a Primary p and a Secondary s of one ClusterId, both
+// applying doc, with Temperature 20 on both.
+func pair(t *testing.T, tune func(*Options), alarms ...string) (p, s *node, b *bus, clock *clockwork.FakeClock) {
+	t.Helper()
+	if len(alarms) == 0 {
+		alarms = []string{"High", hot}
+	}
+	b, clock = &bus{}, clockwork.NewFakeClock()
+	p = startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), tune)
+	s = startNode(t, "s", b, clock, newRoles(gate.RoleSecondary, 2), tune)
+	doc := pressDoc(t, alarms...)
+	for _, n := range []*node{p, s} {
+		for _, k := range []string{"press1/Temperature", "press1/Setpoint", "press1/Zero"} {
+			n.vals.set(k, 20.0, ua.StatusOK)
+		}
+		n.vals.set("press1/Run", false, ua.StatusOK)
+		if err := n.e.Apply(doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(t, p, s)
+	return p, s, b, clock
+}
+
+// setBoth gives both nodes the same reading.
+func setBoth(t *testing.T, key string, v any, nodes ...*node) {
+	t.Helper()
+	for _, n := range nodes {
+		n.vals.set(key, v, ua.StatusOK)
+	}
+	settle(t, nodes...)
+}
+
+func kinds(ts []Transition) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, string(t.Kind)+"@"+strings.Split(t.Publisher, ":")[0])
+	}
+	return out
+}
+
+func TestPrimaryPublishesSecondaryDoesNot(t *testing.T) {
+	p, s, _, _ := pair(t, nil)
+	for _, n := range []*node{p, s} {
+		st, ok := n.e.State("High")
+		if !ok || st.Active || st.Quality != QualityGood || st.Change != ChangeInitial {
+			t.Fatalf("%s: start state %+v", n.name, st)
+		}
+	}
+	// The Secondary reads first: it holds its detections until the
+	// Primary's transitions pair them.
+	setBoth(t, "press1/Temperature", 90.0, s, p)
+	setBoth(t, "press1/Temperature", 20.0, s, p)
+	want := []string{"active@p", "inactive@p"}
+	for _, n := range []*node{p, s} {
+		if got := kinds(n.transitions()); !slices.Equal(got, want) {
+			t.Fatalf("%s received %v, want %v", n.name, got, want)
+		}
+	}
+	if n := s.denied.get("alarm-emit/secondary"); n != 2 {
+		t.Fatalf("secondary's emit denials %d, want 2", n)
+	}
+	if n := p.denied.get("alarm-emit/secondary") + p.denied.get("alarm-emit/role-unknown"); n != 0 {
+		t.Fatalf("primary denied %d", n)
+	}
+	tr := p.transitions()[0]
+	if tr.ClusterID != "site-a" || tr.Alarm != "High" || tr.Source != "press1/Temperature" || tr.Severity != 700 ||
+		tr.Message != "hot" || tr.Value != "press1.Temperature=90" || !tr.Active || tr.Acked || !tr.Enabled ||
+		tr.Publisher != "p:4053" || !strings.HasSuffix(tr.TransitionID, "/High/1") {
+		t.Fatalf("transition %+v", tr)
+	}
+	// Both hold the alarm unacknowledged after it went back: retained.
+	for _, n := range []*node{p, s} {
+		al := n.e.Alerts()
+		if len(al) != 1 || al[0].Active || al[0].Acked || al[0].Alarm != "High" || al[0].ActiveTime.IsZero() {
+			t.Fatalf("%s alerts %+v", n.name, al)
+		}
+	}
+}
+
+func TestAcknowledgeOnlyThroughThePrimary(t *testing.T) {
+	p, s, _, _ := pair(t, nil)
+	setBoth(t, "press1/Temperature", 90.0, p, s)
+	if st := s.e.Acknowledge("High", nil, "seen", "alice"); st != ua.StatusBadInvalidState {
+		t.Fatalf("ack through the secondary: %v", st)
+	}
+	if s.denied.get("ack/secondary") != 1 {
+		t.Fatal("the refused ack was not counted")
+	}
+	if st := p.e.Acknowledge("High", []byte("not an event id"), "seen", "alice"); st != ua.StatusBadEventIDUnknown {
+		t.Fatalf("ack of an unknown event: %v", st)
+	}
+	if st := p.e.Acknowledge("Nope", nil, "", ""); st != ua.StatusBadNodeIDUnknown {
+		t.Fatalf("ack of an unknown alarm: %v", st)
+	}
+	pst, _ := p.e.State("High")
+	if st := p.e.Acknowledge("High", pst.LastEventID, "seen", "alice"); st != ua.StatusOK {
+		t.Fatalf("ack through the primary: %v", st)
+	}
+	settle(t, p, s)
+	for _, n := range []*node{p, s} {
+		st, _ := n.e.State("High")
+		if !st.Acked || st.Confirmed || st.Comment != "seen" || st.User != "alice" || !st.Retain {
+			t.Fatalf("%s after ack: %+v", n.name, st.Condition)
+		}
+	}
+	if st := p.e.Acknowledge("High", nil, "", "bob"); st != ua.StatusBadConditionBranchAlreadyAcked {
+		t.Fatalf("second ack: %v", st)
+	}
+	setBoth(t, "press1/Temperature", 20.0, p, s)
+	if st := p.e.Confirm("High", nil, "fixed", "bob"); st != ua.StatusOK {
+		t.Fatalf("confirm: %v", st)
+	}
+	settle(t, p, s)
+	for _, n := range []*node{p, s} {
+		if al := n.e.Alerts(); len(al) != 0 {
+			t.Fatalf("%s still lists %+v", n.name, al)
+		}
+		if st, _ := n.e.State("High"); st.Retain || !st.Confirmed || st.Comment != "fixed" {
+			t.Fatalf("%s after confirm %+v", n.name, st.Condition)
+		}
+	}
+	want := []string{"active@p", "acked@p", "inactive@p", "confirmed@p"}
+	if got := kinds(s.transitions()); !slices.Equal(got, want) {
+		t.Fatalf("secondary received %v, want %v", got, want)
+	}
+}
+
+func TestMethodsRefusedWhileTheRoleIsUnknown(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	n := startNode(t, "n", b, clock, newRoles(gate.RoleUnknown, 2), nil)
+	n.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	if err := n.e.Apply(pressDoc(t, "High", hot)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, n)
+	for i := 0; i < 2; i++ {
+		if st := n.e.Acknowledge("High", nil, "", "alice"); st != ua.StatusBadInvalidState {
+			t.Fatalf("ack: %v", st)
+		}
+	}
+	if n.denied.get("ack/role-unknown") != 2 || n.log.count(`"level":"WARN","msg":"alarm method refused: this node's role is not known yet`) != 2 {
+		t.Fatalf("denials %v, log count %d", n.denied.n, n.log.count("role is not known"))
+	}
+}
+
+// TestFirstEvaluation: a node's first evaluation sets the state without a
+// transition — unless it is the only driver member.
+func TestFirstEvaluation(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		role    gate.Role
+		drivers int
+		want    []string
+	}{
+		{"pair", gate.RolePrimary, 2, nil},
+		{"alone", gate.RoleUnknown, 1, []string{"active@n"}},
+		{"not clustered", gate.RoleUnknown, 0, []string{"active@n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clock := &bus{}, clockwork.NewFakeClock()
+			n := startNode(t, "n", b, clock, newRoles(tc.role, tc.drivers), nil)
+			n.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+			if err := n.e.Apply(pressDoc(t, "High", hot)); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, n)
+			if got := kinds(n.transitions()); !slices.Equal(got, tc.want) {
+				t.Fatalf("published %v, want %v", got, tc.want)
+			}
+			if st, _ := n.e.State("High"); !st.Active || st.Acked || !st.Retain {
+				t.Fatalf("state %+v", st.Condition)
+			}
+		})
+	}
+}
+
+// TestFailoverPublishesExactlyTheMissing: the Primary's last alert is lost
+// in flight and it dies; the Secondary, promoted, publishes exactly that
+// one. A third node (an observer) sees every toggle once.
+func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	obs := b.port("observer")
+	var seen []string
+	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, err := DecodeTransition(msg)
+		if err != nil {
+			t.Error(err)
+		}
+		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
+	})
+	// Five toggles; both nodes see them all, the Secondary after the
+	// Primary. The fifth alert of the Primary never leaves it.
+	temps := []float64{90, 20, 90, 20, 90}
+	for i, v := range temps {
+		if i == len(temps)-1 {
+			b.setDrop(func(from, to, topic string, _ proto.Message) bool { return from == "p" && topic == TopicAlerts })
+		}
+		p.vals.set("press1/Temperature", v, ua.StatusOK)
+		settle(t, p, s)
+		s.vals.set("press1/Temperature", v, ua.StatusOK)
+		settle(t, p, s)
+	}
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	want := []string{"active@p", "inactive@p", "active@p", "inactive@p", "active@s"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("the cluster saw %v, want %v", seen, want)
+	}
+	if got := kinds(s.transitions()); !slices.Equal(got, want) {
+		t.Fatalf("the survivor's history saw %v, want %v", got, want)
+	}
+	// From now on the survivor publishes its own changes directly.
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	settle(t, s)
+	if got := seen[len(seen)-1]; got != "inactive@s" || len(seen) != 6 {
+		t.Fatalf("after the failover: %v", seen)
+	}
+	if !strings.HasSuffix(s.transitions()[5].TransitionID, "/High/2") {
+		t.Fatalf("the survivor's second transition id %q", s.transitions()[5].TransitionID)
+	}
+}
+
+// TestFailoverWithALaggingSecondary: the Secondary had seen only three of
+// five toggles when the Primary died with its last alert lost; promoted,
+// it stays silent for the fourth (the Primary published it) and publishes
+// the fifth.
+func TestFailoverWithALaggingSecondary(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	temps := []float64{90, 20, 90, 20, 90}
+	for i, v := range temps {
+		if i == len(temps)-1 {
+			b.setDrop(func(from, to, topic string, _ proto.Message) bool { return from == "p" })
+		}
+		p.vals.set("press1/Temperature", v, ua.StatusOK)
+		settle(t, p, s)
+		if i < 3 {
+			s.vals.set("press1/Temperature", v, ua.StatusOK)
+			settle(t, p, s)
+		}
+	}
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	if got := kinds(s.transitions()); !slices.Equal(got, []string{"active@p", "inactive@p", "active@p", "inactive@p"}) {
+		t.Fatalf("before the survivor caught up: %v", got)
+	}
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	settle(t, s)
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, s)
+	want := []string{"active@p", "inactive@p", "active@p", "inactive@p", "active@s"}
+	if got := kinds(s.transitions()); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+}
+
+func TestRuntimeErrorAndBadInputMakeQualityBad(t *testing.T) {
+	p, s, _, _ := pair(t, nil, "Mod", "press1.Setpoint % press1.Zero == 1", "High", hot)
+	setBoth(t, "press1/Zero", 0, p, s)
+	for i := 0; i < 3; i++ {
+		setBoth(t, "press1/Setpoint", 5+i, p, s)
+	}
+	for _, n := range []*node{p, s} {
+		st, _ := n.e.State("Mod")
+		if st.Quality != QualityBad {
+			t.Fatalf("%s: quality %v after a modulo by zero", n.name, st.Quality)
+		}
+		if c := n.log.count(`"alarm":"Mod","reason":"evaluation failed: runtime error: integer divide by zero`); c != 1 {
+			t.Fatalf("%s logged the failure %d times, want once", n.name, c)
+		}
+	}
+	setBoth(t, "press1/Zero", 2, p, s)
+	if st, _ := p.e.State("Mod"); st.Quality != QualityGood || !st.Active {
+		t.Fatalf("after Zero=2 (7 %% 2 == 1): %+v", st.Condition)
+	}
+	// A Bad input: the alarm keeps its state, Quality Bad, logged once.
+	setBoth(t, "press1/Temperature", 90.0, p, s)
+	for i := 0; i < 3; i++ {
+		for _, n := range []*node{p, s} {
+			n.vals.set("press1/Temperature", nil, ua.StatusBadCommunicationError)
+		}
+		settle(t, p, s)
+	}
+	for _, n := range []*node{p, s} {
+		st, _ := n.e.State("High")
+		if st.Quality != QualityBad || !st.Active {
+			t.Fatalf("%s with a Bad input: %+v", n.name, st.Condition)
+		}
+		if c := n.log.count(`"alarm":"High","reason":"tag press1.Temperature is BadCommunicationError (0x80050000)"`); c != 1 {
+			t.Fatalf("%s logged the Bad input %d times", n.name, c)
+		}
+	}
+	if got := kinds(p.transitions()); !slices.Equal(got, []string{"active@p", "active@p"}) {
+		t.Fatalf("transitions %v (Mod active, High active; quality changes publish none)", got)
+	}
+}
+
+// TestRestartedNodeLearnsFromTheSnapshot: a node that starts while an
+// alarm is active and acknowledged takes the acknowledgement from the
+// Primary's next alarm-state snapshot.
+func TestRestartedNodeLearnsFromTheSnapshot(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	p := startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), nil)
+	doc := pressDoc(t, "High", hot)
+	p.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	if err := p.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p)
+	p.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, p)
+	if st := p.e.Acknowledge("High", nil, "on it", "alice"); st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	s := startNode(t, "s", b, clock, newRoles(gate.RoleSecondary, 2), nil)
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	if err := s.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p, s)
+	if st, _ := s.e.State("High"); !st.Active || st.Acked {
+		t.Fatalf("restarted node before the snapshot: %+v", st.Condition)
+	}
+	tick(t, clock, DefaultSnapshotInterval, p, s)
+	st, _ := s.e.State("High")
+	if !st.Active || !st.Acked || st.Comment != "on it" || st.User != "alice" || st.Change != ChangeLearned {
+		t.Fatalf("restarted node after the snapshot: %+v %s", st.Condition, st.Change)
+	}
+	if len(s.transitions()) != 0 {
+		t.Fatalf("the restarted node received %v", kinds(s.transitions()))
+	}
+}
+
+func TestEnableDisableReachBothNodes(t *testing.T) {
+	p, s, _, _ := pair(t, nil)
+	setBoth(t, "press1/Temperature", 90.0, p, s)
+	if st := s.e.Disable("High", nil, "", "op"); st != ua.StatusBadInvalidState {
+		t.Fatalf("disable through the secondary: %v", st)
+	}
+	if st := p.e.Disable("High", nil, "", "op"); st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	settle(t, p, s)
+	for _, n := range []*node{p, s} {
+		if st, _ := n.e.State("High"); st.Enabled || st.Retain || len(n.e.Alerts()) != 0 {
+			t.Fatalf("%s disabled: %+v", n.name, st.Condition)
+		}
+	}
+	if st := p.e.Disable("High", nil, "", "op"); st != ua.StatusBadConditionAlreadyDisabled {
+		t.Fatal(st)
+	}
+	if st := p.e.Acknowledge("High", nil, "", "op"); st != ua.StatusBadConditionDisabled {
+		t.Fatal(st)
+	}
+	// Disabled alarms are not evaluated.
+	setBoth(t, "press1/Temperature", 20.0, p, s)
+	setBoth(t, "press1/Temperature", 95.0, p, s)
+	if st := p.e.Enable("High", nil, "", "op"); st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	settle(t, p, s)
+	want := []string{"active@p", "disabled@p", "enabled@p", "active@p"}
+	for _, n := range []*node{p, s} {
+		if got := kinds(n.transitions()); !slices.Equal(got, want) {
+			t.Fatalf("%s received %v, want %v", n.name, got, want)
+		}
+		if st, _ := n.e.State("High"); !st.Enabled || !st.Active || st.Acked {
+			t.Fatalf("%s re-enabled: %+v", n.name, st.Condition)
+		}
+	}
+	if st := p.e.Enable("High", nil, "", "op"); st != ua.StatusBadConditionAlreadyEnabled {
+		t.Fatal(st)
+	}
+	// The secondary holds nothing pending: a failover now publishes nothing.
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	settle(t, s)
+	if st := s.e.AddComment("High", nil, "after", "bob"); st != ua.StatusOK {
+		t.Fatal(st)
+	}
+	settle(t, s)
+	if got := kinds(s.transitions()); !slices.Equal(got, append(want, "comment@s")) {
+		t.Fatalf("after the failover: %v", got)
+	}
+}
+
+func TestApplyChanges(t *testing.T) {
+	p, s, _, _ := pair(t, nil, "High", hot, "Run", "press1.Run")
+	setBoth(t, "press1/Temperature", 90.0, p, s)
+	// Severity and message change: the state stays.
+	doc := pressDoc(t, "High", hot, "Run", "press1.Run")
+	doc.Alarms[0].Severity, doc.Alarms[0].Message = 900, "very hot"
+	doc.Alarms = doc.Alarms[:1] // Run goes
+	if err := p.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p)
+	st, _ := p.e.State("High")
+	if !st.Active || st.Severity != 900 || st.Message != "very hot" || st.Change != ChangeDefinition {
+		t.Fatalf("after a new severity: %+v", st)
+	}
+	if _, ok := p.e.State("Run"); ok || p.vals.watching("press1/Run") != 0 {
+		t.Fatal("the removed alarm or its watch is still there")
+	}
+	// A new condition starts the alarm afresh.
+	doc.Alarms[0].Condition = "press1.Temperature > 95"
+	if err := p.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p)
+	if st, _ := p.e.State("High"); st.Active || st.Change != ChangeInitial {
+		t.Fatalf("after a new condition: %+v %s", st.Condition, st.Change)
+	}
+	calls := p.sink.log()
+	for _, c := range []string{"define High", "define Run", "update High defined", "update High initial", "update High active", "update High definition", "remove Run"} {
+		if !slices.Contains(calls, c) {
+			t.Fatalf("sink calls %v lack %q", calls, c)
+		}
+	}
+	if p.vals.watching("press1/Temperature") != 1 {
+		t.Fatalf("Temperature watched %d times", p.vals.watching("press1/Temperature"))
+	}
+	other := pressDoc(t)
+	other.ClusterId = "site-b"
+	if err := p.e.Apply(other); err == nil {
+		t.Fatal("applied another ClusterId's document")
+	}
+}
+
+// TestTransitionsOfOtherClusters are neither applied nor historized.
+func TestTransitionsOfOtherClusters(t *testing.T) {
+	p, s, b, _ := pair(t, nil)
+	other := b.port("site-b-node")
+	tr := Transition{ClusterID: "site-b", Alarm: "High", TransitionID: "x/High/1", Kind: KindActive, Time: time.Now(), Active: true, Publisher: "b:1"}
+	if err := other.Publish(TopicAlerts, tr.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, p, s)
+	if len(s.transitions()) != 0 || len(p.transitions()) != 0 {
+		t.Fatal("a transition of another ClusterId was taken")
+	}
+}
+
+// TestLostMessageWhileAliveIsNotRepublished: one alert of a live Primary
+// does not reach the Secondary; the Primary's next one tells the Secondary
+// it was published, and a later failover publishes nothing again.
+func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	obs := b.port("observer")
+	var seen []string
+	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, _ := DecodeTransition(msg)
+		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
+	})
+	for i, v := range []float64{90, 20, 90} {
+		if i == 1 {
+			b.setDrop(func(from, to, topic string, _ proto.Message) bool { return to == "s" && topic == TopicAlerts })
+		} else {
+			b.setDrop(nil)
+		}
+		setBoth(t, "press1/Temperature", v, s, p) // the Secondary first: it holds each one pending
+	}
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	if want := []string{"active@p", "inactive@p", "active@p"}; !slices.Equal(seen, want) {
+		t.Fatalf("the cluster saw %v, want %v", seen, want)
+	}
+}
+
+// TestPulseOnlyTheSecondarySawIsSettled: the Secondary sees a pulse the
+// Primary's polls missed; the Primary's snapshot, with the same state,
+// settles it, and a later failover does not publish it.
+func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	obs := b.port("observer")
+	var seen []string
+	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, _ := DecodeTransition(msg)
+		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
+	})
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, s)
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	settle(t, s)
+	// Two snapshots: the pending pulse is older than the TTL (10 s) at the
+	// second.
+	tick(t, clock, 2*DefaultSnapshotInterval+time.Second, p, s)
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	if len(seen) != 0 {
+		t.Fatalf("published %v", seen)
+	}
+}
+
+// TestTransitionIDsNeverRepeat: a redefined alarm goes on counting.
+func TestTransitionIDsNeverRepeat(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	n := startNode(t, "n", b, clock, newRoles(gate.RolePrimary, 1), nil)
+	n.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	for _, cond := range []string{hot, "press1.Temperature > 85", hot} {
+		if err := n.e.Apply(pressDoc(t, "High", cond)); err != nil {
+			t.Fatal(err)
+		}
+		settle(t, n)
+		n.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+		settle(t, n)
+		n.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+		settle(t, n)
+	}
+	ids := map[string]bool{}
+	for _, tr := range n.transitions() {
+		if ids[tr.TransitionID] {
+			t.Fatalf("TransitionID %s twice", tr.TransitionID)
+		}
+		ids[tr.TransitionID] = true
+	}
+	if len(ids) != 6 {
+		t.Fatalf("%d transitions, want 6", len(ids))
+	}
+}
+
+// TestSnapshotLeavesOutUnevaluatedAlarms: a Primary that has not read an
+// alarm's tags yet does not tell the others it is acknowledged.
+func TestSnapshotLeavesOutUnevaluatedAlarms(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	p := startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), nil)
+	var snaps []StateSnapshot
+	b.port("observer").Subscribe(TopicAlarmState, func(_ membership.UniqueAddress, msg proto.Message) {
+		s, err := DecodeSnapshot(msg)
+		if err != nil {
+			t.Error(err)
+		}
+		snaps = append(snaps, s)
+	})
+	if err := p.e.Apply(pressDoc(t, "High", hot, "Run", "press1.Run")); err != nil {
+		t.Fatal(err)
+	}
+	p.vals.set("press1/Temperature", 90.0, ua.StatusOK) // Run is never read
+	settle(t, p)
+	tick(t, clock, DefaultSnapshotInterval, p)
+	if p.log.count("alarm quality Bad") != 0 {
+		t.Fatal("waiting for a first reading was logged")
+	}
+	last := snaps[len(snaps)-1]
+	if len(last.Alarms) != 1 || last.Alarms[0].Alarm != "High" || !last.Alarms[0].Active || last.Alarms[0].Acked {
+		t.Fatalf("snapshot %+v", last)
+	}
+}
+
+// TestFirstEvaluationTakesInARacingTransition: the Secondary's first
+// evaluation already sees a change whose transition from the Primary
+// arrives afterwards; that transition is not a credit against the
+// Secondary's next change.
+func TestFirstEvaluationTakesInARacingTransition(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	p := startNode(t, "p", b, clock, newRoles(gate.RolePrimary, 2), nil)
+	s := startNode(t, "s", b, clock, newRoles(gate.RoleSecondary, 2), nil)
+	doc := pressDoc(t, "High", hot)
+	p.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	if err := p.e.Apply(doc); err != nil {
+		t.Fatal(err)
+	}
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	if err := s.e.Apply(doc); err != nil { // first evaluation: active, silently
+		t.Fatal(err)
+	}
+	settle(t, p, s)
+	p.vals.set("press1/Temperature", 90.0, ua.StatusOK) // the Primary's "active" comes after
+	settle(t, p, s)
+	setBoth(t, "press1/Temperature", 20.0, p, s)
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+	settle(t, s)
+	want := []string{"active@p", "inactive@p", "active@s"}
+	if got := kinds(s.transitions()); !slices.Equal(got, want) {
+		t.Fatalf("history %v, want %v", got, want)
+	}
+}
