@@ -217,3 +217,4 @@ func queueDepth(n *procs.Node) (int, string, error) {
 	return s.QueueDepth, s.State, nil
 }
 
+var pgxConnect = pgx.Connect
