@@ -332,3 +332,26 @@ func TestBinaryDeploySeveralClusters(t *testing.T) {
 		t.Fatalf("--check of a batch: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+func TestBinaryDeployRefusesBadAlarmConditions(t *testing.T) {
+	f := newDeployFixture(t)
+	doc := f.file(t, "alarms.json", `{"clusterId": "site-a",
+  "devices": [{"name": "press1", "driver": "simulated",
+    "tags": [{"name": "Temperature", "type": "float64", "signal": "ramp", "period": "10s", "min": 0, "max": 100}]}],
+  "alarms": [
+    {"name": "A", "source": "press1/Temperature", "condition": "press1.Temprature > 80", "severity": 700, "message": "m"},
+    {"name": "B", "source": "press1/Temperature", "condition": "press1.Temperature + 1", "severity": 700, "message": "m"},
+    {"name": "C", "source": "press1/Temperature", "condition": "press1.Temperature >", "severity": 700, "message": "m"}]}`)
+	r := runDeploy(t, cleanEnv(), doc, "--config", f.config)
+	for _, want := range []string{"alarms[0].condition", "unknown tag press1.Temprature", "alarms[1].condition", "not true or false", "alarms[2].condition"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.code != 2 {
+		t.Fatalf("exit %d, want 2", r.code)
+	}
+	if _, ok := f.latest(t); ok {
+		t.Fatal("a document with bad alarms was stored")
+	}
+}
