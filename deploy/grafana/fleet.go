@@ -17,6 +17,7 @@ func Fleet() (dashboard.Dashboard, error) {
 	addRow(b, "Redundancy", fleetRedundancy())
 	addRow(b, "Cluster and Config DB", fleetHealth())
 	addRow(b, "Devices", fleetDevices())
+	addRow(b, "Alarms", fleetAlarms())
 	return build(b)
 }
 
@@ -94,6 +95,20 @@ func fleetDevices() []cog.Builder[dashboard.Panel] {
 		stateTimeline("Device connected per node", "Each node's connection to each of its devices.",
 			overTime(`otopcua_device_connected`, "{{instance}} {{device}}")).
 			Mappings(connectedWords),
+	}
+}
+
+func fleetAlarms() []cog.Builder[dashboard.Panel] {
+	return []cog.Builder[dashboard.Panel]{
+		steps("Active alarms per ClusterId", "Alarms active now in each ClusterId (both nodes of a pair evaluate every alarm and agree).",
+			overTime(`max by (cluster_id) (otopcua_alarms_active)`, "{{cluster_id}}")).
+			Min(0).Decimals(0),
+		timeSeries("Alarm transitions per ClusterId", "Transitions published on the alerts topic (active, inactive, acked, confirmed, …), per second.",
+			overTime(`max by (cluster_id, kind) (rate(otopcua_alarm_transitions_total[$__rate_interval]))`, "{{cluster_id}} {{kind}}")).
+			Unit("cps"),
+		timeSeries("Alarm history queue per node", "Transitions waiting in each node's LocalDb for the Config DB. The Primary drains it; a growing queue on the Primary means the Config DB refuses or is down.",
+			overTime(`otopcua_historian_queue_depth`, "{{instance}}")).
+			Min(0).Decimals(0),
 	}
 }
 

@@ -40,6 +40,15 @@ var exportedMetrics = []string{
 	"otopcua_redundancy_is_primary",
 	"otopcua_redundancy_epoch",
 	"otopcua_redundancy_role",
+	// Driver nodes: alarms and their history queue.
+	"otopcua_alarms_active",
+	"otopcua_alarm_transitions_total",
+	"otopcua_historian_queue_depth",
+	"otopcua_historian_drained_total",
+	"otopcua_historian_poisoned",
+	"otopcua_historian_refused_total",
+	"otopcua_historian_oldest_age_seconds",
+	"otopcua_historian_drain_state",
 	// Nodes serving a deployment with devices.
 	"otopcua_device_connected",
 	"otopcua_driver_reads_total",
