@@ -59,16 +59,21 @@ func TestConcurrentUpdatesAndRefreshes(t *testing.T) {
 		}
 	}()
 	wg.Wait()
+	// The last live events can be published before the events of a
+	// refresh that ran after them: wait for both.
 	seen := func(g map[uint32][]*ua.EventFieldList) bool {
-		got := map[string]bool{}
+		got, ends := map[string]bool{}, 0
 		for _, e := range g[1] {
+			if isType(e, id.RefreshEndEventType) {
+				ends++
+			}
 			if b, ok := e.EventFields[0].Value().([]byte); ok {
 				got[string(b)] = true
 			}
 		}
-		return got[last["HighTemperature"]] && got[last["LowTemperature"]]
+		return got[last["HighTemperature"]] && got[last["LowTemperature"]] && ends == 10
 	}
-	s.waitFor("the last event of both conditions", seen)
+	s.waitFor("the last event of both conditions and the end of every refresh", seen)
 
 	newest := map[string]int{"HighTemperature": -1, "LowTemperature": -1}
 	inRefresh, refreshes := false, 0
