@@ -268,6 +268,13 @@ func (db *DB) ApplyRemoteFrom(ctx context.Context, peer, table string, changes [
 		}
 	}
 	slices.SortStableFunc(decoded, func(a, b decodedChange) int { return tableOrder(a.Table) - tableOrder(b.Table) })
+	// The clock moves past the batch before it commits, so that no local
+	// write committed after the batch is stamped before it (a peer reading
+	// this node's changes in stamp order then misses nothing of ours). If
+	// the batch fails, the clock has only moved on, which is harmless.
+	for _, d := range decoded {
+		_ = db.hlc.Update(d.Stamp) // checked in decodeChange; the clock may only have moved on since
+	}
 	what := fmt.Sprintf("apply %d replicated changes", len(changes))
 	tx, err := db.sql.BeginTx(ctx, nil) // IMMEDIATE: see dsn
 	if err != nil {
@@ -296,9 +303,6 @@ func (db *DB) ApplyRemoteFrom(ctx context.Context, peer, table string, changes [
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, 0, db.writeError(what, err)
-	}
-	for _, d := range decoded {
-		_ = db.hlc.Update(d.Stamp) // checked in decodeChange; the clock may only have moved on since
 	}
 	return applied, skipped, nil
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	"github.com/otopcua/otopcua/localdb/hlc"
+	"pgregory.net/rapid"
 )
 
 var replT0 = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
@@ -441,5 +443,100 @@ func TestChangeRowsAreJSONObjects(t *testing.T) {
 	var row map[string]any
 	if err := json.Unmarshal(changesT(t, a, TableEvents)[0].Row, &row); err != nil || row["alarm"] != "A" || row["seq"] != nil {
 		t.Fatalf("row %v, %v", row, err)
+	}
+}
+
+// eventState is a node's queue without the local seq, for comparing nodes.
+func eventState(t *rapid.T, db *DB) string {
+	got, err := db.EventKeysAfter(context.Background(), 0, MaxEventBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]string, len(got))
+	for i, e := range got {
+		rows[i] = fmt.Sprintf("%s/%d/%s/%v", e.TransitionID, e.Attempts, e.LastError, e.Poisoned)
+	}
+	slices.Sort(rows) // seq, the queue order, is each node's own
+	return strings.Join(rows, ";")
+}
+
+// Any interleaving of writes on both nodes and partial syncs in either
+// direction ends, once both have synced both ways, with the same rows on
+// both (last writer wins converges).
+func TestRandomWritesAndSyncsConverge(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		clock := clockwork.NewFakeClockAt(replT0)
+		dir := t.TempDir()
+		a, err := Open(context.Background(), dir+"/a.db", nil, WithClock(clock), WithNodeID("node-a"))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer a.Close()
+		b, err := Open(context.Background(), dir+"/b.db", nil, WithClock(clock), WithNodeID("node-b"))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer b.Close()
+		nodes := []*DB{a, b}
+		key := func() EventKey {
+			return EventKey{ClusterID: "site-a", Alarm: "A", TransitionID: fmt.Sprint(rapid.IntRange(0, 3).Draw(rt, "key"))}
+		}
+		for i, n := 0, rapid.IntRange(1, 25).Draw(rt, "ops"); i < n; i++ {
+			db := nodes[rapid.IntRange(0, 1).Draw(rt, "node")]
+			ctx := context.Background()
+			switch rapid.IntRange(0, 4).Draw(rt, "op") {
+			case 0:
+				k := key()
+				if _, err := db.EnqueueEvent(ctx, QueuedEvent{ClusterID: k.ClusterID, Alarm: k.Alarm, TransitionID: k.TransitionID, Payload: []byte(`{}`)}, 0); err != nil {
+					rt.Fatal(err)
+				}
+			case 1:
+				got, _ := db.EventKeysAfter(ctx, 0, 10)
+				if len(got) > 0 {
+					e := got[rapid.IntRange(0, len(got)-1).Draw(rt, "row")]
+					if err := db.MarkFailed(ctx, e.Seq, db.NodeID(), rapid.Bool().Draw(rt, "poison")); err != nil {
+						rt.Fatal(err)
+					}
+				}
+			case 2:
+				if _, err := db.DeleteEventsByKey(ctx, []EventKey{key()}); err != nil {
+					rt.Fatal(err)
+				}
+			case 3:
+				other := nodes[1-slices.Index(nodes, db)]
+				syncRT(rt, other, db, "node-x")
+			case 4:
+				clock.Advance(time.Duration(rapid.IntRange(0, 3).Draw(rt, "ms")) * time.Millisecond)
+			}
+		}
+		for range 2 {
+			syncRT(rt, a, b, "node-a")
+			syncRT(rt, b, a, "node-b")
+		}
+		if sa, sb := eventState(rt, a), eventState(rt, b); sa != sb {
+			rt.Fatalf("diverged: A %s, B %s", sa, sb)
+		}
+	})
+}
+
+// syncRT pulls every events change from src into dst, resuming from dst's
+// cursor for peer.
+func syncRT(t *rapid.T, src, dst *DB, peer string) {
+	ctx := context.Background()
+	for {
+		after, err := dst.Cursor(ctx, peer, TableEvents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := src.Changes(ctx, TableEvents, after, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) == 0 {
+			return
+		}
+		if _, _, err := dst.ApplyRemoteFrom(ctx, peer, TableEvents, cs, cs[len(cs)-1].Stamp); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
