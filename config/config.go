@@ -253,6 +253,27 @@ type LocalDbConfig struct {
 	// Path is the SQLite file of this node's local store. Default
 	// "otopcua-local.db" (relative to the working directory).
 	Path string
+
+	// SyncListenPort is the TCP port this node serves LocalDb pair
+	// replication on (gRPC). Default 0: replication off. Replication is on
+	// only when SyncListenPort, Peers and Replication:ApiKey are all set;
+	// see LocalDbReplication.
+	SyncListenPort int
+
+	// Peers lists the pair peers' replication addresses as host:port (the
+	// peer's LocalDb:SyncListenPort). Default empty: replication off.
+	Peers []string
+
+	// Replication holds the replication secret.
+	Replication LocalDbReplicationConfig
+}
+
+// LocalDbReplicationConfig is the "LocalDb:Replication" section.
+type LocalDbReplicationConfig struct {
+	// ApiKey is the shared secret both nodes of a pair present to each
+	// other; a peer presenting another key is refused. At least 16
+	// characters when set. Default empty: replication off.
+	ApiKey string
 }
 
 // HttpConfig is the "Http" section: /healthz, /readyz, /metrics and the
@@ -323,7 +344,7 @@ func staticDefaults() *Config {
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
-		LocalDb:    LocalDbConfig{Path: "otopcua-local.db"},
+		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
 		Telemetry:  TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
 	}

@@ -210,6 +210,7 @@ func (c *Config) validateStores(p *problems) {
 	if strings.TrimSpace(c.LocalDb.Path) == "" {
 		p.add("LocalDb:Path", c.LocalDb.Path, "accepted values are file paths such as otopcua-local.db")
 	}
+	c.validateReplication(p)
 }
 
 func (c *Config) validateHTTPAndTelemetry(p *problems) {
@@ -241,6 +242,9 @@ func (c *Config) validatePortCollisions(p *problems) {
 	ls := []listener{{"Cluster:Port", c.Cluster.Port}, {"OpcUa:Port", c.OpcUa.Port}}
 	if c.Http.Port != 0 {
 		ls = append(ls, listener{"Http:Port", c.Http.Port})
+	}
+	if c.LocalDb.SyncListenPort != 0 {
+		ls = append(ls, listener{"LocalDb:SyncListenPort", c.LocalDb.SyncListenPort})
 	}
 	for i := 1; i < len(ls); i++ {
 		for j := 0; j < i; j++ {

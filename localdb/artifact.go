@@ -57,46 +57,86 @@ func (db *DB) SaveArtifact(ctx context.Context, clusterID string, version int64,
 		return db.writeError(what, err)
 	}
 	defer func() { _ = tx.Rollback() }() // ends the transaction on every return before Commit
-	if err := writeChunks(ctx, tx, clusterID, version, doc); err != nil {
+	if err := db.writeChunks(ctx, tx, clusterID, version, doc); err != nil {
 		return db.writeError(what, err)
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO deployment_pointer "+
-		"(cluster_id, version, sha256, chunk_count, size, applied_at) VALUES (?, ?, ?, ?, ?, ?) "+
+		"(cluster_id, version, sha256, chunk_count, size, applied_at, hlc, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "+
 		"ON CONFLICT (cluster_id) DO UPDATE SET version = excluded.version, sha256 = excluded.sha256, "+
-		"chunk_count = excluded.chunk_count, size = excluded.size, applied_at = excluded.applied_at",
-		clusterID, version, hex.EncodeToString(sum[:]), chunks, len(doc), db.now().Format(timeLayout)); err != nil {
+		"chunk_count = excluded.chunk_count, size = excluded.size, applied_at = excluded.applied_at, "+
+		"hlc = excluded.hlc, origin = excluded.origin",
+		clusterID, version, hex.EncodeToString(sum[:]), chunks, len(doc), db.now().Format(timeLayout), db.stampText(), db.node); err != nil {
 		return db.writeError(what, err)
 	}
-	res, err := tx.ExecContext(ctx, "DELETE FROM deployment_artifacts WHERE cluster_id = ? AND version <> ?", clusterID, version)
+	if err := clearTombstone(ctx, tx, TablePointer, pointerKey(clusterID)); err != nil {
+		return db.writeError(what, err)
+	}
+	dropped, err := db.dropChunks(ctx, tx, "cluster_id = ? AND version <> ?", clusterID, version)
 	if err != nil {
 		return db.writeError(what, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return db.writeError(what, err)
 	}
-	dropped, _ := res.RowsAffected()
 	db.log.Debug("localdb: saved the deployment artifact", "cluster_id", clusterID, "version", version,
 		"size", len(doc), "chunks", chunks, "dropped_chunks", dropped)
 	return nil
 }
 
-// writeChunks replaces the chunks of (clusterID, version) with doc's.
-func writeChunks(ctx context.Context, tx *sql.Tx, clusterID string, version int64, doc []byte) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM deployment_artifacts WHERE cluster_id = ? AND version = ?", clusterID, version); err != nil {
-		return err
-	}
-	ins, err := tx.PrepareContext(ctx, "INSERT INTO deployment_artifacts (cluster_id, version, chunk_index, data) VALUES (?, ?, ?, ?)")
+// writeChunks replaces the chunks of (clusterID, version) with doc's, each
+// with a new stamp; chunks past the new count become tombstones.
+func (db *DB) writeChunks(ctx context.Context, tx *sql.Tx, clusterID string, version int64, doc []byte) error {
+	ins, err := tx.PrepareContext(ctx, "INSERT INTO deployment_artifacts (cluster_id, version, chunk_index, data, hlc, origin) "+
+		"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id, version, chunk_index) DO UPDATE SET "+
+		"data = excluded.data, hlc = excluded.hlc, origin = excluded.origin")
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
-	for i := 0; i*ChunkSize < len(doc); i++ {
-		chunk := doc[i*ChunkSize : min((i+1)*ChunkSize, len(doc))]
-		if _, err := ins.ExecContext(ctx, clusterID, version, i, chunk); err != nil {
+	n := 0
+	for ; n*ChunkSize < len(doc); n++ {
+		chunk := doc[n*ChunkSize : min((n+1)*ChunkSize, len(doc))]
+		if _, err := ins.ExecContext(ctx, clusterID, version, n, chunk, db.stampText(), db.node); err != nil {
+			return err
+		}
+		if err := clearTombstone(ctx, tx, TableArtifacts, artifactKey(clusterID, version, int64(n))); err != nil {
 			return err
 		}
 	}
-	return nil
+	_, err = db.dropChunks(ctx, tx, "cluster_id = ? AND version = ? AND chunk_index >= ?", clusterID, version, n)
+	return err
+}
+
+// dropChunks deletes the chunk rows matching where, leaving a tombstone of
+// this node for each. It returns how many it deleted.
+func (db *DB) dropChunks(ctx context.Context, tx *sql.Tx, where string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT cluster_id, version, chunk_index FROM deployment_artifacts WHERE "+where, args...)
+	if err != nil {
+		return 0, err
+	}
+	var keys []string
+	for rows.Next() {
+		var c string
+		var v, i int64
+		if err := rows.Scan(&c, &v, &i); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, artifactKey(c, v, i))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM deployment_artifacts WHERE "+where, args...); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := tombstone(ctx, tx, TableArtifacts, k, db.hlc.Now()); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 // pointer is a deployment_pointer row.

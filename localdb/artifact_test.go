@@ -135,7 +135,7 @@ func TestCorruptArtifact(t *testing.T) {
 		{"one byte altered", []string{"UPDATE deployment_artifacts SET data = CAST(X'00' || substr(data, 2) AS BLOB) WHERE chunk_index = 1 AND substr(data, 1, 1) <> X'00'",
 			"UPDATE deployment_artifacts SET data = CAST(X'01' || substr(data, 2) AS BLOB) WHERE chunk_index = 1 AND substr(data, 1, 1) = X'00'"}, "SHA-256"},
 		{"chunk truncated", []string{"UPDATE deployment_artifacts SET data = substr(data, 1, 1000) WHERE chunk_index = 0"}, "hold 132062 bytes, the pointer says 196598"},
-		{"extra chunk", []string{"INSERT INTO deployment_artifacts VALUES ('site-a', 7, 3, X'00')"}, "chunk 3 is there, the pointer says 3 chunks"},
+		{"extra chunk", []string{"INSERT INTO deployment_artifacts (cluster_id, version, chunk_index, data) VALUES ('site-a', 7, 3, X'00')"}, "chunk 3 is there, the pointer says 3 chunks"},
 		{"chunk count too low", []string{"UPDATE deployment_pointer SET chunk_count = 2"}, "chunk 2 is there, the pointer says 2 chunks"},
 		{"size altered", []string{"UPDATE deployment_pointer SET size = size + 1"}, "the pointer says 196599"},
 		{"negative size", []string{"UPDATE deployment_pointer SET size = -1"}, "-1 bytes"},

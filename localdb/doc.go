@@ -26,11 +26,25 @@
 //     cluster_id, alarm, transition_id — UNIQUE, the idempotency key —,
 //     payload (the event as JSON), enqueued_at, attempts, last_error,
 //     poisoned.
+//   - Version 3 (pair replication): hlc (the sortable text of an
+//     hlc.Stamp) and origin (the writing node) on every row of the three
+//     tables above; replication_tombstones (tbl, key, hlc, origin), the
+//     deletes of those tables, kept for DefaultTombstoneTTL (24 h) and then
+//     dropped by CompactTombstones; replication_cursors (peer, tbl, hlc), the
+//     last stamp applied from each peer per table.
 //
-// Room is left for pair replication (see migrations in schema.go), which
-// adds an HLC stamp and the writing node to every replicated row and
-// merges last-writer-wins. It arrives as a new schema version; this build
-// refuses a file of a newer version (ErrSchemaNewer) rather than guess.
+// A newer schema version is refused (ErrSchemaNewer) rather than guessed at.
+//
+// Replication (package replication moves the bytes; this package owns the
+// rules): Changes lists a table's rows and tombstones after a stamp, in
+// stamp order, bounded; ApplyRemoteFrom applies a peer's batch in one
+// transaction, last writer wins per row key, and records the peer's cursor
+// in the same transaction. A batch holding a change for an unknown table,
+// a malformed change, a stamp more than the maximum skew (60 s) ahead of
+// this node's clock, or a pointer whose chunks are not all here is refused
+// whole. A replicated pointer never moves a cluster back to an older
+// version, and the chunks a node's pointer names stay until its pointer
+// moves on, so the node can boot from its cache at every point of a sync.
 //
 // Invariants:
 //
@@ -55,6 +69,11 @@
 //     a poisoned row stays until it is deleted. EnqueueEvent's limit is
 //     checked in the transaction that inserts, so it holds across
 //     connections; a full queue refuses the new row and keeps the old ones.
+//   - Every local write stamps its rows with the DB's HLC inside its write
+//     transaction, so stamp order is commit order: a peer that has read up
+//     to a stamp has read every local row stamped before it. (Rows applied
+//     from a peer keep their origin's stamps; that is exact for a pair,
+//     where the only peer is the origin.)
 //   - applied_at and enqueued_at come from the injected clock, stored in UTC
 //     to the microsecond.
 //   - There is no Go lock: SQLite serialises writers (BEGIN IMMEDIATE, 5 s busy

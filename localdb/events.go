@@ -105,8 +105,12 @@ func (db *DB) EnqueueEvent(ctx context.Context, e QueuedEvent, maxRows int) (add
 				ErrQueueFull, db.path, n, maxRows)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO alarm_sf_events (cluster_id, alarm, transition_id, payload, enqueued_at) "+
-		"VALUES (?, ?, ?, ?, ?)", e.ClusterID, e.Alarm, e.TransitionID, string(e.Payload), db.now().Format(timeLayout)); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO alarm_sf_events (cluster_id, alarm, transition_id, payload, enqueued_at, hlc, origin) "+
+		"VALUES (?, ?, ?, ?, ?, ?, ?)", e.ClusterID, e.Alarm, e.TransitionID, string(e.Payload), db.now().Format(timeLayout),
+		db.stampText(), db.node); err != nil {
+		return false, db.writeError(what, err)
+	}
+	if err := clearTombstone(ctx, tx, TableEvents, e.Key().text()); err != nil {
 		return false, db.writeError(what, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -198,12 +202,11 @@ func (db *DB) DeleteEvents(ctx context.Context, seqs []int64) (int, error) {
 			for i, s := range chunk {
 				args[i] = s
 			}
-			res, err := tx.ExecContext(ctx, "DELETE FROM alarm_sf_events WHERE seq IN (?"+strings.Repeat(", ?", len(chunk)-1)+")", args...)
+			k, err := db.deleteEventsWhere(ctx, tx, "seq IN (?"+strings.Repeat(", ?", len(chunk)-1)+")", args...)
 			if err != nil {
 				return err
 			}
-			k, _ := res.RowsAffected()
-			n += int(k)
+			n += k
 		}
 		return nil
 	})
@@ -222,18 +225,12 @@ func (db *DB) DeleteEventsByKey(ctx context.Context, keys []EventKey) (int, erro
 	const what = "delete alarm events already in the history"
 	n := 0
 	err := db.inWriteTx(ctx, what, func(tx *sql.Tx) error {
-		del, err := tx.PrepareContext(ctx, "DELETE FROM alarm_sf_events WHERE cluster_id = ? AND alarm = ? AND transition_id = ?")
-		if err != nil {
-			return err
-		}
-		defer del.Close()
 		for _, k := range keys {
-			res, err := del.ExecContext(ctx, k.ClusterID, k.Alarm, k.TransitionID)
+			c, err := db.deleteEventsWhere(ctx, tx, "cluster_id = ? AND alarm = ? AND transition_id = ?", k.ClusterID, k.Alarm, k.TransitionID)
 			if err != nil {
 				return err
 			}
-			c, _ := res.RowsAffected()
-			n += int(c)
+			n += c
 		}
 		return nil
 	})
@@ -252,11 +249,12 @@ func (db *DB) MarkFailed(ctx context.Context, seq int64, errText string, poison 
 	if poison {
 		p = 1
 	}
-	if _, err := db.sql.ExecContext(ctx, "UPDATE alarm_sf_events SET attempts = attempts + 1, last_error = ?, "+
-		"poisoned = MAX(poisoned, ?) WHERE seq = ?", errText, p, seq); err != nil {
-		return db.writeError(fmt.Sprintf("record the failed delivery of queued alarm event %d", seq), err)
-	}
-	return nil
+	// The stamp is taken inside the write transaction: see stampText.
+	return db.inWriteTx(ctx, fmt.Sprintf("record the failed delivery of queued alarm event %d", seq), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE alarm_sf_events SET attempts = attempts + 1, last_error = ?, "+
+			"poisoned = MAX(poisoned, ?), hlc = ?, origin = ? WHERE seq = ?", errText, p, db.stampText(), db.node, seq)
+		return err
+	})
 }
 
 // EventQueueStats reports the queue: depth is the number of rows waiting
@@ -314,4 +312,38 @@ func (db *DB) queueReadError(what string, err error) error {
 			"(alarm history still queued in the old file is not delivered)", what, db.path, err)
 	}
 	return fmt.Errorf("localdb: %s from %s: %w", what, db.path, err)
+}
+
+// deleteEventsWhere deletes the queued events matching where, leaving a
+// tombstone of this node for each, and returns how many it deleted.
+func (db *DB) deleteEventsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT cluster_id, alarm, transition_id FROM alarm_sf_events WHERE "+where, args...)
+	if err != nil {
+		return 0, err
+	}
+	var keys []EventKey
+	for rows.Next() {
+		var k EventKey
+		if err := rows.Scan(&k.ClusterID, &k.Alarm, &k.TransitionID); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM alarm_sf_events WHERE "+where, args...); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := tombstone(ctx, tx, TableEvents, k.text(), db.hlc.Now()); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }

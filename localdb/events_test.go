@@ -1,6 +1,8 @@
 package localdb
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -370,16 +372,8 @@ func TestQueueSurvivesReopen(t *testing.T) {
 // keeps its artifact.
 func TestUpgradeFromVersion1KeepsTheArtifact(t *testing.T) {
 	path := newPath(t)
-	db := openT(t, path)
-	// Rebuild the file as version 1 wrote it.
-	for _, stmt := range []string{"DROP TABLE alarm_sf_events", "DELETE FROM schema_version WHERE version > 1"} {
-		execT(t, db.sql, stmt)
-	}
 	doc := docOf(7, 100_000)
-	saveT(t, db, "site-a", 3, doc)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeVersion1(t, path, "site-a", 3, doc)
 	db2 := openT(t, path)
 	loadT(t, db2, "site-a", 3, doc)
 	if !enqueueT(t, db2, event("A", "1"), 0) {
@@ -388,5 +382,27 @@ func TestUpgradeFromVersion1KeepsTheArtifact(t *testing.T) {
 	var v int
 	if err := db2.sql.QueryRowContext(ctxT(t), "SELECT MAX(version) FROM schema_version").Scan(&v); err != nil || v != SchemaVersion {
 		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
+	}
+}
+
+// writeVersion1 writes a file as schema version 1 did, holding one artifact.
+func writeVersion1(t *testing.T, path, cluster string, version int64, doc []byte) {
+	t.Helper()
+	raw := rawT(t, path)
+	execT(t, raw, fmt.Sprintf("PRAGMA application_id = %d", applicationID))
+	execT(t, raw, createSchemaVersion)
+	for _, stmt := range migrations[0].stmts {
+		execT(t, raw, stmt)
+	}
+	execT(t, raw, "INSERT INTO schema_version VALUES (1, 'v1', '2026-01-01T00:00:00.000000Z')")
+	n := 0
+	for ; n*ChunkSize < len(doc); n++ {
+		execT(t, raw, "INSERT INTO deployment_artifacts VALUES (?, ?, ?, ?)", cluster, version, n, doc[n*ChunkSize:min((n+1)*ChunkSize, len(doc))])
+	}
+	sum := sha256.Sum256(doc)
+	execT(t, raw, "INSERT INTO deployment_pointer VALUES (?, ?, ?, ?, ?, '2026-01-01T00:00:00.000000Z')",
+		cluster, version, hex.EncodeToString(sum[:]), n, len(doc))
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/otopcua/otopcua/localdb/hlc"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -59,6 +60,9 @@ type DB struct {
 	path  string // absolute
 	log   *slog.Logger
 	clock clockwork.Clock
+	node  string     // origin of the rows this node writes
+	hlc   *hlc.Clock // stamps every replicated row written here
+	skew  time.Duration
 }
 
 // Option adjusts Open.
@@ -67,6 +71,20 @@ type Option func(*DB)
 // WithClock sets the clock that stamps applied_at. Default: the real clock.
 func WithClock(c clockwork.Clock) Option {
 	return func(db *DB) { db.clock = c }
+}
+
+// WithNodeID sets the node id that stamps this node's rows (the origin
+// column and the node of every hlc.Stamp). It must pass hlc.CheckNode; Open
+// refuses one that does not. Default: a random id ("n-" and 16 hex digits),
+// new at every Open.
+func WithNodeID(id string) Option {
+	return func(db *DB) { db.node = id }
+}
+
+// WithMaxSkew sets how far ahead of this node's clock a remote stamp may be
+// before ApplyRemote refuses its batch. Default hlc.DefaultMaxSkew (60 s).
+func WithMaxSkew(d time.Duration) Option {
+	return func(db *DB) { db.skew = d }
 }
 
 // Open opens the LocalDb file at path, creating the file and its schema
@@ -94,6 +112,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	db := &DB{path: abs, log: logger.With("path", abs), clock: clockwork.NewRealClock()}
 	for _, o := range opts {
 		o(db)
+	}
+	if err := db.initClock(); err != nil {
+		return nil, err
 	}
 	sdb, err := connect(ctx, dsn(abs, false))
 	if sqliteCode(err) == sqlite3.SQLITE_READONLY && !hasWAL(abs) {

@@ -237,7 +237,7 @@ func TestSchemaUpgrade(t *testing.T) {
 	}
 
 	cur, later := SchemaVersion, SchemaVersion+1
-	broken := append(slices.Clone(migrations), migration{later, "a broken step", []string{
+	broken := append(slices.Clone(migrations), migration{version: later, name: "a broken step", stmts: []string{
 		"CREATE TABLE half_done (x INTEGER)", "CREATE TABLE nope (",
 	}})
 	wantErr(t, db.migrate(ctxT(t), broken), nil, fmt.Sprintf("apply schema version %d (a broken step)", later), path)
@@ -245,7 +245,7 @@ func TestSchemaUpgrade(t *testing.T) {
 		t.Fatalf("after a failed step: version %d, tables %s; want version %d and no half_done", v, names, cur)
 	}
 
-	next := append(slices.Clone(migrations), migration{later, "a later step", []string{"CREATE TABLE later (x INTEGER) STRICT"}})
+	next := append(slices.Clone(migrations), migration{version: later, name: "a later step", stmts: []string{"CREATE TABLE later (x INTEGER) STRICT"}})
 	if err := db.migrate(ctxT(t), next); err != nil {
 		t.Fatal(err)
 	}

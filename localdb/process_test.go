@@ -75,6 +75,8 @@ func TestHelperProcess(t *testing.T) {
 			}
 			defer db.Close()
 			return db.SaveArtifact(ctx, "site-a", v, docOf(uint64(v), 3*ChunkSize+int(v)))
+		case "apply-loop":
+			return applyLoop(ctx, path, os.Getenv("LOCALDB_SOURCE"))
 		case "save-loop":
 			db, err := Open(ctx, path, nil)
 			if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build of otopcua writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // applicationID marks a file as an otopcua LocalDb (PRAGMA application_id,
 // bytes 68–71 of the SQLite header): the ASCII text "otld".
@@ -20,6 +20,8 @@ type migration struct {
 	version int
 	name    string
 	stmts   []string
+	// fn, when set, runs inside the step's transaction after stmts.
+	fn func(ctx context.Context, db *DB, tx *sql.Tx) error
 }
 
 // migrations is the schema history; its last version is SchemaVersion.
@@ -29,18 +31,13 @@ type migration struct {
 // Primary-only drain has not yet written to the Config DB alarm_history,
 // each with its idempotency key (cluster_id, alarm, transition_id).
 //
-// Planned steps, named here so that the later issues fit (not built; the
-// numbers are fixed only when a step is released):
-//
-//   - Pair replication: an HLC stamp (hlc) and the writing node (origin) on
-//     every replicated row — deployment_artifacts, deployment_pointer and
-//     alarm_sf_events — merged last-writer-wins on the HLC, plus a
-//     sync_peers table holding what each peer has sent and acknowledged.
-//     A version's document never changes in the Config DB, so the chunk rows
-//     of one (cluster_id, version) hold the same bytes on both nodes and
-//     only the pointer row can conflict. A peer must apply a pointer only
-//     once all its chunks have arrived (LoadArtifact checks, but should not
-//     be the first to notice).
+// Version 3 prepares pair replication: an HLC stamp (hlc, the sortable text
+// of hlc.Stamp) and the writing node (origin) on every replicated row —
+// deployment_artifacts, deployment_pointer and alarm_sf_events — with an
+// index on hlc each; replication_tombstones, the deletes of those tables
+// (kept for a TTL, then compacted); and replication_cursors, the last stamp
+// applied from each peer per table. Rows written before version 3 are
+// stamped by the step itself (stampExisting), one stamp each.
 var migrations = []migration{
 	{1, "deployment_artifacts, deployment_pointer", []string{
 		"CREATE TABLE deployment_artifacts (" +
@@ -56,7 +53,7 @@ var migrations = []migration{
 			"chunk_count INTEGER NOT NULL, " +
 			"size INTEGER NOT NULL, " + // bytes of the whole document
 			"applied_at TEXT NOT NULL) STRICT", // timeLayout, UTC
-	}},
+	}, nil},
 	{2, "alarm_sf_events", []string{
 		// seq is the queue order: AUTOINCREMENT never reuses a number, so
 		// a row enqueued later always sorts after every row ever enqueued
@@ -74,7 +71,31 @@ var migrations = []migration{
 			"UNIQUE (cluster_id, alarm, transition_id)) STRICT",
 		// The drain's PeekEvents and the depth count read this index only.
 		"CREATE INDEX alarm_sf_events_pending ON alarm_sf_events (poisoned, seq)",
-	}},
+	}, nil},
+	{3, "replication stamps, replication_tombstones, replication_cursors", []string{
+		"ALTER TABLE deployment_artifacts ADD COLUMN hlc TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE deployment_artifacts ADD COLUMN origin TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE deployment_pointer ADD COLUMN hlc TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE deployment_pointer ADD COLUMN origin TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE alarm_sf_events ADD COLUMN hlc TEXT NOT NULL DEFAULT ''",
+		"ALTER TABLE alarm_sf_events ADD COLUMN origin TEXT NOT NULL DEFAULT ''",
+		"CREATE INDEX deployment_artifacts_hlc ON deployment_artifacts (hlc)",
+		"CREATE INDEX deployment_pointer_hlc ON deployment_pointer (hlc)",
+		"CREATE INDEX alarm_sf_events_hlc ON alarm_sf_events (hlc)",
+		// key is the row's key as a JSON array, e.g. ["site-a",3,0].
+		"CREATE TABLE replication_tombstones (" +
+			"tbl TEXT NOT NULL, " +
+			"key TEXT NOT NULL, " +
+			"hlc TEXT NOT NULL, " +
+			"origin TEXT NOT NULL, " +
+			"PRIMARY KEY (tbl, key)) STRICT",
+		"CREATE INDEX replication_tombstones_hlc ON replication_tombstones (tbl, hlc)",
+		"CREATE TABLE replication_cursors (" +
+			"peer TEXT NOT NULL, " +
+			"tbl TEXT NOT NULL, " +
+			"hlc TEXT NOT NULL, " +
+			"PRIMARY KEY (peer, tbl)) STRICT",
+	}, stampExisting},
 }
 
 const createSchemaVersion = "CREATE TABLE IF NOT EXISTS schema_version (" +
@@ -209,6 +230,11 @@ func (db *DB) applySteps(ctx context.Context, tx *sql.Tx, from int, steps []migr
 		}
 		for _, stmt := range m.stmts {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return db.writeError(fmt.Sprintf("apply schema version %d (%s)", m.version, m.name), err)
+			}
+		}
+		if m.fn != nil {
+			if err := m.fn(ctx, db, tx); err != nil {
 				return db.writeError(fmt.Sprintf("apply schema version %d (%s)", m.version, m.name), err)
 			}
 		}

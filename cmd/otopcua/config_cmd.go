@@ -43,6 +43,7 @@ Exits 0 when valid, 2 when not.`,
 				return &exitError{code: exitUsage, err: err}
 			}
 			fmt.Fprintf(c.stdout, "ok: %s\n", cfg.Summary())
+			fmt.Fprintf(c.stdout, "%s\n", cfg.LocalDbReplication().Reason())
 			for _, w := range cfg.Warnings() {
 				fmt.Fprintf(c.stdout, "warning: %s\n", w)
 			}
