@@ -69,6 +69,10 @@ type FollowStatus struct {
 	Version   int64     `json:"version"`
 	Source    string    `json:"source"`
 	AppliedAt time.Time `json:"appliedAt"`
+	// Origin names the node that saved the cached artifact (this node, or
+	// its pair peer when the artifact arrived by LocalDb replication); set
+	// while Source is "cache" and the cache tells.
+	Origin string `json:"origin,omitempty"`
 	// LastError says why the last attempt did not apply a newer version
 	// (Config DB unreachable, an invalid document, a failed apply).
 	LastError string `json:"lastError,omitempty"`
@@ -179,8 +183,19 @@ func (f *Follower) boot() {
 		f.o.Logger.Error("dataplane: the cached deployment could not be applied", "version", version, "err", aerr)
 		return
 	}
+	origin := ""
+	if o, ok := f.o.Cache.(interface {
+		ArtifactOrigin(ctx context.Context, clusterID string) string
+	}); ok {
+		origin = o.ArtifactOrigin(ctx, f.o.ClusterID)
+		f.update(func(s *FollowStatus) {
+			if s.Source == SourceCache && s.Version == version {
+				s.Origin = origin
+			}
+		})
+	}
 	f.o.Logger.Warn("dataplane: running from the LocalDb cache: the Config DB did not answer at start-up; the node switches to the central copy once it answers",
-		"version", version, "config_db_error", err)
+		"version", version, "origin", origin, "config_db_error", err)
 }
 
 // errCentral marks a failure to read the Config DB.

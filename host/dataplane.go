@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
+	"strconv"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -21,6 +25,7 @@ import (
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/replication"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -32,6 +37,8 @@ type dataPlane struct {
 	follower *dataplane.Follower
 	cache    *localdb.DB // nil when the LocalDb could not be opened
 	alarms   *alarmPlane
+	repl     *replication.Replicator // nil unless LocalDb replication is on
+	stopRepl func()
 
 	unsubscribe func() // the deployments notice subscription
 }
@@ -77,11 +84,20 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 		return nil, err
 	}
 	dp.host = host
-	cache, err := localdb.Open(context.Background(), cfg.LocalDb.Path, logger)
+	cache, err := openLocalDb(cfg, logger)
 	if err != nil {
 		logger.Error("LocalDb could not be opened; the node runs without its deployment boot cache", "path", cfg.LocalDb.Path, "err", err)
 	} else {
 		dp.cache = cache
+	}
+	if dp.cache != nil {
+		r, stop, err := startReplication(cfg, dp.cache, metrics, logger)
+		if err != nil {
+			host.Stop()
+			_ = dp.cache.Close()
+			return nil, err
+		}
+		dp.repl, dp.stopRepl = r, stop
 	}
 	ap, err := startAlarms(cfg, sys, srv, space, db, dp.cache, view, med, self, metrics, logger)
 	if err != nil {
@@ -147,6 +163,9 @@ func (dp *dataPlane) stop() {
 	dp.unsubscribe()
 	dp.follower.Stop()
 	dp.alarms.stop()
+	if dp.stopRepl != nil {
+		dp.stopRepl()
+	}
 	dp.host.Stop()
 	if dp.cache != nil {
 		_ = dp.cache.Close()
@@ -170,6 +189,15 @@ func (c central) LatestDeployment(ctx context.Context, clusterID string) (int64,
 // cacheStore is the LocalDb as the follower's boot cache.
 type cacheStore struct{ db *localdb.DB }
 
+// ArtifactOrigin names the node that saved the cached artifact.
+func (c cacheStore) ArtifactOrigin(ctx context.Context, clusterID string) string {
+	a, err := c.db.LoadArtifact(ctx, clusterID)
+	if err != nil {
+		return ""
+	}
+	return a.Origin
+}
+
 func (c cacheStore) SaveArtifact(ctx context.Context, clusterID string, version int64, doc []byte) error {
 	return c.db.SaveArtifact(ctx, clusterID, version, doc)
 }
@@ -183,4 +211,81 @@ func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, 
 		return 0, nil, err
 	}
 	return a.Version, a.Doc, nil
+}
+
+// TombstoneCompactEvery is how often a replicating node compacts the
+// LocalDb's tombstones older than their TTL.
+const TombstoneCompactEvery = time.Hour
+
+// startReplication starts LocalDb pair replication when LocalDb:SyncListenPort,
+// LocalDb:Peers and LocalDb:Replication:ApiKey are all set; otherwise it
+// says why it is off (once) and returns nil. It listens on
+// Cluster:Hostname.
+func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.Metrics, logger *slog.Logger) (*replication.Replicator, func(), error) {
+	rc := cfg.LocalDbReplication()
+	if !rc.On {
+		if len(rc.Missing) > 0 {
+			logger.Warn("LocalDb replication is off: "+rc.Reason(), "missing", rc.Missing)
+		}
+		return nil, nil, nil
+	}
+	listen := net.JoinHostPort(cfg.Cluster.Hostname, strconv.Itoa(cfg.LocalDb.SyncListenPort))
+	r, err := replication.New(replication.Options{
+		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: listen, Peers: rc.Peers, APIKey: rc.APIKey,
+		Logger: logger.With("component", "localdb-sync"),
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("LocalDb replication: %w", err)
+	}
+	if err := r.RegisterMetrics(metrics.Meter()); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := r.Start(ctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("LocalDb replication on %s (LocalDb:SyncListenPort): %w", listen, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(TombstoneCompactEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := local.CompactTombstones(ctx, 0); err != nil {
+					logger.Warn("LocalDb tombstones not compacted", "err", err)
+				}
+			}
+		}
+	}()
+	logger.Info("LocalDb replication on", "listen", listen, "peers", rc.Peers)
+	return r, func() { cancel(); r.Stop(); <-done }, nil
+}
+
+// openLocalDb opens LocalDb:Path. A file that is not a LocalDb (damaged,
+// truncated, overwritten) is moved aside to <path>.corrupt-<time> and a
+// new one is started: with replication on, the pair peer fills it again
+// (the boot cache and the alarm history queue); without, the next applied
+// deployment does. It never stops the node.
+func openLocalDb(cfg *config.Config, logger *slog.Logger) (*localdb.DB, error) {
+	open := func() (*localdb.DB, error) {
+		return localdb.Open(context.Background(), cfg.LocalDb.Path, logger, localdb.WithNodeID(cfg.Cluster.NodeID()))
+	}
+	db, err := open()
+	if !errors.Is(err, localdb.ErrNotDatabase) {
+		return db, err
+	}
+	aside := fmt.Sprintf("%s.corrupt-%s", cfg.LocalDb.Path, time.Now().UTC().Format("20060102T150405Z"))
+	if rerr := os.Rename(cfg.LocalDb.Path, aside); rerr != nil {
+		return nil, errors.Join(err, fmt.Errorf("moving it aside: %w", rerr))
+	}
+	for _, ext := range []string{"-wal", "-shm"} {
+		_ = os.Rename(cfg.LocalDb.Path+ext, aside+ext)
+	}
+	logger.Error("LocalDb file is not a LocalDb: moved aside and started anew; the pair peer refills it when LocalDb replication is on",
+		"path", cfg.LocalDb.Path, "movedTo", aside, "err", err)
+	return open()
 }

@@ -155,6 +155,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		if dp != nil {
 			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
 			web.Handle("GET /alerts", dp.alarms.alertsHandler())
+			if dp.repl != nil {
+				web.Handle("GET /api/localdb", dp.repl.Handler())
+			}
 			if dp.alarms.hist != nil {
 				web.Handle("GET /api/historian", dp.alarms.hist.Handler())
 			}

@@ -29,6 +29,9 @@ type Artifact struct {
 	// AppliedAt is when SaveArtifact stored it, by the DB's clock: UTC,
 	// microsecond precision.
 	AppliedAt time.Time
+	// Origin is the node id of the LocalDb that saved it: this node's, or
+	// the pair peer's when the artifact arrived by replication.
+	Origin string
 }
 
 // SaveArtifact stores doc as the artifact of clusterID at version: its
@@ -146,6 +149,7 @@ type pointer struct {
 	chunkCount int64
 	size       int64
 	appliedAt  string
+	origin     string
 }
 
 // LoadArtifact returns the artifact the pointer row of clusterID names,
@@ -161,8 +165,8 @@ func (db *DB) LoadArtifact(ctx context.Context, clusterID string) (Artifact, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	var p pointer
-	err = tx.QueryRowContext(ctx, "SELECT version, sha256, chunk_count, size, applied_at FROM deployment_pointer WHERE cluster_id = ?",
-		clusterID).Scan(&p.version, &p.sha256, &p.chunkCount, &p.size, &p.appliedAt)
+	err = tx.QueryRowContext(ctx, "SELECT version, sha256, chunk_count, size, applied_at, origin FROM deployment_pointer WHERE cluster_id = ?",
+		clusterID).Scan(&p.version, &p.sha256, &p.chunkCount, &p.size, &p.appliedAt, &p.origin)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artifact{}, fmt.Errorf("%w for cluster %q in %s", ErrNoArtifact, clusterID, db.path)
 	}
@@ -197,7 +201,7 @@ func (p pointer) check(clusterID string) (Artifact, error) {
 	if err != nil {
 		return Artifact{}, corrupt(clusterID, p.version, "the pointer's applied_at %q is not a time", p.appliedAt)
 	}
-	return Artifact{Version: p.version, AppliedAt: at.UTC()}, nil
+	return Artifact{Version: p.version, AppliedAt: at.UTC(), Origin: p.origin}, nil
 }
 
 // readChunks concatenates chunks 0 … chunkCount-1 of the pointed-to version.

@@ -351,7 +351,7 @@ func (db *DB) decodeChange(c Change) (decodedChange, error) {
 			err = errors.New("cluster_id is required")
 		}
 		if err == nil {
-			_, err = pointer{d.pointer.Version, d.pointer.SHA256, d.pointer.ChunkCount, d.pointer.Size, d.pointer.AppliedAt}.check(d.pointer.ClusterID)
+			_, err = pointer{d.pointer.Version, d.pointer.SHA256, d.pointer.ChunkCount, d.pointer.Size, d.pointer.AppliedAt, ""}.check(d.pointer.ClusterID)
 		}
 	case TableEvents:
 		err = strictJSON(c.Row, &d.event)

@@ -316,3 +316,43 @@ func TestAlarmHistorySurvivesAConfigDbOutage(t *testing.T) {
 	t.Logf("%d transitions, each once in alarm_history after a 20 s Config DB outage", len(tg.values))
 	checkHistoryRead(t, r, r.a)
 }
+
+// TestReplicatedQueueDrainsAfterAPrimaryDiesDuringAConfigDbOutage: LocalDb
+// replication on; the Config DB stops while the alarm toggles, the Primary
+// is SIGKILLed with transitions queued for history; once the Config DB
+// returns the survivor drains the queue, the old Primary's replicated rows
+// included, and alarm_history holds every transition exactly once.
+func TestReplicatedQueueDrainsAfterAPrimaryDiesDuringAConfigDbOutage(t *testing.T) {
+	r := startRigWith(t, true)
+	tg := &toggler{r: r, period: 500 * time.Millisecond}
+	stopped, killed, started := false, false, false
+	tg.run(20*time.Second, func(elapsed time.Duration) {
+		switch {
+		case !stopped && elapsed >= 2*time.Second:
+			stopped = true
+			r.db.Stop()
+		case stopped && !killed && elapsed >= 8*time.Second:
+			if depth, _, err := queueDepth(r.a); err != nil || depth == 0 {
+				t.Errorf("the Primary holds %d queued transitions (%v) when it is killed, want some", depth, err)
+			}
+			killed = true
+			r.a.Signal(syscall.SIGKILL)
+		case killed && !started && elapsed >= 14*time.Second:
+			started = true
+			r.db.Start()
+		}
+	})
+	r.waitRole(r.b, "primary")
+	checkExactlyOnce(t, r, r.b, tg.values)
+	body, err := r.b.Get("/api/localdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Peers []struct{ RowsReceived map[string]int64 }
+	}
+	if err := json.Unmarshal([]byte(body), &s); err != nil || len(s.Peers) == 0 || s.Peers[0].RowsReceived["alarm_sf_events"] == 0 {
+		t.Fatalf("the survivor received none of the old Primary's queued rows: %s", body)
+	}
+	t.Logf("%d transitions, each once; the survivor received %d queued rows from the old Primary", len(tg.values), s.Peers[0].RowsReceived["alarm_sf_events"])
+}

@@ -52,7 +52,10 @@ type rig struct {
 	cfgs map[string]map[string]any
 }
 
-func startRig(t *testing.T) *rig {
+func startRig(t *testing.T) *rig { return startRigWith(t, false) }
+
+// startRigWith starts the rig; replicate turns LocalDb pair replication on.
+func startRigWith(t *testing.T, replicate bool) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	r.db = pg.Start(t)
@@ -65,15 +68,20 @@ func startRig(t *testing.T) *rig {
 	r.dev = dev
 	dev.SetHolding(0, low)
 	ports := map[string]procs.Ports{"a": procs.NewPorts(t), "b": procs.NewPorts(t)}
+	syncPorts := map[string]int{"a": procs.UniquePort(t), "b": procs.UniquePort(t)}
 	seeds := []string{fmt.Sprintf("127.0.0.1:%d", ports["a"].Cluster), fmt.Sprintf("127.0.0.1:%d", ports["b"].Cluster)}
 	for _, name := range []string{"a", "b"} {
 		cfg := procs.BaseConfig(name, ports[name])
+		other := map[string]string{"a": "b", "b": "a"}[name]
 		cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
 		cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-		other := map[string]string{"a": "b", "b": "a"}[name]
 		cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:" + other + ":otopcua"}
 		cfg["ConfigDb"] = map[string]any{"Provider": "postgres", "ConnectionString": r.db.DSN()}
 		cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db")}
+		if replicate {
+			cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db"), "SyncListenPort": syncPorts[name],
+				"Peers": []string{fmt.Sprintf("127.0.0.1:%d", syncPorts[other])}, "Replication": map[string]any{"ApiKey": "the-pair's-shared-key"}}
+		}
 		cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 		r.cfgs[name] = cfg
