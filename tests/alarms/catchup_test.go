@@ -1,0 +1,112 @@
+package alarms_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// downtime is how long the peer stays down in TestPeerCatchesUpWithOnlyTheMissingRows;
+// the drill is 10 minutes: go test ./tests/alarms/ -run CatchesUp -localdb.downtime 10m.
+var downtime = flag.Duration("localdb.downtime", 20*time.Second, "how long the LocalDb peer stays down in the catch-up drill")
+
+type served struct {
+	Served []struct {
+		Node     string
+		RowsSent map[string]int64
+	}
+	Peers []struct {
+		RowsReceived map[string]int64
+	}
+}
+
+func localdbOf(t *testing.T, n *procs.Node) served {
+	t.Helper()
+	body, err := n.Get("/api/localdb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s served
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func sentEvents(s served) int64 {
+	var n int64
+	for _, x := range s.Served {
+		n += x.RowsSent["alarm_sf_events"]
+	}
+	return n
+}
+
+// TestPeerCatchesUpWithOnlyTheMissingRows: with the Config DB down the
+// Primary's history queue only grows; the Secondary is stopped for
+// -localdb.downtime while the alarm toggles; restarted, it pulls exactly
+// the rows it missed (counted on the Primary's side), not a full copy.
+func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
+	r := startRigWith(t, true)
+	r.db.Stop() // nothing drains: every transition stays queued on a
+	tg := &toggler{r: r, period: 500 * time.Millisecond}
+	tg.run(3*time.Second, nil)
+	// b holds everything so far.
+	var sent0 int64
+	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		depthA, _, err := queueDepth(r.a)
+		if err != nil {
+			return err
+		}
+		depthB, _, err := queueDepth(r.b)
+		if err != nil {
+			return err
+		}
+		if depthA != len(tg.values) || depthB != depthA {
+			return fmt.Errorf("queues a %d, b %d, want %d", depthA, depthB, len(tg.values))
+		}
+		sent0 = sentEvents(localdbOf(t, r.a))
+		return nil
+	})
+	before := len(tg.values)
+	r.b.Signal(syscall.SIGTERM)
+	r.b.WaitExit(30 * time.Second)
+	tg.run(*downtime, nil)
+	missed := len(tg.values) - before
+	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		depth, _, err := queueDepth(r.a)
+		if err != nil {
+			return err
+		}
+		if depth != len(tg.values) {
+			return fmt.Errorf("a queued %d, want %d", depth, len(tg.values))
+		}
+		return nil
+	})
+	// The queue rows are all a sent b while it was down: nothing, since
+	// nobody pulled.
+	if s := sentEvents(localdbOf(t, r.a)); s != sent0 {
+		t.Fatalf("a sent %d queue rows while b was down", s-sent0)
+	}
+	r.b.Restart()
+	r.b.WaitReady(60 * time.Second)
+	procs.CheckFor(t, 60*time.Second, 200*time.Millisecond, func() error {
+		depth, _, err := queueDepth(r.b)
+		if err != nil {
+			return err
+		}
+		if depth != len(tg.values) {
+			return fmt.Errorf("b queued %d, want %d", depth, len(tg.values))
+		}
+		return nil
+	})
+	sent := sentEvents(localdbOf(t, r.a)) - sent0
+	if sent != int64(missed) {
+		t.Fatalf("a sent %d queue rows to the restarted b, which missed %d (of %d queued)", sent, missed, len(tg.values))
+	}
+	t.Logf("b down %v: %d transitions missed, %d rows sent on its return (of %d queued)", *downtime, missed, sent, len(tg.values))
+}
