@@ -84,10 +84,11 @@ func (s *Sender) Start(lost func(membership.Address)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lost = lost
-	s.sub = s.sys.Actor.EventStream.SubscribeWithPredicate(s.onEndpointEvent, func(ev any) bool {
-		_, ok := ev.(*remote.EndpointTerminatedEvent)
-		return ok
-	})
+	// Not SubscribeWithPredicate: protoactor sets the predicate after the
+	// subscription is listed and reads it in Publish without the lock, a
+	// data race with an endpoint event published meanwhile (seen under
+	// -race when a peer connects during start-up). onEndpointEvent filters.
+	s.sub = s.sys.Actor.EventStream.Subscribe(s.onEndpointEvent)
 }
 
 func (s *Sender) onEndpointEvent(ev any) {
