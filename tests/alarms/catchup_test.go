@@ -12,7 +12,7 @@ import (
 )
 
 // downtime is how long the peer stays down in TestPeerCatchesUpWithOnlyTheMissingRows;
-// the drill is 10 minutes: go test ./tests/alarms/ -run CatchesUp -localdb.downtime 10m.
+// the drill is 10 minutes: go test -timeout 20m ./tests/alarms/ -run CatchesUp -localdb.downtime 10m.
 var downtime = flag.Duration("localdb.downtime", 20*time.Second, "how long the LocalDb peer stays down in the catch-up drill")
 
 type served struct {
@@ -55,7 +55,7 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 	r.db.Stop() // nothing drains: every transition stays queued on a
 	tg := &toggler{r: r, period: 500 * time.Millisecond}
 	tg.run(3*time.Second, nil)
-	// b holds everything so far.
+	// b holds everything so far, and has pulled a's copy of every row.
 	var sent0 int64
 	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
 		depthA, _, err := queueDepth(r.a)
@@ -70,6 +70,13 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 			return fmt.Errorf("queues a %d, b %d, want %d", depthA, depthB, len(tg.values))
 		}
 		sent0 = sentEvents(localdbOf(t, r.a))
+		var got int64
+		for _, p := range localdbOf(t, r.b).Peers {
+			got += p.RowsReceived["alarm_sf_events"]
+		}
+		if sent0 != int64(len(tg.values)) || got != sent0 {
+			return fmt.Errorf("a sent %d queue rows, b received %d, want %d", sent0, got, len(tg.values))
+		}
 		return nil
 	})
 	before := len(tg.values)
