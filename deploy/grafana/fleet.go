@@ -55,8 +55,8 @@ func fleetRedundancy() []cog.Builder[dashboard.Panel] {
 			WithTransformation(organize([]string{"Time"},
 				map[string]string{"cluster_id": "ClusterId", "instance": "Primary", "Value": "Epoch"})),
 		singleStat("Failovers in the time range",
-			"Changes of Primary per ClusterId over the dashboard's time range: how often the ClusterId's redundancy epoch (the newest any of its nodes reports; a fencing token, not a counter) changed.",
-			latest(`changes((max by (cluster_id) (otopcua_redundancy_epoch))[$__range:$__interval])`, "{{cluster_id}}")).
+			"Changes of Primary per ClusterId over the dashboard's time range: how often the ClusterId's redundancy epoch (the newest any of its nodes reports; a fencing token, not a counter) changed; 0 (role not known yet, at boot) is not an epoch.",
+			latest(`changes((max by (cluster_id) (otopcua_redundancy_epoch > 0))[$__range:$__interval])`, "{{cluster_id}}")).
 			Span(6).Height(panelH).Decimals(0).TextMode(common.BigValueTextModeValueAndName),
 		steps("Redundancy epoch per ClusterId",
 			"Each step up is a change of Primary in that ClusterId.",
