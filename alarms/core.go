@@ -73,10 +73,8 @@ const maxEventIDs = 16
 // tagState is one watched tag: its last reading and the alarms reading it.
 type tagState struct {
 	ref    deployment.TagRef
-	key    string // ref.Key()
-	has    bool   // a reading came
-	status ua.StatusCode
-	at     time.Time
+	key    string        // ref.Key()
+	status ua.StatusCode // of the last reading; BadWaitingForInitialData until one came
 	alarms []*alarm
 	cancel func()
 }
@@ -252,7 +250,7 @@ func (c *core) onTag(m tagMsg) {
 	if m.at.IsZero() { // a reading without a source time: now
 		m.at = c.e.o.Clock.Now()
 	}
-	ts.has, ts.status, ts.at = true, m.status, m.at
+	ts.status = m.status
 	if isGood(m.status) {
 		if v, ok := ts.ref.Kind.Convert(m.value); ok {
 			c.env[ts.key] = v
@@ -285,7 +283,7 @@ func (c *core) evaluate(a *alarm, at time.Time) {
 	}
 	for _, ts := range a.inputs {
 		switch {
-		case !ts.has || ts.status == ua.StatusBadWaitingForInitialData:
+		case ts.status == ua.StatusBadWaitingForInitialData:
 			c.setBad(a, "", at) // waiting for the first reading: not worth a log line
 			return
 		case !isGood(ts.status):
