@@ -47,11 +47,10 @@ type core struct {
 
 // alarm is one deployed alarm.
 type alarm struct {
-	def  Definition
-	ca   *deployment.CompiledAlarm
-	spec string // source and condition: a change redefines the alarm
-	st   State
-	rec  Reconciler[Transition]
+	def Definition // a new source or condition redefines the alarm
+	ca  *deployment.CompiledAlarm
+	st  State
+	rec Reconciler[Transition]
 	// evaluated: the first evaluation since start (or redefinition) is
 	// done; the next ones are detections.
 	evaluated bool
@@ -140,10 +139,9 @@ func (c *core) apply(doc *deployment.Document, compiled []*deployment.CompiledAl
 	var fresh []*alarm
 	for _, ca := range compiled {
 		a := c.alarms[ca.Alarm.Name]
-		spec := ca.Alarm.Source + "\x00" + ca.Alarm.Condition
 		switch {
-		case a == nil || a.spec != spec:
-			a = c.define(ca, spec, doc)
+		case a == nil || a.def.Source != ca.Alarm.Source || a.def.Condition != ca.Alarm.Condition:
+			a = c.define(ca, doc)
 			fresh = append(fresh, a)
 		default:
 			c.redefine(a, ca, doc, now)
@@ -162,9 +160,9 @@ func (c *core) apply(doc *deployment.Document, compiled []*deployment.CompiledAl
 }
 
 // define (re)creates an alarm in its start state.
-func (c *core) define(ca *deployment.CompiledAlarm, spec string, doc *deployment.Document) *alarm {
+func (c *core) define(ca *deployment.CompiledAlarm, doc *deployment.Document) *alarm {
 	def := definitionOf(ca.Alarm.Name, ca.Alarm.Source, ca.Alarm.Condition, ca.Alarm.Severity, ca.Alarm.Message)
-	a := &alarm{def: def, ca: ca, spec: spec}
+	a := &alarm{def: def, ca: ca}
 	a.st.Condition = NewCondition(def.Severity, def.Message)
 	a.rec.TTL = int64(c.creditTTL(ca, doc))
 	c.alarms[def.Name] = a
