@@ -358,7 +358,7 @@ func (c *core) setGood(a *alarm, active bool, at time.Time) {
 		a.events = a.events[:0]
 	}
 	c.stamp(a, kind, at)
-	c.detected(a, c.transition(a, kind, "", ""), at)
+	c.detected(a, c.transition(a, kind, ""), at)
 }
 
 // detected hands a local detection to the reconciler and publishes it when
@@ -388,7 +388,7 @@ func (c *core) repair(a *alarm, at time.Time) {
 		kind = KindActive
 	}
 	c.e.o.Logger.Info("publishing an alarm's state that the published transitions do not end in", "alarm", a.def.Name, "active", a.st.Active)
-	c.publish(a, c.transition(a, kind, "", ""))
+	c.publish(a, c.transition(a, kind, ""))
 }
 
 // learn takes the Primary's acknowledged, confirmed and comment state when
@@ -408,9 +408,10 @@ func (c *core) denied(site string) {
 	}
 }
 
-// transition builds the alarm's transition of kind from its current state
-// (TransitionID, Publisher and Epoch are set by publish).
-func (c *core) transition(a *alarm, kind Kind, comment, user string) Transition {
+// transition builds the alarm's transition of kind from its current state,
+// with user instead of the state's when not empty (TransitionID, Publisher
+// and Epoch are set by publish).
+func (c *core) transition(a *alarm, kind Kind, user string) Transition {
 	st := &a.st
 	t := Transition{
 		ClusterID: c.e.o.ClusterID, Alarm: a.def.Name, Kind: kind, Time: st.Time,
@@ -420,9 +421,6 @@ func (c *core) transition(a *alarm, kind Kind, comment, user string) Transition 
 	}
 	if user != "" {
 		t.User = user
-	}
-	if comment != "" {
-		t.Comment = comment
 	}
 	return t
 }

@@ -117,14 +117,14 @@ func (c *core) op(m opMsg) ua.StatusCode {
 		if !c.enable(a, now) {
 			return ua.StatusBadConditionAlreadyEnabled
 		}
-		c.publish(a, c.transition(a, KindEnabled, "", m.user))
+		c.publish(a, c.transition(a, KindEnabled, m.user))
 		c.evaluate(a, now)
 		return ua.StatusOK
 	case KindDisabled:
 		if !c.disable(a, now) {
 			return ua.StatusBadConditionAlreadyDisabled
 		}
-		c.publish(a, c.transition(a, KindDisabled, "", m.user))
+		c.publish(a, c.transition(a, KindDisabled, m.user))
 		return ua.StatusOK
 	default:
 		return ua.StatusBadMethodInvalid
@@ -133,7 +133,7 @@ func (c *core) op(m opMsg) ua.StatusCode {
 		return st
 	}
 	c.stamp(a, m.kind, now)
-	c.publish(a, c.transition(a, m.kind, "", ""))
+	c.publish(a, c.transition(a, m.kind, ""))
 	return ua.StatusOK
 }
 
