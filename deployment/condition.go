@@ -241,18 +241,14 @@ func (tt *tagTable) compile(doc *Document, i int) (*CompiledAlarm, error) {
 	a := doc.Alarms[i]
 	prog, refs, err := tt.compileCondition(a.Condition)
 	if err != nil {
-		reason := err.Error()
-		if errors.Is(err, errUndecidable) {
-			reason = errUndecidable.Error()
-		}
-		return nil, &ConditionError{Alarm: i, Reason: reason}
+		return nil, &ConditionError{Alarm: i, Reason: err.Error()}
 	}
 	return &CompiledAlarm{Index: i, Alarm: a, Program: prog, Refs: refs}, nil
 }
 
 // compileCondition checks and compiles one condition. Its errors say what
-// is wrong (the text after "accepted values are …; "); errUndecidable is
-// wrapped when a referenced tag's type is unknown.
+// is wrong (the text after "accepted values are …; "); it returns
+// errUndecidable when a referenced tag's type is unknown.
 func (tt *tagTable) compileCondition(src string) (*vm.Program, []TagRef, error) {
 	switch {
 	case strings.TrimSpace(src) == "":
