@@ -3,6 +3,7 @@ package alarms
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +48,29 @@ func setBoth(t *testing.T, key string, v any, nodes ...*node) {
 		n.vals.set(key, v, ua.StatusOK)
 	}
 	settle(t, nodes...)
+}
+
+// observe subscribes a third node ("observer") to the alerts topic and
+// returns what it received so far, as kinds renders it.
+func observe(t *testing.T, b *bus) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []Transition
+	b.port("observer").Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
+		tr, err := DecodeTransition(msg)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		seen = append(seen, tr)
+		mu.Unlock()
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return kinds(seen)
+	}
 }
 
 func kinds(ts []Transition) []string {
@@ -198,15 +222,7 @@ func TestFirstEvaluation(t *testing.T) {
 // one. A third node (an observer) sees every toggle once.
 func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
 	p, s, b, clock := pair(t, nil)
-	obs := b.port("observer")
-	var seen []string
-	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
-		tr, err := DecodeTransition(msg)
-		if err != nil {
-			t.Error(err)
-		}
-		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
-	})
+	seen := observe(t, b)
 	// Five toggles; both nodes see them all, the Secondary after the
 	// Primary. The fifth alert of the Primary never leaves it.
 	temps := []float64{90, 20, 90, 20, 90}
@@ -223,8 +239,8 @@ func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
 	s.roles.set(gate.RolePrimary, 1)
 	tick(t, clock, time.Second, s)
 	want := []string{"active@p", "inactive@p", "active@p", "inactive@p", "active@s"}
-	if !slices.Equal(seen, want) {
-		t.Fatalf("the cluster saw %v, want %v", seen, want)
+	if got := seen(); !slices.Equal(got, want) {
+		t.Fatalf("the cluster saw %v, want %v", got, want)
 	}
 	if got := kinds(s.transitions()); !slices.Equal(got, want) {
 		t.Fatalf("the survivor's history saw %v, want %v", got, want)
@@ -232,8 +248,8 @@ func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
 	// From now on the survivor publishes its own changes directly.
 	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
 	settle(t, s)
-	if got := seen[len(seen)-1]; got != "inactive@s" || len(seen) != 6 {
-		t.Fatalf("after the failover: %v", seen)
+	if got := seen(); len(got) != 6 || got[5] != "inactive@s" {
+		t.Fatalf("after the failover: %v", got)
 	}
 	if !strings.HasSuffix(s.transitions()[5].TransitionID, "/High/2") {
 		t.Fatalf("the survivor's second transition id %q", s.transitions()[5].TransitionID)
@@ -466,12 +482,7 @@ func TestTransitionsOfOtherClusters(t *testing.T) {
 // it was published, and a later failover publishes nothing again.
 func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
 	p, s, b, clock := pair(t, nil)
-	obs := b.port("observer")
-	var seen []string
-	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
-		tr, _ := DecodeTransition(msg)
-		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
-	})
+	seen := observe(t, b)
 	for i, v := range []float64{90, 20, 90} {
 		if i == 1 {
 			b.setDrop(func(from, to, topic string, _ proto.Message) bool { return to == "s" && topic == TopicAlerts })
@@ -483,8 +494,8 @@ func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
 	tick(t, clock, time.Second, s)
-	if want := []string{"active@p", "inactive@p", "active@p"}; !slices.Equal(seen, want) {
-		t.Fatalf("the cluster saw %v, want %v", seen, want)
+	if got, want := seen(), []string{"active@p", "inactive@p", "active@p"}; !slices.Equal(got, want) {
+		t.Fatalf("the cluster saw %v, want %v", got, want)
 	}
 }
 
@@ -493,12 +504,7 @@ func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
 // settles it, and a later failover does not publish it.
 func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
 	p, s, b, clock := pair(t, nil)
-	obs := b.port("observer")
-	var seen []string
-	obs.Subscribe(TopicAlerts, func(_ membership.UniqueAddress, msg proto.Message) {
-		tr, _ := DecodeTransition(msg)
-		seen = append(seen, string(tr.Kind)+"@"+strings.Split(tr.Publisher, ":")[0])
-	})
+	seen := observe(t, b)
 	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
 	settle(t, s)
 	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
@@ -509,8 +515,8 @@ func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
 	tick(t, clock, time.Second, s)
-	if len(seen) != 0 {
-		t.Fatalf("published %v", seen)
+	if got := seen(); len(got) != 0 {
+		t.Fatalf("published %v", got)
 	}
 }
 
