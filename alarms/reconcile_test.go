@@ -478,13 +478,6 @@ func TestReconcileMissedPulses(t *testing.T) {
 	})
 }
 
-func abs64(x int64) int64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
-
 func (r *pairRun) String() string {
 	return fmt.Sprintf("n=%d missP=%v missS=%v tP=%v tS=%v arrive=%v died=%d promote=%d", r.n, r.missP, r.missS, r.tP, r.tS, r.arrive, r.died, r.promote)
 }
