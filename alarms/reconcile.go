@@ -99,7 +99,6 @@ type Reconciler[P any] struct {
 	TTL     int64
 	pending []held[P]
 	credits []credit
-	dropped int
 	// published is the state of the last active/inactive transition
 	// published for the alarm, by the Primary or by this node: the state
 	// the cluster's history ends in.
@@ -131,7 +130,6 @@ func (r *Reconciler[P]) Local(active bool, payload P, primary bool, now int64) O
 		}
 		// The Primary's next change after this one is credited: it
 		// published this one too, and its message was lost.
-		r.dropped++
 		return Matched
 	}
 	if primary {
@@ -141,7 +139,6 @@ func (r *Reconciler[P]) Local(active bool, payload P, primary bool, now int64) O
 	r.pending = append(r.pending, held[P]{active, now, payload})
 	if len(r.pending) > MaxPending {
 		r.pending = r.pending[1:]
-		r.dropped++
 	}
 	return Hold
 }
@@ -165,7 +162,6 @@ func (r *Reconciler[P]) Remote(active bool, primary bool, now int64) Outcome {
 	r.published = active
 	for j, h := range r.pending {
 		if h.active == active {
-			r.dropped += j
 			r.pending = r.pending[j+1:]
 			return Matched
 		}
@@ -173,7 +169,6 @@ func (r *Reconciler[P]) Remote(active bool, primary bool, now int64) Outcome {
 	// None of this state: the pending detections (at most one, of the
 	// other state) come before this change in the Primary's sequence, and
 	// it published them.
-	r.dropped += len(r.pending)
 	r.pending = nil
 	r.credits = append(r.credits, credit{active, now})
 	if len(r.credits) > MaxPending {
@@ -182,20 +177,17 @@ func (r *Reconciler[P]) Remote(active bool, primary bool, now int64) Outcome {
 	return Credited
 }
 
-// Settle applies the Primary's state snapshot (see Reconciler) and
-// returns how many pending detections it dropped.
-func (r *Reconciler[P]) Settle(primaryActive, localActive bool, now int64) int {
+// Settle applies the Primary's state snapshot (see Reconciler).
+func (r *Reconciler[P]) Settle(primaryActive, localActive bool, now int64) {
 	r.expire(now)
 	if primaryActive != localActive || r.TTL <= 0 {
-		return 0
+		return
 	}
 	n := 0
 	for n < len(r.pending) && now-r.pending[n].at > r.TTL {
 		n++
 	}
 	r.pending = r.pending[n:]
-	r.dropped += n
-	return n
 }
 
 // Promote returns the pending detections, oldest first, and forgets them:
@@ -239,11 +231,9 @@ func (r *Reconciler[P]) Reset(active bool) {
 // transitions are paired: nothing pending, no credit.
 func (r *Reconciler[P]) InSync() bool { return len(r.pending) == 0 && len(r.credits) == 0 }
 
-// Pending and Credits are the list lengths; Dropped counts the pending
-// detections dropped so far (never published by either node).
+// Pending and Credits are the list lengths.
 func (r *Reconciler[P]) Pending() int { return len(r.pending) }
 func (r *Reconciler[P]) Credits() int { return len(r.credits) }
-func (r *Reconciler[P]) Dropped() int { return r.dropped }
 
 func (r *Reconciler[P]) expire(now int64) {
 	if r.TTL <= 0 {
