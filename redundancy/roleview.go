@@ -1,6 +1,10 @@
 package redundancy
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/otopcua/otopcua/cluster/membership"
+)
 
 // RoleView is what data-plane code asks before it acts as Primary: this
 // node's role from the last redundancy snapshot and the live number of Up
@@ -39,12 +43,21 @@ func (v *RoleView) Epoch() uint64 { return v.epoch.Load() }
 func (v *RoleView) Role() Role { return Role(v.role.Load()) }
 
 // DriverMemberCount is the number of Up members with role driver in this
-// node's ClusterId, read live from membership.
+// node's ClusterId, read live from membership, counting this node too
+// while it is a driver member that is not Up yet (Joining, WeaklyUp): a
+// node joining a running pair sees one Up driver, its peer, and must not
+// take that for the single-node posture. 0 before this node is a member.
 func (v *RoleView) DriverMemberCount() int {
 	if v.members == nil {
 		return 0
 	}
-	return CountDriverMembers(v.members.Snapshot().Gossip.Members, v.clusterID)
+	st := v.members.Snapshot()
+	n := CountDriverMembers(st.Gossip.Members, v.clusterID)
+	if self, ok := st.SelfMember(); ok && (self.Status == membership.Joining || self.Status == membership.WeaklyUp) &&
+		self.ClusterID == v.clusterID && self.HasRole(RoleDriver) {
+		n++
+	}
+	return n
 }
 
 // State returns Role and DriverMemberCount together.

@@ -95,3 +95,31 @@ func TestRoleViewConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRoleViewJoiningNodeSeesItsPeer: a node joining a running pair sees
+// one Up driver, its peer; counting itself, it is not the single-node
+// posture and the gate denies until a snapshot names it.
+func TestRoleViewJoiningNodeSeesItsPeer(t *testing.T) {
+	f := &members{}
+	f.st.Self = m.UniqueAddress{Host: "b", Port: 1, UID: 2}
+	v := redundancy.NewRoleView(f, "pair")
+	joining := m.NewMember(f.st.Self, []string{"driver"}, "pair") // Joining
+	f.set(up("a", 1, 1, "pair", "driver"), joining)
+	if n := v.DriverMemberCount(); n != 2 {
+		t.Fatalf("joining next to an Up peer: %d driver members, want 2", n)
+	}
+	if ok, r := gate.ShouldServiceAsPrimary(v.State()); ok || r != gate.DeniedRoleUnknown {
+		t.Fatalf("a joining node with an Up peer is served: %v %v", ok, r)
+	}
+	// Alone and joining: the single-node posture.
+	f.set(joining)
+	if ok, _ := gate.ShouldServiceAsPrimary(v.State()); !ok || v.DriverMemberCount() != 1 {
+		t.Fatalf("a lone joining driver is denied (drivers %d)", v.DriverMemberCount())
+	}
+	// Once Up it is counted once.
+	self := up("b", 1, 2, "pair", "driver")
+	f.set(up("a", 1, 1, "pair", "driver"), self)
+	if n := v.DriverMemberCount(); n != 2 {
+		t.Fatalf("Up next to its peer: %d, want 2", n)
+	}
+}
