@@ -123,6 +123,15 @@ func (c *core) stop() {
 func (c *core) onRoleTick() {
 	o := &c.e.o
 	c.refreshRole()
+	if c.member() {
+		now := o.Clock.Now()
+		for _, name := range c.order {
+			if a := c.alarms[name]; a.deferred {
+				a.deferred = false
+				c.evaluate(a, now)
+			}
+		}
+	}
 	if c.primary {
 		now := o.Clock.Now()
 		for _, name := range c.order {

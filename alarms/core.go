@@ -54,6 +54,9 @@ type alarm struct {
 	// evaluated: the first evaluation since start (or redefinition) is
 	// done; the next ones are detections.
 	evaluated bool
+	// deferred: a first evaluation came before this node was a cluster
+	// member; it is made again once the node is one (onRoleTick).
+	deferred bool
 	// badLogged: the quality went Bad and it was logged; reset when Good.
 	badLogged bool
 	// primary is the Primary's state as its last transition or snapshot
@@ -91,6 +94,13 @@ func newCore(e *Engine) *core {
 func (c *core) refreshRole() bool {
 	role, drivers := c.e.o.Roles.State()
 	ok, reason := gate.ShouldServiceAsPrimary(role, drivers)
+	if role == gate.RoleUnknown && drivers == 0 {
+		// Not a member yet: a node restarting into a running pair (its
+		// cached deployment applied before it joins) would otherwise act
+		// alone while its peer is the Primary. Hold until the cluster
+		// tells.
+		ok = false
+	}
 	was := c.primary
 	c.primary, c.reason = ok, reason
 	if ok && !was {
@@ -104,7 +114,14 @@ func (c *core) refreshRole() bool {
 // start.
 func (c *core) onlyDriver() bool {
 	_, drivers := c.e.o.Roles.State()
-	return drivers <= 1
+	return drivers == 1
+}
+
+// member reports whether this node is an Up driver member yet (the role
+// view counts it among the ClusterId's driver members).
+func (c *core) member() bool {
+	_, drivers := c.e.o.Roles.State()
+	return drivers > 0
 }
 
 // promote publishes every alarm's pending detections, oldest first, and a
@@ -320,6 +337,13 @@ func (c *core) setBad(a *alarm, why string, at time.Time) {
 
 // setGood applies a successful evaluation.
 func (c *core) setGood(a *alarm, active bool, at time.Time) {
+	if !a.evaluated && !c.member() {
+		// Whether an alarm found active now is news (this node alone) or
+		// the Primary's knowledge (a pair) is only known once this node
+		// is a member: the first evaluation waits for it.
+		a.deferred = true
+		return
+	}
 	qualityChanged := a.st.SetQuality(QualityGood)
 	if qualityChanged && a.badLogged {
 		a.badLogged = false

@@ -197,7 +197,6 @@ func TestFirstEvaluation(t *testing.T) {
 	}{
 		{"pair", gate.RolePrimary, 2, nil},
 		{"alone", gate.RoleUnknown, 1, []string{"active@n"}},
-		{"not clustered", gate.RoleUnknown, 0, []string{"active@n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, clock := &bus{}, clockwork.NewFakeClock()
@@ -212,6 +211,50 @@ func TestFirstEvaluation(t *testing.T) {
 			}
 			if st, _ := n.e.State("High"); !st.Active || st.Acked || !st.Retain {
 				t.Fatalf("state %+v", st.Condition)
+			}
+		})
+	}
+}
+
+// TestFirstEvaluationWaitsForMembership: a node that applies its
+// deployment before it is a cluster member (a restart into a running
+// pair with the Config DB down boots from its cache first) neither
+// publishes nor settles an alarm it finds active; once the cluster tells,
+// alone it publishes the activation, in a pair it takes it as known.
+func TestFirstEvaluationWaitsForMembership(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		role    gate.Role
+		drivers int
+		want    []string
+	}{
+		{"then alone", gate.RoleUnknown, 1, []string{"active@n"}},
+		{"then in a pair", gate.RoleSecondary, 2, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clock := &bus{}, clockwork.NewFakeClock()
+			roles := newRoles(gate.RoleUnknown, 0)
+			n := startNode(t, "n", b, clock, roles, nil)
+			n.vals.set("press1/Temperature", 90.0, ua.StatusOK)
+			if err := n.e.Apply(pressDoc(t, "High", hot)); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, n)
+			tick(t, clock, DefaultRoleCheckInterval, n)
+			if got := kinds(n.transitions()); len(got) != 0 {
+				t.Fatalf("published %v before this node was a member", got)
+			}
+			if st, _ := n.e.State("High"); st.Active || st.Quality != QualityBad {
+				t.Fatalf("state before membership %+v, want not evaluated yet", st.Condition)
+			}
+			roles.set(tc.role, tc.drivers)
+			tick(t, clock, DefaultRoleCheckInterval, n)
+			settle(t, n)
+			if got := kinds(n.transitions()); !slices.Equal(got, tc.want) {
+				t.Fatalf("published %v, want %v", got, tc.want)
+			}
+			if st, _ := n.e.State("High"); !st.Active || st.Quality != QualityGood {
+				t.Fatalf("state after membership %+v", st.Condition)
 			}
 		})
 	}
