@@ -204,7 +204,7 @@ func (r *historyReader) node(n *ua.HistoryReadValueID) *ua.HistoryReadResult {
 	var q *eventQuery
 	if len(n.ContinuationPoint) > 0 {
 		cp := r.sess.takeHistoryCP(n.ContinuationPoint)
-		if cp == nil || keyOf(cp.q.node) != keyOf(n.NodeID) || cp.q.src != r.src {
+		if cp == nil || !events.SameNode(cp.q.node, n.NodeID) || cp.q.src != r.src {
 			return historyResult(ua.StatusBadContinuationPointInvalid, nil, nil)
 		}
 		q = cp.q
