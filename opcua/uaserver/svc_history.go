@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/events"
@@ -361,7 +360,7 @@ func (r *historyReader) prepare(ev events.Event) *events.Event {
 	}
 	types, err := r.src.catalog.EventTypes(ev.EventType)
 	if err != nil {
-		types = []*ua.NodeID{baseEventType}
+		types = []*ua.NodeID{events.BaseEventType}
 	}
 	at := ev.ReceiveTime
 	if at.IsZero() {
@@ -369,8 +368,6 @@ func (r *historyReader) prepare(ev events.Event) *events.Event {
 	}
 	return ev.Prepare(at, types)
 }
-
-var baseEventType = ua.NewNumericNodeID(0, id.BaseEventType)
 
 // encodedSize is the encoded size of one HistoryEventFieldList of fields.
 func (r *historyReader) encodedSize(fields []*ua.Variant) int {
