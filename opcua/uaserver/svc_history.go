@@ -373,14 +373,11 @@ func (r *historyReader) prepare(ev events.Event) *events.Event {
 func (r *historyReader) encodedSize(fields []*ua.Variant) int {
 	n := 4
 	for _, f := range fields {
+		// AppendVariant falls back to Variant.Encode itself: an error
+		// means the field cannot be encoded at all.
 		b, err := uabin.AppendVariant(r.scratch[:0], f)
 		if err != nil {
-			enc, eerr := f.Encode()
-			if eerr != nil {
-				n += 64
-				continue
-			}
-			n += len(enc)
+			n += 64
 			continue
 		}
 		r.scratch = b
