@@ -202,11 +202,10 @@ func (r *historyReader) node(n *ua.HistoryReadValueID) *ua.HistoryReadResult {
 	}
 	var q *eventQuery
 	if len(n.ContinuationPoint) > 0 {
-		cp := r.sess.takeHistoryCP(n.ContinuationPoint)
-		if cp == nil || !events.SameNode(cp.q.node, n.NodeID) || cp.q.src != r.src {
+		q = r.sess.takeHistoryCP(n.ContinuationPoint)
+		if q == nil || !events.SameNode(q.node, n.NodeID) || q.src != r.src {
 			return historyResult(ua.StatusBadContinuationPointInvalid, nil, nil)
 		}
-		q = cp.q
 	} else {
 		var code ua.StatusCode
 		if q, code = r.newQuery(n.NodeID); code != ua.StatusOK {
