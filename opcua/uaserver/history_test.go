@@ -277,6 +277,13 @@ func TestHistoryReadUnboundedIsSliced(t *testing.T) {
 	}
 }
 
+// historyCPs returns the number of HistoryRead continuation points held.
+func (s *session) historyCPs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.hcps)
+}
+
 // TestHistoryContinuationPoints: a released, an unknown and a foreign
 // continuation point are refused; a client that never releases its points
 // holds at most MaxHistoryContinuationPoints of them, the oldest released.

@@ -373,13 +373,6 @@ func (s *session) takeHistoryCP(id []byte) *eventQuery {
 	return s.hcps.take(id)
 }
 
-// historyCPs returns the number of HistoryRead continuation points held.
-func (s *session) historyCPs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.hcps)
-}
-
 // info describes the session to a method.
 func (s *session) info() SessionInfo {
 	return SessionInfo{ID: s.sid, NodeID: s.id, Name: s.name, UserID: AnonymousUser}
