@@ -192,6 +192,12 @@ type historyReader struct {
 	details *ua.ReadEventDetails
 	budget  int // encoded bytes of events per node
 	scratch []byte
+
+	// The request's filter, the same for every node: parsed once, when
+	// the first node needs it.
+	parsed   bool
+	filter   *subscription.CompiledEventFilter
+	filterSt ua.StatusCode
 }
 
 // node answers one HistoryReadValueID: a first page, or the next page of
@@ -244,7 +250,7 @@ func (r *historyReader) newQuery(n *ua.NodeID) (*eventQuery, ua.StatusCode) {
 	if bits, ok := dv.Value.Value().(byte); !ok || bits&historyReadBit == 0 {
 		return nil, ua.StatusBadHistoryOperationUnsupported
 	}
-	f, _, st := subscription.ParseEventFilter(r.details.Filter, r.src.catalog)
+	f, st := r.compiledFilter()
 	if st != ua.StatusGood {
 		return nil, ua.StatusBadEventFilterInvalid
 	}
@@ -259,6 +265,15 @@ func (r *historyReader) newQuery(n *ua.NodeID) (*eventQuery, ua.StatusCode) {
 		q.bounded, q.left = true, r.details.NumValuesPerNode
 	}
 	return q, ua.StatusOK
+}
+
+// compiledFilter returns the request's filter, validated on first use.
+func (r *historyReader) compiledFilter() (*subscription.CompiledEventFilter, ua.StatusCode) {
+	if !r.parsed {
+		r.parsed = true
+		r.filter, _, r.filterSt = subscription.ParseEventFilter(r.details.Filter, r.src.catalog)
+	}
+	return r.filter, r.filterSt
 }
 
 // historyReadBit is the HistoryRead bit of EventNotifier (Part 3 §5.4).
