@@ -198,6 +198,9 @@ type historyReader struct {
 	parsed   bool
 	filter   *subscription.CompiledEventFilter
 	filterSt ua.StatusCode
+	// types holds the ancestry of each event type met so far: a page's
+	// events are mostly of one or two types.
+	types map[events.NodeKey][]*ua.NodeID
 }
 
 // node answers one HistoryReadValueID: a first page, or the next page of
@@ -372,16 +375,35 @@ func (r *historyReader) prepare(ev events.Event) *events.Event {
 	if len(ev.Types) > 0 && len(ev.Fields) > 0 {
 		return &ev
 	}
-	types, err := r.src.catalog.EventTypes(ev.EventType)
-	if err != nil {
-		types = []*ua.NodeID{events.BaseEventType}
-	}
 	at := ev.ReceiveTime
 	if at.IsZero() {
 		at = ev.Time
 	}
-	return ev.Prepare(at, types)
+	return ev.Prepare(at, r.eventTypes(ev.EventType))
 }
+
+// eventTypes returns typ's ancestry from the catalog, asked once per type
+// and request; a type the catalog does not know is BaseEventType.
+func (r *historyReader) eventTypes(typ *ua.NodeID) []*ua.NodeID {
+	if typ == nil {
+		return baseEventTypes
+	}
+	k := events.KeyOf(typ)
+	if types, ok := r.types[k]; ok {
+		return types
+	}
+	types, err := r.src.catalog.EventTypes(typ)
+	if err != nil {
+		types = baseEventTypes
+	}
+	if r.types == nil {
+		r.types = make(map[events.NodeKey][]*ua.NodeID)
+	}
+	r.types[k] = types
+	return types
+}
+
+var baseEventTypes = []*ua.NodeID{events.BaseEventType}
 
 // encodedSize is the encoded size of one HistoryEventFieldList of fields.
 func (r *historyReader) encodedSize(fields []*ua.Variant) int {
