@@ -117,10 +117,10 @@ func (as *AddressSpace) RaisePrepared(nodeID *ua.NodeID, p *events.Event) error 
 		as.mu.RUnlock()
 		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
 	}
-	targets := as.notifiersLocked(n)
+	targets := as.notifierNodesLocked(n)
 	as.mu.RUnlock()
-	for _, w := range targets {
-		w.notify(p)
+	for _, x := range targets {
+		x.notifier.notify(p) // set once, never changed: safe without mu
 	}
 	return nil
 }
@@ -170,17 +170,6 @@ func (as *AddressSpace) eventTypesLocked(typ *ua.NodeID) ([]*ua.NodeID, error) {
 		}
 	}
 	return chain, nil
-}
-
-// notifiersLocked returns the watcher lists of the notifiers an event
-// raised on n reaches. mu must be held.
-func (as *AddressSpace) notifiersLocked(n *node) []*watchList[*events.Event] {
-	nodes := as.notifierNodesLocked(n)
-	out := make([]*watchList[*events.Event], len(nodes))
-	for k, x := range nodes {
-		out[k] = x.notifier
-	}
-	return out
 }
 
 // notifierNodesLocked returns the notifiers an event raised on n reaches:

@@ -170,9 +170,9 @@ func (m *Manager) addComponents(c *condition) error {
 		var v *addrspace.Variable
 		var err error
 		if comp.typeDef == 0 {
-			v, err = m.space.AddProperty(nid, browse, parent, nsid(comp.dataType), comp.value(c, nil))
+			v, err = m.space.AddProperty(nid, browse, parent, nsid(comp.dataType), comp.value(c))
 		} else {
-			v, err = m.space.AddVariable(nid, browse, "", parent, nsid(comp.dataType), comp.value(c, nil), readOnly)
+			v, err = m.space.AddVariable(nid, browse, "", parent, nsid(comp.dataType), comp.value(c), readOnly)
 		}
 		if err != nil {
 			return err

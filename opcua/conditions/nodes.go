@@ -45,9 +45,11 @@ type component struct {
 	// typeDef is the VariableType of a component variable (HasComponent);
 	// 0 for a property (HasProperty, PropertyType).
 	typeDef uint32
-	// value is the component's value for condition c whose last event is
-	// p (the prepared event; nil before the first Update).
-	value func(c *condition, p *events.Event) any
+	// value is the component's value for condition c before the first
+	// Update, and the event field's for every event Update raises (the
+	// BaseEventType ones Prepare fills from the event itself; Update then
+	// writes each variable from its event's field).
+	value func(c *condition) any
 }
 
 func (k component) key() events.FieldKey { return events.Field(k.path...) }
@@ -65,17 +67,6 @@ func twoState(b bool, yes, no string) *ua.LocalizedText {
 	return ua.NewLocalizedText(no)
 }
 
-// fromEvent is a component whose value is the standard field k of the
-// condition's last event, or of an event not yet raised.
-func fromEvent(k events.FieldKey, before func(c *condition) any) func(*condition, *events.Event) any {
-	return func(c *condition, p *events.Event) any {
-		if p == nil {
-			return before(c)
-		}
-		return p.Field(k)
-	}
-}
-
 func orNull(n *ua.NodeID) *ua.NodeID {
 	if n == nil {
 		return nullNodeID
@@ -86,49 +77,49 @@ func orNull(n *ua.NodeID) *ua.NodeID {
 // components are the condition's nodes and event fields, parents before
 // their children. The BaseEventType ones mirror the last event.
 var components = []component{
-	{[]string{"EventId"}, id.ByteString, 0, fromEvent(events.KeyEventID, func(*condition) any { return []byte(nil) })},
-	{[]string{"EventType"}, id.NodeID, 0, fromEvent(events.KeyEventType, func(*condition) any { return alarmConditionType })},
-	{[]string{"SourceNode"}, id.NodeID, 0, fromEvent(events.KeySourceNode, func(c *condition) any { return c.source() })},
-	{[]string{"SourceName"}, id.String, 0, fromEvent(events.KeySourceName, func(c *condition) any { return c.spec.SourceName })},
-	{[]string{"Time"}, id.UtcTime, 0, fromEvent(events.KeyTime, func(c *condition) any { return c.state.Time })},
-	{[]string{"ReceiveTime"}, id.UtcTime, 0, fromEvent(events.KeyReceiveTime, func(c *condition) any { return c.state.Time })},
-	{[]string{"Message"}, id.LocalizedText, 0, fromEvent(events.KeyMessage, func(c *condition) any { return ua.NewLocalizedText(c.message()) })},
-	{[]string{"Severity"}, id.UInt16, 0, fromEvent(events.KeySeverity, func(c *condition) any { return c.severity() })},
+	{[]string{"EventId"}, id.ByteString, 0, func(*condition) any { return []byte(nil) }},
+	{[]string{"EventType"}, id.NodeID, 0, func(*condition) any { return alarmConditionType }},
+	{[]string{"SourceNode"}, id.NodeID, 0, func(c *condition) any { return c.source() }},
+	{[]string{"SourceName"}, id.String, 0, func(c *condition) any { return c.spec.SourceName }},
+	{[]string{"Time"}, id.UtcTime, 0, func(c *condition) any { return c.state.Time }},
+	{[]string{"ReceiveTime"}, id.UtcTime, 0, func(c *condition) any { return c.state.Time }},
+	{[]string{"Message"}, id.LocalizedText, 0, func(c *condition) any { return ua.NewLocalizedText(c.message()) }},
+	{[]string{"Severity"}, id.UInt16, 0, func(c *condition) any { return c.severity() }},
 
-	{[]string{"ConditionClassId"}, id.NodeID, 0, func(*condition, *events.Event) any { return baseConditionClass }},
-	{[]string{"ConditionClassName"}, id.LocalizedText, 0, func(*condition, *events.Event) any { return conditionClassName }},
-	{[]string{"ConditionName"}, id.String, 0, func(c *condition, _ *events.Event) any { return c.spec.Name }},
-	{[]string{"BranchId"}, id.NodeID, 0, func(*condition, *events.Event) any { return nullNodeID }},
-	{[]string{"Retain"}, id.Boolean, 0, func(c *condition, _ *events.Event) any { return c.state.Retain }},
-	{[]string{"EnabledState"}, id.LocalizedText, twoStateVariable, func(c *condition, _ *events.Event) any {
+	{[]string{"ConditionClassId"}, id.NodeID, 0, func(*condition) any { return baseConditionClass }},
+	{[]string{"ConditionClassName"}, id.LocalizedText, 0, func(*condition) any { return conditionClassName }},
+	{[]string{"ConditionName"}, id.String, 0, func(c *condition) any { return c.spec.Name }},
+	{[]string{"BranchId"}, id.NodeID, 0, func(*condition) any { return nullNodeID }},
+	{[]string{"Retain"}, id.Boolean, 0, func(c *condition) any { return c.state.Retain }},
+	{[]string{"EnabledState"}, id.LocalizedText, twoStateVariable, func(c *condition) any {
 		return twoState(c.state.Enabled, "Enabled", "Disabled")
 	}},
-	{[]string{"EnabledState", "Id"}, id.Boolean, 0, func(c *condition, _ *events.Event) any { return c.state.Enabled }},
-	{[]string{"EnabledState", "TransitionTime"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.enabledAt }},
-	{[]string{"Quality"}, id.StatusCode, conditionVariable, func(c *condition, _ *events.Event) any { return c.state.Quality }},
-	{[]string{"Quality", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.state.Time }},
-	{[]string{"LastSeverity"}, id.UInt16, conditionVariable, func(c *condition, _ *events.Event) any { return c.lastSeverity }},
-	{[]string{"LastSeverity", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.lastSeverityAt }},
-	{[]string{"Comment"}, id.LocalizedText, conditionVariable, func(c *condition, _ *events.Event) any { return ua.NewLocalizedText(c.state.Comment) }},
-	{[]string{"Comment", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.commentAt }},
-	{[]string{"ClientUserId"}, id.String, 0, func(c *condition, _ *events.Event) any { return c.state.ClientUserID }},
-	{[]string{"AckedState"}, id.LocalizedText, twoStateVariable, func(c *condition, _ *events.Event) any {
+	{[]string{"EnabledState", "Id"}, id.Boolean, 0, func(c *condition) any { return c.state.Enabled }},
+	{[]string{"EnabledState", "TransitionTime"}, id.UtcTime, 0, func(c *condition) any { return c.enabledAt }},
+	{[]string{"Quality"}, id.StatusCode, conditionVariable, func(c *condition) any { return c.state.Quality }},
+	{[]string{"Quality", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition) any { return c.state.Time }},
+	{[]string{"LastSeverity"}, id.UInt16, conditionVariable, func(c *condition) any { return c.lastSeverity }},
+	{[]string{"LastSeverity", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition) any { return c.lastSeverityAt }},
+	{[]string{"Comment"}, id.LocalizedText, conditionVariable, func(c *condition) any { return ua.NewLocalizedText(c.state.Comment) }},
+	{[]string{"Comment", "SourceTimestamp"}, id.UtcTime, 0, func(c *condition) any { return c.commentAt }},
+	{[]string{"ClientUserId"}, id.String, 0, func(c *condition) any { return c.state.ClientUserID }},
+	{[]string{"AckedState"}, id.LocalizedText, twoStateVariable, func(c *condition) any {
 		return twoState(c.state.Acked, "Acknowledged", "Unacknowledged")
 	}},
-	{[]string{"AckedState", "Id"}, id.Boolean, 0, func(c *condition, _ *events.Event) any { return c.state.Acked }},
-	{[]string{"AckedState", "TransitionTime"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.ackedAt }},
-	{[]string{"ConfirmedState"}, id.LocalizedText, twoStateVariable, func(c *condition, _ *events.Event) any {
+	{[]string{"AckedState", "Id"}, id.Boolean, 0, func(c *condition) any { return c.state.Acked }},
+	{[]string{"AckedState", "TransitionTime"}, id.UtcTime, 0, func(c *condition) any { return c.ackedAt }},
+	{[]string{"ConfirmedState"}, id.LocalizedText, twoStateVariable, func(c *condition) any {
 		return twoState(c.state.Confirmed, "Confirmed", "Unconfirmed")
 	}},
-	{[]string{"ConfirmedState", "Id"}, id.Boolean, 0, func(c *condition, _ *events.Event) any { return c.state.Confirmed }},
-	{[]string{"ConfirmedState", "TransitionTime"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.confirmedAt }},
-	{[]string{"ActiveState"}, id.LocalizedText, twoStateVariable, func(c *condition, _ *events.Event) any {
+	{[]string{"ConfirmedState", "Id"}, id.Boolean, 0, func(c *condition) any { return c.state.Confirmed }},
+	{[]string{"ConfirmedState", "TransitionTime"}, id.UtcTime, 0, func(c *condition) any { return c.confirmedAt }},
+	{[]string{"ActiveState"}, id.LocalizedText, twoStateVariable, func(c *condition) any {
 		return twoState(c.state.Active, "Active", "Inactive")
 	}},
-	{[]string{"ActiveState", "Id"}, id.Boolean, 0, func(c *condition, _ *events.Event) any { return c.state.Active }},
-	{[]string{"ActiveState", "TransitionTime"}, id.UtcTime, 0, func(c *condition, _ *events.Event) any { return c.activeAt }},
-	{[]string{"InputNode"}, id.NodeID, 0, func(c *condition, _ *events.Event) any { return orNull(c.spec.SourceNode) }},
-	{[]string{"SuppressedOrShelved"}, id.Boolean, 0, func(*condition, *events.Event) any { return false }},
+	{[]string{"ActiveState", "Id"}, id.Boolean, 0, func(c *condition) any { return c.state.Active }},
+	{[]string{"ActiveState", "TransitionTime"}, id.UtcTime, 0, func(c *condition) any { return c.activeAt }},
+	{[]string{"InputNode"}, id.NodeID, 0, func(c *condition) any { return orNull(c.spec.SourceNode) }},
+	{[]string{"SuppressedOrShelved"}, id.Boolean, 0, func(*condition) any { return false }},
 }
 
 // standardField reports whether k is one of BaseEventType's fields, which

@@ -60,7 +60,7 @@ func (m *Manager) apply(name string, st State) (*events.Event, error) {
 	}
 	for _, comp := range components {
 		if k := comp.key(); !standardField(k) {
-			if err := ev.Set(k, comp.value(c, nil)); err != nil {
+			if err := ev.Set(k, comp.value(c)); err != nil {
 				panic("conditions: a component value must make a Variant: " + err.Error())
 			}
 		}
@@ -71,9 +71,9 @@ func (m *Manager) apply(name string, st State) (*events.Event, error) {
 	}
 	c.last = p
 	for k, comp := range components {
-		if err := c.vars[k].Set(comp.value(c, p), ua.StatusOK, st.Time); err != nil {
-			panic("conditions: a component value must make a Variant: " + err.Error())
-		}
+		// The event's own Variant: the variables show what the event
+		// carries, and a Variant cannot fail to be set.
+		_ = c.vars[k].Set(p.Field(comp.key()), ua.StatusOK, st.Time)
 	}
 	return p, nil
 }

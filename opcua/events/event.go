@@ -215,25 +215,26 @@ func SameNode(a, b *ua.NodeID) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	if a.Namespace() != b.Namespace() {
-		return false
-	}
-	ka, kb := kind(a), kind(b)
-	if ka != kb {
-		return false
-	}
-	if ka == ua.NodeIDTypeNumeric {
-		return a.IntID() == b.IntID()
-	}
-	return a.StringID() == b.StringID()
+	return KeyOf(a) == KeyOf(b)
 }
 
-func kind(n *ua.NodeID) ua.NodeIDType {
+// NodeKey is a comparable form of a NodeId, for map keys: the three
+// numeric encodings (two-byte, four-byte, numeric) of one identifier share
+// a key, as SameNode has them the same node.
+type NodeKey struct {
+	ns   uint16
+	kind ua.NodeIDType // NodeIDTypeNumeric for every numeric encoding
+	num  uint32
+	str  string // string, GUID or opaque identifier
+}
+
+// KeyOf returns the NodeKey of n, which must not be nil.
+func KeyOf(n *ua.NodeID) NodeKey {
 	switch t := n.Type(); t {
 	case ua.NodeIDTypeTwoByte, ua.NodeIDTypeFourByte, ua.NodeIDTypeNumeric:
-		return ua.NodeIDTypeNumeric
+		return NodeKey{ns: n.Namespace(), kind: ua.NodeIDTypeNumeric, num: n.IntID()}
 	default:
-		return t
+		return NodeKey{ns: n.Namespace(), kind: t, str: n.StringID()}
 	}
 }
 

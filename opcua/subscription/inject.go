@@ -63,7 +63,7 @@ func (e *Engine) InjectEvents(sess SessionID, subID, itemID uint32, events func(
 			continue
 		}
 		it.mu.Lock()
-		if !it.deleted && !it.sub.gone.Load() && it.mode != ua.MonitoringModeDisabled {
+		if it.acceptsLocked() {
 			for _, fields := range batch {
 				it.queueEventLocked(fields, now)
 			}

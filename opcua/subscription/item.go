@@ -61,7 +61,7 @@ func (it *item) onChange(dv *ua.DataValue) {
 	}
 	it.mu.Lock()
 	switch {
-	case it.deleted || it.sub.gone.Load() || it.mode == ua.MonitoringModeDisabled:
+	case !it.acceptsLocked():
 	case it.interval > 0:
 		it.latest = dv
 		if !it.inSample {
@@ -97,10 +97,17 @@ func (it *item) onEvent(ev *events.Event) {
 	}
 	fields := f.fields(ev)
 	it.mu.Lock()
-	if !it.deleted && !it.sub.gone.Load() && it.mode != ua.MonitoringModeDisabled {
+	if it.acceptsLocked() {
 		it.queueEventLocked(fields, ev.ReceiveTime)
 	}
 	it.mu.Unlock()
+}
+
+// acceptsLocked reports whether it takes new values or events: it is not
+// deleted, its subscription not gone, and it is not Disabled. it.mu must
+// be held.
+func (it *item) acceptsLocked() bool {
+	return !it.deleted && !it.sub.gone.Load() && it.mode != ua.MonitoringModeDisabled
 }
 
 // queueEventLocked queues one event's fields; an overflow inserts the

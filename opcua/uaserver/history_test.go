@@ -27,7 +27,6 @@ type fakeHistory struct {
 	err error
 
 	mu    sync.Mutex
-	calls int
 	asked []uint32 // max of each call
 }
 
@@ -49,7 +48,6 @@ func newFakeHistory(n int, payload int) *fakeHistory {
 
 func (h *fakeHistory) ReadEvents(_ context.Context, notifier *ua.NodeID, start, end time.Time, max uint32) ([]events.Event, error) {
 	h.mu.Lock()
-	h.calls++
 	h.asked = append(h.asked, max)
 	h.mu.Unlock()
 	if h.err != nil {
@@ -277,6 +275,13 @@ func TestHistoryReadUnboundedIsSliced(t *testing.T) {
 	if !slices.Equal(sev, seq(1, 60)) {
 		t.Fatalf("large events: %v", sev)
 	}
+}
+
+// historyCPs returns the number of HistoryRead continuation points held.
+func (s *session) historyCPs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.hcps)
 }
 
 // TestHistoryContinuationPoints: a released, an unknown and a foreign

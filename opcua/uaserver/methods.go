@@ -10,6 +10,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/opcua/events"
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
@@ -85,25 +86,7 @@ var ErrMethodRegistered = errors.New("uaserver: method already registered")
 // leaf lock: nothing is taken while it is held, and no method runs under it.
 type methodTable struct {
 	mu      sync.RWMutex
-	methods map[idKey]Method // mu must be held.
-}
-
-// idKey is a comparable form of a NodeId; the numeric encodings of one
-// identifier share a key.
-type idKey struct {
-	ns   uint16
-	kind ua.NodeIDType
-	num  uint32
-	str  string
-}
-
-func keyOf(n *ua.NodeID) idKey {
-	switch t := n.Type(); t {
-	case ua.NodeIDTypeTwoByte, ua.NodeIDTypeFourByte, ua.NodeIDTypeNumeric:
-		return idKey{ns: n.Namespace(), kind: ua.NodeIDTypeNumeric, num: n.IntID()}
-	default:
-		return idKey{ns: n.Namespace(), kind: t, str: n.StringID()}
-	}
+	methods map[events.NodeKey]Method // mu must be held.
 }
 
 // RegisterMethod makes method methodID callable: Call runs m.Func for
@@ -120,12 +103,12 @@ func (s *Server) RegisterMethod(methodID *ua.NodeID, m Method) error {
 	t := &s.methods
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	k := keyOf(methodID)
+	k := events.KeyOf(methodID)
 	if _, ok := t.methods[k]; ok {
 		return fmt.Errorf("%w: %s", ErrMethodRegistered, methodID)
 	}
 	if t.methods == nil {
-		t.methods = make(map[idKey]Method)
+		t.methods = make(map[events.NodeKey]Method)
 	}
 	t.methods[k] = m
 	return nil
@@ -139,14 +122,14 @@ func (s *Server) UnregisterMethod(methodID *ua.NodeID) {
 	}
 	t := &s.methods
 	t.mu.Lock()
-	delete(t.methods, keyOf(methodID))
+	delete(t.methods, events.KeyOf(methodID))
 	t.mu.Unlock()
 }
 
 func (t *methodTable) lookup(methodID *ua.NodeID) (Method, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	m, ok := t.methods[keyOf(methodID)]
+	m, ok := t.methods[events.KeyOf(methodID)]
 	return m, ok
 }
 
@@ -286,7 +269,7 @@ func (s *Server) hasMethod(object *ua.NodeID, class ua.NodeClass, method *ua.Nod
 			return false
 		}
 		for _, r := range refs {
-			if r != nil && r.NodeID != nil && keyOf(r.NodeID.NodeID) == keyOf(method) {
+			if r != nil && r.NodeID != nil && events.SameNode(r.NodeID.NodeID, method) {
 				return true
 			}
 		}

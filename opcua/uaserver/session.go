@@ -58,28 +58,52 @@ type session struct {
 	clock   clockwork.Clock
 
 	mu        sync.Mutex
-	closed    bool            // mu must be held.
-	activated bool            // sessionTable.mu and mu must be held to write; either to read.
-	addr      string          // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
-	chID      uint32          // channel bound to (the creating one until activated); mu must be held.
-	nonce     []byte          // last server nonce; mu must be held.
-	lastSeen  time.Time       // time of the last admitted request; mu must be held.
-	timer     clockwork.Timer // fires at the earliest possible expiry; mu must be held.
-	cps       []*browseCP     // continuation points, oldest first; mu must be held.
-	hcps      []*historyCP    // HistoryRead continuation points, oldest first; mu must be held.
-}
-
-// historyCP is an event history read not yet finished: where it stands.
-type historyCP struct {
-	id []byte
-	q  *eventQuery
+	closed    bool               // mu must be held.
+	activated bool               // sessionTable.mu and mu must be held to write; either to read.
+	addr      string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
+	chID      uint32             // channel bound to (the creating one until activated); mu must be held.
+	nonce     []byte             // last server nonce; mu must be held.
+	lastSeen  time.Time          // time of the last admitted request; mu must be held.
+	timer     clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
+	cps       cpList[browseCP]   // Browse continuation points; mu must be held.
+	hcps      cpList[eventQuery] // HistoryRead continuation points: where each read stands; mu must be held.
 }
 
 // browseCP is the rest of one Browse result not yet returned.
 type browseCP struct {
-	id   []byte
 	refs []*ua.ReferenceDescription
 	max  uint32 // references per page, 0 = all
+}
+
+// cpList is one service's continuation points of a session, oldest first.
+// The session's mu must be held.
+type cpList[T any] []cpEntry[T]
+
+type cpEntry[T any] struct {
+	id []byte
+	v  *T
+}
+
+// add stores v as point id. When limit points exist the oldest is
+// released first: a client that never releases its points holds at most
+// limit of them.
+func (l *cpList[T]) add(id []byte, v *T, limit int) {
+	for len(*l) >= limit {
+		(*l)[0] = cpEntry[T]{}
+		*l = (*l)[1:]
+	}
+	*l = append(*l, cpEntry[T]{id: id, v: v})
+}
+
+// take removes and returns point id, or nil.
+func (l *cpList[T]) take(id []byte) *T {
+	for i, cp := range *l {
+		if bytes.Equal(cp.id, id) {
+			*l = append((*l)[:i:i], (*l)[i+1:]...)
+			return cp.v
+		}
+	}
+	return nil
 }
 
 // create adds a session bound to channel chID from client address addr.
@@ -307,73 +331,46 @@ func (t *sessionTable) activate(sess *session, chID uint32, addr string) ([]byte
 }
 
 // addCP stores the remaining references of a Browse and returns the new
-// continuation point's id. When limit points exist the oldest is dropped.
+// continuation point's id (nil once the session is closed). When limit
+// points exist the oldest is dropped.
 func (s *session) addCP(refs []*ua.ReferenceDescription, max uint32, limit int) []byte {
-	cp := &browseCP{id: randBytes(16), refs: refs, max: max}
+	id := randBytes(16)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	for len(s.cps) >= limit {
-		s.cps[0] = nil
-		s.cps = s.cps[1:]
-	}
-	s.cps = append(s.cps, cp)
-	return cp.id
+	s.cps.add(id, &browseCP{refs: refs, max: max}, limit)
+	return id
 }
 
 // takeCP removes and returns the continuation point id, or nil.
 func (s *session) takeCP(id []byte) *browseCP {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, cp := range s.cps {
-		if bytes.Equal(cp.id, id) {
-			s.cps = append(s.cps[:i:i], s.cps[i+1:]...)
-			return cp
-		}
-	}
-	return nil
+	return s.cps.take(id)
 }
 
 // addHistoryCP stores q as a new HistoryRead continuation point and
 // returns its id (nil once the session is closed). When limit points exist
-// the oldest is released: a client that never releases its points holds
-// at most limit of them.
+// the oldest is released.
 func (s *session) addHistoryCP(q *eventQuery, limit int) []byte {
-	cp := &historyCP{id: randBytes(16), q: q}
+	id := randBytes(16)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil
 	}
-	for len(s.hcps) >= limit {
-		s.hcps[0] = nil
-		s.hcps = s.hcps[1:]
-	}
-	s.hcps = append(s.hcps, cp)
-	return cp.id
+	s.hcps.add(id, q, limit)
+	return id
 }
 
-// takeHistoryCP removes and returns HistoryRead continuation point id, or
-// nil.
-func (s *session) takeHistoryCP(id []byte) *historyCP {
+// takeHistoryCP removes and returns the query of HistoryRead continuation
+// point id, or nil.
+func (s *session) takeHistoryCP(id []byte) *eventQuery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, cp := range s.hcps {
-		if bytes.Equal(cp.id, id) {
-			s.hcps = append(s.hcps[:i:i], s.hcps[i+1:]...)
-			return cp
-		}
-	}
-	return nil
-}
-
-// historyCPs returns the number of HistoryRead continuation points held.
-func (s *session) historyCPs() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.hcps)
+	return s.hcps.take(id)
 }
 
 // info describes the session to a method.

@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/events"
@@ -193,6 +192,15 @@ type historyReader struct {
 	details *ua.ReadEventDetails
 	budget  int // encoded bytes of events per node
 	scratch []byte
+
+	// The request's filter, the same for every node: parsed once, when
+	// the first node needs it.
+	parsed   bool
+	filter   *subscription.CompiledEventFilter
+	filterSt ua.StatusCode
+	// types holds the ancestry of each event type met so far: a page's
+	// events are mostly of one or two types.
+	types map[events.NodeKey][]*ua.NodeID
 }
 
 // node answers one HistoryReadValueID: a first page, or the next page of
@@ -203,11 +211,10 @@ func (r *historyReader) node(n *ua.HistoryReadValueID) *ua.HistoryReadResult {
 	}
 	var q *eventQuery
 	if len(n.ContinuationPoint) > 0 {
-		cp := r.sess.takeHistoryCP(n.ContinuationPoint)
-		if cp == nil || keyOf(cp.q.node) != keyOf(n.NodeID) || cp.q.src != r.src {
+		q = r.sess.takeHistoryCP(n.ContinuationPoint)
+		if q == nil || !events.SameNode(q.node, n.NodeID) || q.src != r.src {
 			return historyResult(ua.StatusBadContinuationPointInvalid, nil, nil)
 		}
-		q = cp.q
 	} else {
 		var code ua.StatusCode
 		if q, code = r.newQuery(n.NodeID); code != ua.StatusOK {
@@ -246,7 +253,7 @@ func (r *historyReader) newQuery(n *ua.NodeID) (*eventQuery, ua.StatusCode) {
 	if bits, ok := dv.Value.Value().(byte); !ok || bits&historyReadBit == 0 {
 		return nil, ua.StatusBadHistoryOperationUnsupported
 	}
-	f, _, st := subscription.ParseEventFilter(r.details.Filter, r.src.catalog)
+	f, st := r.compiledFilter()
 	if st != ua.StatusGood {
 		return nil, ua.StatusBadEventFilterInvalid
 	}
@@ -261,6 +268,15 @@ func (r *historyReader) newQuery(n *ua.NodeID) (*eventQuery, ua.StatusCode) {
 		q.bounded, q.left = true, r.details.NumValuesPerNode
 	}
 	return q, ua.StatusOK
+}
+
+// compiledFilter returns the request's filter, validated on first use.
+func (r *historyReader) compiledFilter() (*subscription.CompiledEventFilter, ua.StatusCode) {
+	if !r.parsed {
+		r.parsed = true
+		r.filter, _, r.filterSt = subscription.ParseEventFilter(r.details.Filter, r.src.catalog)
+	}
+	return r.filter, r.filterSt
 }
 
 // historyReadBit is the HistoryRead bit of EventNotifier (Part 3 §5.4).
@@ -359,31 +375,45 @@ func (r *historyReader) prepare(ev events.Event) *events.Event {
 	if len(ev.Types) > 0 && len(ev.Fields) > 0 {
 		return &ev
 	}
-	types, err := r.src.catalog.EventTypes(ev.EventType)
-	if err != nil {
-		types = []*ua.NodeID{baseEventType}
-	}
 	at := ev.ReceiveTime
 	if at.IsZero() {
 		at = ev.Time
 	}
-	return ev.Prepare(at, types)
+	return ev.Prepare(at, r.eventTypes(ev.EventType))
 }
 
-var baseEventType = ua.NewNumericNodeID(0, id.BaseEventType)
+// eventTypes returns typ's ancestry from the catalog, asked once per type
+// and request; a type the catalog does not know is BaseEventType.
+func (r *historyReader) eventTypes(typ *ua.NodeID) []*ua.NodeID {
+	if typ == nil {
+		return baseEventTypes
+	}
+	k := events.KeyOf(typ)
+	if types, ok := r.types[k]; ok {
+		return types
+	}
+	types, err := r.src.catalog.EventTypes(typ)
+	if err != nil {
+		types = baseEventTypes
+	}
+	if r.types == nil {
+		r.types = make(map[events.NodeKey][]*ua.NodeID)
+	}
+	r.types[k] = types
+	return types
+}
+
+var baseEventTypes = []*ua.NodeID{events.BaseEventType}
 
 // encodedSize is the encoded size of one HistoryEventFieldList of fields.
 func (r *historyReader) encodedSize(fields []*ua.Variant) int {
 	n := 4
 	for _, f := range fields {
+		// AppendVariant falls back to Variant.Encode itself: an error
+		// means the field cannot be encoded at all.
 		b, err := uabin.AppendVariant(r.scratch[:0], f)
 		if err != nil {
-			enc, eerr := f.Encode()
-			if eerr != nil {
-				n += 64
-				continue
-			}
-			n += len(enc)
+			n += 64
 			continue
 		}
 		r.scratch = b
