@@ -21,6 +21,7 @@ import (
 	"github.com/otopcua/otopcua/internal/ports"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/telemetry"
+	"github.com/otopcua/otopcua/tests/procs"
 	"go.uber.org/goleak"
 )
 
@@ -38,17 +39,7 @@ func ctxT(t *testing.T) context.Context {
 // checkFor polls fn every 10 ms until it returns nil or total passes.
 func checkFor(t *testing.T, total time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	procs.CheckFor(t, total, 10*time.Millisecond, fn)
 }
 
 // logBuf is a concurrency-safe log sink.
