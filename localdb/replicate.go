@@ -131,27 +131,31 @@ func afterText(after hlc.Stamp) string {
 
 // Changes returns the changes of table stamped after after, rows and
 // tombstones in stamp order: at most limit (1..MaxChanges) and, past the
-// first, no more than MaxChangesBytes of row data.
-func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit int) ([]Change, error) {
+// first, no more than MaxChangesBytes of row data. more reports whether
+// the table holds changes after the last one returned (read in the same
+// snapshot, so a puller needs no second call to know).
+func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit int) (cs []Change, more bool, err error) {
 	if tableOrder(table) < 0 {
-		return nil, fmt.Errorf("%w: %q (replicated are %v)", ErrUnknownTable, table, replicatedTables)
+		return nil, false, fmt.Errorf("%w: %q (replicated are %v)", ErrUnknownTable, table, replicatedTables)
 	}
 	if limit < 1 || limit > MaxChanges {
-		return nil, fmt.Errorf("localdb: changes batch of %d: accepted values are 1 to %d", limit, MaxChanges)
+		return nil, false, fmt.Errorf("localdb: changes batch of %d: accepted values are 1 to %d", limit, MaxChanges)
 	}
 	what := "read the changes of " + table
 	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := readRows(ctx, tx, table, afterText(after), limit)
+	// One past the limit of each: when neither holds more than limit, they
+	// are all the changes after after.
+	rows, err := readRows(ctx, tx, table, afterText(after), limit+1)
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
-	tombs, err := readTombstones(ctx, tx, table, afterText(after), limit)
+	tombs, err := readTombstones(ctx, tx, table, afterText(after), limit+1)
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
 	all := append(rows, tombs...)
 	slices.SortFunc(all, func(a, b Change) int { return hlc.Compare(a.Stamp, b.Stamp) })
@@ -159,10 +163,10 @@ func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit 
 	for i, c := range all {
 		size += len(c.Row) + len(c.Key)
 		if i == limit || (i > 0 && size > MaxChangesBytes) {
-			return all[:i], nil
+			return all[:i], true, nil
 		}
 	}
-	return all, nil
+	return all, false, nil
 }
 
 // rowQueries select a table's rows after a stamp, in stamp order.
