@@ -405,12 +405,12 @@ func TestNewRefusesMissingOptions(t *testing.T) {
 
 // aheadClock is the real clock moved on by d.
 type aheadClock struct {
-	clockworkReal
+	clockwork.Clock
 	d time.Duration
 }
 
 func newAheadClock(d time.Duration) *aheadClock {
-	return &aheadClock{clockworkReal: clockwork.NewRealClock(), d: d}
+	return &aheadClock{Clock: clockwork.NewRealClock(), d: d}
 }
 
 func (c *aheadClock) Now() time.Time { return time.Now().Add(c.d) }
