@@ -1,16 +1,13 @@
 package localdb
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -406,27 +403,13 @@ func TestKilledMidApplyLeavesWholeBatches(t *testing.T) {
 	exe := testExe(t)
 	for round := range 3 {
 		path := newPath(t)
-		cmd := helper(t, exe, "apply-loop", path, "LOCALDB_SOURCE="+src)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(stdout)
+		applier := startLines(t, helper(t, exe, "apply-loop", path, "LOCALDB_SOURCE="+src))
 		for range round + 1 {
-			if !lines.Scan() {
-				t.Fatalf("round %d: the applier stopped: %v %s", round, lines.Err(), stderr.String())
+			if !applier.lines.Scan() {
+				t.Fatalf("round %d: the applier stopped: %v %s", round, applier.lines.Err(), applier.stderr.String())
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
+		applier.kill(t)
 		db := openT(t, path)
 		got := countT(t, db, TableEvents)
 		cursor, err := db.Cursor(ctxT(t), "src", TableEvents)
