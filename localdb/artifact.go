@@ -113,33 +113,12 @@ func (db *DB) writeChunks(ctx context.Context, tx *sql.Tx, clusterID string, ver
 // dropChunks deletes the chunk rows matching where, leaving a tombstone of
 // this node for each. It returns how many it deleted.
 func (db *DB) dropChunks(ctx context.Context, tx *sql.Tx, where string, args ...any) (int, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT cluster_id, version, chunk_index FROM deployment_artifacts WHERE "+where, args...)
-	if err != nil {
-		return 0, err
-	}
-	var keys []string
-	for rows.Next() {
+	return db.deleteTombstoned(ctx, tx, TableArtifacts, "cluster_id, version, chunk_index", func(rows *sql.Rows) (string, error) {
 		var c string
 		var v, i int64
-		if err := rows.Scan(&c, &v, &i); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		keys = append(keys, artifactKey(c, v, i))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM deployment_artifacts WHERE "+where, args...); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := tombstone(ctx, tx, TableArtifacts, k, db.hlc.Now()); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+		err := rows.Scan(&c, &v, &i)
+		return artifactKey(c, v, i), err
+	}, where, args...)
 }
 
 // pointer is a deployment_pointer row.

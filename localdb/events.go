@@ -317,33 +317,9 @@ func (db *DB) queueReadError(what string, err error) error {
 // deleteEventsWhere deletes the queued events matching where, leaving a
 // tombstone of this node for each, and returns how many it deleted.
 func (db *DB) deleteEventsWhere(ctx context.Context, tx *sql.Tx, where string, args ...any) (int, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT cluster_id, alarm, transition_id FROM alarm_sf_events WHERE "+where, args...)
-	if err != nil {
-		return 0, err
-	}
-	var keys []EventKey
-	for rows.Next() {
+	return db.deleteTombstoned(ctx, tx, TableEvents, "cluster_id, alarm, transition_id", func(rows *sql.Rows) (string, error) {
 		var k EventKey
-		if err := rows.Scan(&k.ClusterID, &k.Alarm, &k.TransitionID); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		keys = append(keys, k)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	if len(keys) == 0 {
-		return 0, nil
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM alarm_sf_events WHERE "+where, args...); err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := tombstone(ctx, tx, TableEvents, k.text(), db.hlc.Now()); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
+		err := rows.Scan(&k.ClusterID, &k.Alarm, &k.TransitionID)
+		return k.text(), err
+	}, where, args...)
 }

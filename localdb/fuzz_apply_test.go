@@ -30,7 +30,7 @@ func FuzzApplyRemote(f *testing.F) {
 		f.Fatal(err)
 	}
 	for i, table := range replicatedTables {
-		cs, err := src.Changes(context.Background(), table, hlc.Stamp{}, 10)
+		cs, _, err := src.Changes(context.Background(), table, hlc.Stamp{}, 10)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -106,6 +106,39 @@ func helper(t *testing.T, exe, mode, path string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// lineProc is a started helper process whose stdout is read by lines.
+type lineProc struct {
+	cmd    *exec.Cmd
+	stdout io.Reader
+	lines  *bufio.Scanner
+	stderr *strings.Builder
+}
+
+// startLines starts cmd, its stdout read through lines and its stderr kept.
+func startLines(t *testing.T, cmd *exec.Cmd) *lineProc {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lineProc{cmd: cmd, stdout: stdout, lines: bufio.NewScanner(stdout), stderr: &strings.Builder{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// kill SIGKILLs the process and reaps it.
+func (p *lineProc) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, p.stdout)
+	_ = p.cmd.Wait()
+}
+
 func testExe(t *testing.T) string {
 	t.Helper()
 	exe, err := os.Executable()
@@ -194,29 +227,15 @@ func TestKilledMidSaveLeavesALoadableArtifact(t *testing.T) {
 		if err := first.Close(); err != nil {
 			t.Fatal(err)
 		}
-		cmd := helper(t, exe, "save-loop", path)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(stdout)
+		saver := startLines(t, helper(t, exe, "save-loop", path))
 		last := int64(1)
 		for range round + 1 { // let it commit a few, then kill it mid-save
-			if !lines.Scan() {
-				t.Fatalf("round %d: the saver stopped: %v %s", round, lines.Err(), stderr.String())
+			if !saver.lines.Scan() {
+				t.Fatalf("round %d: the saver stopped: %v %s", round, saver.lines.Err(), saver.stderr.String())
 			}
-			last, _ = strconv.ParseInt(strings.TrimPrefix(lines.Text(), "saved "), 10, 64)
+			last, _ = strconv.ParseInt(strings.TrimPrefix(saver.lines.Text(), "saved "), 10, 64)
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
+		saver.kill(t)
 		// The node's next start.
 		db := openT(t, path)
 		a, err := db.LoadArtifact(ctxT(t), "site-a")

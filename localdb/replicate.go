@@ -131,27 +131,31 @@ func afterText(after hlc.Stamp) string {
 
 // Changes returns the changes of table stamped after after, rows and
 // tombstones in stamp order: at most limit (1..MaxChanges) and, past the
-// first, no more than MaxChangesBytes of row data.
-func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit int) ([]Change, error) {
+// first, no more than MaxChangesBytes of row data. more reports whether
+// the table holds changes after the last one returned (read in the same
+// snapshot, so a puller needs no second call to know).
+func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit int) (cs []Change, more bool, err error) {
 	if tableOrder(table) < 0 {
-		return nil, fmt.Errorf("%w: %q (replicated are %v)", ErrUnknownTable, table, replicatedTables)
+		return nil, false, fmt.Errorf("%w: %q (replicated are %v)", ErrUnknownTable, table, replicatedTables)
 	}
 	if limit < 1 || limit > MaxChanges {
-		return nil, fmt.Errorf("localdb: changes batch of %d: accepted values are 1 to %d", limit, MaxChanges)
+		return nil, false, fmt.Errorf("localdb: changes batch of %d: accepted values are 1 to %d", limit, MaxChanges)
 	}
 	what := "read the changes of " + table
 	tx, err := db.sql.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	rows, err := readRows(ctx, tx, table, afterText(after), limit)
+	// One past the limit of each: when neither holds more than limit, they
+	// are all the changes after after.
+	rows, err := readRows(ctx, tx, table, afterText(after), limit+1)
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
-	tombs, err := readTombstones(ctx, tx, table, afterText(after), limit)
+	tombs, err := readTombstones(ctx, tx, table, afterText(after), limit+1)
 	if err != nil {
-		return nil, db.queueReadError(what, err)
+		return nil, false, db.queueReadError(what, err)
 	}
 	all := append(rows, tombs...)
 	slices.SortFunc(all, func(a, b Change) int { return hlc.Compare(a.Stamp, b.Stamp) })
@@ -159,10 +163,10 @@ func (db *DB) Changes(ctx context.Context, table string, after hlc.Stamp, limit 
 	for i, c := range all {
 		size += len(c.Row) + len(c.Key)
 		if i == limit || (i > 0 && size > MaxChangesBytes) {
-			return all[:i], nil
+			return all[:i], true, nil
 		}
 	}
-	return all, nil
+	return all, false, nil
 }
 
 // rowQueries select a table's rows after a stamp, in stamp order.
@@ -333,7 +337,8 @@ func (db *DB) decodeChange(c Change) (decodedChange, error) {
 		if c.Table == TablePointer {
 			return d, fmt.Errorf("%w: deployment_pointer rows are never deleted", ErrMalformedChange)
 		}
-		return d, checkKey(c.Table, c.Key)
+		err := d.checkKey()
+		return d, err
 	}
 	var key string
 	var err error
@@ -387,8 +392,10 @@ func checkEventRow(e EventRow) error {
 }
 
 // checkKey checks a tombstone's key: the JSON array of the table's key
-// columns, in the form this package writes.
-func checkKey(table, key string) error {
+// columns, in the form this package writes. It sets the key columns of
+// d.artifact or d.event, which the apply then uses.
+func (d *decodedChange) checkKey() error {
+	table, key := d.Table, d.Key
 	var parts []json.RawMessage
 	if err := strictJSON([]byte(key), &parts); err != nil {
 		return fmt.Errorf("%w: key %q of %s: %v", ErrMalformedChange, key, table, err)
@@ -397,15 +404,15 @@ func checkKey(table, key string) error {
 	bad := false
 	switch table {
 	case TableArtifacts:
-		var c string
-		var v, i int64
-		bad = len(parts) != 3 || json.Unmarshal(parts[0], &c) != nil || json.Unmarshal(parts[1], &v) != nil || json.Unmarshal(parts[2], &i) != nil
-		canon = artifactKey(c, v, i)
+		a := &d.artifact
+		bad = len(parts) != 3 || json.Unmarshal(parts[0], &a.ClusterID) != nil || json.Unmarshal(parts[1], &a.Version) != nil ||
+			json.Unmarshal(parts[2], &a.ChunkIndex) != nil
+		canon = artifactKey(a.ClusterID, a.Version, a.ChunkIndex)
 	case TableEvents:
-		var k EventKey
-		bad = len(parts) != 3 || json.Unmarshal(parts[0], &k.ClusterID) != nil || json.Unmarshal(parts[1], &k.Alarm) != nil ||
-			json.Unmarshal(parts[2], &k.TransitionID) != nil
-		canon = k.text()
+		e := &d.event
+		bad = len(parts) != 3 || json.Unmarshal(parts[0], &e.ClusterID) != nil || json.Unmarshal(parts[1], &e.Alarm) != nil ||
+			json.Unmarshal(parts[2], &e.TransitionID) != nil
+		canon = EventKey{e.ClusterID, e.Alarm, e.TransitionID}.text()
 	}
 	if bad || canon != key {
 		return fmt.Errorf("%w: key %q is not a key of %s", ErrMalformedChange, key, table)
@@ -454,13 +461,7 @@ func (db *DB) applyOne(ctx context.Context, tx *sql.Tx, d decodedChange) (bool, 
 }
 
 func (db *DB) applyArtifact(ctx context.Context, tx *sql.Tx, d decodedChange) (bool, error) {
-	var parts [3]json.RawMessage
-	_ = json.Unmarshal([]byte(d.Key), &parts) // checked
-	var cluster string
-	var version, chunk int64
-	_ = json.Unmarshal(parts[0], &cluster)
-	_ = json.Unmarshal(parts[1], &version)
-	_ = json.Unmarshal(parts[2], &chunk)
+	cluster, version, chunk := d.artifact.ClusterID, d.artifact.Version, d.artifact.ChunkIndex // checked: the key's columns
 	cur, err := current(ctx, tx, TableArtifacts, d.Key,
 		"SELECT hlc FROM deployment_artifacts WHERE cluster_id = ? AND version = ? AND chunk_index = ?", cluster, version, chunk)
 	if err != nil || !cur.Less(d.Stamp) {
@@ -556,20 +557,18 @@ func checkChunks(ctx context.Context, tx *sql.Tx, p PointerRow) error {
 }
 
 func (db *DB) applyEvent(ctx context.Context, tx *sql.Tx, d decodedChange) (bool, error) {
-	var k [3]string
-	_ = json.Unmarshal([]byte(d.Key), &k) // checked
+	e := d.event // checked: its key columns are the key's
 	cur, err := current(ctx, tx, TableEvents, d.Key,
-		"SELECT hlc FROM alarm_sf_events WHERE cluster_id = ? AND alarm = ? AND transition_id = ?", k[0], k[1], k[2])
+		"SELECT hlc FROM alarm_sf_events WHERE cluster_id = ? AND alarm = ? AND transition_id = ?", e.ClusterID, e.Alarm, e.TransitionID)
 	if err != nil || !cur.Less(d.Stamp) {
 		return false, err
 	}
 	if d.Deleted {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM alarm_sf_events WHERE cluster_id = ? AND alarm = ? AND transition_id = ?", k[0], k[1], k[2]); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM alarm_sf_events WHERE cluster_id = ? AND alarm = ? AND transition_id = ?", e.ClusterID, e.Alarm, e.TransitionID); err != nil {
 			return false, err
 		}
 		return true, tombstone(ctx, tx, TableEvents, d.Key, d.Stamp)
 	}
-	e := d.event
 	if _, err := tx.ExecContext(ctx, "INSERT INTO alarm_sf_events "+
 		"(cluster_id, alarm, transition_id, payload, enqueued_at, attempts, last_error, poisoned, hlc, origin) "+
 		"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cluster_id, alarm, transition_id) DO UPDATE SET "+

@@ -1,16 +1,13 @@
 package localdb
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +33,7 @@ func changesT(t *testing.T, db *DB, table string) []Change {
 	var out []Change
 	var after hlc.Stamp
 	for {
-		cs, err := db.Changes(ctxT(t), table, after, MaxChanges)
+		cs, _, err := db.Changes(ctxT(t), table, after, MaxChanges)
 		if err != nil {
 			t.Fatalf("Changes(%s): %v", table, err)
 		}
@@ -278,9 +275,12 @@ func TestChangesAreBoundedAndResumeFromTheCursor(t *testing.T) {
 	}
 	var after hlc.Stamp
 	for round := 0; ; round++ {
-		cs, err := a.Changes(ctxT(t), TableEvents, after, 10)
+		cs, more, err := a.Changes(ctxT(t), TableEvents, after, 10)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if want := round < 2; more != want { // 25 changes: 10, 10, 5
+			t.Fatalf("round %d: more = %v, want %v", round, more, want)
 		}
 		if len(cs) == 0 {
 			break
@@ -305,10 +305,10 @@ func TestChangesAreBoundedAndResumeFromTheCursor(t *testing.T) {
 	if c, _ := b.Cursor(ctxT(t), "node-a", TableEvents); c != after {
 		t.Fatalf("cursor moved back to %v", c)
 	}
-	if _, err := a.Changes(ctxT(t), TableEvents, hlc.Stamp{}, MaxChanges+1); err == nil {
+	if _, _, err := a.Changes(ctxT(t), TableEvents, hlc.Stamp{}, MaxChanges+1); err == nil {
 		t.Fatal("a limit over MaxChanges was accepted")
 	}
-	if _, err := a.Changes(ctxT(t), "schema_version", hlc.Stamp{}, 1); !errors.Is(err, ErrUnknownTable) {
+	if _, _, err := a.Changes(ctxT(t), "schema_version", hlc.Stamp{}, 1); !errors.Is(err, ErrUnknownTable) {
 		t.Fatalf("Changes of an unknown table: %v", err)
 	}
 }
@@ -316,9 +316,12 @@ func TestChangesAreBoundedAndResumeFromTheCursor(t *testing.T) {
 func TestChangesBoundTheBytes(t *testing.T) {
 	a, _, _ := pairT(t)
 	saveT(t, a, "site-a", 1, docOf(1, 100*ChunkSize))
-	cs, err := a.Changes(ctxT(t), TableArtifacts, hlc.Stamp{}, MaxChanges)
+	cs, more, err := a.Changes(ctxT(t), TableArtifacts, hlc.Stamp{}, MaxChanges)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !more {
+		t.Fatal("a batch cut by its bytes says there is no more")
 	}
 	size := 0
 	for _, c := range cs {
@@ -376,7 +379,7 @@ func applyLoop(ctx context.Context, path, src string) error {
 		if err != nil {
 			return err
 		}
-		cs, err := s.Changes(ctx, TableEvents, after, MaxChanges)
+		cs, _, err := s.Changes(ctx, TableEvents, after, MaxChanges)
 		if err != nil || len(cs) == 0 {
 			return err
 		}
@@ -400,27 +403,13 @@ func TestKilledMidApplyLeavesWholeBatches(t *testing.T) {
 	exe := testExe(t)
 	for round := range 3 {
 		path := newPath(t)
-		cmd := helper(t, exe, "apply-loop", path, "LOCALDB_SOURCE="+src)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(stdout)
+		applier := startLines(t, helper(t, exe, "apply-loop", path, "LOCALDB_SOURCE="+src))
 		for range round + 1 {
-			if !lines.Scan() {
-				t.Fatalf("round %d: the applier stopped: %v %s", round, lines.Err(), stderr.String())
+			if !applier.lines.Scan() {
+				t.Fatalf("round %d: the applier stopped: %v %s", round, applier.lines.Err(), applier.stderr.String())
 			}
 		}
-		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
+		applier.kill(t)
 		db := openT(t, path)
 		got := countT(t, db, TableEvents)
 		cursor, err := db.Cursor(ctxT(t), "src", TableEvents)
@@ -528,7 +517,7 @@ func syncRT(t *rapid.T, src, dst *DB, peer string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs, err := src.Changes(ctx, TableEvents, after, 3)
+		cs, _, err := src.Changes(ctx, TableEvents, after, 3)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,6 +80,43 @@ func clearTombstone(ctx context.Context, tx execer, table, key string) error {
 	return err
 }
 
+// deleteTombstoned deletes the rows of table matching where, leaving a
+// tombstone of this node for each, and returns how many it deleted. keyCols
+// are the table's key columns; key scans them from a row and returns the
+// row's key (a Change's Key).
+func (db *DB) deleteTombstoned(ctx context.Context, tx *sql.Tx, table, keyCols string, key func(*sql.Rows) (string, error),
+	where string, args ...any) (int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT "+keyCols+" FROM "+table+" WHERE "+where, args...)
+	if err != nil {
+		return 0, err
+	}
+	var keys []string
+	for rows.Next() {
+		k, err := key(rows)
+		if err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE "+where, args...); err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := tombstone(ctx, tx, table, k, db.hlc.Now()); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
 // stampExisting is schema step 3's Go part: every row written before it gets
 // its own stamp of this node, so that the first sync sends it.
 func stampExisting(ctx context.Context, db *DB, tx *sql.Tx) error {

@@ -226,8 +226,12 @@ func checkChange(c localdb.Change) error {
 	return nil
 }
 
+// replicatedTables is localdb.ReplicatedTables, copied once: checkTable
+// runs for every change encoded or decoded.
+var replicatedTables = localdb.ReplicatedTables()
+
 func checkTable(t string) error {
-	if !slices.Contains(localdb.ReplicatedTables(), t) {
+	if !slices.Contains(replicatedTables, t) {
 		return fmt.Errorf("%w: table %q is not replicated", ErrMalformed, t)
 	}
 	return nil

@@ -414,18 +414,11 @@ func (r *Replicator) authorize(ctx context.Context) error {
 
 // pull serves one Pull from the LocalDb.
 func (r *Replicator) pull(ctx context.Context, p *Pull) (*Batch, error) {
-	cs, err := r.opts.Local.Changes(ctx, p.Table, p.After, int(p.Limit))
+	cs, more, err := r.opts.Local.Changes(ctx, p.Table, p.After, int(p.Limit))
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	b := &Batch{Changes: cs}
-	if len(cs) > 0 {
-		next, err := r.opts.Local.Changes(ctx, p.Table, cs[len(cs)-1].Stamp, 1)
-		if err != nil {
-			return nil, status.Error(codes.Unavailable, err.Error())
-		}
-		b.More = len(next) > 0
-	}
+	b := &Batch{Changes: cs, More: more}
 	r.mu.Lock()
 	s := r.servedTo(p.Node)
 	s.sent[p.Table] += int64(len(cs))

@@ -21,6 +21,7 @@ import (
 	"github.com/otopcua/otopcua/internal/ports"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/telemetry"
+	"github.com/otopcua/otopcua/tests/procs"
 	"go.uber.org/goleak"
 )
 
@@ -38,17 +39,7 @@ func ctxT(t *testing.T) context.Context {
 // checkFor polls fn every 10 ms until it returns nil or total passes.
 func checkFor(t *testing.T, total time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", total, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	procs.CheckFor(t, total, 10*time.Millisecond, fn)
 }
 
 // logBuf is a concurrency-safe log sink.
@@ -414,12 +405,12 @@ func TestNewRefusesMissingOptions(t *testing.T) {
 
 // aheadClock is the real clock moved on by d.
 type aheadClock struct {
-	clockworkReal
+	clockwork.Clock
 	d time.Duration
 }
 
 func newAheadClock(d time.Duration) *aheadClock {
-	return &aheadClock{clockworkReal: clockwork.NewRealClock(), d: d}
+	return &aheadClock{Clock: clockwork.NewRealClock(), d: d}
 }
 
 func (c *aheadClock) Now() time.Time { return time.Now().Add(c.d) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"time"
@@ -69,7 +70,7 @@ func (r *Replicator) Status() Status {
 	now := r.opts.Clock.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := Status{Node: r.opts.NodeID, Refused: copyMap(r.refused), Rows: rows}
+	st := Status{Node: r.opts.NodeID, Refused: maps.Clone(r.refused), Rows: rows}
 	if r.lis != nil {
 		st.Listen = r.lis.Addr().String()
 	}
@@ -84,25 +85,17 @@ func (r *Replicator) Status() Status {
 			lag = max(0, now.Sub(since).Seconds())
 		}
 		st.Peers = append(st.Peers, PeerStatus{Addr: addr, Connected: p.connected, LastSync: p.lastSync, LagSeconds: lag,
-			LastError: p.lastErr, Refused: p.refused, RowsReceived: copyMap(p.received), RowsApplied: copyMap(p.applied)})
+			LastError: p.lastErr, Refused: p.refused, RowsReceived: maps.Clone(p.received), RowsApplied: maps.Clone(p.applied)})
 	}
 	for node, s := range r.served {
 		acked := map[string]string{}
 		for t, a := range s.acked {
 			acked[t] = a.String()
 		}
-		st.Served = append(st.Served, ServedStatus{Node: node, RowsSent: copyMap(s.sent), Acked: acked, LastPull: s.lastPull})
+		st.Served = append(st.Served, ServedStatus{Node: node, RowsSent: maps.Clone(s.sent), Acked: acked, LastPull: s.lastPull})
 	}
 	sort.Slice(st.Served, func(i, j int) bool { return st.Served[i].Node < st.Served[j].Node })
 	return st
-}
-
-func copyMap[V any](m map[string]V) map[string]V {
-	out := make(map[string]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // Handler serves GET (and HEAD) APIPath: Status as JSON; other methods get
