@@ -17,7 +17,8 @@ const PeerFormat = "host:port addresses such as node-b:4850 (the peer's LocalDb:
 type Replication struct {
 	// On is true when a port, at least one peer and a key are all set.
 	On bool
-	// Listen is the address to serve on (":" + SyncListenPort) when On.
+	// Listen is the address to serve on when On: Cluster:Hostname and
+	// LocalDb:SyncListenPort (the cluster transport's interface).
 	Listen string
 	// Peers are the peers' addresses when On.
 	Peers []string
@@ -56,7 +57,7 @@ func (c *Config) LocalDbReplication() Replication {
 	}
 	switch len(missing) {
 	case 0:
-		return Replication{On: true, Listen: ":" + strconv.Itoa(l.SyncListenPort),
+		return Replication{On: true, Listen: net.JoinHostPort(c.Cluster.Hostname, strconv.Itoa(l.SyncListenPort)),
 			Peers: append([]string(nil), l.Peers...), APIKey: l.Replication.ApiKey}
 	case 3:
 		return Replication{}

@@ -26,11 +26,11 @@ func TestLocalDbReplicationOnWhenAllThreeSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.LocalDbReplication()
-	want := Replication{On: true, Listen: ":4850", Peers: []string{"node-b:4850"}, APIKey: "0123456789abcdef"}
+	want := Replication{On: true, Listen: "0.0.0.0:4850", Peers: []string{"node-b:4850"}, APIKey: "0123456789abcdef"}
 	if !reflect.DeepEqual(r, want) {
 		t.Fatalf("replication = %+v, want %+v", r, want)
 	}
-	if !strings.Contains(r.Reason(), "on: listening on :4850, 1 peer(s)") {
+	if !strings.Contains(r.Reason(), "on: listening on 0.0.0.0:4850, 1 peer(s)") {
 		t.Fatalf("reason %q", r.Reason())
 	}
 }
@@ -46,7 +46,7 @@ func TestLocalDbReplicationFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.LocalDbReplication()
-	if !r.On || r.Listen != ":4851" || !reflect.DeepEqual(r.Peers, []string{"10.0.0.2:4851"}) || r.APIKey != "a-long-enough-secret" {
+	if !r.On || r.Listen != "0.0.0.0:4851" || !reflect.DeepEqual(r.Peers, []string{"10.0.0.2:4851"}) || r.APIKey != "a-long-enough-secret" {
 		t.Fatalf("replication = %+v", r)
 	}
 }

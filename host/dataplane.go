@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -229,7 +227,7 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 		}
 		return nil, nil, nil
 	}
-	listen := net.JoinHostPort(cfg.Cluster.Hostname, strconv.Itoa(cfg.LocalDb.SyncListenPort))
+	listen := rc.Listen
 	r, err := replication.New(replication.Options{
 		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: listen, Peers: rc.Peers, APIKey: rc.APIKey,
 		Logger: logger.With("component", "localdb-sync"),
