@@ -189,28 +189,19 @@ func (c central) LatestDeployment(ctx context.Context, clusterID string) (int64,
 // cacheStore is the LocalDb as the follower's boot cache.
 type cacheStore struct{ db *localdb.DB }
 
-// ArtifactOrigin names the node that saved the cached artifact.
-func (c cacheStore) ArtifactOrigin(ctx context.Context, clusterID string) string {
-	a, err := c.db.LoadArtifact(ctx, clusterID)
-	if err != nil {
-		return ""
-	}
-	return a.Origin
-}
-
 func (c cacheStore) SaveArtifact(ctx context.Context, clusterID string, version int64, doc []byte) error {
 	return c.db.SaveArtifact(ctx, clusterID, version, doc)
 }
 
-func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, []byte, error) {
+func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, []byte, string, error) {
 	a, err := c.db.LoadArtifact(ctx, clusterID)
 	if errors.Is(err, localdb.ErrNoArtifact) {
-		return 0, nil, fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
+		return 0, nil, "", fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
-	return a.Version, a.Doc, nil
+	return a.Version, a.Doc, a.Origin, nil
 }
 
 // TombstoneCompactEvery is how often a replicating node compacts the
