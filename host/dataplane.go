@@ -93,18 +93,14 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 	if dp.cache != nil {
 		r, stop, err := startReplication(cfg, dp.cache, metrics, logger)
 		if err != nil {
-			host.Stop()
-			_ = dp.cache.Close()
+			dp.release()
 			return nil, err
 		}
 		dp.repl, dp.stopRepl = r, stop
 	}
 	ap, err := startAlarms(cfg, sys, srv, space, db, dp.cache, view, med, self, metrics, logger)
 	if err != nil {
-		host.Stop()
-		if dp.cache != nil {
-			_ = dp.cache.Close()
-		}
+		dp.release()
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
 	dp.alarms = ap
@@ -138,8 +134,7 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 	}
 	dp.follower = dataplane.NewFollower(fo)
 	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
-		ap.stop()
-		host.Stop()
+		dp.release()
 		return nil, err
 	}
 	dp.unsubscribe = med.Subscribe(DeploymentsTopic, func(_ membership.UniqueAddress, msg proto.Message) {
@@ -162,6 +157,13 @@ func (dp *dataPlane) stop() {
 	}
 	dp.unsubscribe()
 	dp.follower.Stop()
+	dp.release()
+}
+
+// release stops what startDataPlane started before the follower: the
+// alarms, the LocalDb replication, the driver host and the LocalDb. It is
+// stop's tail and every start-up failure's undo once the host runs.
+func (dp *dataPlane) release() {
 	dp.alarms.stop()
 	if dp.stopRepl != nil {
 		dp.stopRepl()
