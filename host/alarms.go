@@ -73,13 +73,11 @@ func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, spac
 		Logger: logger.With("component", "historian"),
 	})
 	if err != nil {
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	if err := h.RegisterMetrics(metrics.Meter()); err != nil {
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -91,8 +89,7 @@ func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, spac
 	})
 	if err := h.Start(ctx); err != nil {
 		cancel()
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	ap.hist = h
