@@ -176,14 +176,13 @@ func (s conditionSink) Define(d alarms.Definition) {
 		Severity:   uint16(d.Severity),
 		Message:    d.Message,
 	}
-	if err := s.m.Define(spec); errors.Is(err, conditions.ErrConflict) {
+	err := s.m.Define(spec)
+	if errors.Is(err, conditions.ErrConflict) {
 		// Redefined (a new condition or source): start afresh.
 		_ = s.m.Remove(d.Name)
 		err = s.m.Define(spec)
-		if err != nil {
-			s.log.Error("alarm condition not defined", "alarm", d.Name, "err", err)
-		}
-	} else if err != nil {
+	}
+	if err != nil {
 		s.log.Error("alarm condition not defined", "alarm", d.Name, "err", err)
 	}
 }
