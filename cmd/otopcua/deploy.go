@@ -51,11 +51,7 @@ failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			configGiven := cmd.Flags().Changed("config")
-			if !configGiven {
-				if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-					path = ""
-				}
-			}
+			path = configFile(cmd, path)
 			if check {
 				for _, f := range args {
 					if err := c.deployCheck(f, path, configGiven && !anyCluster); err != nil {
@@ -72,6 +68,18 @@ failed.`,
 	cmd.Flags().BoolVar(&anyCluster, "any-cluster", false, "accept documents of any clusterId (do not compare with Node:ClusterId)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultDeployTimeout, "bound on reaching and writing the Config DB")
 	return cmd
+}
+
+// configFile is the configuration file a command loads: --config's value,
+// or "" (the defaults and environment only) when --config was not given
+// and defaultConfigFile does not exist.
+func configFile(cmd *cobra.Command, path string) string {
+	if !cmd.Flags().Changed("config") {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+	}
+	return path
 }
 
 // readDocument reads and decodes FILE; every failure is an exit 2.
