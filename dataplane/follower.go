@@ -33,9 +33,11 @@ var ErrNoDeployment = errors.New("no deployment")
 // Cache is this node's LocalDb boot cache of the last applied artifact.
 type Cache interface {
 	SaveArtifact(ctx context.Context, clusterID string, version int64, doc []byte) error
-	// LoadArtifact returns the cached version and document; ErrNoDeployment
+	// LoadArtifact returns the cached version and document, and the node
+	// that saved them (this node, or its pair peer when the artifact came by
+	// LocalDb replication; "" when the cache does not tell); ErrNoDeployment
 	// (wrapped) when nothing is cached.
-	LoadArtifact(ctx context.Context, clusterID string) (version int64, doc []byte, err error)
+	LoadArtifact(ctx context.Context, clusterID string) (version int64, doc []byte, origin string, err error)
 }
 
 // FollowerOptions configure a Follower. Central, Decode and Apply are
@@ -172,7 +174,7 @@ func (f *Follower) boot() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.o.Timeout)
 	defer cancel()
-	version, doc, cerr := f.o.Cache.LoadArtifact(ctx, f.o.ClusterID)
+	version, doc, origin, cerr := f.o.Cache.LoadArtifact(ctx, f.o.ClusterID)
 	if cerr != nil {
 		f.o.Logger.Error("dataplane: the Config DB did not answer and the LocalDb cache has no usable deployment; serving no tags until the Config DB answers",
 			"config_db_error", err, "cache_error", cerr)
@@ -183,11 +185,7 @@ func (f *Follower) boot() {
 		f.o.Logger.Error("dataplane: the cached deployment could not be applied", "version", version, "err", aerr)
 		return
 	}
-	origin := ""
-	if o, ok := f.o.Cache.(interface {
-		ArtifactOrigin(ctx context.Context, clusterID string) string
-	}); ok {
-		origin = o.ArtifactOrigin(ctx, f.o.ClusterID)
+	if origin != "" {
 		f.update(func(s *FollowStatus) {
 			if s.Source == SourceCache && s.Version == version {
 				s.Origin = origin

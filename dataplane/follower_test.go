@@ -52,13 +52,13 @@ func (c *fakeCache) SaveArtifact(_ context.Context, _ string, v int64, doc []byt
 	return nil
 }
 
-func (c *fakeCache) LoadArtifact(context.Context, string) (int64, []byte, error) {
+func (c *fakeCache) LoadArtifact(context.Context, string) (int64, []byte, string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.version == 0 {
-		return 0, nil, fmt.Errorf("empty: %w", ErrNoDeployment)
+		return 0, nil, "", fmt.Errorf("empty: %w", ErrNoDeployment)
 	}
-	return c.version, c.doc, nil
+	return c.version, c.doc, "", nil
 }
 
 func (c *fakeCache) cached() int64 { c.mu.Lock(); defer c.mu.Unlock(); return c.version }

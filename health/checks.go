@@ -140,16 +140,15 @@ type cachedCheck struct {
 	run   func() error
 
 	mu       sync.Mutex
-	at       time.Time     // when the cached result was taken; mu must be held
+	at       time.Time     // when the cached result was taken (zero: none yet); mu must be held
 	err      error         // the cached result; mu must be held
-	have     bool          // a result is cached; mu must be held
 	inflight chan struct{} // closed when the running call ends; mu must be held
 }
 
 func (c *cachedCheck) call() error {
 	c.mu.Lock()
 	for {
-		if c.have && time.Since(c.at) < c.every {
+		if !c.at.IsZero() && time.Since(c.at) < c.every {
 			err := c.err
 			c.mu.Unlock()
 			return err
@@ -161,7 +160,7 @@ func (c *cachedCheck) call() error {
 		c.mu.Unlock()
 		<-wait
 		c.mu.Lock()
-		if c.every <= 0 && c.have {
+		if c.every <= 0 { // the run waited for has just stored its result
 			err := c.err
 			c.mu.Unlock()
 			return err
@@ -174,7 +173,7 @@ func (c *cachedCheck) call() error {
 	err := c.run()
 
 	c.mu.Lock()
-	c.at, c.err, c.have, c.inflight = time.Now(), err, true, nil
+	c.at, c.err, c.inflight = time.Now(), err, nil
 	c.mu.Unlock()
 	close(done)
 	return err

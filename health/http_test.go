@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -599,11 +600,23 @@ func TestCachedCheckRunsOncePerPeriod(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); errs <- slow() }()
 	}
-	// Let the callers pile up behind the one run, then end it.
-	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	// End the run only once every caller is parked inside the cached call:
+	// the one running it on release, the 99 others on the run in flight.
+	parked := func() int {
+		buf := make([]byte, 4<<20)
+		n := 0
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, " [chan receive") && strings.Contains(g, "health.(*cachedCheck).call(") {
+				n++
+			}
+		}
+		return n
 	}
-	time.Sleep(20 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); parked() < 100; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 100 callers parked in the cached call after 10 s", parked())
+		}
+	}
 	close(release)
 	wg.Wait()
 	close(errs)

@@ -73,13 +73,11 @@ func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, spac
 		Logger: logger.With("component", "historian"),
 	})
 	if err != nil {
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	if err := h.RegisterMetrics(metrics.Meter()); err != nil {
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -91,8 +89,7 @@ func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, spac
 	})
 	if err := h.Start(ctx); err != nil {
 		cancel()
-		eng.Stop()
-		ap.conds.Close()
+		ap.stop()
 		return nil, err
 	}
 	ap.hist = h
@@ -179,14 +176,13 @@ func (s conditionSink) Define(d alarms.Definition) {
 		Severity:   uint16(d.Severity),
 		Message:    d.Message,
 	}
-	if err := s.m.Define(spec); errors.Is(err, conditions.ErrConflict) {
+	err := s.m.Define(spec)
+	if errors.Is(err, conditions.ErrConflict) {
 		// Redefined (a new condition or source): start afresh.
 		_ = s.m.Remove(d.Name)
 		err = s.m.Define(spec)
-		if err != nil {
-			s.log.Error("alarm condition not defined", "alarm", d.Name, "err", err)
-		}
-	} else if err != nil {
+	}
+	if err != nil {
 		s.log.Error("alarm condition not defined", "alarm", d.Name, "err", err)
 	}
 }

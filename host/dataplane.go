@@ -91,18 +91,14 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 	if dp.cache != nil {
 		r, stop, err := startReplication(cfg, dp.cache, metrics, logger)
 		if err != nil {
-			host.Stop()
-			_ = dp.cache.Close()
+			dp.release()
 			return nil, err
 		}
 		dp.repl, dp.stopRepl = r, stop
 	}
 	ap, err := startAlarms(cfg, sys, srv, space, db, dp.cache, view, med, self, metrics, logger)
 	if err != nil {
-		host.Stop()
-		if dp.cache != nil {
-			_ = dp.cache.Close()
-		}
+		dp.release()
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
 	dp.alarms = ap
@@ -136,8 +132,7 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 	}
 	dp.follower = dataplane.NewFollower(fo)
 	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
-		ap.stop()
-		host.Stop()
+		dp.release()
 		return nil, err
 	}
 	dp.unsubscribe = med.Subscribe(DeploymentsTopic, func(_ membership.UniqueAddress, msg proto.Message) {
@@ -160,6 +155,13 @@ func (dp *dataPlane) stop() {
 	}
 	dp.unsubscribe()
 	dp.follower.Stop()
+	dp.release()
+}
+
+// release stops what startDataPlane started before the follower: the
+// alarms, the LocalDb replication, the driver host and the LocalDb. It is
+// stop's tail and every start-up failure's undo once the host runs.
+func (dp *dataPlane) release() {
 	dp.alarms.stop()
 	if dp.stopRepl != nil {
 		dp.stopRepl()
@@ -187,28 +189,19 @@ func (c central) LatestDeployment(ctx context.Context, clusterID string) (int64,
 // cacheStore is the LocalDb as the follower's boot cache.
 type cacheStore struct{ db *localdb.DB }
 
-// ArtifactOrigin names the node that saved the cached artifact.
-func (c cacheStore) ArtifactOrigin(ctx context.Context, clusterID string) string {
-	a, err := c.db.LoadArtifact(ctx, clusterID)
-	if err != nil {
-		return ""
-	}
-	return a.Origin
-}
-
 func (c cacheStore) SaveArtifact(ctx context.Context, clusterID string, version int64, doc []byte) error {
 	return c.db.SaveArtifact(ctx, clusterID, version, doc)
 }
 
-func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, []byte, error) {
+func (c cacheStore) LoadArtifact(ctx context.Context, clusterID string) (int64, []byte, string, error) {
 	a, err := c.db.LoadArtifact(ctx, clusterID)
 	if errors.Is(err, localdb.ErrNoArtifact) {
-		return 0, nil, fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
+		return 0, nil, "", fmt.Errorf("%w: %w", dataplane.ErrNoDeployment, err)
 	}
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
-	return a.Version, a.Doc, nil
+	return a.Version, a.Doc, a.Origin, nil
 }
 
 // TombstoneCompactEvery is how often a replicating node compacts the

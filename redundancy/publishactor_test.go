@@ -387,6 +387,10 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	r.db.set(false, r.clock.Now())
 	r.actor.NotifyDbChanged()
 	r.wantLevel(t, 100)
+	// AfterMembershipChange would run after Publish, in the same compute:
+	// a peer status sent now is handled only once that compute returned.
+	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 240, At: r.clock.Now()}.ToWire())
+	eventually(t, "the peer status sent after the level", func() bool { return r.peers.last() == 240 })
 	if got := r.afters(); len(got) != 2 {
 		t.Fatalf("observations %v, want only the two earlier ones", got)
 	}

@@ -61,9 +61,14 @@ func (d *Daemon) RegisterMetrics(meter metric.Meter) error {
 	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := d.Snapshot()
 		counts := map[m.Status]int64{}
+		perCluster := map[string]map[m.Status]int64{ownCluster: {}}
 		var unreach int64
 		for _, mb := range st.Gossip.Members {
 			counts[mb.Status]++
+			if perCluster[mb.ClusterID] == nil {
+				perCluster[mb.ClusterID] = map[m.Status]int64{}
+			}
+			perCluster[mb.ClusterID][mb.Status]++
 			if mb.Address != st.Self && !st.IsReachableExcludingDownedObservers(mb.Address) {
 				unreach++
 			}
@@ -72,13 +77,6 @@ func (d *Daemon) RegisterMetrics(meter metric.Meter) error {
 			o.ObserveInt64(members, counts[s], metric.WithAttributes(attribute.String("status", s.String())))
 		}
 		o.ObserveInt64(unreachable, unreach)
-		perCluster := map[string]map[m.Status]int64{ownCluster: {}}
-		for _, mb := range st.Gossip.Members {
-			if perCluster[mb.ClusterID] == nil {
-				perCluster[mb.ClusterID] = map[m.Status]int64{}
-			}
-			perCluster[mb.ClusterID][mb.Status]++
-		}
 		for cid, c := range perCluster {
 			for _, s := range liveStatuses {
 				o.ObserveInt64(byCluster, c[s], metric.WithAttributes(

@@ -51,11 +51,7 @@ failed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			configGiven := cmd.Flags().Changed("config")
-			if !configGiven {
-				if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-					path = ""
-				}
-			}
+			path = configFile(cmd, path)
 			if check {
 				for _, f := range args {
 					if err := c.deployCheck(f, path, configGiven && !anyCluster); err != nil {
@@ -72,6 +68,18 @@ failed.`,
 	cmd.Flags().BoolVar(&anyCluster, "any-cluster", false, "accept documents of any clusterId (do not compare with Node:ClusterId)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultDeployTimeout, "bound on reaching and writing the Config DB")
 	return cmd
+}
+
+// configFile is the configuration file a command loads: --config's value,
+// or "" (the defaults and environment only) when --config was not given
+// and defaultConfigFile does not exist.
+func configFile(cmd *cobra.Command, path string) string {
+	if !cmd.Flags().Changed("config") {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+	}
+	return path
 }
 
 // readDocument reads and decodes FILE; every failure is an exit 2.
@@ -115,16 +123,25 @@ func (c *cli) loadForDeploy(file, configPath string, doc *deployment.Document) (
 	if err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
 	}
+	if err := sameCluster(file, configPath, cfg, doc); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// sameCluster checks that cfg (loaded from configPath) names the
+// document's cluster.
+func sameCluster(file, configPath string, cfg *config.Config, doc *deployment.Document) error {
 	if doc.ClusterId != cfg.Node.ClusterId {
 		source := configPath
 		if source == "" {
 			source = "the defaults and environment"
 		}
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf(
+		return &exitError{code: exitUsage, err: fmt.Errorf(
 			"deploy: %s is for clusterId %q but Node:ClusterId is %q (%s): a node applies only its own cluster's deployment",
 			file, doc.ClusterId, cfg.Node.ClusterId, source)}
 	}
-	return cfg, nil
+	return nil
 }
 
 func (c *cli) deployCheck(file, configPath string, configGiven bool) error {
@@ -154,14 +171,15 @@ func (c *cli) deploy(parent context.Context, files []string, configPath string, 
 		if err != nil {
 			return err
 		}
-		if anyCluster {
-			if cfg == nil {
-				if cfg, err = config.Load(configPath, c.environ); err != nil {
-					return &exitError{code: exitUsage, err: err}
-				}
+		if cfg == nil { // once, after the first document is read and valid
+			if cfg, err = config.Load(configPath, c.environ); err != nil {
+				return &exitError{code: exitUsage, err: err}
 			}
-		} else if cfg, err = c.loadForDeploy(f, configPath, d); err != nil {
-			return err
+		}
+		if !anyCluster {
+			if err := sameCluster(f, configPath, cfg, d); err != nil {
+				return err
+			}
 		}
 		docs = append(docs, doc{f, d, data})
 	}

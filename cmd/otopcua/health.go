@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,13 +50,7 @@ instead (the process and its actor system run).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if rawURL == "" {
-				configGiven := cmd.Flags().Changed("config")
-				if !configGiven {
-					if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-						path = ""
-					}
-				}
-				u, err := c.localHealthURL(path, live)
+				u, err := c.localHealthURL(configFile(cmd, path), live)
 				if err != nil {
 					return err
 				}
