@@ -9,6 +9,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/historian"
 	"github.com/otopcua/otopcua/opcua/events"
@@ -44,36 +45,66 @@ func (a alarmHistory) ReadEvents(ctx context.Context, notifier *ua.NodeID, start
 	if notifier.Namespace() == a.space.Namespace() {
 		device = notifier.StringID()
 	}
-	limit := int(min(max, 10_000))
+	limit := int(min(max, configdb.MaxAlarmHistoryBatch))
 	var out []events.Event
-	for len(out) < limit {
-		rows, err := a.h.ReadEvents(ctx, a.clusterID, from, to, limit, newestFirst)
+	// A device folder's rows are read in pages of the whole ClusterId's
+	// history and filtered; each page resumes at the last row's time,
+	// inclusive, skipping the rows already seen at that instant (rows can
+	// share a time across a page boundary). A page that brings nothing new
+	// (more rows at one instant than a page holds) is read again larger.
+	seen := map[string]bool{}
+	page := limit
+	for {
+		rows, err := a.h.ReadEvents(ctx, a.clusterID, from, to, page, newestFirst)
 		if err != nil {
 			return nil, err
 		}
+		fresh := 0
 		for _, r := range rows {
+			if seen[historyKey(r)] {
+				continue
+			}
+			fresh++
 			if device != "" && !strings.HasPrefix(r.Source, device+"/") {
 				continue
 			}
 			out = append(out, a.event(r))
 			if len(out) == limit {
-				break
+				return out, nil
 			}
 		}
-		if device == "" || len(rows) < limit {
-			break
+		if device == "" || len(rows) < page {
+			return out, nil
 		}
-		// A device folder skips the other devices' rows: read on after the
-		// last row seen.
+		if fresh == 0 {
+			if page == configdb.MaxAlarmHistoryBatch {
+				return out, nil // more than the largest page at one instant
+			}
+			page = min(2*page, configdb.MaxAlarmHistoryBatch)
+			continue
+		}
 		last := rows[len(rows)-1].Time
+		atLast := map[string]bool{}
+		if (newestFirst && to.Equal(last)) || (!newestFirst && from.Equal(last)) {
+			atLast = seen // a page all at the cursor's instant: keep what was seen there
+		}
+		for _, r := range rows {
+			if r.Time.Equal(last) {
+				atLast[historyKey(r)] = true
+			}
+		}
+		seen = atLast
 		if newestFirst {
 			to = last
 		} else {
-			from = last.Add(time.Nanosecond)
+			from = last
 		}
 	}
-	return out, nil
 }
+
+// historyKey identifies a history row: the idempotency key within the
+// ClusterId.
+func historyKey(r historian.Event) string { return r.Alarm + "\x00" + r.TransitionID }
 
 // event is one history row as an AlarmConditionType event: the fields a
 // live condition event carries, its EventId derived from the row's key so
