@@ -1,0 +1,94 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Role is an admin user's role. Only Administrator may trigger a failover
+// or read the audit log; every role may read the pages.
+type Role string
+
+// The roles, most privileged first.
+const (
+	RoleAdministrator Role = "Administrator"
+	RoleConfigEditor  Role = "ConfigEditor"
+	RoleDesigner      Role = "Designer"
+	RoleViewer        Role = "Viewer"
+)
+
+// Roles lists every role, most privileged first.
+var Roles = []Role{RoleAdministrator, RoleConfigEditor, RoleDesigner, RoleViewer}
+
+// ParseRole accepts a role name exactly as Roles spells it.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown role %q: accepted are Administrator, ConfigEditor, Designer, Viewer", s)
+}
+
+// CanFailover: only an Administrator may trigger a manual failover
+// (deliberately not ConfigEditor: it restarts a production node).
+func (r Role) CanFailover() bool { return r == RoleAdministrator }
+
+// CanReadAudit: only an Administrator reads /audit.
+func (r Role) CanReadAudit() bool { return r == RoleAdministrator }
+
+// User is an authenticated admin user.
+type User struct {
+	Name string `json:"name"`
+	Role Role   `json:"role"`
+}
+
+// Session is a logged-in browser session. ID goes in the session cookie;
+// CSRFToken must accompany every state-changing request made with it.
+type Session struct {
+	ID        string
+	User      User
+	CSRFToken string
+	Expires   time.Time
+}
+
+// Errors of an Authenticator.
+var (
+	// ErrBadCredentials: unknown user or wrong password (never says which).
+	ErrBadCredentials = errors.New("admin: wrong user name or password")
+	// ErrBusy: too many logins are being checked at once; try again.
+	ErrBusy = errors.New("admin: too many logins at once; try again shortly")
+	// ErrNoToken: the bearer token is unknown or was replaced.
+	ErrNoToken = errors.New("admin: unknown bearer token")
+)
+
+// LockedError: too many wrong passwords for this user or from this address;
+// no password is checked until Until.
+type LockedError struct {
+	Until time.Time
+	// Who is "user NAME" or "address ADDR".
+	Who string
+}
+
+func (e *LockedError) Error() string {
+	return fmt.Sprintf("admin: %s is locked after too many failed logins until %s", e.Who, e.Until.UTC().Format(time.RFC3339))
+}
+
+// Authenticator checks logins, sessions and bearer tokens.
+type Authenticator interface {
+	// Login checks name and password from remoteAddr (host of the client
+	// address) and opens a session: ErrBadCredentials, *LockedError or
+	// ErrBusy otherwise.
+	Login(ctx context.Context, name, password, remoteAddr string) (Session, error)
+	// Session returns the live session id names (and extends its idle
+	// expiry); false when unknown or expired.
+	Session(id string) (Session, bool)
+	// Logout ends the session id names; unknown ids are ignored.
+	Logout(id string)
+	// Bearer returns the user whose API token this is (ErrNoToken).
+	Bearer(ctx context.Context, token string) (User, error)
+	// HasUsers reports whether any user exists (a fresh install has none).
+	HasUsers(ctx context.Context) (bool, error)
+}
