@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,7 +88,7 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 	r.a.WaitFullyReady(60 * time.Second)
 	r.b = procs.Start(t, "b", r.cfgs["b"])
 	r.b.WaitFullyReady(60 * time.Second)
-	r.deploy(document(devAddr))
+	procs.Deploy(t, r.cfgs["a"], document(devAddr))
 	for _, n := range []*procs.Node{r.a, r.b} {
 		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 			s, err := alertsOf(n)
@@ -107,22 +105,6 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 	r.waitRole(r.a, "primary")
 	r.waitRole(r.b, "secondary")
 	return r
-}
-
-func (r *rig) deploy(doc string) {
-	r.t.Helper()
-	file := filepath.Join(r.dir, fmt.Sprintf("deployment-%d.json", time.Now().UnixNano()))
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(r.cfgs["a"])
-	cfgFile := filepath.Join(r.dir, "deploy.appsettings.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	if out, err := exec.Command(procs.Binary(r.t), "deploy", file, "--config", cfgFile).CombinedOutput(); err != nil {
-		r.t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
 }
 
 func (r *rig) waitRole(n *procs.Node, role string) {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,15 +36,14 @@ func document(tags ...string) string {
 }
 
 type pair struct {
-	t      *testing.T
-	dir    string
-	db     *pg.Server
-	proxy  *netem.Proxy // b's path to the Config DB
-	a, b   *procs.Node
-	cfgs   map[string]map[string]any
-	aSync  int
-	bSync  int
-	deploy int
+	t     *testing.T
+	dir   string
+	db    *pg.Server
+	proxy *netem.Proxy // b's path to the Config DB
+	a, b  *procs.Node
+	cfgs  map[string]map[string]any
+	aSync int
+	bSync int
 }
 
 func startPair(t *testing.T, keyA, keyB string) *pair {
@@ -82,19 +80,7 @@ func startPair(t *testing.T, keyA, keyB string) *pair {
 
 func (p *pair) store(doc string) {
 	p.t.Helper()
-	p.deploy++
-	file := filepath.Join(p.dir, fmt.Sprintf("deployment-%d.json", p.deploy))
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(p.cfgs["a"])
-	cfgFile := filepath.Join(p.dir, "deploy.appsettings.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	if out, err := exec.Command(procs.Binary(p.t), "deploy", file, "--config", cfgFile).CombinedOutput(); err != nil {
-		p.t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
+	procs.Deploy(p.t, p.cfgs["a"], doc)
 }
 
 type deploymentReport struct {
