@@ -114,8 +114,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.list) != 1 || s.list[0].Alarm != alarmName || !s.list[0].Active || s.list[0].Acked {
-			t.Fatalf("%s /alerts = %+v, want %s once, active and unacknowledged", n.Name, s.list, alarmName)
+		if len(s) != 1 || s[0].Alarm != alarmName || !s[0].Active || s[0].Acked {
+			t.Fatalf("%s /alerts = %+v, want %s once, active and unacknowledged", n.Name, s, alarmName)
 		}
 	}
 	// alarm_history: the activation once.
@@ -141,8 +141,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		t.Fatalf("a refused Acknowledge changed the condition: before %v after %v", before, after)
 	}
 	for _, n := range []*procs.Node{r.a, r.b} {
-		if s, _ := alertsOf(n); len(s.list) != 1 || s.list[0].Acked {
-			t.Fatalf("%s after the refused ack: %+v", n.Name, s.list)
+		if s, _ := alertsOf(n); len(s) != 1 || s[0].Acked {
+			t.Fatalf("%s after the refused ack: %+v", n.Name, s)
 		}
 	}
 
@@ -160,8 +160,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(s.list) != 1 || !s.list[0].Acked {
-			return fmt.Errorf("the Secondary's /alerts %+v: the ack has not reached it", s.list)
+		if len(s) != 1 || !s[0].Acked {
+			return fmt.Errorf("the Secondary's /alerts %+v: the ack has not reached it", s)
 		}
 		return nil
 	})

@@ -91,11 +91,14 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 	procs.Deploy(t, r.cfgs["a"], document(devAddr))
 	for _, n := range []*procs.Node{r.a, r.b} {
 		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-			s, err := alertsOf(n)
+			if _, err := alertsOf(n); err != nil {
+				return err
+			}
+			v, err := deployedVersion(n)
 			if err != nil {
 				return err
 			}
-			if s.applied == 0 {
+			if v == 0 {
 				return fmt.Errorf("%s: the deployment is not applied yet", n.Name)
 			}
 			return nil
@@ -122,12 +125,6 @@ func (r *rig) waitRole(n *procs.Node, role string) {
 	})
 }
 
-// alerts is GET /alerts of a node.
-type alerts struct {
-	list    []alert
-	applied int // 1 once the deployment (and its alarm) is there
-}
-
 type alert struct {
 	Alarm     string `json:"alarm"`
 	Active    bool   `json:"active"`
@@ -136,26 +133,33 @@ type alert struct {
 	Quality   string `json:"quality"`
 }
 
-func alertsOf(n *procs.Node) (alerts, error) {
+// alertsOf is GET /alerts of a node.
+func alertsOf(n *procs.Node) ([]alert, error) {
 	body, err := n.Get("/alerts")
 	if err != nil {
-		return alerts{}, err
+		return nil, err
 	}
 	var v struct {
 		Alerts []alert `json:"alerts"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		return alerts{}, fmt.Errorf("%s /alerts: %v: %s", n.Name, err, body)
+		return nil, fmt.Errorf("%s /alerts: %v: %s", n.Name, err, body)
 	}
-	dep, err := n.Get("/api/deployment")
+	return v.Alerts, nil
+}
+
+// deployedVersion is the version of the deployment the node applied (0
+// before the first).
+func deployedVersion(n *procs.Node) (int, error) {
+	body, err := n.Get("/api/deployment")
 	if err != nil {
-		return alerts{}, err
+		return 0, err
 	}
 	var d struct {
 		Version int `json:"version"`
 	}
-	_ = json.Unmarshal([]byte(dep), &d)
-	return alerts{list: v.Alerts, applied: d.Version}, nil
+	_ = json.Unmarshal([]byte(body), &d)
+	return d.Version, nil
 }
 
 // historyRow is one alarm_history row.
