@@ -344,15 +344,9 @@ func TestReplicatedQueueDrainsAfterAPrimaryDiesDuringAConfigDbOutage(t *testing.
 	})
 	r.waitRole(r.b, "primary")
 	checkExactlyOnce(t, r, r.b, tg.values)
-	body, err := r.b.Get("/api/localdb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s struct {
-		Peers []struct{ RowsReceived map[string]int64 }
-	}
-	if err := json.Unmarshal([]byte(body), &s); err != nil || len(s.Peers) == 0 || s.Peers[0].RowsReceived["alarm_sf_events"] == 0 {
-		t.Fatalf("the survivor received none of the old Primary's queued rows: %s", body)
+	s := localdbOf(t, r.b)
+	if len(s.Peers) == 0 || s.Peers[0].RowsReceived["alarm_sf_events"] == 0 {
+		t.Fatalf("the survivor received none of the old Primary's queued rows: %+v", s)
 	}
 	t.Logf("%d transitions, each once; the survivor received %d queued rows from the old Primary", len(tg.values), s.Peers[0].RowsReceived["alarm_sf_events"])
 }
