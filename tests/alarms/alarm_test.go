@@ -15,12 +15,11 @@ import (
 
 // nodeLine is one line of tests/interop/alarms.mjs.
 type nodeLine struct {
-	Event  string            `json:"event"`
-	Status string            `json:"status"`
-	Set    []map[string]any  `json:"set"`
-	Fields map[string]any    `json:"fields"`
-	Msg    string            `json:"message"`
-	Extra  map[string]string `json:"-"`
+	Event  string           `json:"event"`
+	Status string           `json:"status"`
+	Set    []map[string]any `json:"set"`
+	Fields map[string]any   `json:"fields"`
+	Msg    string           `json:"message"`
 }
 
 func runAlarmScript(t *testing.T, n *procs.Node, args ...string) []nodeLine {
@@ -201,8 +200,7 @@ func mustLine(t *testing.T, lines []nodeLine, event string, nth int) nodeLine {
 type toggler struct {
 	r      *rig
 	period time.Duration
-	mu     sync.Mutex
-	values []int
+	values []int // every value set, in order; written by run only, read after it
 }
 
 func (tg *toggler) run(total time.Duration, during func(elapsed time.Duration)) {
@@ -215,9 +213,7 @@ func (tg *toggler) run(total time.Duration, during func(elapsed time.Duration)) 
 			v = low
 		}
 		tg.r.dev.SetHolding(0, uint16(v))
-		tg.mu.Lock()
 		tg.values = append(tg.values, v)
-		tg.mu.Unlock()
 		if during != nil {
 			during(time.Since(start))
 		}

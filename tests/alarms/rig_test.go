@@ -210,5 +210,3 @@ func queueDepth(n *procs.Node) (int, string, error) {
 	}
 	return s.QueueDepth, s.State, nil
 }
-
-var pgxConnect = pgx.Connect
