@@ -89,15 +89,22 @@ type deploymentReport struct {
 	Origin  string `json:"origin"`
 }
 
+// deploymentOf is GET /api/deployment of n.
+func deploymentOf(n *procs.Node) (deploymentReport, error) {
+	var rep deploymentReport
+	body, err := n.Get("/api/deployment")
+	if err != nil {
+		return rep, err
+	}
+	return rep, json.Unmarshal([]byte(body), &rep)
+}
+
 func waitDeployment(t *testing.T, n *procs.Node, version int64, source string) deploymentReport {
 	t.Helper()
 	var rep deploymentReport
 	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		body, err := n.Get("/api/deployment")
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		var err error
+		if rep, err = deploymentOf(n); err != nil {
 			return err
 		}
 		if rep.Version != version || rep.Source != source {
@@ -191,8 +198,8 @@ func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
 		}
 		return nil
 	})
-	if rep := waitDeployment(t, p.b, 1, "central"); rep.Version != 1 {
-		t.Fatalf("b applied a replicated artifact while running: %+v", rep)
+	if rep, err := deploymentOf(p.b); err != nil || rep.Version != 1 || rep.Source != "central" {
+		t.Fatalf("b applied a replicated artifact while running: %+v (%v)", rep, err)
 	}
 	if st := readTag(t, p.b, "Extra"); st != ua.StatusBadNodeIDUnknown {
 		t.Fatalf("b serves sim/Extra before its restart: %v", st)
