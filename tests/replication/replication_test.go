@@ -46,7 +46,8 @@ type pair struct {
 	bSync int
 }
 
-func startPair(t *testing.T, keyA, keyB string) *pair {
+// startPair starts a and b; a has the replication key goodKey, b has keyB.
+func startPair(t *testing.T, keyB string) *pair {
 	t.Helper()
 	p := &pair{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	p.db = pg.Start(t)
@@ -58,7 +59,7 @@ func startPair(t *testing.T, keyA, keyB string) *pair {
 		cfg := procs.BaseConfig(name, ports[name])
 		cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
 		cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-		dsn, sync, peer, key := p.db.DSN(), p.aSync, p.bSync, keyA
+		dsn, sync, peer, key := p.db.DSN(), p.aSync, p.bSync, goodKey
 		if name == "b" {
 			dsn, sync, peer, key = strings.Replace(p.db.DSN(), p.db.Addr(), p.proxy.Addr(), 1), p.bSync, p.aSync, keyB
 		}
@@ -171,7 +172,7 @@ func readTag(t *testing.T, n *procs.Node, tag string) ua.StatusCode {
 // still without its Config DB and serves the new tags from the replicated
 // artifact (source cache, origin a).
 func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
-	p := startPair(t, goodKey, goodKey)
+	p := startPair(t, goodKey)
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")
@@ -226,7 +227,7 @@ func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
 // sides refuse and count, nothing crosses; b restarted with the right key
 // resumes without a restart of a.
 func TestWrongReplicationKeyIsRefusedUntilFixed(t *testing.T) {
-	p := startPair(t, goodKey, "not-the-shared-key-at-all")
+	p := startPair(t, "not-the-shared-key-at-all")
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")
@@ -293,7 +294,7 @@ func TestWrongReplicationKeyIsRefusedUntilFixed(t *testing.T) {
 // overwritten with garbage while b is stopped; b starts anyway, moves the
 // file aside, and its pair peer refills the new one.
 func TestCorruptLocalDbIsMovedAsideAndRefilledFromThePeer(t *testing.T) {
-	p := startPair(t, goodKey, goodKey)
+	p := startPair(t, goodKey)
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")
