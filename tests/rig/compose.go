@@ -9,6 +9,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -73,13 +74,7 @@ type Topology struct {
 // taught to the rig.
 func TopologyOf(p *types.Project) (*Topology, error) {
 	t := &Topology{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range p.Services {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(p.Services)) {
 		s := p.Services[name]
 		cmd := []string(s.Command)
 		image := s.Image
