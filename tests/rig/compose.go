@@ -68,7 +68,7 @@ type Topology struct {
 	Grafana    *types.ServiceConfig
 }
 
-// Topology sorts p's services by what they run: an otopcua image's command
+// TopologyOf sorts p's services by what they run: an otopcua image's command
 // (host, simulate, deploy) or a well-known image (postgres, prometheus,
 // grafana). Any other service is an error, so that a new service must be
 // taught to the rig.
