@@ -75,11 +75,13 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 		cfg["Node"].(map[string]any)["ClusterId"] = clusterID
 		cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:" + other + ":otopcua"}
 		cfg["ConfigDb"] = map[string]any{"Provider": "postgres", "ConnectionString": r.db.DSN()}
-		cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db")}
+		localDb := map[string]any{"Path": filepath.Join(r.dir, name+"-local.db")}
 		if replicate {
-			cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db"), "SyncListenPort": syncPorts[name],
-				"Peers": []string{fmt.Sprintf("127.0.0.1:%d", syncPorts[other])}, "Replication": map[string]any{"ApiKey": "the-pair's-shared-key"}}
+			localDb["SyncListenPort"] = syncPorts[name]
+			localDb["Peers"] = []string{fmt.Sprintf("127.0.0.1:%d", syncPorts[other])}
+			localDb["Replication"] = map[string]any{"ApiKey": "the-pair's-shared-key"}
 		}
+		cfg["LocalDb"] = localDb
 		cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 		r.cfgs[name] = cfg
