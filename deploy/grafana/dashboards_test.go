@@ -195,7 +195,8 @@ func TestPanelsDoNotOverlap(t *testing.T) {
 }
 
 func TestNodeDashboardHasInstanceVariable(t *testing.T) {
-	m := decodeModel(t, generated(t)["otopcua-node.json"])
+	files := generated(t)
+	m := decodeModel(t, files["otopcua-node.json"])
 	if len(m.Templating.List) != 1 {
 		t.Fatalf("templating: %+v, want the instance variable only", m.Templating.List)
 	}
@@ -206,7 +207,7 @@ func TestNodeDashboardHasInstanceVariable(t *testing.T) {
 	if m.UID != NodeUID {
 		t.Errorf("uid %q, want %q", m.UID, NodeUID)
 	}
-	if got := decodeModel(t, generated(t)["otopcua-fleet.json"]).UID; got != FleetUID {
+	if got := decodeModel(t, files["otopcua-fleet.json"]).UID; got != FleetUID {
 		t.Errorf("fleet uid %q, want %q", got, FleetUID)
 	}
 }
@@ -227,9 +228,10 @@ func TestDashboardsHaveThePanelsOperatorsNeed(t *testing.T) {
 			"Resident memory", "CPU", "Goroutines",
 		},
 	}
+	files := generated(t)
 	for name, titles := range want {
 		have := map[string]bool{}
-		for _, q := range queries(t, generated(t)[name]) {
+		for _, q := range queries(t, files[name]) {
 			have[q.Panel] = true
 		}
 		for _, title := range titles {

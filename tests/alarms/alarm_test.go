@@ -15,12 +15,11 @@ import (
 
 // nodeLine is one line of tests/interop/alarms.mjs.
 type nodeLine struct {
-	Event  string            `json:"event"`
-	Status string            `json:"status"`
-	Set    []map[string]any  `json:"set"`
-	Fields map[string]any    `json:"fields"`
-	Msg    string            `json:"message"`
-	Extra  map[string]string `json:"-"`
+	Event  string           `json:"event"`
+	Status string           `json:"status"`
+	Set    []map[string]any `json:"set"`
+	Fields map[string]any   `json:"fields"`
+	Msg    string           `json:"message"`
 }
 
 func runAlarmScript(t *testing.T, n *procs.Node, args ...string) []nodeLine {
@@ -114,8 +113,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.list) != 1 || s.list[0].Alarm != alarmName || !s.list[0].Active || s.list[0].Acked {
-			t.Fatalf("%s /alerts = %+v, want %s once, active and unacknowledged", n.Name, s.list, alarmName)
+		if len(s) != 1 || s[0].Alarm != alarmName || !s[0].Active || s[0].Acked {
+			t.Fatalf("%s /alerts = %+v, want %s once, active and unacknowledged", n.Name, s, alarmName)
 		}
 	}
 	// alarm_history: the activation once.
@@ -141,8 +140,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		t.Fatalf("a refused Acknowledge changed the condition: before %v after %v", before, after)
 	}
 	for _, n := range []*procs.Node{r.a, r.b} {
-		if s, _ := alertsOf(n); len(s.list) != 1 || s.list[0].Acked {
-			t.Fatalf("%s after the refused ack: %+v", n.Name, s.list)
+		if s, _ := alertsOf(n); len(s) != 1 || s[0].Acked {
+			t.Fatalf("%s after the refused ack: %+v", n.Name, s)
 		}
 	}
 
@@ -160,8 +159,8 @@ func TestAlarmRaisedAcknowledgedRefreshed(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(s.list) != 1 || !s.list[0].Acked {
-			return fmt.Errorf("the Secondary's /alerts %+v: the ack has not reached it", s.list)
+		if len(s) != 1 || !s[0].Acked {
+			return fmt.Errorf("the Secondary's /alerts %+v: the ack has not reached it", s)
 		}
 		return nil
 	})
@@ -201,8 +200,7 @@ func mustLine(t *testing.T, lines []nodeLine, event string, nth int) nodeLine {
 type toggler struct {
 	r      *rig
 	period time.Duration
-	mu     sync.Mutex
-	values []int
+	values []int // every value set, in order; written by run only, read after it
 }
 
 func (tg *toggler) run(total time.Duration, during func(elapsed time.Duration)) {
@@ -215,9 +213,7 @@ func (tg *toggler) run(total time.Duration, during func(elapsed time.Duration)) 
 			v = low
 		}
 		tg.r.dev.SetHolding(0, uint16(v))
-		tg.mu.Lock()
 		tg.values = append(tg.values, v)
-		tg.mu.Unlock()
 		if during != nil {
 			during(time.Since(start))
 		}
@@ -344,15 +340,9 @@ func TestReplicatedQueueDrainsAfterAPrimaryDiesDuringAConfigDbOutage(t *testing.
 	})
 	r.waitRole(r.b, "primary")
 	checkExactlyOnce(t, r, r.b, tg.values)
-	body, err := r.b.Get("/api/localdb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s struct {
-		Peers []struct{ RowsReceived map[string]int64 }
-	}
-	if err := json.Unmarshal([]byte(body), &s); err != nil || len(s.Peers) == 0 || s.Peers[0].RowsReceived["alarm_sf_events"] == 0 {
-		t.Fatalf("the survivor received none of the old Primary's queued rows: %s", body)
+	s := localdbOf(t, r.b)
+	if len(s.Peers) == 0 || s.Peers[0].RowsReceived["alarm_sf_events"] == 0 {
+		t.Fatalf("the survivor received none of the old Primary's queued rows: %+v", s)
 	}
 	t.Logf("%d transitions, each once; the survivor received %d queued rows from the old Primary", len(tg.values), s.Peers[0].RowsReceived["alarm_sf_events"])
 }

@@ -10,6 +10,7 @@ import (
 	gopcua "github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -127,7 +128,7 @@ func (r *rig) latency(t *testing.T) (p50, p99, worst time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, err := pgxConnect(ctx, r.db.DSN())
+	conn, err := pgx.Connect(ctx, r.db.DSN())
 	if err != nil {
 		t.Fatal(err)
 	}

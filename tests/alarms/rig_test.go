@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,11 +75,13 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 		cfg["Node"].(map[string]any)["ClusterId"] = clusterID
 		cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:" + other + ":otopcua"}
 		cfg["ConfigDb"] = map[string]any{"Provider": "postgres", "ConnectionString": r.db.DSN()}
-		cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db")}
+		localDb := map[string]any{"Path": filepath.Join(r.dir, name+"-local.db")}
 		if replicate {
-			cfg["LocalDb"] = map[string]any{"Path": filepath.Join(r.dir, name+"-local.db"), "SyncListenPort": syncPorts[name],
-				"Peers": []string{fmt.Sprintf("127.0.0.1:%d", syncPorts[other])}, "Replication": map[string]any{"ApiKey": "the-pair's-shared-key"}}
+			localDb["SyncListenPort"] = syncPorts[name]
+			localDb["Peers"] = []string{fmt.Sprintf("127.0.0.1:%d", syncPorts[other])}
+			localDb["Replication"] = map[string]any{"ApiKey": "the-pair's-shared-key"}
 		}
+		cfg["LocalDb"] = localDb
 		cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 		r.cfgs[name] = cfg
@@ -90,14 +90,17 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 	r.a.WaitFullyReady(60 * time.Second)
 	r.b = procs.Start(t, "b", r.cfgs["b"])
 	r.b.WaitFullyReady(60 * time.Second)
-	r.deploy(document(devAddr))
+	procs.Deploy(t, r.cfgs["a"], document(devAddr))
 	for _, n := range []*procs.Node{r.a, r.b} {
 		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-			s, err := alertsOf(n)
+			if _, err := alertsOf(n); err != nil {
+				return err
+			}
+			v, err := deployedVersion(n)
 			if err != nil {
 				return err
 			}
-			if s.applied == 0 {
+			if v == 0 {
 				return fmt.Errorf("%s: the deployment is not applied yet", n.Name)
 			}
 			return nil
@@ -107,22 +110,6 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 	r.waitRole(r.a, "primary")
 	r.waitRole(r.b, "secondary")
 	return r
-}
-
-func (r *rig) deploy(doc string) {
-	r.t.Helper()
-	file := filepath.Join(r.dir, fmt.Sprintf("deployment-%d.json", time.Now().UnixNano()))
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(r.cfgs["a"])
-	cfgFile := filepath.Join(r.dir, "deploy.appsettings.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	if out, err := exec.Command(procs.Binary(r.t), "deploy", file, "--config", cfgFile).CombinedOutput(); err != nil {
-		r.t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
 }
 
 func (r *rig) waitRole(n *procs.Node, role string) {
@@ -140,12 +127,6 @@ func (r *rig) waitRole(n *procs.Node, role string) {
 	})
 }
 
-// alerts is GET /alerts of a node.
-type alerts struct {
-	list    []alert
-	applied int // 1 once the deployment (and its alarm) is there
-}
-
 type alert struct {
 	Alarm     string `json:"alarm"`
 	Active    bool   `json:"active"`
@@ -154,26 +135,33 @@ type alert struct {
 	Quality   string `json:"quality"`
 }
 
-func alertsOf(n *procs.Node) (alerts, error) {
+// alertsOf is GET /alerts of a node.
+func alertsOf(n *procs.Node) ([]alert, error) {
 	body, err := n.Get("/alerts")
 	if err != nil {
-		return alerts{}, err
+		return nil, err
 	}
 	var v struct {
 		Alerts []alert `json:"alerts"`
 	}
 	if err := json.Unmarshal([]byte(body), &v); err != nil {
-		return alerts{}, fmt.Errorf("%s /alerts: %v: %s", n.Name, err, body)
+		return nil, fmt.Errorf("%s /alerts: %v: %s", n.Name, err, body)
 	}
-	dep, err := n.Get("/api/deployment")
+	return v.Alerts, nil
+}
+
+// deployedVersion is the version of the deployment the node applied (0
+// before the first).
+func deployedVersion(n *procs.Node) (int, error) {
+	body, err := n.Get("/api/deployment")
 	if err != nil {
-		return alerts{}, err
+		return 0, err
 	}
 	var d struct {
 		Version int `json:"version"`
 	}
-	_ = json.Unmarshal([]byte(dep), &d)
-	return alerts{list: v.Alerts, applied: d.Version}, nil
+	_ = json.Unmarshal([]byte(body), &d)
+	return d.Version, nil
 }
 
 // historyRow is one alarm_history row.
@@ -224,5 +212,3 @@ func queueDepth(n *procs.Node) (int, string, error) {
 	}
 	return s.QueueDepth, s.State, nil
 }
-
-var pgxConnect = pgx.Connect

@@ -79,7 +79,6 @@ func readYAML(t *testing.T, rel string, into any) {
 type prometheusYAML struct {
 	Global struct {
 		ScrapeInterval     string `yaml:"scrape_interval"`
-		ScrapeTimeout      string `yaml:"scrape_timeout"`
 		EvaluationInterval string `yaml:"evaluation_interval"`
 	} `yaml:"global"`
 	RuleFiles     []string `yaml:"rule_files"`
@@ -122,9 +121,7 @@ type rulesYAML struct {
 		Name  string `yaml:"name"`
 		Rules []struct {
 			Alert       string            `yaml:"alert"`
-			Record      string            `yaml:"record"`
 			Expr        string            `yaml:"expr"`
-			For         string            `yaml:"for"`
 			Labels      map[string]string `yaml:"labels"`
 			Annotations map[string]string `yaml:"annotations"`
 		} `yaml:"rules"`

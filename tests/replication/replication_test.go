@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -37,18 +36,18 @@ func document(tags ...string) string {
 }
 
 type pair struct {
-	t      *testing.T
-	dir    string
-	db     *pg.Server
-	proxy  *netem.Proxy // b's path to the Config DB
-	a, b   *procs.Node
-	cfgs   map[string]map[string]any
-	aSync  int
-	bSync  int
-	deploy int
+	t     *testing.T
+	dir   string
+	db    *pg.Server
+	proxy *netem.Proxy // b's path to the Config DB
+	a, b  *procs.Node
+	cfgs  map[string]map[string]any
+	aSync int
+	bSync int
 }
 
-func startPair(t *testing.T, keyA, keyB string) *pair {
+// startPair starts a and b; a has the replication key goodKey, b has keyB.
+func startPair(t *testing.T, keyB string) *pair {
 	t.Helper()
 	p := &pair{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	p.db = pg.Start(t)
@@ -60,7 +59,7 @@ func startPair(t *testing.T, keyA, keyB string) *pair {
 		cfg := procs.BaseConfig(name, ports[name])
 		cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
 		cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-		dsn, sync, peer, key := p.db.DSN(), p.aSync, p.bSync, keyA
+		dsn, sync, peer, key := p.db.DSN(), p.aSync, p.bSync, goodKey
 		if name == "b" {
 			dsn, sync, peer, key = strings.Replace(p.db.DSN(), p.db.Addr(), p.proxy.Addr(), 1), p.bSync, p.aSync, keyB
 		}
@@ -82,19 +81,7 @@ func startPair(t *testing.T, keyA, keyB string) *pair {
 
 func (p *pair) store(doc string) {
 	p.t.Helper()
-	p.deploy++
-	file := filepath.Join(p.dir, fmt.Sprintf("deployment-%d.json", p.deploy))
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	cfg, _ := json.Marshal(p.cfgs["a"])
-	cfgFile := filepath.Join(p.dir, "deploy.appsettings.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	if out, err := exec.Command(procs.Binary(p.t), "deploy", file, "--config", cfgFile).CombinedOutput(); err != nil {
-		p.t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
+	procs.Deploy(p.t, p.cfgs["a"], doc)
 }
 
 type deploymentReport struct {
@@ -103,15 +90,22 @@ type deploymentReport struct {
 	Origin  string `json:"origin"`
 }
 
+// deploymentOf is GET /api/deployment of n.
+func deploymentOf(n *procs.Node) (deploymentReport, error) {
+	var rep deploymentReport
+	body, err := n.Get("/api/deployment")
+	if err != nil {
+		return rep, err
+	}
+	return rep, json.Unmarshal([]byte(body), &rep)
+}
+
 func waitDeployment(t *testing.T, n *procs.Node, version int64, source string) deploymentReport {
 	t.Helper()
 	var rep deploymentReport
 	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		body, err := n.Get("/api/deployment")
-		if err != nil {
-			return err
-		}
-		if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		var err error
+		if rep, err = deploymentOf(n); err != nil {
 			return err
 		}
 		if rep.Version != version || rep.Source != source {
@@ -178,7 +172,7 @@ func readTag(t *testing.T, n *procs.Node, tag string) ua.StatusCode {
 // still without its Config DB and serves the new tags from the replicated
 // artifact (source cache, origin a).
 func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
-	p := startPair(t, goodKey, goodKey)
+	p := startPair(t, goodKey)
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")
@@ -205,8 +199,8 @@ func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
 		}
 		return nil
 	})
-	if rep := waitDeployment(t, p.b, 1, "central"); rep.Version != 1 {
-		t.Fatalf("b applied a replicated artifact while running: %+v", rep)
+	if rep, err := deploymentOf(p.b); err != nil || rep.Version != 1 || rep.Source != "central" {
+		t.Fatalf("b applied a replicated artifact while running: %+v (%v)", rep, err)
 	}
 	if st := readTag(t, p.b, "Extra"); st != ua.StatusBadNodeIDUnknown {
 		t.Fatalf("b serves sim/Extra before its restart: %v", st)
@@ -233,7 +227,7 @@ func TestBootFromTheArtifactOnlyThePeerApplied(t *testing.T) {
 // sides refuse and count, nothing crosses; b restarted with the right key
 // resumes without a restart of a.
 func TestWrongReplicationKeyIsRefusedUntilFixed(t *testing.T) {
-	p := startPair(t, goodKey, "not-the-shared-key-at-all")
+	p := startPair(t, "not-the-shared-key-at-all")
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")
@@ -300,7 +294,7 @@ func TestWrongReplicationKeyIsRefusedUntilFixed(t *testing.T) {
 // overwritten with garbage while b is stopped; b starts anyway, moves the
 // file aside, and its pair peer refills the new one.
 func TestCorruptLocalDbIsMovedAsideAndRefilledFromThePeer(t *testing.T) {
-	p := startPair(t, goodKey, goodKey)
+	p := startPair(t, goodKey)
 	p.store(document("Ramp"))
 	waitDeployment(t, p.a, 1, "central")
 	waitDeployment(t, p.b, 1, "central")

@@ -9,6 +9,7 @@ package rig
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"path/filepath"
 	"slices"
@@ -67,19 +68,13 @@ type Topology struct {
 	Grafana    *types.ServiceConfig
 }
 
-// Topology sorts p's services by what they run: an otopcua image's command
+// TopologyOf sorts p's services by what they run: an otopcua image's command
 // (host, simulate, deploy) or a well-known image (postgres, prometheus,
 // grafana). Any other service is an error, so that a new service must be
 // taught to the rig.
 func TopologyOf(p *types.Project) (*Topology, error) {
 	t := &Topology{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range p.Services {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(p.Services)) {
 		s := p.Services[name]
 		cmd := []string(s.Command)
 		image := s.Image

@@ -320,10 +320,6 @@ func (c *checker) check(p *types.Project, top *Topology) {
 
 // promConfig is the part of prometheus.yml the rig reads.
 type promConfig struct {
-	Global struct {
-		ScrapeInterval     string `yaml:"scrape_interval"`
-		EvaluationInterval string `yaml:"evaluation_interval"`
-	} `yaml:"global"`
 	RuleFiles     []string `yaml:"rule_files"`
 	ScrapeConfigs []struct {
 		JobName       string `yaml:"job_name"`

@@ -1,0 +1,35 @@
+package procs
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Deploy stores the deployment document doc with `otopcua deploy`, run
+// with cfg as its appsettings.json (a node's configuration: deploy reads
+// its ConfigDb section), and returns the command's output. It fails the
+// test when the command fails.
+func Deploy(t testing.TB, cfg map[string]any, doc string) string {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "deployment.json")
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "appsettings.json")
+	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(Binary(t), "deploy", file, "--config", cfgFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("otopcua deploy: %v\n%s", err, out)
+	}
+	return string(out)
+}
