@@ -1,7 +1,6 @@
 package procs
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,15 +18,7 @@ func Deploy(t testing.TB, cfg map[string]any, doc string) string {
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfgFile := filepath.Join(dir, "appsettings.json")
-	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(Binary(t), "deploy", file, "--config", cfgFile).CombinedOutput()
+	out, err := exec.Command(Binary(t), "deploy", file, "--config", writeConfig(t, cfg)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("otopcua deploy: %v\n%s", err, out)
 	}
