@@ -1,0 +1,319 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/cluster/daemon"
+	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/tests/clientproc"
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// The manual failover drills: an Administrator asks the admin API of
+// either node to fail the site's Primary over (POST
+// /api/clusters/{id}/failover with an API token from `otopcua user
+// token`). The Primary drops its ServiceLevel to 0 so that clients move
+// first, leaves the cluster gracefully and exits 0; the test is its
+// supervisor and starts it again at the same address.
+
+// Users of the drills: an Administrator and a ConfigEditor.
+const (
+	operator = "ops"
+	editor   = "editor"
+	password = "correct horse battery staple"
+)
+
+// adminAPI is an API client of one node with one user's bearer token.
+type adminAPI struct {
+	base, token string
+}
+
+// do sends method path with the token and decodes the JSON answer into
+// out (nil: drop it); it returns the HTTP status.
+func (a adminAPI) do(t *testing.T, method, path string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, a.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	c := &http.Client{Timeout: 10 * time.Second}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("%s %s: Content-Type %q, want JSON: %s", method, path, ct, body)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, body)
+		}
+	}
+	return res.StatusCode
+}
+
+// panel is the part of GET /api/clusters/{id}/redundancy the drills read.
+type panel struct {
+	Primary         string `json:"primary"`
+	Epoch           uint64 `json:"epoch"`
+	FailoverAllowed bool   `json:"failoverAllowed"`
+	FailoverBlocked string `json:"failoverBlocked"`
+	FailoverTarget  string `json:"failoverTarget"`
+	Members         []struct {
+		NodeID       string `json:"nodeId"`
+		Status       string `json:"status"`
+		ServiceLevel int    `json:"serviceLevel"`
+		Reachable    bool   `json:"reachable"`
+		ConfigDb     string `json:"configDb"`
+	} `json:"members"`
+}
+
+// apiError is the JSON body of a refused request.
+type apiError struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+// auditRows reads audit_log from the rig's Config DB.
+func (r *rig) auditRows(t *testing.T) []configdb.AuditEntry {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := configdb.Open(ctx, "sqlite", "file:"+filepath.Join(r.dir, "config.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.RecentAudit(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// users creates the drills' Administrator and ConfigEditor in the rig's
+// Config DB and returns their API tokens.
+func (r *rig) users(t *testing.T) (admin, edit string) {
+	t.Helper()
+	cfg := r.config(r.specs[0].name)
+	return procs.AddUser(t, cfg, operator, "Administrator", password), procs.AddUser(t, cfg, editor, "ConfigEditor", password)
+}
+
+// Drill 9: manual failover over the admin API. A ConfigEditor is refused
+// (403) and nothing is written; the Administrator's request names the
+// node redundancy.Elect names, writes the audit row before the Primary
+// goes, the Primary drops to 0 before the survivor takes 250, exits 0, and
+// its restart joins the survivor's cluster as Secondary 240 without ever
+// forming a cluster of its own, although the self-form fallback is armed
+// with 1 s; with one Up driver member the API answers 409 and writes
+// nothing.
+func TestDrill09ManualFailover(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, pairSpecs("site", "a", "b")...)
+	r.configure("", func(cfg map[string]any) { cfg["Cluster"].(map[string]any)["SelfFormAfter"] = "1s" })
+	want := healthyRig(t, r)
+	p, s := pairRoles(t, want)
+	adminTok, editTok := r.users(t)
+	api := adminAPI{base: r.node(s).HTTP(), token: adminTok} // the page may be served by either node
+	const failoverPath = "/api/clusters/site/failover"
+
+	var e apiError
+	if code := (adminAPI{base: api.base, token: editTok}).do(t, "POST", failoverPath, &e); code != http.StatusForbidden {
+		t.Fatalf("a ConfigEditor's failover got %d (%+v), want 403", code, e)
+	}
+	if code := (adminAPI{base: api.base, token: "otk_not-a-token"}).do(t, "POST", failoverPath, &e); code != http.StatusUnauthorized {
+		t.Fatalf("an unknown token's failover got %d (%+v), want 401", code, e)
+	}
+	if rows := r.auditRows(t); len(rows) != 0 {
+		t.Fatalf("refused failovers wrote audit rows: %+v", rows)
+	}
+	r.holdLevels(500*time.Millisecond, want) // nothing moved
+
+	var before panel
+	procs.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
+		if code := api.do(t, "GET", "/api/clusters/site/redundancy", &before); code != http.StatusOK {
+			return fmt.Errorf("panel: %d", code)
+		}
+		if !before.FailoverAllowed || before.FailoverTarget != r.addr(p) || before.Primary != r.addr(p) {
+			return fmt.Errorf("panel %+v, want Primary and target %s, failover allowed", before, r.addr(p))
+		}
+		for _, m := range before.Members {
+			if m.ServiceLevel != int(want[r.nameOf(m.NodeID)]) || !m.Reachable || m.ConfigDb != "ok" {
+				return fmt.Errorf("panel member %+v, want level %d, reachable, Config DB ok", m, want[r.nameOf(m.NodeID)])
+			}
+		}
+		if len(before.Members) != 2 {
+			return fmt.Errorf("panel lists %d members, want 2", len(before.Members))
+		}
+		return nil
+	})
+
+	var res struct {
+		Target string `json:"target"`
+	}
+	asked := time.Now()
+	if code := api.do(t, "POST", failoverPath, &res); code != http.StatusOK {
+		t.Fatalf("the Administrator's failover got %d, want 200", code)
+	}
+	if res.Target != r.addr(p) {
+		t.Fatalf("failover acted on %s, want the Primary %s", res.Target, r.addr(p))
+	}
+	rows := r.auditRows(t) // the row is written before the Leave, so it is there now
+	if len(rows) != 1 || rows[0].Action != "cluster.manual-failover" || rows[0].Actor != operator || rows[0].Target != r.addr(p) {
+		t.Fatalf("audit_log after the failover: %+v, want one cluster.manual-failover by %s on %s", rows, operator, r.addr(p))
+	}
+
+	zero := r.waitFirst(15*time.Second, p, asked, "0", is(0))
+	top := r.waitFirst(30*time.Second, s, asked, "250", is(Primary))
+	t.Logf("failover asked → %s at 0 after %v, %s at 250 after %v", p, zero.At.Sub(asked).Round(time.Millisecond),
+		s, top.At.Sub(asked).Round(time.Millisecond))
+	if !zero.At.Before(top.At) {
+		t.Errorf("%s took 250 at %s, not after the old Primary's 0 at %s", s, top.At.Format("15:04:05.000"), zero.At.Format("15:04:05.000"))
+	}
+	if code := r.node(p).WaitExit(30 * time.Second); code != 0 {
+		t.Fatalf("%s exited with code %d after the manual failover, want 0\n%s", p, code, r.node(p).Log())
+	}
+	exited := time.Now()
+	t.Logf("failover asked → %s exited 0 after %v", p, exited.Sub(asked).Round(time.Millisecond))
+
+	// The supervisor starts it again; it must join the survivor, never
+	// form a cluster alone (that would be a second Primary).
+	r.node(p).Restart()
+	sUID := func() (procs.UID, error) {
+		v, err := r.view(s)
+		if err != nil {
+			return "", err
+		}
+		self, ok := v.SelfMember()
+		if !ok {
+			return "", fmt.Errorf("%s has no self member", s)
+		}
+		return self.UID, nil
+	}
+	survivor, err := sUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs.CheckFor(t, formTimeout, 50*time.Millisecond, func() error {
+		v, err := r.view(p)
+		if err != nil {
+			return err
+		}
+		self, ok := v.SelfMember()
+		if !ok || self.Status != "Up" {
+			return fmt.Errorf("%s not Up yet: %s", p, v)
+		}
+		m, ok := v.Member(r.addr(s))
+		if !ok || m.UID != survivor {
+			t.Fatalf("%s is Up in a cluster without the survivor %s (uid %s): %s", p, s, survivor, v)
+		}
+		return r.levelsAre(map[string]byte{p: Secondary, s: Primary})
+	})
+	t.Logf("restart of %s → Up as Secondary 240 after %v", p, time.Since(exited).Round(time.Millisecond))
+	if strings.Contains(r.node(p).Log(), daemon.LogSelfFormed) {
+		t.Fatalf("%s self-formed on its restart:\n%s", p, r.node(p).Log())
+	}
+	r.holdLevels(time.Second, map[string]byte{p: Secondary, s: Primary})
+
+	// One Up driver member: the button's guard, enforced by the API.
+	r.node(p).Signal(syscall.SIGTERM)
+	if code := r.node(p).WaitExit(30 * time.Second); code != 0 {
+		t.Fatalf("%s exited with code %d after SIGTERM, want 0", p, code)
+	}
+	var alone panel
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if code := api.do(t, "GET", "/api/clusters/site/redundancy", &alone); code != http.StatusOK {
+			return fmt.Errorf("panel: %d", code)
+		}
+		if alone.FailoverAllowed || alone.FailoverBlocked == "" {
+			return fmt.Errorf("panel with one Up driver member: %+v, want the failover blocked with a reason", alone)
+		}
+		return nil
+	})
+	if code := api.do(t, "POST", failoverPath, &e); code != http.StatusConflict || e.Reason == "" {
+		t.Fatalf("failover with one Up driver member got %d %+v, want 409 with a reason", code, e)
+	}
+	t.Logf("one Up driver member: 409 %q", e.Reason)
+	if rows := r.auditRows(t); len(rows) != 1 {
+		t.Fatalf("the refused failover wrote to audit_log: %+v", rows)
+	}
+	r.holdLevels(500*time.Millisecond, map[string]byte{s: Primary})
+	r.assertInvariant()
+}
+
+// Client drill C4: a client subscribed with `otopcua client subscribe -F`
+// during a manual failover moves because the Primary's level left the
+// healthy band, before the old Primary's connection drops: the planned
+// failover costs it no lost connection.
+func TestClientDrill04ManualFailover(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, pairSpecs("site", "a", "b")...)
+	want := healthyRig(t, r)
+	p, s := pairRoles(t, want)
+	adminTok, _ := r.users(t)
+	c := clientproc.Start(t, subscribeArgs(r.node("a").Endpoint(), r.node("b").Endpoint())...)
+	connectedTo(t, c, p, Primary)
+	procs.Holds(t, 2*time.Second, 50*time.Millisecond, func() error {
+		c.MustLive()
+		if err := onlyEvents(c, clientproc.Connected); err != nil {
+			return err
+		}
+		return r.levelsAre(want)
+	})
+
+	from := c.Next()
+	exited := make(chan time.Time, 1)
+	asked := time.Now()
+	if code := (adminAPI{base: r.node(p).HTTP(), token: adminTok}).do(t, "POST", "/api/clusters/site/failover", nil); code != http.StatusOK {
+		t.Fatalf("failover got %d, want 200", code)
+	}
+	go func() {
+		r.node(p).WaitExit(60 * time.Second)
+		exited <- time.Now()
+	}()
+	fo := c.WaitFor(30*time.Second, from, "failover event", isEvent(clientproc.Failover, ""))
+	t.Logf("failover asked → client's failover event after %v: %s", fo.Time.Sub(asked).Round(time.Millisecond), fo)
+	if fo.From.URI != uriOf(p) || fo.To.URI != uriOf(s) {
+		t.Fatalf("failover from %s to %s, want %s → %s", fo.From.URI, fo.To.URI, uriOf(p), uriOf(s))
+	}
+	if !strings.Contains(strings.ToLower(fo.Reason), "healthy band") {
+		t.Fatalf("failover reason %q, want the level leaving the healthy band (not a lost connection)", fo.Reason)
+	}
+	var gone time.Time
+	select {
+	case gone = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not exit after the manual failover", p)
+	}
+	t.Logf("client moved %v before %s exited", gone.Sub(decidedAt(fo)).Round(time.Millisecond), p)
+	if !decidedAt(fo).Before(gone) {
+		t.Fatalf("the client decided to move at %s, after %s had exited at %s", decidedAt(fo).Format("15:04:05.000"), p, gone.Format("15:04:05.000"))
+	}
+	if code, _ := r.node(p).Exited(); code != 0 {
+		t.Fatalf("%s exited with code %d, want 0", p, code)
+	}
+	c.WaitFor(30*time.Second, from, "250 from the survivor", isNote(uriOf(s), levelIs(Primary)))
+	procs.Holds(t, 2*time.Second, 50*time.Millisecond, func() error {
+		c.MustLive()
+		return onlyEvents(c, clientproc.Connected, clientproc.Failover)
+	})
+	if o := notesFromOthers(c, fo, uriOf(s)); len(o) > 0 {
+		t.Fatalf("after the failover to %s the client printed notifications from elsewhere: %v", s, o)
+	}
+	r.assertInvariant()
+}
