@@ -296,6 +296,33 @@ type HttpConfig struct {
 	// MaxBodyBytes is the largest request body accepted on any endpoint; a
 	// larger one is answered 413. Bytes. Default 1048576 (1 MiB).
 	MaxBodyBytes int
+
+	// Tls serves the HTTP endpoint (health, metrics and the admin pages)
+	// over TLS when both files are set. Without it the admin pages warn
+	// that passwords travel in clear text unless Hostname is a loopback
+	// address.
+	Tls HttpTLSConfig
+}
+
+// HttpTLSConfig is the "Http:Tls" section.
+type HttpTLSConfig struct {
+	// CertFile is a PEM file with the server certificate (and its chain).
+	CertFile string
+	// KeyFile is the PEM file with CertFile's private key.
+	KeyFile string
+}
+
+// Enabled reports whether TLS is configured.
+func (t HttpTLSConfig) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
+
+// Loopback reports whether the HTTP endpoint binds a loopback address only
+// ("localhost", 127.0.0.0/8 or ::1).
+func (h *HttpConfig) Loopback() bool {
+	if h.Hostname == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h.Hostname)
+	return ip != nil && ip.IsLoopback()
 }
 
 // TelemetryConfig is the "Telemetry" section.

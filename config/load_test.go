@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/testcert"
 )
 
 // fixedHostname makes the default PublicHostname predictable.
@@ -462,6 +465,9 @@ func TestValidationCases(t *testing.T) {
 		{"log format", `{"Telemetry": {"LogFormat": "xml"}}`, nil, "Telemetry:LogFormat", "xml", "accepted values are json, text", ""},
 		{"public hostname", `{"Cluster": {"PublicHostname": "node a"}}`, nil, "Cluster:PublicHostname", "node a", "host names or IP addresses", ""},
 		{"http hostname", `{"Http": {"Hostname": ""}}`, nil, "Http:Hostname", "", "bind addresses", ""},
+		{"tls cert without key", `{"Http": {"Tls": {"CertFile": "http.crt"}}}`, nil, "Http:Tls:KeyFile", "", "required when Http:Tls:CertFile is set", ""},
+		{"tls key without cert", `{"Http": {"Tls": {"KeyFile": "http.key"}}}`, nil, "Http:Tls:CertFile", "", "required when Http:Tls:KeyFile is set", ""},
+		{"tls files missing", `{"Http": {"Tls": {"CertFile": "/nonexistent/http.crt", "KeyFile": "/nonexistent/http.key"}}}`, nil, "Http:Tls:CertFile", "/nonexistent/http.crt", "readable PEM certificate whose private key is Http:Tls:KeyFile", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -486,6 +492,29 @@ func TestValidationCases(t *testing.T) {
 			}
 			t.Fatalf("no item for %s in %v", tc.key, items)
 		})
+	}
+}
+
+func TestHTTPTLSPairLoads(t *testing.T) {
+	cert, key := testcert.Write(t)
+	body := fmt.Sprintf(`{"Http": {"Tls": {"CertFile": %q, "KeyFile": %q}}}`, cert, key)
+	c, err := Load(writeFile(t, "appsettings.json", body), nil)
+	if err != nil {
+		t.Fatalf("a valid certificate and key: %v", err)
+	}
+	if !c.Http.Tls.Enabled() || c.Http.Tls.CertFile != cert {
+		t.Fatalf("Http:Tls = %+v", c.Http.Tls)
+	}
+	items := loadItems(t, body, "OTOPCUA_HTTP__TLS__CERTFILE="+key)
+	if len(items) != 1 || items[0].Key != "Http:Tls:CertFile" || items[0].Value != key {
+		t.Fatalf("the key file given as the certificate (environment): %v, want one Http:Tls:CertFile item", items)
+	}
+	c = Default()
+	for host, want := range map[string]bool{"127.0.0.1": true, "127.0.0.2": true, "::1": true, "localhost": true, "0.0.0.0": false, "10.0.0.5": false, "plant-a": false} {
+		c.Http.Hostname = host
+		if c.Http.Loopback() != want {
+			t.Errorf("Http:Hostname %q: Loopback() = %v, want %v", host, !want, want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -225,11 +226,31 @@ func (c *Config) validateHTTPAndTelemetry(p *problems) {
 	if c.Http.MaxBodyBytes < 1024 {
 		p.add("Http:MaxBodyBytes", strconv.Itoa(c.Http.MaxBodyBytes), "accepted values are whole numbers ≥ 1024 (bytes)")
 	}
+	c.validateHTTPTLS(p)
 	if !contains(LogLevels, c.Telemetry.LogLevel) {
 		p.add("Telemetry:LogLevel", c.Telemetry.LogLevel, oneOf(LogLevels))
 	}
 	if !contains(LogFormats, c.Telemetry.LogFormat) {
 		p.add("Telemetry:LogFormat", c.Telemetry.LogFormat, oneOf(LogFormats))
+	}
+}
+
+// validateHTTPTLS checks that Http:Tls names both files and that they
+// hold a certificate and its key.
+func (c *Config) validateHTTPTLS(p *problems) {
+	t := c.Http.Tls
+	switch {
+	case !t.Enabled():
+		return
+	case t.CertFile == "":
+		p.add("Http:Tls:CertFile", "", "accepted values are PEM certificate files; it is required when Http:Tls:KeyFile is set")
+		return
+	case t.KeyFile == "":
+		p.add("Http:Tls:KeyFile", "", "accepted values are PEM private key files; it is required when Http:Tls:CertFile is set")
+		return
+	}
+	if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+		p.add("Http:Tls:CertFile", t.CertFile, "accepted values are a readable PEM certificate whose private key is Http:Tls:KeyFile ("+err.Error()+")")
 	}
 }
 

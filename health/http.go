@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,10 @@ type HTTPOptions struct {
 	// MaxBodyBytes is the largest request body accepted on any endpoint.
 	// Bytes. Default 1048576 (1 MiB).
 	MaxBodyBytes int
+
+	// TLS, when set, serves HTTPS only (a plain HTTP request is answered
+	// 400); a zero MinVersion means TLS 1.2. Nil serves plain HTTP.
+	TLS *tls.Config
 }
 
 // withDefaults returns o with every zero or negative field set to its
@@ -149,6 +154,13 @@ func (s *HTTPServer) Start() error {
 			return fmt.Errorf("health: HTTP address %s is already in use by another process (set a free Http:Port): %w", s.addr, ErrAddrInUse)
 		}
 		return fmt.Errorf("health: HTTP listen on %s: %w", s.addr, err)
+	}
+	if s.opts.TLS != nil {
+		c := s.opts.TLS.Clone()
+		if c.MinVersion == 0 {
+			c.MinVersion = tls.VersionTLS12
+		}
+		ln = tls.NewListener(ln, c)
 	}
 	srv := &http.Server{
 		Handler:           limitBody(s.mux, int64(s.opts.MaxBodyBytes)),

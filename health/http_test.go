@@ -3,6 +3,8 @@ package health
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/testcert"
 )
 
 func get(t *testing.T, method, url string) (int, string) {
@@ -521,10 +525,10 @@ func TestHTTPOptionsDefaults(t *testing.T) {
 		want   HTTPOptions
 		header time.Duration
 	}{
-		{HTTPOptions{}, HTTPOptions{10 * time.Second, 30 * time.Second, 1 << 20}, 5 * time.Second},
-		{HTTPOptions{-1, -1, -1}, HTTPOptions{10 * time.Second, 30 * time.Second, 1 << 20}, 5 * time.Second},
-		{HTTPOptions{2 * time.Second, time.Minute, 4096}, HTTPOptions{2 * time.Second, time.Minute, 4096}, 2 * time.Second},
-		{HTTPOptions{time.Minute, 0, 0}, HTTPOptions{time.Minute, 30 * time.Second, 1 << 20}, 5 * time.Second},
+		{HTTPOptions{}, HTTPOptions{10 * time.Second, 30 * time.Second, 1 << 20, nil}, 5 * time.Second},
+		{HTTPOptions{-1, -1, -1, nil}, HTTPOptions{10 * time.Second, 30 * time.Second, 1 << 20, nil}, 5 * time.Second},
+		{HTTPOptions{2 * time.Second, time.Minute, 4096, nil}, HTTPOptions{2 * time.Second, time.Minute, 4096, nil}, 2 * time.Second},
+		{HTTPOptions{time.Minute, 0, 0, nil}, HTTPOptions{time.Minute, 30 * time.Second, 1 << 20, nil}, 5 * time.Second},
 	} {
 		got := tc.in.withDefaults()
 		if got != tc.want {
@@ -639,5 +643,37 @@ func TestCachedCheckRunsOncePerPeriod(t *testing.T) {
 	_, _ = each(), each()
 	if n := fresh.Load(); n != 2 {
 		t.Fatalf("Cached(0) ran %d times for two sequential calls, want 2", n)
+	}
+}
+
+func TestTLSServesHTTPSOnly(t *testing.T) {
+	certFile, keyFile := testcert.Write(t)
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewHTTPServer("127.0.0.1:0", HTTPOptions{TLS: &tls.Config{Certificates: []tls.Certificate{pair}}}, Probes{}, nil, nil)
+	base := strings.Replace(start(t, s), "http://", "https://", 1)
+
+	pool := x509.NewCertPool()
+	pool.AddCert(pair.Leaf)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.TLS == nil || resp.TLS.Version < tls.VersionTLS12 {
+		t.Fatalf("GET /healthz over TLS: %d, TLS %+v", resp.StatusCode, resp.TLS)
+	}
+
+	old := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS11}}}
+	if resp, err := old.Get(base + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a TLS 1.1 client was served: %d", resp.StatusCode)
+	}
+	code, body := get(t, http.MethodGet, strings.Replace(base, "https://", "http://", 1)+"/healthz")
+	if code == http.StatusOK {
+		t.Fatalf("plain HTTP to the TLS port was served: %d %s", code, body)
 	}
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,10 +146,16 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 	}
 	if addr := cfg.Http.Addr(); addr != "" {
+		tlsCfg, err := httpTLS(cfg.Http.Tls)
+		if err != nil {
+			stopAll()
+			return err
+		}
 		web = health.NewHTTPServer(addr, health.HTTPOptions{
 			ReadTimeout:  cfg.Http.ReadTimeout,
 			WriteTimeout: cfg.Http.WriteTimeout,
 			MaxBodyBytes: cfg.Http.MaxBodyBytes,
+			TLS:          tlsCfg,
 		}, probes(sys, cluster, srv, red.probe, shown), metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
@@ -200,6 +207,18 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		stopAll()
 		return ended(r)
 	}
+}
+
+// httpTLS loads Http:Tls's certificate and key; nil without Http:Tls.
+func httpTLS(t config.HttpTLSConfig) (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("Http:Tls:CertFile %s with Http:Tls:KeyFile %s: %w", t.CertFile, t.KeyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {

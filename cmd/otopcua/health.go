@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,17 +47,20 @@ It is the Docker HEALTHCHECK of the otopcua image, which has no curl.
 Without --url the node is the local one of --config (default
 appsettings.json in the working directory, if present) plus OTOPCUA_
 environment overrides: http://<Http:Hostname>:<Http:Port>/readyz, with
-127.0.0.1 for a wildcard Http:Hostname. --healthy also requires
+127.0.0.1 for a wildcard Http:Hostname; https:// when Http:Tls is set, and
+then only the certificate of Http:Tls:CertFile is trusted (it need not name
+127.0.0.1). --healthy also requires
 Server.ServiceLevel ≥ 200 (/readyz?healthy=1); --live asks /healthz
 instead (the process and its actor system run).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var pinned *tls.Config
 			if rawURL == "" {
-				u, err := c.localHealthURL(configFile(cmd, path), live)
+				u, p, err := c.localHealthURL(configFile(cmd, path), live)
 				if err != nil {
 					return err
 				}
-				rawURL = u
+				rawURL, pinned = u, p
 			}
 			u, err := url.Parse(rawURL)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -65,7 +71,7 @@ instead (the process and its actor system run).`,
 				q.Set("healthy", "1")
 				u.RawQuery = q.Encode()
 			}
-			return c.health(cmd.Context(), u.String(), timeout)
+			return c.health(cmd.Context(), u.String(), pinned, timeout)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", defaultConfigFile, "appsettings.json of the local node (for Http:Hostname and Http:Port)")
@@ -76,14 +82,15 @@ instead (the process and its actor system run).`,
 	return cmd
 }
 
-// localHealthURL is the probe URL of the node configured by path + env.
-func (c *cli) localHealthURL(path string, live bool) (string, error) {
+// localHealthURL is the probe URL of the node configured by path + env,
+// and with Http:Tls the TLS settings that trust its certificate alone.
+func (c *cli) localHealthURL(path string, live bool) (string, *tls.Config, error) {
 	cfg, err := config.Load(path, c.environ)
 	if err != nil {
-		return "", &exitError{code: exitUsage, err: err}
+		return "", nil, &exitError{code: exitUsage, err: err}
 	}
 	if cfg.Http.Port == 0 {
-		return "", &exitError{code: exitUsage, err: errors.New("health: Http:Port is 0 (the HTTP endpoint is disabled): nothing to ask; give --url")}
+		return "", nil, &exitError{code: exitUsage, err: errors.New("health: Http:Port is 0 (the HTTP endpoint is disabled): nothing to ask; give --url")}
 	}
 	host := cfg.Http.Hostname
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
@@ -93,17 +100,52 @@ func (c *cli) localHealthURL(path string, live bool) (string, error) {
 	if live {
 		endpoint = "/healthz"
 	}
-	return "http://" + net.JoinHostPort(host, strconv.Itoa(cfg.Http.Port)) + endpoint, nil
+	hostPort := net.JoinHostPort(host, strconv.Itoa(cfg.Http.Port))
+	if !cfg.Http.Tls.Enabled() {
+		return "http://" + hostPort + endpoint, nil, nil
+	}
+	pinned, err := pinCertificate(cfg.Http.Tls.CertFile, cfg.Http.Tls.KeyFile)
+	if err != nil {
+		return "", nil, &exitError{code: exitUsage, err: err}
+	}
+	return "https://" + hostPort + endpoint, pinned, nil
 }
 
-func (c *cli) health(parent context.Context, u string, timeout time.Duration) error {
+// pinCertificate is a client TLS configuration that accepts exactly the
+// certificate in certFile (the node's own, read from its configuration),
+// whatever names it carries.
+func pinCertificate(certFile, keyFile string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("health: Http:Tls:CertFile %s: %w", certFile, err)
+	}
+	want := pair.Certificate[0]
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The chain and names are not checked; the leaf must be the
+		// configured certificate byte for byte.
+		InsecureSkipVerify: true,
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !bytes.Equal(raw[0], want) {
+				return fmt.Errorf("the node's certificate is not Http:Tls:CertFile %s", certFile)
+			}
+			return nil
+		},
+	}, nil
+}
+
+func (c *cli) health(parent context.Context, u string, pinned *tls.Config, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("health: %w", err)}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if pinned != nil {
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: pinned}}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("not ready: %s did not answer: %w", u, err)}
 	}

@@ -2,6 +2,8 @@ package host_test
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/otopcua/otopcua/internal/testcert"
 	"github.com/otopcua/otopcua/tests/pg"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -256,5 +259,53 @@ func TestHealthCommandErrors(t *testing.T) {
 	}
 	if code, out := healthEnv(t, []string{"OTOPCUA_HTTP__PORT=seventy"}); code != 2 || !strings.Contains(out, "Http:Port") {
 		t.Fatalf("invalid Http:Port: exit %d, %q", code, out)
+	}
+}
+
+// TestHealthOverTLS: with Http:Tls the node serves HTTPS only, and
+// `otopcua health` of the same configuration trusts that certificate
+// alone: another certificate is refused.
+func TestHealthOverTLS(t *testing.T) {
+	t.Parallel()
+	certFile, keyFile := testcert.Write(t)
+	p := procs.NewPorts(t)
+	cfg := procs.BaseConfig("tls", p)
+	cfg["Http"].(map[string]any)["Tls"] = map[string]any{"CertFile": certFile, "KeyFile": keyFile}
+	n := procs.Start(t, "tls", cfg)
+	env := func(cert, key string) []string {
+		return []string{"OTOPCUA_HTTP__HOSTNAME=127.0.0.1", fmt.Sprintf("OTOPCUA_HTTP__PORT=%d", p.HTTP),
+			"OTOPCUA_HTTP__TLS__CERTFILE=" + cert, "OTOPCUA_HTTP__TLS__KEYFILE=" + key}
+	}
+	procs.CheckFor(t, 60*time.Second, 200*time.Millisecond, func() error {
+		if code, out := healthEnv(t, env(certFile, keyFile)); code != 0 {
+			return fmt.Errorf("otopcua health over TLS: exit %d: %s", code, out)
+		}
+		return nil
+	})
+
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(pair.Leaf)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := c.Get(strings.Replace(n.HTTP(), "http://", "https://", 1) + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics over TLS: %d", resp.StatusCode)
+	}
+	if resp, err := http.Get(n.HTTP() + "/healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plain HTTP to the TLS port was served")
+		}
+	}
+	otherCert, otherKey := testcert.Write(t)
+	if code, out := healthEnv(t, env(otherCert, otherKey)); code != 1 || !strings.Contains(out, "not Http:Tls:CertFile") {
+		t.Fatalf("otopcua health with another certificate: exit %d, %q; want 1 naming the certificate", code, out)
 	}
 }
