@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
@@ -19,6 +20,7 @@ import (
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/wire"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -132,6 +134,14 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return fmt.Errorf("data plane: %w", err)
 	}
+	// Every node takes manual failover requests and follows the redundancy
+	// topic for the admin pages, whatever its roles.
+	failover := newFailoverReceiver(cluster.d.Self(), cfg.Node.ClusterId, logger)
+	red.stops = append(red.stops, red.med.Subscribe(wire.FailoverTopic, failover.Handle))
+	watch := newPanelWatcher(time.Now)
+	red.stops = append(red.stops, red.med.Subscribe(wire.Topic, watch.Handle))
+	backend := newAdminBackend(cluster.d, red.med, db, watch, downingText(cluster.nc), cfg.Redundancy.ManualFailoverDrain, time.Now)
+
 	var web *health.HTTPServer
 	stopAll := func() {
 		if web != nil {
@@ -173,6 +183,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
+		mountAdmin(web, backend)
 		if err := web.Start(); err != nil {
 			web = nil
 			stopAll()
@@ -199,7 +210,29 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		defer stopWatchdog()
 		stopAll()
 		return ended(r)
+	case m := <-failover.Requested():
+		return manualFailover(ctx, m, cfg, cluster, levels, srv, stopAll, logger)
 	}
+}
+
+// manualFailover serves an accepted ManualFailover: ServiceLevel 0 and
+// EstimatedReturnTime for Redundancy:ManualFailoverDrain so that clients
+// move first, then the graceful leave (singletons hand over, coordinated
+// shutdown) and exit code 0: the leave was requested, and the supervisor's
+// restart policy brings the node back as the youngest member. A SIGTERM
+// or the end of membership during the drain cuts it short.
+func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Config, cluster *clusterRuntime,
+	levels *levelSwitch, srv *opcua.Server, stopAll func(), logger *slog.Logger) error {
+	drain := cfg.Redundancy.ManualFailoverDrain
+	logger.Warn("manual failover: ServiceLevel 0 while clients move, then leaving the cluster",
+		"drain", drain.String(), "actor", m.GetActor(), "estimatedReturn", wire.FromUnixMs(m.GetEstimatedReturnUnixMs()))
+	drainForFailover(ctx, m, levels, srv, clockwork.NewRealClock(), drain, cluster.d.Done())
+	cluster.leave(LeaveTimeout)
+	stopWatchdog := startWatchdog(WatchdogTimeout, 0, logger, exit)
+	defer stopWatchdog()
+	stopAll()
+	logger.Info("manual failover: left the cluster; exiting with code 0 for the supervisor to restart this node")
+	return nil
 }
 
 func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
