@@ -80,7 +80,22 @@ type Config struct {
 	Http       HttpConfig
 	Telemetry  TelemetryConfig
 	Deployment DeploymentConfig
+	Redundancy RedundancyConfig
 }
+
+// RedundancyConfig is the "Redundancy" section: planned failovers.
+type RedundancyConfig struct {
+	// ManualFailoverDrain is how long a Primary asked to leave by a manual
+	// failover (admin pages) shows ServiceLevel 0 and its
+	// EstimatedReturnTime before it leaves the cluster, so that OPC UA
+	// clients move to the other server while this one still answers.
+	// Accepted 0 s to 60 s (0: leave at once). Default 2 s.
+	ManualFailoverDrain time.Duration
+}
+
+// MaxManualFailoverDrain is the longest Redundancy:ManualFailoverDrain
+// accepted.
+const MaxManualFailoverDrain = 60 * time.Second
 
 // DeploymentConfig is the "Deployment" section: how a node follows the
 // deployments of its ClusterId in the Config DB.
@@ -370,6 +385,7 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},

@@ -1,6 +1,6 @@
 // Package config owns one node's configuration: the appsettings.json
-// sections (Cluster, Node, OpcUa, ConfigDb, LocalDb, Http, Telemetry, Deployment), their
-// defaults, how they are loaded and how they are validated.
+// sections (Cluster, Node, OpcUa, ConfigDb, LocalDb, Http, Telemetry, Deployment,
+// Redundancy), their defaults, how they are loaded and how they are validated.
 //
 // Loading (Load) layers defaults, one JSON file and OTOPCUA_ environment
 // variables with koanf, reads keys case-insensitively as .NET binds them,

@@ -81,6 +81,7 @@ func TestDefault(t *testing.T) {
 		{"OpcUa.ApplicationUri", c.OpcUa.ApplicationUri, "urn:plc-host:otopcua"},
 		{"OpcUa.ApplicationName", c.OpcUa.ApplicationName, "otopcua"},
 		{"OpcUa.RedundancySupport", c.OpcUa.RedundancySupport, "Warm"},
+		{"Redundancy.ManualFailoverDrain", c.Redundancy.ManualFailoverDrain, 2 * time.Second},
 		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None"}},
 		{"OpcUa.Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 100},
 		{"OpcUa.Limits.MaxSessionsPerAddress", c.OpcUa.Limits.MaxSessionsPerAddress, 50},
@@ -441,6 +442,8 @@ func TestValidationCases(t *testing.T) {
 		{"default session timeout", `{"OpcUa": {"Limits": {"DefaultSessionTimeout": "2h"}}}`, nil, "OpcUa:Limits:DefaultSessionTimeout", "2h0m0s", "between OpcUa:Limits:MinSessionTimeout", ""},
 		{"old max sessions key", `{"OpcUa": {"MaxSessions": 5}}`, nil, "OpcUa:MaxSessions", "5", "", ""},
 		{"http body", `{"Http": {"MaxBodyBytes": 10}}`, nil, "Http:MaxBodyBytes", "10", "≥ 1024", ""},
+		{"drain too long", `{"Redundancy": {"ManualFailoverDrain": "00:01:01"}}`, nil, "Redundancy:ManualFailoverDrain", "1m1s", "from 0s to 60s", ""},
+		{"drain negative", `{"Redundancy": {"ManualFailoverDrain": "-1s"}}`, nil, "Redundancy:ManualFailoverDrain", "-1s", "from 0s to 60s", ""},
 		{"http read timeout", `{"Http": {"ReadTimeout": "-1s"}}`, nil, "Http:ReadTimeout", "-1s", "greater than 0", ""},
 		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed", ""},
 		{"write timeout", `{"OpcUa": {"WriteTimeout": "0s"}}`, nil, "OpcUa:WriteTimeout", "0s", "greater than 0", ""},
@@ -603,5 +606,21 @@ func TestItemString(t *testing.T) {
 		if got := tc.it.String(); got != tc.want {
 			t.Errorf("String() = %s, want %s", got, tc.want)
 		}
+	}
+}
+
+// TestManualFailoverDrainBounds: 0 s (leave at once) and 60 s are the
+// ends of the accepted range, in either duration notation, and the
+// environment sets the key too.
+func TestManualFailoverDrainBounds(t *testing.T) {
+	for json, want := range map[string]time.Duration{`"0s"`: 0, `"00:01:00"`: time.Minute, `"500ms"`: 500 * time.Millisecond} {
+		c := mustLoad(t, `{"Redundancy": {"ManualFailoverDrain": `+json+`}}`)
+		if c.Redundancy.ManualFailoverDrain != want {
+			t.Errorf("ManualFailoverDrain %s = %v, want %v", json, c.Redundancy.ManualFailoverDrain, want)
+		}
+	}
+	c := mustLoad(t, `{}`, "OTOPCUA_Redundancy__ManualFailoverDrain=00:00:07")
+	if c.Redundancy.ManualFailoverDrain != 7*time.Second {
+		t.Errorf("from the environment: %v, want 7s", c.Redundancy.ManualFailoverDrain)
 	}
 }

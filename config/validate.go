@@ -199,6 +199,9 @@ func (c *Config) validateOpcUa(p *problems) {
 	checkPositive(p, "OpcUa:WriteTimeout", o.WriteTimeout)
 	c.validateLimits(p)
 	checkPositive(p, "Deployment:PollInterval", c.Deployment.PollInterval)
+	if d := c.Redundancy.ManualFailoverDrain; d < 0 || d > MaxManualFailoverDrain {
+		p.add("Redundancy:ManualFailoverDrain", d.String(), "accepted values are durations from 0s to 60s, as "+DurationFormat)
+	}
 }
 
 func (c *Config) validateStores(p *problems) {

@@ -17,8 +17,9 @@ import (
 
 // ExitRestart is the process exit code after the cluster ended this
 // node's membership without a stop request: it was downed (by the leader,
-// or by itself under a split-brain strategy), removed by the others, or
-// left on an operator's request (manual failover). The code is non-zero so
+// or by itself under a split-brain strategy) or removed by the others. (A
+// manual failover's leave was requested: it exits 0, which the supervisor's
+// restart policy restarts as well.) The code is non-zero so
 // that the supervisor (systemd Restart=, Windows service recovery, docker
 // restart policy) starts the process again; it rejoins as a new
 // incarnation, the youngest member.

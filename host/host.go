@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
@@ -20,6 +21,7 @@ import (
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/wire"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -133,6 +135,14 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return fmt.Errorf("data plane: %w", err)
 	}
+	// Every node takes manual failover requests and follows the redundancy
+	// topic for the admin pages, whatever its roles.
+	failover := newFailoverReceiver(cluster.d.Self(), cfg.Node.ClusterId, logger)
+	red.stops = append(red.stops, red.med.Subscribe(wire.FailoverTopic, failover.Handle))
+	watch := newPanelWatcher(time.Now)
+	red.stops = append(red.stops, red.med.Subscribe(wire.Topic, watch.Handle))
+	backend := newAdminBackend(cluster.d, red.med, db, watch, downingText(cluster.nc), cfg.Redundancy.ManualFailoverDrain, time.Now)
+
 	var web *health.HTTPServer
 	stopAll := func() {
 		if web != nil {
@@ -180,6 +190,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
+		mountAdmin(web, backend)
 		if err := web.Start(); err != nil {
 			web = nil
 			stopAll()
@@ -206,6 +217,8 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		defer stopWatchdog()
 		stopAll()
 		return ended(r)
+	case m := <-failover.Requested():
+		return manualFailover(ctx, m, cfg, cluster, levels, srv, stopAll, logger)
 	}
 }
 
@@ -219,6 +232,26 @@ func httpTLS(t config.HttpTLSConfig) (*tls.Config, error) {
 		return nil, fmt.Errorf("Http:Tls:CertFile %s with Http:Tls:KeyFile %s: %w", t.CertFile, t.KeyFile, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// manualFailover serves an accepted ManualFailover: ServiceLevel 0 and
+// EstimatedReturnTime for Redundancy:ManualFailoverDrain so that clients
+// move first, then the graceful leave (singletons hand over, coordinated
+// shutdown) and exit code 0: the leave was requested, and the supervisor's
+// restart policy brings the node back as the youngest member. A SIGTERM
+// or the end of membership during the drain cuts it short.
+func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Config, cluster *clusterRuntime,
+	levels *levelSwitch, srv *opcua.Server, stopAll func(), logger *slog.Logger) error {
+	drain := cfg.Redundancy.ManualFailoverDrain
+	logger.Warn("manual failover: ServiceLevel 0 while clients move, then leaving the cluster",
+		"drain", drain.String(), "actor", m.GetActor(), "estimatedReturn", wire.FromUnixMs(m.GetEstimatedReturnUnixMs()))
+	drainForFailover(ctx, m, levels, srv, clockwork.NewRealClock(), drain, cluster.d.Done())
+	cluster.leave(LeaveTimeout)
+	stopWatchdog := startWatchdog(WatchdogTimeout, 0, logger, exit)
+	defer stopWatchdog()
+	stopAll()
+	logger.Info("manual failover: left the cluster; exiting with code 0 for the supervisor to restart this node")
+	return nil
 }
 
 func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {

@@ -58,6 +58,7 @@ type levelSwitch struct {
 
 	mu     sync.Mutex
 	manual bool // the hook owns the level; mu must be held.
+	pinned bool // a manual failover fixed the level for good; mu must be held.
 	latest byte // the runtime's latest level; mu must be held.
 	has    bool // latest is set; mu must be held.
 }
@@ -71,17 +72,30 @@ func (s *levelSwitch) Publish(level byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latest, s.has = level, true
-	if !s.manual {
+	if !s.manual && !s.pinned {
 		s.next.Publish(level)
 	}
 }
 
+// pin publishes level and keeps it until the process ends: neither the
+// runtime nor the test hook changes it again. A manual failover pins 0
+// while this node drains and leaves.
+func (s *levelSwitch) pin(level byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinned = true
+	s.next.Publish(level)
+}
+
 // set publishes a level from the hook; the runtime stays out until release.
+// It does nothing once the level is pinned.
 func (s *levelSwitch) set(level byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.manual = true
-	s.next.Publish(level)
+	if !s.pinned {
+		s.next.Publish(level)
+	}
 }
 
 // release gives the level back to the runtime, whose latest level is
@@ -90,7 +104,7 @@ func (s *levelSwitch) release() (byte, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.manual = false
-	if s.has {
+	if s.has && !s.pinned {
 		s.next.Publish(s.latest)
 	}
 	return s.latest, s.has

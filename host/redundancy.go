@@ -155,7 +155,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, d
 			Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
 			DbHealth: redundancy.DbHealthFunc(func() (redundancy.DbStatus, bool) {
 				res, ok := probe.Last()
-				return redundancy.DbStatus{Reachable: res.Reachable, AsOf: res.AsOf}, ok
+				return redundancy.DbStatus{Reachable: res.Reachable, AsOf: res.AsOf, Err: res.Err}, ok
 			}),
 			PeerStatus: func(uri string, level byte, alive bool) {
 				state := ua.ServerStateUnknown

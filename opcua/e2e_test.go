@@ -272,3 +272,31 @@ func kickPublishLoop(ctx context.Context, t *testing.T, c *gopcua.Client) {
 		t.Logf("kick subscription: %v", err)
 	}
 }
+
+// TestClientReadsEstimatedReturnTime: a client reads
+// Server.EstimatedReturnTime (i=12885) as a DateTime — MinDateTime (the
+// zero time, "unknown") until the host sets it, then the instant it set,
+// which goes back to unknown when cleared.
+func TestClientReadsEstimatedReturnTime(t *testing.T) {
+	s, c := startServer(t, Config{})
+	read := func() time.Time {
+		t.Helper()
+		v, ok := clientRead(t, c, id.Server_EstimatedReturnTime)[0].Value.Value().(time.Time)
+		if !ok {
+			t.Fatalf("EstimatedReturnTime is %T, want a DateTime", clientRead(t, c, id.Server_EstimatedReturnTime)[0].Value.Value())
+		}
+		return v
+	}
+	if got := read(); !got.IsZero() {
+		t.Fatalf("EstimatedReturnTime before any failover = %v, want MinDateTime (unknown)", got)
+	}
+	back := time.Date(2026, 3, 1, 12, 0, 42, 125_000_000, time.FixedZone("CET", 3600))
+	s.SetEstimatedReturnTime(back)
+	if got := read(); !got.Equal(back) {
+		t.Fatalf("EstimatedReturnTime = %v, want %v", got, back)
+	}
+	s.SetEstimatedReturnTime(time.Time{})
+	if got := read(); !got.IsZero() {
+		t.Fatalf("EstimatedReturnTime after clearing = %v, want MinDateTime", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
@@ -201,6 +202,18 @@ func (s *Server) SetServiceLevel(level byte) {
 		panic("opcua: a byte must make a Variant: " + err.Error())
 	}
 	s.publishRedundantServers()
+}
+
+// SetEstimatedReturnTime publishes t as Server.EstimatedReturnTime
+// (ns=0;i=12885, DateTime): when this server expects to be back in service
+// after a planned shutdown, so that clients leaving it know when to look
+// again. The zero time means unknown (OPC UA's MinDateTime), the value the
+// server starts with. The host sets it before a manual failover takes the
+// node out of the cluster.
+func (s *Server) SetEstimatedReturnTime(t time.Time) {
+	if err := s.space.SetValue(nsid(id.Server_EstimatedReturnTime), t.UTC(), ua.StatusOK, s.clock.Now()); err != nil {
+		panic("opcua: Server.EstimatedReturnTime must take a DateTime: " + err.Error())
+	}
 }
 
 // ServiceLevel returns the published Server.ServiceLevel.

@@ -74,6 +74,7 @@ func (s *Server) initRedundancy() error {
 		id.Server_ServerRedundancy_RedundancySupport: int32(s.cfg.RedundancySupport),
 		id.Server_ServerRedundancy_ServerURIArray:    uris,
 		id.Server_Auditing:                           false,
+		id.Server_EstimatedReturnTime:                time.Time{},
 	})
 	if err != nil {
 		return err

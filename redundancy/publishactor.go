@@ -309,15 +309,17 @@ func (a *PublishActor) compute(why string) {
 	}
 }
 
-// advertise publishes this node's NodeStatus.
+// advertise publishes this node's NodeStatus, with the Config DB health
+// of the latest compute.
 func (a *PublishActor) advertise() {
 	if a.last < 0 {
 		return
 	}
+	db, dbErr := ConfigDbStateOf(a.obs.Db, a.obs.DbKnown)
 	err := a.o.PubSub.Publish(wire.Topic, NodeInfo{
 		NodeID: a.obs.Self.NodeID(), UID: a.obs.Self.UID, ClusterID: a.o.ClusterID,
 		ApplicationURI: a.o.ApplicationURI, OpcUaEndpoint: a.o.OpcUaEndpoint,
-		ServiceLevel: byte(a.last), At: a.o.Clock.Now(),
+		ServiceLevel: byte(a.last), At: a.o.Clock.Now(), ConfigDb: db, ConfigDbError: dbErr,
 	}.ToWire())
 	if err != nil {
 		a.o.Logger.Error("NodeStatus not published", "err", err)

@@ -395,3 +395,33 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 		t.Fatalf("observations %v, want only the two earlier ones", got)
 	}
 }
+
+// TestPublishActorAdvertisesConfigDbHealth: NodeStatus carries the Config
+// DB verdict of the latest compute — unknown before the first probe, then
+// unreachable with the probe's error, then ok without one.
+func TestPublishActorAdvertisesConfigDbHealth(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	latest := func() *wire.NodeStatus {
+		st := all[*wire.NodeStatus](r.bus)
+		return st[len(st)-1]
+	}
+	if s := latest(); s.GetConfigdbState() != wire.ConfigDbState_CONFIG_DB_STATE_UNKNOWN || s.GetConfigdbError() != "" {
+		t.Fatalf("NodeStatus before any probe: %v", s)
+	}
+	r.db.mu.Lock()
+	r.db.st, r.db.known = DbStatus{Reachable: false, AsOf: r.clock.Now(), Err: "dial tcp 10.0.0.9:1433: connection refused"}, true
+	r.db.mu.Unlock()
+	r.clock.Advance(HealthTick)
+	eventually(t, "an unreachable NodeStatus", func() bool {
+		s := latest()
+		return s.GetConfigdbState() == wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE &&
+			s.GetConfigdbError() == "dial tcp 10.0.0.9:1433: connection refused"
+	})
+	r.db.set(true, r.clock.Now())
+	r.clock.Advance(HealthTick)
+	eventually(t, "an ok NodeStatus", func() bool {
+		s := latest()
+		return s.GetConfigdbState() == wire.ConfigDbState_CONFIG_DB_STATE_OK && s.GetConfigdbError() == ""
+	})
+}

@@ -45,6 +45,8 @@ type DbStatus struct {
 	Reachable bool
 	// AsOf is when the verdict was taken.
 	AsOf time.Time
+	// Err says why the Config DB is unreachable; "" when Reachable.
+	Err string
 }
 
 // DbHealth gives the last Config DB probe verdict; ok is false until the

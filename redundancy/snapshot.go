@@ -3,7 +3,9 @@ package redundancy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
@@ -56,6 +58,83 @@ type NodeInfo struct {
 	OpcUaEndpoint  string
 	ServiceLevel   byte
 	At             time.Time
+	// ConfigDb is the node's Config DB health as its own probe saw it;
+	// ConfigDbError says why it is unreachable ("" otherwise, and at most
+	// MaxConfigDbErrorLen bytes).
+	ConfigDb      ConfigDbState
+	ConfigDbError string
+}
+
+// ConfigDbState is a node's Config DB health as it advertises it.
+type ConfigDbState int
+
+// The Config DB states.
+const (
+	// ConfigDbUnknown: no probe finished yet, or the node is older than
+	// the field.
+	ConfigDbUnknown ConfigDbState = iota
+	// ConfigDbOk: the last probe answered in time.
+	ConfigDbOk
+	// ConfigDbUnreachable: the last probe failed or timed out.
+	ConfigDbUnreachable
+)
+
+// String is "unknown", "ok" or "unreachable".
+func (s ConfigDbState) String() string {
+	switch s {
+	case ConfigDbOk:
+		return "ok"
+	case ConfigDbUnreachable:
+		return "unreachable"
+	}
+	return "unknown"
+}
+
+// MaxConfigDbErrorLen bounds the Config DB error text kept from a
+// NodeStatus (bytes); a longer one is cut.
+const MaxConfigDbErrorLen = 512
+
+// ConfigDbStateOf is the advertised state of a DB probe verdict (known
+// false: no probe finished yet) and its error text.
+func ConfigDbStateOf(st DbStatus, known bool) (ConfigDbState, string) {
+	switch {
+	case !known:
+		return ConfigDbUnknown, ""
+	case st.Reachable:
+		return ConfigDbOk, ""
+	}
+	return ConfigDbUnreachable, truncateUTF8(st.Err, MaxConfigDbErrorLen)
+}
+
+var dbStateToWire = map[ConfigDbState]wire.ConfigDbState{
+	ConfigDbUnknown:     wire.ConfigDbState_CONFIG_DB_STATE_UNKNOWN,
+	ConfigDbOk:          wire.ConfigDbState_CONFIG_DB_STATE_OK,
+	ConfigDbUnreachable: wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE,
+}
+
+// dbStateFromWire maps the wire enum; unspecified (an older node) and any
+// value this binary does not know (a newer node) are unknown.
+func dbStateFromWire(s wire.ConfigDbState) ConfigDbState {
+	switch s {
+	case wire.ConfigDbState_CONFIG_DB_STATE_OK:
+		return ConfigDbOk
+	case wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE:
+		return ConfigDbUnreachable
+	}
+	return ConfigDbUnknown
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character,
+// and replaces invalid UTF-8.
+func truncateUTF8(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // NodeInfoFromWire converts and checks a NodeStatus.
@@ -69,11 +148,16 @@ func NodeInfoFromWire(m *wire.NodeStatus) (NodeInfo, error) {
 	if m.GetServiceLevel() > 255 {
 		return NodeInfo{}, fmt.Errorf("%w: service level %d", ErrInvalidSnapshot, m.GetServiceLevel())
 	}
-	return NodeInfo{
+	i := NodeInfo{
 		NodeID: m.GetNodeId(), UID: m.GetUid(), ClusterID: m.GetClusterId(),
 		ApplicationURI: m.GetApplicationUri(), OpcUaEndpoint: m.GetOpcuaEndpoint(),
 		ServiceLevel: byte(m.GetServiceLevel()), At: wire.FromUnixMs(m.GetAtUnixMs()),
-	}, nil
+		ConfigDb: dbStateFromWire(m.GetConfigdbState()),
+	}
+	if i.ConfigDb == ConfigDbUnreachable {
+		i.ConfigDbError = truncateUTF8(m.GetConfigdbError(), MaxConfigDbErrorLen)
+	}
+	return i, nil
 }
 
 // ToWire converts i to its message.
@@ -81,6 +165,7 @@ func (i NodeInfo) ToWire() *wire.NodeStatus {
 	return &wire.NodeStatus{
 		NodeId: i.NodeID, Uid: i.UID, ClusterId: i.ClusterID, ApplicationUri: i.ApplicationURI,
 		OpcuaEndpoint: i.OpcUaEndpoint, ServiceLevel: uint32(i.ServiceLevel), AtUnixMs: wire.UnixMs(i.At),
+		ConfigdbState: dbStateToWire[i.ConfigDb], ConfigdbError: i.ConfigDbError,
 	}
 }
 

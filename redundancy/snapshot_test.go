@@ -3,8 +3,10 @@ package redundancy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -230,4 +232,57 @@ func FuzzSnapshotFromWire(f *testing.F) {
 			_, _ = NodeInfoFromWire(&ns)
 		}
 	})
+}
+
+// TestNodeInfoConfigDb: the Config DB health survives the round trip; an
+// unknown enum value (a newer node) or an older node's unspecified one is
+// unknown; an error text is kept only with unreachable, cut to
+// MaxConfigDbErrorLen bytes on a character boundary and made valid UTF-8.
+func TestNodeInfoConfigDb(t *testing.T) {
+	base := NodeInfo{NodeID: "10.0.0.1:4053", UID: 1, ServiceLevel: 250, At: tEpoch}
+	for _, tt := range []struct {
+		name    string
+		in      func(*wire.NodeStatus)
+		state   ConfigDbState
+		errText string
+	}{
+		{"ok", func(m *wire.NodeStatus) { m.ConfigdbState = wire.ConfigDbState_CONFIG_DB_STATE_OK }, ConfigDbOk, ""},
+		{"ok drops a stray error", func(m *wire.NodeStatus) {
+			m.ConfigdbState, m.ConfigdbError = wire.ConfigDbState_CONFIG_DB_STATE_OK, "left over"
+		}, ConfigDbOk, ""},
+		{"unreachable keeps its error", func(m *wire.NodeStatus) {
+			m.ConfigdbState, m.ConfigdbError = wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE, "i/o timeout"
+		}, ConfigDbUnreachable, "i/o timeout"},
+		{"older node", func(m *wire.NodeStatus) { m.ConfigdbState = wire.ConfigDbState_CONFIG_DB_STATE_UNSPECIFIED }, ConfigDbUnknown, ""},
+		{"garbage enum", func(m *wire.NodeStatus) { m.ConfigdbState = wire.ConfigDbState(99) }, ConfigDbUnknown, ""},
+		{"long invalid error", func(m *wire.NodeStatus) {
+			m.ConfigdbState = wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE
+			m.ConfigdbError = "\xff" + strings.Repeat("é", 600)
+		}, ConfigDbUnreachable, ("\uFFFD" + strings.Repeat("é", 600))[:MaxConfigDbErrorLen-1]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := base.ToWire()
+			tt.in(m)
+			got, err := NodeInfoFromWire(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ConfigDb != tt.state || got.ConfigDbError != tt.errText {
+				t.Fatalf("got %v %q, want %v %q", got.ConfigDb, got.ConfigDbError, tt.state, tt.errText)
+			}
+			if !utf8.ValidString(got.ConfigDbError) || len(got.ConfigDbError) > MaxConfigDbErrorLen {
+				t.Fatalf("error text of %d bytes, valid %v", len(got.ConfigDbError), utf8.ValidString(got.ConfigDbError))
+			}
+			back, err := NodeInfoFromWire(got.ToWire())
+			if err != nil || back != got {
+				t.Fatalf("round trip: %+v, %v; want %+v", back, err, got)
+			}
+		})
+	}
+	if s, e := ConfigDbStateOf(DbStatus{Reachable: false, Err: "refused"}, false); s != ConfigDbUnknown || e != "" {
+		t.Fatalf("before the first probe: %v %q", s, e)
+	}
+	if s, e := ConfigDbStateOf(DbStatus{Reachable: false, Err: "refused"}, true); s != ConfigDbUnreachable || e != "refused" || s.String() != "unreachable" {
+		t.Fatalf("unreachable: %v %q", s, e)
+	}
 }

@@ -82,6 +82,62 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_redundancy_proto_rawDescGZIP(), []int{0}
 }
 
+// ConfigDbState is a node's Config DB health in its NodeStatus.
+type ConfigDbState int32
+
+const (
+	ConfigDbState_CONFIG_DB_STATE_UNSPECIFIED ConfigDbState = 0
+	// No probe has finished yet.
+	ConfigDbState_CONFIG_DB_STATE_UNKNOWN ConfigDbState = 1
+	// The last probe answered in time.
+	ConfigDbState_CONFIG_DB_STATE_OK ConfigDbState = 2
+	// The last probe failed or timed out (configdb_error says why).
+	ConfigDbState_CONFIG_DB_STATE_UNREACHABLE ConfigDbState = 3
+)
+
+// Enum value maps for ConfigDbState.
+var (
+	ConfigDbState_name = map[int32]string{
+		0: "CONFIG_DB_STATE_UNSPECIFIED",
+		1: "CONFIG_DB_STATE_UNKNOWN",
+		2: "CONFIG_DB_STATE_OK",
+		3: "CONFIG_DB_STATE_UNREACHABLE",
+	}
+	ConfigDbState_value = map[string]int32{
+		"CONFIG_DB_STATE_UNSPECIFIED": 0,
+		"CONFIG_DB_STATE_UNKNOWN":     1,
+		"CONFIG_DB_STATE_OK":          2,
+		"CONFIG_DB_STATE_UNREACHABLE": 3,
+	}
+)
+
+func (x ConfigDbState) Enum() *ConfigDbState {
+	p := new(ConfigDbState)
+	*p = x
+	return p
+}
+
+func (x ConfigDbState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ConfigDbState) Descriptor() protoreflect.EnumDescriptor {
+	return file_redundancy_proto_enumTypes[1].Descriptor()
+}
+
+func (ConfigDbState) Type() protoreflect.EnumType {
+	return &file_redundancy_proto_enumTypes[1]
+}
+
+func (x ConfigDbState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ConfigDbState.Descriptor instead.
+func (ConfigDbState) EnumDescriptor() ([]byte, []int) {
+	return file_redundancy_proto_rawDescGZIP(), []int{1}
+}
+
 // NodeRedundancyState is one member's entry of a snapshot.
 type NodeRedundancyState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -463,8 +519,14 @@ type NodeStatus struct {
 	ApplicationUri string                 `protobuf:"bytes,4,opt,name=application_uri,json=applicationUri,proto3" json:"application_uri,omitempty"`
 	OpcuaEndpoint  string                 `protobuf:"bytes,5,opt,name=opcua_endpoint,json=opcuaEndpoint,proto3" json:"opcua_endpoint,omitempty"`
 	// service_level is the node's current Server.ServiceLevel.
-	ServiceLevel  uint32 `protobuf:"varint,6,opt,name=service_level,json=serviceLevel,proto3" json:"service_level,omitempty"`
-	AtUnixMs      int64  `protobuf:"varint,7,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	ServiceLevel uint32 `protobuf:"varint,6,opt,name=service_level,json=serviceLevel,proto3" json:"service_level,omitempty"`
+	AtUnixMs     int64  `protobuf:"varint,7,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// configdb_state is the node's Config DB health as its own probe last
+	// saw it; CONFIG_DB_STATE_UNSPECIFIED from a node older than the field
+	// (shown as unknown).
+	ConfigdbState ConfigDbState `protobuf:"varint,8,opt,name=configdb_state,json=configdbState,proto3,enum=otopcua.redundancy.wire.ConfigDbState" json:"configdb_state,omitempty"`
+	// configdb_error says why the Config DB is unreachable; "" otherwise.
+	ConfigdbError string `protobuf:"bytes,9,opt,name=configdb_error,json=configdbError,proto3" json:"configdb_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -548,6 +610,125 @@ func (x *NodeStatus) GetAtUnixMs() int64 {
 	return 0
 }
 
+func (x *NodeStatus) GetConfigdbState() ConfigDbState {
+	if x != nil {
+		return x.ConfigdbState
+	}
+	return ConfigDbState_CONFIG_DB_STATE_UNSPECIFIED
+}
+
+func (x *NodeStatus) GetConfigdbError() string {
+	if x != nil {
+		return x.ConfigdbError
+	}
+	return ""
+}
+
+// ManualFailover asks the Primary of an application ClusterId to leave the
+// cluster gracefully (a planned failover triggered from the admin pages).
+// It travels point to point on the topic FailoverTopic
+// ("manual-failover"), sent to the target only; the target acts on it only
+// when target_node_id and target_uid are its own (a stale uid is a request
+// for an earlier process at the same address).
+type ManualFailover struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// target_node_id is the canonical host:port NodeId of the Primary.
+	TargetNodeId string `protobuf:"bytes,2,opt,name=target_node_id,json=targetNodeId,proto3" json:"target_node_id,omitempty"`
+	// target_uid is the target's incarnation.
+	TargetUid uint64 `protobuf:"varint,3,opt,name=target_uid,json=targetUid,proto3" json:"target_uid,omitempty"`
+	// actor is the admin user who asked.
+	Actor             string `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
+	RequestedAtUnixMs int64  `protobuf:"varint,5,opt,name=requested_at_unix_ms,json=requestedAtUnixMs,proto3" json:"requested_at_unix_ms,omitempty"`
+	// epoch is the ClusterId's ownership epoch the request was planned in.
+	Epoch uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// estimated_return_unix_ms is when the target is expected back (after
+	// the drain, the leave and the supervisor's restart); the target shows
+	// it in Server.EstimatedReturnTime. 0: unknown.
+	EstimatedReturnUnixMs int64 `protobuf:"varint,7,opt,name=estimated_return_unix_ms,json=estimatedReturnUnixMs,proto3" json:"estimated_return_unix_ms,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ManualFailover) Reset() {
+	*x = ManualFailover{}
+	mi := &file_redundancy_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManualFailover) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManualFailover) ProtoMessage() {}
+
+func (x *ManualFailover) ProtoReflect() protoreflect.Message {
+	mi := &file_redundancy_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManualFailover.ProtoReflect.Descriptor instead.
+func (*ManualFailover) Descriptor() ([]byte, []int) {
+	return file_redundancy_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ManualFailover) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *ManualFailover) GetTargetNodeId() string {
+	if x != nil {
+		return x.TargetNodeId
+	}
+	return ""
+}
+
+func (x *ManualFailover) GetTargetUid() uint64 {
+	if x != nil {
+		return x.TargetUid
+	}
+	return 0
+}
+
+func (x *ManualFailover) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *ManualFailover) GetRequestedAtUnixMs() int64 {
+	if x != nil {
+		return x.RequestedAtUnixMs
+	}
+	return 0
+}
+
+func (x *ManualFailover) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *ManualFailover) GetEstimatedReturnUnixMs() int64 {
+	if x != nil {
+		return x.EstimatedReturnUnixMs
+	}
+	return 0
+}
+
 var File_redundancy_proto protoreflect.FileDescriptor
 
 const file_redundancy_proto_rawDesc = "" +
@@ -592,7 +773,7 @@ const file_redundancy_proto_rawDesc = "" +
 	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06prober\x18\x04 \x01(\tR\x06prober\x12\x1a\n" +
 	"\bendpoint\x18\x05 \x01(\tR\bendpoint\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"\xe9\x01\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\xdf\x02\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x10\n" +
@@ -603,12 +784,29 @@ const file_redundancy_proto_rawDesc = "" +
 	"\x0eopcua_endpoint\x18\x05 \x01(\tR\ropcuaEndpoint\x12#\n" +
 	"\rservice_level\x18\x06 \x01(\rR\fserviceLevel\x12\x1c\n" +
 	"\n" +
-	"at_unix_ms\x18\a \x01(\x03R\batUnixMs*U\n" +
+	"at_unix_ms\x18\a \x01(\x03R\batUnixMs\x12M\n" +
+	"\x0econfigdb_state\x18\b \x01(\x0e2&.otopcua.redundancy.wire.ConfigDbStateR\rconfigdbState\x12%\n" +
+	"\x0econfigdb_error\x18\t \x01(\tR\rconfigdbError\"\x8a\x02\n" +
+	"\x0eManualFailover\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12$\n" +
+	"\x0etarget_node_id\x18\x02 \x01(\tR\ftargetNodeId\x12\x1d\n" +
+	"\n" +
+	"target_uid\x18\x03 \x01(\x04R\ttargetUid\x12\x14\n" +
+	"\x05actor\x18\x04 \x01(\tR\x05actor\x12/\n" +
+	"\x14requested_at_unix_ms\x18\x05 \x01(\x03R\x11requestedAtUnixMs\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\x127\n" +
+	"\x18estimated_return_unix_ms\x18\a \x01(\x03R\x15estimatedReturnUnixMs*U\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fROLE_PRIMARY\x10\x01\x12\x12\n" +
 	"\x0eROLE_SECONDARY\x10\x02\x12\x11\n" +
-	"\rROLE_DETACHED\x10\x03B,Z*github.com/otopcua/otopcua/redundancy/wireb\x06proto3"
+	"\rROLE_DETACHED\x10\x03*\x86\x01\n" +
+	"\rConfigDbState\x12\x1f\n" +
+	"\x1bCONFIG_DB_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17CONFIG_DB_STATE_UNKNOWN\x10\x01\x12\x16\n" +
+	"\x12CONFIG_DB_STATE_OK\x10\x02\x12\x1f\n" +
+	"\x1bCONFIG_DB_STATE_UNREACHABLE\x10\x03B,Z*github.com/otopcua/otopcua/redundancy/wireb\x06proto3"
 
 var (
 	file_redundancy_proto_rawDescOnce sync.Once
@@ -622,29 +820,32 @@ func file_redundancy_proto_rawDescGZIP() []byte {
 	return file_redundancy_proto_rawDescData
 }
 
-var file_redundancy_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_redundancy_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_redundancy_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_redundancy_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_redundancy_proto_goTypes = []any{
 	(Role)(0),                      // 0: otopcua.redundancy.wire.Role
-	(*NodeRedundancyState)(nil),    // 1: otopcua.redundancy.wire.NodeRedundancyState
-	(*ClusterEpoch)(nil),           // 2: otopcua.redundancy.wire.ClusterEpoch
-	(*RedundancyStateChanged)(nil), // 3: otopcua.redundancy.wire.RedundancyStateChanged
-	(*OpcUaProbeResult)(nil),       // 4: otopcua.redundancy.wire.OpcUaProbeResult
-	(*NodeStatus)(nil),             // 5: otopcua.redundancy.wire.NodeStatus
-	nil,                            // 6: otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
-	nil,                            // 7: otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
+	(ConfigDbState)(0),             // 1: otopcua.redundancy.wire.ConfigDbState
+	(*NodeRedundancyState)(nil),    // 2: otopcua.redundancy.wire.NodeRedundancyState
+	(*ClusterEpoch)(nil),           // 3: otopcua.redundancy.wire.ClusterEpoch
+	(*RedundancyStateChanged)(nil), // 4: otopcua.redundancy.wire.RedundancyStateChanged
+	(*OpcUaProbeResult)(nil),       // 5: otopcua.redundancy.wire.OpcUaProbeResult
+	(*NodeStatus)(nil),             // 6: otopcua.redundancy.wire.NodeStatus
+	(*ManualFailover)(nil),         // 7: otopcua.redundancy.wire.ManualFailover
+	nil,                            // 8: otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
+	nil,                            // 9: otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
 }
 var file_redundancy_proto_depIdxs = []int32{
 	0, // 0: otopcua.redundancy.wire.NodeRedundancyState.role:type_name -> otopcua.redundancy.wire.Role
-	6, // 1: otopcua.redundancy.wire.RedundancyStateChanged.entries:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
-	7, // 2: otopcua.redundancy.wire.RedundancyStateChanged.epochs:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
-	1, // 3: otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry.value:type_name -> otopcua.redundancy.wire.NodeRedundancyState
-	2, // 4: otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry.value:type_name -> otopcua.redundancy.wire.ClusterEpoch
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	8, // 1: otopcua.redundancy.wire.RedundancyStateChanged.entries:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry
+	9, // 2: otopcua.redundancy.wire.RedundancyStateChanged.epochs:type_name -> otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry
+	1, // 3: otopcua.redundancy.wire.NodeStatus.configdb_state:type_name -> otopcua.redundancy.wire.ConfigDbState
+	2, // 4: otopcua.redundancy.wire.RedundancyStateChanged.EntriesEntry.value:type_name -> otopcua.redundancy.wire.NodeRedundancyState
+	3, // 5: otopcua.redundancy.wire.RedundancyStateChanged.EpochsEntry.value:type_name -> otopcua.redundancy.wire.ClusterEpoch
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_redundancy_proto_init() }
@@ -657,8 +858,8 @@ func file_redundancy_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_redundancy_proto_rawDesc), len(file_redundancy_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   7,
+			NumEnums:      2,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
