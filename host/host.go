@@ -218,6 +218,9 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		stopAll()
 		return ended(r)
 	case m := <-failover.Requested():
+		if red.pub != nil {
+			red.pub.Pin(0) // peers and the admin panel see the 0 too
+		}
 		return manualFailover(ctx, m, cfg, cluster, levels, srv, stopAll, logger)
 	}
 }

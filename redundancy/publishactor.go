@@ -84,6 +84,7 @@ type PublishActor struct {
 	peers     map[string]peerSeen
 	snapshots uint64
 	memberAt  time.Time // latest membership event not yet followed by a level change
+	pinned    int       // -1, or the level Pin fixed until the actor stops
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -106,6 +107,7 @@ type (
 	statusIn    struct{ i NodeInfo }
 	recompute   struct{}
 	memberEvent struct{ at time.Time }
+	pinIn       struct{ level byte }
 )
 
 // inboxSize bounds the messages waiting for the actor; a full inbox drops
@@ -124,7 +126,7 @@ func NewPublishActor(o PublishActorOptions) *PublishActor {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &PublishActor{o: o, inbox: make(chan any, inboxSize), done: make(chan struct{}), last: -1, peers: map[string]peerSeen{}}
+	a := &PublishActor{o: o, inbox: make(chan any, inboxSize), done: make(chan struct{}), last: -1, pinned: -1, peers: map[string]peerSeen{}}
 	a.level.Store(-1)
 	a.obs = Observed{Self: o.Membership.Self(), ConfiguredRoles: slices.Clone(o.ConfiguredRoles), Probes: map[string]ProbeSeen{}}
 	return a
@@ -167,6 +169,12 @@ func (a *PublishActor) Level() (level byte, ok bool) {
 	l := a.level.Load()
 	return byte(l), l >= 0
 }
+
+// Pin fixes the level this node computes, publishes and advertises in its
+// NodeStatus to level until the actor stops, whatever its inputs say: a
+// node draining for a manual failover shows 0 to its peers and the admin
+// panel as well as on its Server object. It does not block.
+func (a *PublishActor) Pin(level byte) { a.send(pinIn{level: level}) }
 
 // Dropped counts messages lost to a full inbox.
 func (a *PublishActor) Dropped() uint64 { return a.dropped.Load() }
@@ -235,6 +243,9 @@ func (a *PublishActor) receive(m any) {
 	case memberEvent:
 		a.memberAt = m.at
 		a.compute("membership")
+	case pinIn:
+		a.pinned = int(m.level)
+		a.compute("pinned")
 	}
 }
 
@@ -287,6 +298,9 @@ func (a *PublishActor) compute(why string) {
 	}
 	in := a.obs.Inputs(now)
 	level := ComputeServiceLevel(in)
+	if a.pinned >= 0 {
+		level = byte(a.pinned)
+	}
 	if int(level) == a.last {
 		return
 	}

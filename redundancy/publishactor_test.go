@@ -425,3 +425,33 @@ func TestPublishActorAdvertisesConfigDbHealth(t *testing.T) {
 		return s.GetConfigdbState() == wire.ConfigDbState_CONFIG_DB_STATE_OK && s.GetConfigdbError() == ""
 	})
 }
+
+// A node draining for a manual failover pins 0: published and advertised
+// at once, and held whatever its inputs do next.
+func TestPublishActorPinHoldsTheLevel(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.members.set(r.peer, r.self)
+	r.db.set(true, r.clock.Now())
+	r.actor.NotifyDbChanged()
+	r.snapshot(RolePrimary, 2)
+	r.wantLevel(t, 250)
+
+	r.actor.Pin(0)
+	r.wantLevel(t, 0)
+	eventually(t, "a NodeStatus with level 0", func() bool {
+		st := all[*wire.NodeStatus](r.bus)
+		return st[len(st)-1].GetServiceLevel() == 0
+	})
+	r.snapshot(RoleSecondary, 2)
+	r.actor.NotifyDbChanged()
+	r.clock.Advance(HealthTick)
+	r.snapshot(RolePrimary, 2)
+	never(t, "the pinned level moved", func() bool { l, _ := r.actor.Level(); return r.levels.last() != 0 || l != 0 })
+	got := r.levels.all()
+	for _, l := range got[slices.Index(got, 250)+1:] {
+		if l != 0 {
+			t.Fatalf("levels %v: after the pin only 0 may be published", got)
+		}
+	}
+}
