@@ -29,6 +29,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.57.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.46.0
 	google.golang.org/grpc v1.60.1
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.62.0
