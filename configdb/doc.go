@@ -26,6 +26,13 @@
 //     payload (the event's JSON), inserted_at (the database's clock). One
 //     row per alarm transition however often it is delivered
 //     (InsertAlarmHistory, AlarmHistory, HasAlarmHistory).
+//   - admin_users (version 4): name (the key, 1–64 characters of
+//     A-Z a-z 0-9 . _ @ -, compared byte for byte in every dialect), role,
+//     password_hash (bcrypt), token_hash (hex SHA-256 of the API token,
+//     NULL when none; unique among those set), created_at, updated_at
+//     (AddUser, SetUserPassword, SetUserTokenHash, RemoveUser, User,
+//     UserByTokenHash, ListUsers, CountUsers). Passwords and tokens
+//     themselves are never stored.
 //
 // Invariants:
 //

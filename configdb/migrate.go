@@ -22,6 +22,7 @@ var migrations = []migration{
 	{1, "clusters, cluster_nodes, deployments, audit_log", schemaV1, nil},
 	{2, "deployments: a version per cluster, sha256, created_at by the database's clock", schemaV2, hashDeployments},
 	{3, "alarm_history", schemaV3, nil},
+	{4, "admin_users", schemaV4, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -113,6 +114,26 @@ func schemaV3(d *dialect) []string {
 			"inserted_at " + d.ts + " NOT NULL, " +
 			"CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id))",
 		"CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time)",
+	}
+}
+
+// schemaV4 adds admin_users: the users of the admin pages and API. name is
+// the key, compared byte for byte; role is one of admin.Roles (checked by
+// the caller, so that a new role needs no migration); password_hash is a
+// bcrypt hash; token_hash is the lower-case hex SHA-256 of the user's API
+// token, NULL when the user has none, and unique among those set (a
+// filtered index: every dialect allows many NULLs in it). created_at and
+// updated_at come from the handle's clock, as in cluster_nodes.
+func schemaV4(d *dialect) []string {
+	return []string{
+		"CREATE TABLE admin_users (" +
+			"name " + d.name + " NOT NULL PRIMARY KEY, " +
+			"role " + d.str + " NOT NULL, " +
+			"password_hash " + d.str + " NOT NULL, " +
+			"token_hash CHAR(64) NULL, " +
+			"created_at " + d.ts + " NOT NULL, " +
+			"updated_at " + d.ts + " NOT NULL)",
+		"CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL",
 	}
 }
 

@@ -31,7 +31,18 @@ type queries struct {
 	insertAlarmHistory  string // $1 … $16 alarmHistoryInsertCols
 	alarmHistoryAsc     string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
 	alarmHistoryDesc    string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
+	insertUser          string // $1 name, $2 role, $3 password_hash, $4 now: insert unless the name exists
+	setUserPassword     string // $1 password_hash, $2 now, $3 name
+	setUserToken        string // $1 token_hash (or NULL), $2 now, $3 name
+	deleteUser          string // $1 name
+	listUsers           string // → every row, by name
+	userByName          string // $1 name → the row
+	userByToken         string // $1 token_hash → the row
+	countUsers          string // → count
 }
+
+// adminUserCols are the columns an AdminUser is scanned from.
+const adminUserCols = "name, role, password_hash, token_hash, created_at, updated_at"
 
 // alarmHistoryInsertCols are the alarm_history columns a caller supplies,
 // in the order of insertAlarmHistory's parameters.
@@ -76,6 +87,14 @@ func buildQueries(d *dialect) *queries {
 			"WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time, id" + d.limit("$4")),
 		alarmHistoryDesc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
 			"WHERE cluster_id = $1 AND event_time > $2 AND event_time <= $3 ORDER BY event_time DESC, id DESC" + d.limit("$4")),
+		insertUser:      d.bind(d.insertUserIfMissing()),
+		setUserPassword: d.bind("UPDATE admin_users SET password_hash = $1, updated_at = $2 WHERE name = $3"),
+		setUserToken:    d.bind("UPDATE admin_users SET token_hash = $1, updated_at = $2 WHERE name = $3"),
+		deleteUser:      d.bind("DELETE FROM admin_users WHERE name = $1"),
+		listUsers:       d.bind("SELECT " + adminUserCols + " FROM admin_users ORDER BY name"),
+		userByName:      d.bind("SELECT " + adminUserCols + " FROM admin_users WHERE name = $1"),
+		userByToken:     d.bind("SELECT " + adminUserCols + " FROM admin_users WHERE token_hash = $1"),
+		countUsers:      d.bind("SELECT COUNT(*) FROM admin_users"),
 	}
 }
 
@@ -120,5 +139,13 @@ func (q *queries) named() [][2]string {
 		{"insertAlarmHistory", q.insertAlarmHistory},
 		{"alarmHistoryAsc", q.alarmHistoryAsc},
 		{"alarmHistoryDesc", q.alarmHistoryDesc},
+		{"insertUser", q.insertUser},
+		{"setUserPassword", q.setUserPassword},
+		{"setUserToken", q.setUserToken},
+		{"deleteUser", q.deleteUser},
+		{"listUsers", q.listUsers},
+		{"userByName", q.userByName},
+		{"userByToken", q.userByToken},
+		{"countUsers", q.countUsers},
 	}
 }

@@ -209,8 +209,16 @@ func TestSQLServerStatementText(t *testing.T) {
 	if !strings.Contains(schema, "EXEC sp_rename N'deployments_v2', N'deployments'") {
 		t.Errorf("schema version 2 does not rename with sp_rename:\n%s", schema)
 	}
+	// User names compare byte for byte (the default collation folds case),
+	// and the token index allows many users without a token.
+	if !strings.Contains(schema, "name VARCHAR(64) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY") {
+		t.Errorf("admin_users.name is not a binary-collated key:\n%s", schema)
+	}
+	if !strings.Contains(schema, "CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL") {
+		t.Errorf("admin_users_token is not a filtered unique index:\n%s", schema)
+	}
 	// The MERGE upserts must end with the semicolon T-SQL requires.
-	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster, q.insertAlarmHistory} {
+	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster, q.insertAlarmHistory, q.insertUser} {
 		if !strings.HasPrefix(stmt, "MERGE ") || !strings.HasSuffix(stmt, ";") {
 			t.Errorf("upsert is not a terminated MERGE: %q", stmt)
 		}

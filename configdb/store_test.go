@@ -40,6 +40,8 @@ func runStoreSuite(t *testing.T, open opener) {
 	t.Run("AlarmHistoryRefusedRows", func(t *testing.T) { testAlarmHistoryRefusedRows(t, open(t, nil)) })
 	t.Run("AlarmHistoryRead", func(t *testing.T) { testAlarmHistoryRead(t, open(t, nil)) })
 	t.Run("AlarmHistoryKeys", func(t *testing.T) { testAlarmHistoryKeys(t, open(t, nil)) })
+	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
+	t.Run("UsersConcurrentAdd", func(t *testing.T) { testUsersConcurrentAdd(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := open(t, nil).Ping(ctxT(t)); err != nil {
 			t.Fatal(err)
@@ -78,7 +80,7 @@ func testMigrateIdempotent(t *testing.T, db *DB) {
 	if n := versionRows(t, db); n != len(migrations) {
 		t.Fatalf("schema_version rows = %d after three Migrate calls, want %d", n, len(migrations))
 	}
-	for _, table := range []string{"clusters", "cluster_nodes", "deployments", "audit_log", "alarm_history"} {
+	for _, table := range []string{"clusters", "cluster_nodes", "deployments", "audit_log", "alarm_history", "admin_users"} {
 		var n int
 		if err := db.sql.QueryRowContext(ctx, db.q.tableExists, table).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("table %s: count %d, %v", table, n, err)

@@ -24,6 +24,10 @@ ALTER TABLE deployments_v2 RENAME TO deployments;
 CREATE TABLE alarm_history (id INTEGER PRIMARY KEY AUTOINCREMENT, cluster_id TEXT NOT NULL, alarm TEXT NOT NULL, transition_id TEXT NOT NULL, kind TEXT NOT NULL, event_time TIMESTAMP NOT NULL, severity INTEGER NOT NULL CHECK (severity >= 0 AND severity <= 1000), message TEXT NOT NULL, source TEXT NOT NULL, value TEXT NOT NULL, user_name TEXT NOT NULL, comment TEXT NOT NULL, active BOOLEAN NOT NULL, acked BOOLEAN NOT NULL, confirmed BOOLEAN NOT NULL, enabled BOOLEAN NOT NULL, payload TEXT NOT NULL, inserted_at TIMESTAMP NOT NULL, CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id));
 CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
 
+-- version 4: admin_users
+CREATE TABLE admin_users (name TEXT NOT NULL PRIMARY KEY, role TEXT NOT NULL, password_hash TEXT NOT NULL, token_hash CHAR(64) NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL);
+CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL;
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -89,6 +93,30 @@ SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message
 
 -- alarmHistoryDesc
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time > ?2 AND event_time <= ?3 ORDER BY event_time DESC, id DESC LIMIT ?4
+
+-- insertUser
+INSERT INTO admin_users (name, role, password_hash, token_hash, created_at, updated_at) VALUES (?1, ?2, ?3, NULL, ?4, ?4) ON CONFLICT (name) DO NOTHING
+
+-- setUserPassword
+UPDATE admin_users SET password_hash = ?1, updated_at = ?2 WHERE name = ?3
+
+-- setUserToken
+UPDATE admin_users SET token_hash = ?1, updated_at = ?2 WHERE name = ?3
+
+-- deleteUser
+DELETE FROM admin_users WHERE name = ?1
+
+-- listUsers
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users ORDER BY name
+
+-- userByName
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users WHERE name = ?1
+
+-- userByToken
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users WHERE token_hash = ?1
+
+-- countUsers
+SELECT COUNT(*) FROM admin_users
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))

@@ -24,6 +24,10 @@ EXEC sp_rename N'deployments_v2', N'deployments';
 CREATE TABLE alarm_history (id BIGINT IDENTITY(1,1) PRIMARY KEY, cluster_id NVARCHAR(200) NOT NULL, alarm NVARCHAR(200) NOT NULL, transition_id NVARCHAR(200) NOT NULL, kind NVARCHAR(200) NOT NULL, event_time DATETIMEOFFSET(6) NOT NULL, severity INTEGER NOT NULL CHECK (severity >= 0 AND severity <= 1000), message NVARCHAR(4000) NOT NULL, source NVARCHAR(200) NOT NULL, value NVARCHAR(4000) NOT NULL, user_name NVARCHAR(200) NOT NULL, comment NVARCHAR(4000) NOT NULL, active BIT NOT NULL, acked BIT NOT NULL, confirmed BIT NOT NULL, enabled BIT NOT NULL, payload NVARCHAR(MAX) NOT NULL, inserted_at DATETIMEOFFSET(6) NOT NULL, CONSTRAINT alarm_history_key UNIQUE (cluster_id, alarm, transition_id));
 CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
 
+-- version 4: admin_users
+CREATE TABLE admin_users (name VARCHAR(64) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, role NVARCHAR(200) NOT NULL, password_hash NVARCHAR(200) NOT NULL, token_hash CHAR(64) NULL, created_at DATETIMEOFFSET(6) NOT NULL, updated_at DATETIMEOFFSET(6) NOT NULL);
+CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL;
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -89,6 +93,30 @@ SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message
 
 -- alarmHistoryDesc
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time > @p2 AND event_time <= @p3 ORDER BY event_time DESC, id DESC OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY
+
+-- insertUser
+MERGE admin_users WITH (HOLDLOCK) AS t USING (SELECT @p1 AS name) AS s ON t.name = s.name WHEN NOT MATCHED THEN INSERT (name, role, password_hash, token_hash, created_at, updated_at) VALUES (@p1, @p2, @p3, NULL, @p4, @p4);
+
+-- setUserPassword
+UPDATE admin_users SET password_hash = @p1, updated_at = @p2 WHERE name = @p3
+
+-- setUserToken
+UPDATE admin_users SET token_hash = @p1, updated_at = @p2 WHERE name = @p3
+
+-- deleteUser
+DELETE FROM admin_users WHERE name = @p1
+
+-- listUsers
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users ORDER BY name
+
+-- userByName
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users WHERE name = @p1
+
+-- userByToken
+SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_users WHERE token_hash = @p1
+
+-- countUsers
+SELECT COUNT(*) FROM admin_users
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))
