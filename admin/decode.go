@@ -128,7 +128,7 @@ func decodeFailoverRequest(body []byte) (failoverRequest, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return failoverRequest{}, fmt.Errorf("%w: the body must hold one JSON object and nothing after it", errInvalid)
 	}
-	if len(req.ExpectTarget) > maxNextLen || !printable(req.ExpectTarget) {
+	if len(req.ExpectTarget) > maxNextLen || !utf8.ValidString(req.ExpectTarget) || !printable(req.ExpectTarget) {
 		return failoverRequest{}, fmt.Errorf("%w: expectTarget must be a NodeId (host:port)", errInvalid)
 	}
 	return req, nil
@@ -147,10 +147,10 @@ func parseClusterID(s string) (string, error) {
 }
 
 // printable reports whether s holds only printable characters (spaces
-// allowed; no control or format characters).
+// allowed; no control or format characters). Callers check UTF-8 validity.
 func printable(s string) bool {
 	for _, r := range s {
-		if r == utf8.RuneError || !unicode.IsPrint(r) {
+		if !unicode.IsPrint(r) {
 			return false
 		}
 	}
@@ -160,7 +160,7 @@ func printable(s string) bool {
 // localPath reports whether p is a path on this server that a redirect
 // may go to: it starts with exactly one "/" and names no other host.
 func localPath(p string) bool {
-	if len(p) > maxNextLen || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\") || !printable(p) {
+	if len(p) > maxNextLen || !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\") || !utf8.ValidString(p) || !printable(p) {
 		return false
 	}
 	u, err := url.Parse(p)
