@@ -388,8 +388,16 @@ func TestAPIErrors(t *testing.T) {
 		{"ClusterId with a control character", bearer("GET", "/api/clusters/a%01b/redundancy", ""), 400, "bad request"},
 		{"unknown JSON field", bearer("POST", "/api/clusters/line-1/failover", `{"target":"10.0.0.2:4053"}`), 400, "bad request"},
 		{"body too large", bearer("POST", "/api/clusters/line-1/failover", `{"expectTarget":"`+strings.Repeat("x", 2000)+`"}`), 413, "bad request"},
-		{"unknown token", func() *http.Request { r := bearer("GET", "/api/clusters", ""); r.Header.Set("Authorization", "Bearer nope"); return r }(), 401, "not authenticated"},
-		{"not a bearer", func() *http.Request { r := bearer("GET", "/api/clusters", ""); r.Header.Set("Authorization", "Basic YTpi"); return r }(), 401, "not authenticated"},
+		{"unknown token", func() *http.Request {
+			r := bearer("GET", "/api/clusters", "")
+			r.Header.Set("Authorization", "Bearer nope")
+			return r
+		}(), 401, "not authenticated"},
+		{"not a bearer", func() *http.Request {
+			r := bearer("GET", "/api/clusters", "")
+			r.Header.Set("Authorization", "Basic YTpi")
+			return r
+		}(), 401, "not authenticated"},
 	}
 	for _, c := range cases {
 		w := e.do(c.r)
@@ -519,7 +527,9 @@ func TestRedundancyPage(t *testing.T) {
 		t.Errorf("Administrator with two Up drivers gets %s; want it enabled", b)
 	}
 
-	e.b.Update("line-1", func(p *admin.RedundancyPanel) { p.FailoverAllowed, p.FailoverBlocked = false, "fewer than two Up driver members" })
+	e.b.Update("line-1", func(p *admin.RedundancyPanel) {
+		p.FailoverAllowed, p.FailoverBlocked = false, "fewer than two Up driver members"
+	})
 	if b := button(t, get(alice)); !strings.Contains(b, "disabled") || !strings.Contains(b, `title="fewer than two Up driver members"`) {
 		t.Errorf("blocked failover button %s; want disabled with the reason as title", b)
 	}
