@@ -65,6 +65,11 @@ type Handler struct {
 	// failoverMu admits one failover request at a time; the others get
 	// 503 at once instead of queueing behind a slow Backend.Failover.
 	failoverMu sync.Mutex
+
+	hasUsersMu sync.Mutex
+	// hasUsersUntil: HasUsers answered true and is not asked again before
+	// this instant. hasUsersMu must be held.
+	hasUsersUntil time.Time
 }
 
 type route struct {

@@ -217,6 +217,37 @@ func TestNoUserHint(t *testing.T) {
 	}
 }
 
+func TestLoginPageFloodCostsOneUserStoreQueryPerPeriod(t *testing.T) {
+	e := newEnv(t, admin.Options{})
+	for range 1000 {
+		e.do(httptest.NewRequest("GET", "/login", nil))
+	}
+	if n := e.a.HasUsersCalls(); n != 1 {
+		t.Fatalf("1000 login pages asked the user store %d times; want 1", n)
+	}
+	e.clock.Advance(31 * time.Second)
+	e.do(httptest.NewRequest("GET", "/login", nil))
+	if n := e.a.HasUsersCalls(); n != 2 {
+		t.Fatalf("after the period the user store was asked %d times in all; want 2", n)
+	}
+
+	// "No user" is asked every time, so the hint goes as soon as a user exists.
+	fresh := admintest.NewAuth()
+	h := admin.New(admin.Options{Backend: e.b, Auth: fresh, Clock: e.clock, Logger: slog.New(slog.DiscardHandler)})
+	page := func() string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/login", nil))
+		return w.Body.String()
+	}
+	if !strings.Contains(page(), userAddHint) {
+		t.Fatal("no hint on a fresh install")
+	}
+	fresh.AddUser("alice", "pw", admin.RoleAdministrator)
+	if strings.Contains(page(), userAddHint) {
+		t.Fatal("the hint outlived the first user")
+	}
+}
+
 func TestClearTextWarning(t *testing.T) {
 	for _, c := range []struct{ tls, loopback, warn bool }{{false, false, true}, {true, false, false}, {false, true, false}, {true, true, false}} {
 		e := newEnv(t, admin.Options{TLS: c.tls, Loopback: c.loopback})

@@ -113,15 +113,39 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, d loginData) {
-	ctx, cancel := context.WithTimeout(r.Context(), backendTimeout)
+	d.NoUsers = h.noUsers(r.Context())
+	w.Header().Set("Cache-Control", "no-store")
+	h.render(w, status, "login.html", h.layout("Log in", nil, d))
+}
+
+// hasUsersFor is how long a "users exist" answer is reused, so a flood of
+// GET /login costs one user-store query per period. "No user" is never
+// reused: the hint goes away as soon as the first user is added.
+const hasUsersFor = 30 * time.Second
+
+// noUsers reports whether the user store is known to hold no user (false
+// when it cannot be read: the hint is then not shown).
+func (h *Handler) noUsers(ctx context.Context) bool {
+	now := h.clock.Now()
+	h.hasUsersMu.Lock()
+	cached := now.Before(h.hasUsersUntil)
+	h.hasUsersMu.Unlock()
+	if cached {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, backendTimeout)
 	defer cancel()
 	has, err := h.auth.HasUsers(ctx)
 	if err != nil {
 		h.log.Warn("admin: cannot tell whether any user exists", "err", err)
+		return false
 	}
-	d.NoUsers = err == nil && !has
-	w.Header().Set("Cache-Control", "no-store")
-	h.render(w, status, "login.html", h.layout("Log in", nil, d))
+	if has {
+		h.hasUsersMu.Lock()
+		h.hasUsersUntil = now.Add(hasUsersFor)
+		h.hasUsersMu.Unlock()
+	}
+	return !has
 }
 
 // loginSubmit checks the name and password and opens a session.

@@ -185,6 +185,7 @@ type Auth struct {
 	tokens   map[string]admin.User
 	loginErr error
 	logins   int
+	hasUsers int
 }
 
 type fakeUser struct {
@@ -280,7 +281,15 @@ func (a *Auth) Bearer(_ context.Context, token string) (admin.User, error) {
 func (a *Auth) HasUsers(context.Context) (bool, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.hasUsers++
 	return len(a.users) > 0, nil
+}
+
+// HasUsersCalls counts the HasUsers calls so far.
+func (a *Auth) HasUsersCalls() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hasUsers
 }
 
 func randomHex() string {
