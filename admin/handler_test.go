@@ -366,6 +366,29 @@ func TestFailoverCSRF(t *testing.T) {
 	}
 }
 
+func TestCrossSiteLoginAndLogoutAreRefused(t *testing.T) {
+	e := newEnv(t, admin.Options{})
+	login := loginRequest("alice", "alice-pw")
+	login.Header.Set("Sec-Fetch-Site", "cross-site")
+	if w := e.do(login); w.Code != http.StatusForbidden || len(w.Result().Cookies()) != 0 {
+		t.Errorf("cross-site login: %d cookies %v; want 403 and no session", w.Code, w.Result().Cookies())
+	}
+	if n := e.a.Logins(); n != 0 {
+		t.Errorf("a cross-site login reached the Authenticator (%d)", n)
+	}
+	cookie, csrf := e.login(t, "alice", "alice-pw")
+	r := httptest.NewRequest("POST", "/logout", strings.NewReader("csrf="+url.QueryEscape(csrf)))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "https://evil.example")
+	r.AddCookie(cookie)
+	if w := e.do(r); w.Code != http.StatusForbidden {
+		t.Errorf("logout from another origin: %d; want 403", w.Code)
+	}
+	if _, ok := e.a.Session(cookie.Value); !ok {
+		t.Error("a logout from another origin ended the session")
+	}
+}
+
 func TestFailoverRefusedPassesReason(t *testing.T) {
 	e := newEnv(t, admin.Options{})
 	const why = "fewer than two Up driver members: with one node a failover is a shutdown"
