@@ -3,7 +3,8 @@
 #
 # Installs what the tests need when it is missing (Node.js + npm for the
 # interop client, iptables and PostgreSQL for the drills, systemd-analyze for
-# the unit check, Prometheus and promtool for tests/deploy and tests/rig),
+# the unit check, Prometheus and promtool for tests/deploy and tests/rig,
+# Chromium for tests/browser),
 # then vets and runs every Go test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,9 @@ command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 # promtool for tests/deploy (the Prometheus configuration, alert rules and dashboard queries).
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+# A headless browser for tests/browser (the admin pages, driven with chromedp).
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+  command -v google-chrome >/dev/null 2>&1 || [ -n "${OTOPCUA_CHROMIUM:-}" ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "installing ${need_apt[*]} (Debian packages)"
