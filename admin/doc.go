@@ -27,8 +27,9 @@
 //
 // Duties of the caller (the host):
 //  1. Build the Handler with New and Mount it on the ServeMux of Http:Port.
-//  2. Call ConfigureServer on that http.Server, so a client that never
-//     finishes a request is cut off (header, read and write timeouts).
+//  2. Bound the http.Server so a client that never finishes a request is
+//     cut off (header, read and write timeouts): otopcua's health.HTTPServer
+//     does; a server of another program calls ConfigureServer.
 //  3. Set Options.TLS when serving HTTPS and Options.Loopback when
 //     Http:Hostname is a loopback address; otherwise the pages warn that
 //     passwords travel in clear text.

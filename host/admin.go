@@ -1,12 +1,33 @@
 package host
 
 import (
+	"fmt"
+	"log/slog"
+
+	"github.com/otopcua/otopcua/admin"
+	"github.com/otopcua/otopcua/admin/auth"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/health"
 )
 
-// mountAdmin mounts the admin pages and the JSON API (package admin's HTTP
-// side) on web, served from b. It mounts nothing yet: the pages are being
-// written against admin.Backend.
-func mountAdmin(web *health.HTTPServer, b *adminBackend) {
-	_, _ = web, b
+// mountAdmin mounts the admin pages and the JSON API (docs/admin.md) on
+// web: users, sessions and API tokens from the Config DB's admin_users,
+// the live state and the manual failover from b. The HTTP server's own
+// bounds (Http:ReadTimeout, Http:WriteTimeout, Http:MaxBodyBytes, the
+// header limits) already cut off a client that never finishes a request.
+func mountAdmin(web *health.HTTPServer, b *adminBackend, db *configdb.DB, h config.HttpConfig, logger *slog.Logger) error {
+	users, err := auth.New(auth.Options{DB: db})
+	if err != nil {
+		return fmt.Errorf("admin pages: %w", err)
+	}
+	admin.New(admin.Options{
+		Backend: b, Auth: users, TLS: h.Tls.Enabled(), Loopback: h.Loopback(),
+		Logger: logger.With("part", "admin"),
+	}).Mount(web)
+	if !h.Tls.Enabled() && !h.Loopback() {
+		logger.Warn("admin pages served without TLS on a non-loopback address: passwords travel in clear text; set Http:Tls:CertFile and Http:Tls:KeyFile",
+			"addr", h.Addr())
+	}
+	return nil
 }

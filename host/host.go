@@ -190,7 +190,11 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
-		mountAdmin(web, backend)
+		if err := mountAdmin(web, backend, db, cfg.Http, logger); err != nil {
+			web = nil
+			stopAll()
+			return err
+		}
 		if err := web.Start(); err != nil {
 			web = nil
 			stopAll()
