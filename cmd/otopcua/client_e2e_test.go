@@ -3,9 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -20,40 +18,18 @@ import (
 // These tests run the built otopcua binary as `otopcua client` against a
 // real single `otopcua host` on loopback.
 
-// clientRun is one finished `otopcua client` run.
-type clientRun struct {
-	code           int
-	stdout, stderr string
-}
-
 // runClientBinary runs `otopcua client ARGS` (at most 60 s).
-func runClientBinary(t *testing.T, args ...string) clientRun {
+func runClientBinary(t *testing.T, args ...string) binaryRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"client"}, args...)...)
-	cmd.Env = cleanEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := clientRun{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("otopcua client %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, r.stdout, r.stderr)
-	}
-	return r
+	return runCommand(t, cleanEnv(), "", append([]string{"client"}, args...)...)
 }
 
-func (r clientRun) String() string {
+func (r binaryRun) String() string {
 	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 }
 
 // jsonLines decodes every stdout line as one JSON object.
-func (r clientRun) jsonLines(t *testing.T) []map[string]any {
+func (r binaryRun) jsonLines(t *testing.T) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n") {

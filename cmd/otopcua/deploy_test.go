@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,31 +25,9 @@ const simDocument = `{
   ]
 }`
 
-// deployRun is one finished `otopcua deploy` run.
-type deployRun struct {
-	code           int
-	stdout, stderr string
-}
-
-func runDeploy(t *testing.T, env []string, args ...string) deployRun {
+func runDeploy(t *testing.T, env []string, args ...string) binaryRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"deploy"}, args...)...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := deployRun{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("otopcua deploy %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, r.stdout, r.stderr)
-	}
-	return r
+	return runCommand(t, env, "", append([]string{"deploy"}, args...)...)
 }
 
 // deployFixture is a directory with an appsettings.json for ClusterId

@@ -244,3 +244,34 @@ func TestHostWithoutConfigFileUsesDefaultsAndEnvironment(t *testing.T) {
 		t.Fatalf("exit %d port %d, stderr %q", code, port, stderr.String())
 	}
 }
+
+// binaryRun is one finished run of the built otopcua binary.
+type binaryRun struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCommand runs the built binary with args, env as its whole
+// environment and stdin as its standard input, for at most 60 s; a run
+// that cannot start or times out fails the test.
+func runCommand(t *testing.T, env []string, stdin string, args ...string) binaryRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := binaryRun{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ctx.Err() == nil:
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("otopcua %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, r.stdout, r.stderr)
+	}
+	return r
+}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,29 +19,12 @@ import (
 // stdin a pipe (so the password is read as one line).
 
 // runUser runs `otopcua user ARGS…` with stdin as its standard input.
-func runUser(t *testing.T, stdin string, args ...string) deployRun {
+func runUser(t *testing.T, stdin string, args ...string) binaryRun {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"user"}, args...)...)
-	cmd.Env = cleanEnv()
-	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := deployRun{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ctx.Err() == nil:
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("otopcua user %q: %v\nstdout:\n%s\nstderr:\n%s", args, err, r.stdout, r.stderr)
-	}
-	return r
+	return runCommand(t, cleanEnv(), stdin, append([]string{"user"}, args...)...)
 }
 
-func (r deployRun) want(t *testing.T, code int, stderrHas string) {
+func (r binaryRun) want(t *testing.T, code int, stderrHas string) {
 	t.Helper()
 	if r.code != code || !strings.Contains(r.stderr, stderrHas) {
 		t.Fatalf("exit %d, want %d with stderr containing %q\nstdout:\n%s\nstderr:\n%s", r.code, code, stderrHas, r.stdout, r.stderr)
@@ -154,7 +135,7 @@ func TestUserLifecycle(t *testing.T) {
 	}
 }
 
-func (r deployRun) wantOut(t *testing.T, has string) {
+func (r binaryRun) wantOut(t *testing.T, has string) {
 	t.Helper()
 	if r.code != 0 || !strings.Contains(r.stdout, has) {
 		t.Fatalf("exit %d, want 0 with stdout containing %q\nstdout:\n%s\nstderr:\n%s", r.code, has, r.stdout, r.stderr)
