@@ -360,3 +360,26 @@ func TestFailoverAuditFailureSendsNothing(t *testing.T) {
 		t.Fatalf("Audit(0): %v", err)
 	}
 }
+
+// BenchmarkBuildPanel is the cost of one GET /api/clusters/{id}/redundancy
+// on the node's side (every open panel asks once a second): a mesh of
+// three pairs, the panel of one of them.
+func BenchmarkBuildPanel(b *testing.B) {
+	var ms []membership.Member
+	infos := map[string]redundancy.NodeInfo{}
+	for i, cid := range []string{"main", "site-a", "site-b"} {
+		for j := range 2 {
+			a := uaddr(fmt.Sprintf("10.0.%d.%d", i, j+1), 4053, uint64(10*i+j+1))
+			ms = append(ms, mem(a, membership.Up, 2*i+j+1, cid, "admin", "driver"))
+			infos[a.NodeID()] = redundancy.NodeInfo{NodeID: a.NodeID(), UID: a.UID, ServiceLevel: 240, ConfigDb: redundancy.ConfigDbOk}
+		}
+	}
+	in := panelInput{ClusterID: "site-a", State: stateOf(ms[2].Address, ms...), Infos: infos,
+		Failovers: make([]admin.FailoverRecord, 20), Downing: "keep-oldest"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := buildPanel(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func (o *Options) withDefaults() error {
 // is safe for concurrent use.
 type Service struct {
 	o         Options
-	dummyHash []byte // what an unknown user's password is compared with
+	dummyHash func() []byte // what an unknown user's password is compared with
 
 	checks  chan struct{} // one token per login being checked
 	queued  atomic.Int64  // logins waiting for a check slot
@@ -167,20 +167,25 @@ type Service struct {
 
 var _ admin.Authenticator = (*Service)(nil)
 
-// New returns a Service. It hashes one random password at Options.BcryptCost
-// (about a quarter of a second at the default cost) so that an unknown user
-// costs the same check as a known one.
+// New returns a Service. In the background it hashes one random password
+// at Options.BcryptCost (about a quarter of a second at the default cost,
+// much longer in a race-detector build), so that an unknown user costs the
+// same check as a known one without delaying the node's start; a login
+// that needs it first waits for it.
 func New(o Options) (*Service, error) {
 	if err := o.withDefaults(); err != nil {
 		return nil, err
 	}
-	dummy, err := bcrypt.GenerateFromPassword([]byte(randomID()[:MaxPasswordBytes/2]), o.BcryptCost)
-	if err != nil {
-		return nil, fmt.Errorf("admin/auth: %w", err)
-	}
+	var dummy []byte
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		// The cost is in bcrypt's range (withDefaults), the only error.
+		dummy, _ = bcrypt.GenerateFromPassword([]byte(randomID()[:MaxPasswordBytes/2]), o.BcryptCost)
+	}()
 	return &Service{
 		o:         o,
-		dummyHash: dummy,
+		dummyHash: func() []byte { <-ready; return dummy },
 		checks:    make(chan struct{}, o.MaxConcurrentChecks),
 		lookups:   make(chan struct{}, o.MaxConcurrentLookups),
 		sessions:  newSessionTable(o.SessionIdle, o.SessionMax, o.MaxSessions, o.MaxSessionsPerUser),
@@ -248,7 +253,7 @@ func (s *Service) check(ctx context.Context, name string, validName bool, passwo
 	hash := []byte(u.PasswordHash)
 	switch {
 	case errors.Is(err, configdb.ErrNotFound):
-		hash = s.dummyHash
+		hash = s.dummyHash()
 	case err != nil:
 		return configdb.AdminUser{}, false, fmt.Errorf("admin/auth: look up user %q: %w", name, err)
 	}

@@ -236,14 +236,14 @@ func TestUnknownUserGetsTheSameError(t *testing.T) {
 		}
 	}
 	// The unknown user is compared against a hash of the configured cost.
-	if c, err := bcrypt.Cost(s.dummyHash); err != nil || c != bcrypt.MinCost {
+	if c, err := bcrypt.Cost(s.dummyHash()); err != nil || c != bcrypt.MinCost {
 		t.Fatalf("dummy hash cost %d, %v; want %d", c, err, bcrypt.MinCost)
 	}
 	s12, err := New(Options{DB: store, Clock: clockwork.NewFakeClock()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := bcrypt.Cost(s12.dummyHash); c != DefaultBcryptCost {
+	if c, _ := bcrypt.Cost(s12.dummyHash()); c != DefaultBcryptCost {
 		t.Fatalf("default dummy hash cost %d, want %d", c, DefaultBcryptCost)
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	gopcua "github.com/gopcua/opcua"
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+
 	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/tests/clientproc"
@@ -114,6 +118,52 @@ func (r *rig) users(t *testing.T) (admin, edit string) {
 	return procs.AddUser(t, cfg, operator, "Administrator", password), procs.AddUser(t, cfg, editor, "ConfigEditor", password)
 }
 
+// serverView is what a client reads of the Server object.
+type serverView struct {
+	level byte
+	back  time.Time // EstimatedReturnTime; zero while unknown
+}
+
+// connectUA opens a gopcua client session to endpoint, closed at cleanup.
+func connectUA(t *testing.T, endpoint string) *gopcua.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := gopcua.NewClient(endpoint, gopcua.SecurityMode(ua.MessageSecurityModeNone), gopcua.AutoReconnect(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(ctx); err != nil {
+		t.Fatalf("connect %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// readServer reads Server.ServiceLevel (i=2267) and
+// Server.EstimatedReturnTime (i=12885).
+func readServer(t *testing.T, c *gopcua.Client) serverView {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{
+		{NodeID: ua.NewNumericNodeID(0, id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue},
+		{NodeID: ua.NewNumericNodeID(0, id.Server_EstimatedReturnTime), AttributeID: ua.AttributeIDValue},
+	}})
+	if err != nil || len(resp.Results) != 2 {
+		t.Fatalf("read the Server object: %v", err)
+	}
+	level, ok := resp.Results[0].Value.Value().(byte)
+	back, ok2 := resp.Results[1].Value.Value().(time.Time)
+	if !ok || !ok2 {
+		t.Fatalf("Server object: ServiceLevel %v, EstimatedReturnTime %v; want a Byte and a DateTime", resp.Results[0].Value, resp.Results[1].Value)
+	}
+	if back.Year() <= 1601 {
+		back = time.Time{} // the OPC UA minimum DateTime: unknown
+	}
+	return serverView{level: level, back: back}
+}
+
 // Drill 9: manual failover over the admin API. A ConfigEditor is refused
 // (403) and nothing is written; the Administrator's request names the
 // node redundancy.Elect names, writes the audit row before the Primary
@@ -163,6 +213,13 @@ func TestDrill09ManualFailover(t *testing.T) {
 		return nil
 	})
 
+	// An OPC UA client of the Primary reads EstimatedReturnTime: unknown
+	// (the zero DateTime) while nothing is planned.
+	uc := connectUA(t, r.node(p).Endpoint())
+	if v := readServer(t, uc); v.level != Primary || !v.back.IsZero() {
+		t.Fatalf("%s before the failover: ServiceLevel %d, EstimatedReturnTime %s; want 250 and unknown", p, v.level, v.back)
+	}
+
 	var res struct {
 		Target string `json:"target"`
 	}
@@ -177,6 +234,20 @@ func TestDrill09ManualFailover(t *testing.T) {
 	if len(rows) != 1 || rows[0].Action != "cluster.manual-failover" || rows[0].Actor != operator || rows[0].Target != r.addr(p) {
 		t.Fatalf("audit_log after the failover: %+v, want one cluster.manual-failover by %s on %s", rows, operator, r.addr(p))
 	}
+
+	// While it drains it still answers: ServiceLevel 0, and when it
+	// expects to be back.
+	var drained serverView
+	procs.CheckFor(t, 2*time.Second, 20*time.Millisecond, func() error {
+		if drained = readServer(t, uc); drained.level != 0 {
+			return fmt.Errorf("%s ServiceLevel %d, want 0", p, drained.level)
+		}
+		return nil
+	})
+	if !drained.back.After(asked) {
+		t.Fatalf("%s drains with EstimatedReturnTime %s, want a time after the request (%s)", p, drained.back, asked)
+	}
+	t.Logf("%s drains: ServiceLevel 0, EstimatedReturnTime %s after the request", p, drained.back.Sub(asked).Round(time.Second))
 
 	zero := r.waitFirst(15*time.Second, p, asked, "0", is(0))
 	top := r.waitFirst(30*time.Second, s, asked, "250", is(Primary))
