@@ -143,4 +143,3 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 		t.Fatal(err)
 	}
 }
-
