@@ -250,6 +250,28 @@ type SecurityConfig struct {
 	// Policies are the security policies offered by the endpoint. Only
 	// "None" is accepted for now. Default ["None"].
 	Policies []string
+
+	// PkiDir is the PKI directory: the server's application instance
+	// certificate (own/), trusted client certificates and CAs (trusted/,
+	// issuers/) and refused ones (rejected/). Relative paths are from the
+	// working directory. Keep it on a volume: the certificate generated in
+	// it at first start is what clients trust. Default "pki".
+	PkiDir string
+
+	// CertificateFile is the server's application instance certificate
+	// (DER or PEM; a PEM file may carry the issuer chain after the leaf)
+	// when it is issued by the site's CA instead of generated in PkiDir.
+	// Given together with KeyFile or not at all. Default "" (generate).
+	CertificateFile string
+
+	// KeyFile is CertificateFile's RSA private key (at least 2048 bits;
+	// PKCS #1 or PKCS #8, PEM or DER). Default "".
+	KeyFile string
+
+	// AutoAcceptUntrusted trusts every unknown client certificate on first
+	// contact (it is copied to PkiDir/trusted/certs). For commissioning
+	// only; config check and start-up warn while it is true. Default false.
+	AutoAcceptUntrusted bool
 }
 
 // ConfigDbConfig is the "ConfigDb" section: the database shared by every
@@ -379,7 +401,7 @@ func staticDefaults() *Config {
 			PeerApplicationUris: []string{},
 			PeerDiscoveryUrls:   []string{},
 			RedundancySupport:   RedundancyWarm,
-			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}},
+			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}, PkiDir: "pki"},
 			Limits:              defaultLimits(),
 			WriteMode:           WriteModeOptimistic,
 			WriteTimeout:        2 * time.Second,

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otopcua/otopcua/opcua/pki/certfile"
 )
 
 // Item is one invalid setting.
@@ -193,6 +195,7 @@ func (c *Config) validateOpcUa(p *problems) {
 			p.add(fmt.Sprintf("OpcUa:Security:Policies:%d", i), pol, oneOf([]string{SecurityPolicyNone}))
 		}
 	}
+	validateSecurityFiles(p, &o.Security)
 	if !contains(WriteModes, o.WriteMode) {
 		p.add("OpcUa:WriteMode", o.WriteMode, oneOf(WriteModes))
 	}
@@ -254,6 +257,28 @@ func (c *Config) validateHTTPTLS(p *problems) {
 	}
 	if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
 		p.add("Http:Tls:CertFile", t.CertFile, "accepted values are a readable PEM certificate whose private key is Http:Tls:KeyFile ("+err.Error()+")")
+	}
+}
+
+// validateSecurityFiles checks OpcUa:Security:PkiDir and that
+// CertificateFile and KeyFile come together and load as an RSA pair of at
+// least 2048 bits.
+func validateSecurityFiles(p *problems, s *SecurityConfig) {
+	if strings.TrimSpace(s.PkiDir) == "" {
+		p.add("OpcUa:Security:PkiDir", s.PkiDir, "accepted values are directory paths, such as pki (the default) or /var/lib/otopcua/pki")
+	}
+	switch {
+	case s.CertificateFile == "" && s.KeyFile == "":
+		return
+	case s.CertificateFile == "":
+		p.add("OpcUa:Security:CertificateFile", "", "accepted values are DER or PEM certificate files; it is required when OpcUa:Security:KeyFile is set")
+		return
+	case s.KeyFile == "":
+		p.add("OpcUa:Security:KeyFile", "", "accepted values are RSA private key files; it is required when OpcUa:Security:CertificateFile is set")
+		return
+	}
+	if _, _, err := certfile.LoadKeyPair(s.CertificateFile, s.KeyFile); err != nil {
+		p.add("OpcUa:Security:CertificateFile", s.CertificateFile, "accepted values are a readable DER or PEM certificate with an RSA key of at least 2048 bits whose private key is OpcUa:Security:KeyFile ("+err.Error()+")")
 	}
 }
 
@@ -332,6 +357,9 @@ func (c *Config) Warnings() []string {
 	}
 	if cl.PublicHostname == "0.0.0.0" || cl.PublicHostname == "::" {
 		w = append(w, "Cluster:PublicHostname is a wildcard address; peers cannot reach this node through it")
+	}
+	if c.OpcUa.Security.AutoAcceptUntrusted {
+		w = append(w, "OpcUa:Security:AutoAcceptUntrusted is true: every unknown client certificate is trusted on first contact; set it to false once the clients are commissioned")
 	}
 	seeds := len(cl.SeedAddresses())
 	if seeds == 2 && (cl.SplitBrainResolverStrategy == StrategyKeepOldest || cl.SplitBrainResolverStrategy == StrategyStaticQuorum || cl.SplitBrainResolverStrategy == StrategyKeepMajority) {
