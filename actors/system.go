@@ -14,6 +14,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 )
 
 // ErrPortInUse is wrapped by Start when another process holds the cluster
@@ -53,6 +55,12 @@ type Config struct {
 	ConnectAttempts int
 	// GracefulTimeout bounds Shutdown(true). Default 3 s.
 	GracefulTimeout time.Duration
+	// ServerCredentials secure the remote's gRPC server (Cluster:Tls, see
+	// package clustertls). Default nil: clear text.
+	ServerCredentials credentials.TransportCredentials
+	// DialCredentials secure the connections to peers; set both or
+	// neither. Default nil: clear text.
+	DialCredentials credentials.TransportCredentials
 }
 
 func (c Config) withDefaults() Config {
@@ -98,6 +106,9 @@ type System struct {
 // returns an error naming Cluster:Port and wrapping ErrPortInUse.
 func Start(cfg Config) (*System, error) {
 	cfg = cfg.withDefaults()
+	if (cfg.ServerCredentials == nil) != (cfg.DialCredentials == nil) {
+		return nil, errors.New("actors: ServerCredentials and DialCredentials must be set together")
+	}
 	if cfg.BindHost == "" || cfg.Port < 1 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("actors: cluster transport needs a bind host and a port 1..65535 (Cluster:Hostname %q, Cluster:Port %d)", cfg.BindHost, cfg.Port)
 	}
@@ -113,6 +124,12 @@ func Start(cfg Config) (*System, error) {
 		remote.WithEndpointManagerQueueSize(cfg.SendQueueSize),
 		func(c *remote.Config) { c.MaxRetryCount = cfg.ConnectAttempts },
 	)
+	if cfg.ServerCredentials != nil {
+		rcfg.ServerOptions = append(rcfg.ServerOptions, grpc.Creds(cfg.ServerCredentials))
+	}
+	if cfg.DialCredentials != nil {
+		rcfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(cfg.DialCredentials)}
+	}
 	r := remote.NewRemote(sys, rcfg)
 	if err := startRemote(r, cfg); err != nil {
 		sys.Shutdown()

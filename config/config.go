@@ -176,7 +176,52 @@ type ClusterConfig struct {
 	// path is resolved against the directory of the configuration file.
 	// Default "" (none).
 	AkkaConfigPath string
+
+	// Tls runs the cluster transport (and the LocalDb replication port)
+	// over mutual TLS when its three files are set: each node presents
+	// CertFile and accepts only peers whose certificate is signed by
+	// CaFile. Default: all empty, clear-text transport (acceptable on
+	// loopback only; `otopcua config check` warns otherwise).
+	Tls ClusterTLSConfig
+
+	// Secret is the shared cluster secret: a node joins only when it proves
+	// it holds the same secret (an HMAC-SHA256 in the join handshake; the
+	// secret itself never travels). At least MinClusterSecretLen
+	// characters when set; set it through OTOPCUA_CLUSTER__SECRET to keep
+	// it out of the file. Never printed: `config check` shows "(set)".
+	// Default empty: no join check.
+	Secret string
 }
+
+// MinClusterSecretLen is the shortest Cluster:Secret accepted.
+const MinClusterSecretLen = 16
+
+// ClusterTLSConfig is the "Cluster:Tls" section: PEM files, all three or
+// none.
+type ClusterTLSConfig struct {
+	// CaFile is a PEM file with the certificate authority (one or more
+	// certificates) that signed every node's certificate. Peers are
+	// accepted only with a certificate chaining to it.
+	CaFile string
+	// CertFile is a PEM file with this node's certificate (and its chain).
+	// It is used both as server and as client certificate, so it needs the
+	// extended key usages serverAuth and clientAuth, and must name the
+	// node's Cluster:PublicHostname (DNS or IP subject alternative name):
+	// peers check the name they dialled.
+	CertFile string
+	// KeyFile is the PEM file with CertFile's private key.
+	KeyFile string
+}
+
+// Enabled reports whether any Cluster:Tls file is set (Validate requires
+// all three then).
+func (t ClusterTLSConfig) Enabled() bool {
+	return t.CaFile != "" || t.CertFile != "" || t.KeyFile != ""
+}
+
+// Loopback reports whether the cluster transport binds a loopback address
+// only ("localhost", 127.0.0.0/8 or ::1).
+func (c *ClusterConfig) Loopback() bool { return loopbackHost(c.Hostname) }
 
 // FailureDetectorConfig is the "Cluster:FailureDetector" section.
 type FailureDetectorConfig struct {
@@ -354,11 +399,13 @@ func (t HttpTLSConfig) Enabled() bool { return t.CertFile != "" || t.KeyFile != 
 
 // Loopback reports whether the HTTP endpoint binds a loopback address only
 // ("localhost", 127.0.0.0/8 or ::1).
-func (h *HttpConfig) Loopback() bool {
-	if h.Hostname == "localhost" {
+func (h *HttpConfig) Loopback() bool { return loopbackHost(h.Hostname) }
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
 		return true
 	}
-	ip := net.ParseIP(h.Hostname)
+	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 
@@ -510,5 +557,23 @@ func (c *Config) Summary() string {
 		"peers=" + strconv.Itoa(len(c.OpcUa.PeerApplicationUris)),
 		"http=" + http,
 		"configdb=" + c.ConfigDb.Provider,
+		"cluster-tls=" + onOff(c.Cluster.Tls.Enabled()),
+		"cluster-secret=" + secretShown(c.Cluster.Secret),
 	}, " ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// secretShown is how a secret appears in output: "(set)" or "(none)",
+// never its value.
+func secretShown(s string) string {
+	if s != "" {
+		return "(set)"
+	}
+	return "(none)"
 }

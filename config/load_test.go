@@ -468,6 +468,9 @@ func TestValidationCases(t *testing.T) {
 		{"log format", `{"Telemetry": {"LogFormat": "xml"}}`, nil, "Telemetry:LogFormat", "xml", "accepted values are json, text", ""},
 		{"public hostname", `{"Cluster": {"PublicHostname": "node a"}}`, nil, "Cluster:PublicHostname", "node a", "host names or IP addresses", ""},
 		{"http hostname", `{"Http": {"Hostname": ""}}`, nil, "Http:Hostname", "", "bind addresses", ""},
+		{"cluster secret short", `{"Cluster": {"Secret": "short"}}`, nil, "Cluster:Secret", "(hidden, 5 characters)", "secrets of at least 16 characters", ""},
+		{"cluster secret short from env", `{}`, []string{"OTOPCUA_CLUSTER__SECRET=0123456789"}, "Cluster:Secret", "(hidden, 10 characters)", "at least 16", "OTOPCUA_CLUSTER__SECRET"},
+		{"cluster tls without ca", `{"Cluster": {"Tls": {"CertFile": "n.crt", "KeyFile": "n.key"}}}`, nil, "Cluster:Tls:CaFile", "", "CaFile, CertFile and KeyFile together, or none", ""},
 		{"tls cert without key", `{"Http": {"Tls": {"CertFile": "http.crt"}}}`, nil, "Http:Tls:KeyFile", "", "required when Http:Tls:CertFile is set", ""},
 		{"tls key without cert", `{"Http": {"Tls": {"KeyFile": "http.key"}}}`, nil, "Http:Tls:CertFile", "", "required when Http:Tls:KeyFile is set", ""},
 		{"tls files missing", `{"Http": {"Tls": {"CertFile": "/nonexistent/http.crt", "KeyFile": "/nonexistent/http.key"}}}`, nil, "Http:Tls:CertFile", "/nonexistent/http.crt", "readable PEM certificate whose private key is Http:Tls:KeyFile", ""},
@@ -571,7 +574,7 @@ func TestWarnings(t *testing.T) {
 	if !strings.Contains(w, "not in its own Cluster:SeedNodes") || !strings.Contains(w, "keep-oldest on a two-node pair") {
 		t.Fatalf("warnings %q", w)
 	}
-	c = mustLoad(t, `{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"]}}`)
+	c = mustLoad(t, `{"Cluster": {"Hostname": "127.0.0.1", "PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"]}}`)
 	if w := c.Warnings(); len(w) != 0 {
 		t.Fatalf("warnings %q, want none", w)
 	}
@@ -579,7 +582,7 @@ func TestWarnings(t *testing.T) {
 
 func TestSummary(t *testing.T) {
 	c := mustLoad(t, pairNodeA)
-	want := "node=node-a.lan:4053 cluster-id=site-a.line_1 roles=admin,driver seeds=2 strategy=keep-oldest opcua=4841 uri=urn:node-a:otopcua redundancy=Hot peers=1 http=disabled configdb=sqlserver"
+	want := "node=node-a.lan:4053 cluster-id=site-a.line_1 roles=admin,driver seeds=2 strategy=keep-oldest opcua=4841 uri=urn:node-a:otopcua redundancy=Hot peers=1 http=disabled configdb=sqlserver cluster-tls=off cluster-secret=(none)"
 	if got := c.Summary(); got != want {
 		t.Fatalf("Summary\n got %s\nwant %s", got, want)
 	}
@@ -622,5 +625,73 @@ func TestManualFailoverDrainBounds(t *testing.T) {
 	c := mustLoad(t, `{}`, "OTOPCUA_Redundancy__ManualFailoverDrain=00:00:07")
 	if c.Redundancy.ManualFailoverDrain != 7*time.Second {
 		t.Errorf("from the environment: %v, want 7s", c.Redundancy.ManualFailoverDrain)
+	}
+}
+
+func TestClusterTLSFilesMustLoad(t *testing.T) {
+	ca := testcert.NewCA(t, "cluster ca")
+	cert, key := ca.Node(t, "a")
+	good := fmt.Sprintf(`{"Cluster": {"Tls": {"CaFile": %q, "CertFile": %q, "KeyFile": %q}}}`, ca.File, cert, key)
+	c := mustLoad(t, good)
+	if !c.Cluster.Tls.Enabled() || c.Cluster.Tls.CaFile != ca.File {
+		t.Fatalf("Cluster:Tls = %+v", c.Cluster.Tls)
+	}
+	// The key given as the CA, the CA given as the key.
+	for _, tc := range []struct{ caFile, keyFile, key, value string }{
+		{key, key, "Cluster:Tls:CaFile", key},
+		{ca.File, ca.File, "Cluster:Tls:CertFile", cert},
+		{"/nonexistent/ca.crt", key, "Cluster:Tls:CaFile", "/nonexistent/ca.crt"},
+	} {
+		items := loadItems(t, fmt.Sprintf(`{"Cluster": {"Tls": {"CaFile": %q, "CertFile": %q, "KeyFile": %q}}}`, tc.caFile, cert, tc.keyFile))
+		if len(items) != 1 || items[0].Key != tc.key || items[0].Value != tc.value {
+			t.Errorf("CaFile %s KeyFile %s: %v, want one %s item naming %s", tc.caFile, tc.keyFile, items, tc.key, tc.value)
+		}
+	}
+	items := loadItems(t, `{"Cluster": {"Tls": {"CaFile": "ca.crt"}}}`)
+	if len(items) != 2 || items[0].Key != "Cluster:Tls:CertFile" || items[1].Key != "Cluster:Tls:KeyFile" {
+		t.Fatalf("CaFile alone: %v, want CertFile and KeyFile items", items)
+	}
+}
+
+func TestClusterSecretNeverShown(t *testing.T) {
+	const secret = "correct-horse-battery-staple"
+	c := mustLoad(t, `{}`, "OTOPCUA_CLUSTER__SECRET="+secret)
+	if c.Cluster.Secret != secret {
+		t.Fatalf("Cluster:Secret from the environment = %q", c.Cluster.Secret)
+	}
+	if s := c.Summary(); strings.Contains(s, secret) || !strings.Contains(s, "cluster-secret=(set)") {
+		t.Fatalf("Summary %q: want cluster-secret=(set) and not the secret", s)
+	}
+	items := loadItems(t, `{"Cluster": {"Secret": "tooshort-secret"}}`)
+	if len(items) != 1 || strings.Contains(items[0].String(), "tooshort-secret") {
+		t.Fatalf("items %v: want one item without the value", items)
+	}
+}
+
+func TestClusterSecurityWarnings(t *testing.T) {
+	ca := testcert.NewCA(t, "cluster ca")
+	cert, key := ca.Node(t, "a")
+	tlsKeys := fmt.Sprintf(`"Tls": {"CaFile": %q, "CertFile": %q, "KeyFile": %q}`, ca.File, cert, key)
+	for _, tc := range []struct {
+		name, cluster string
+		want          []string
+	}{
+		{"open on every interface", `"Hostname": "0.0.0.0"`, []string{"Cluster:Tls is not set", "Cluster:Secret is not set"}},
+		{"tls without secret", `"Hostname": "10.0.0.5", ` + tlsKeys, []string{"Cluster:Secret is not set"}},
+		{"secret without tls", `"Hostname": "10.0.0.5", "Secret": "0123456789abcdef"`, []string{"Cluster:Tls is not set"}},
+		{"both", `"Hostname": "10.0.0.5", "Secret": "0123456789abcdef", ` + tlsKeys, nil},
+		{"loopback", `"Hostname": "127.0.0.1"`, nil},
+	} {
+		c := mustLoad(t, `{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"], `+tc.cluster+`}}`)
+		w := c.Warnings()
+		if len(w) != len(tc.want) {
+			t.Errorf("%s: warnings %q, want %d", tc.name, w, len(tc.want))
+			continue
+		}
+		for i, s := range tc.want {
+			if !strings.Contains(w[i], s) {
+				t.Errorf("%s: warning %q, want it to contain %q", tc.name, w[i], s)
+			}
+		}
 	}
 }

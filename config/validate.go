@@ -2,7 +2,10 @@ package config
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -96,6 +99,7 @@ func (p *problems) add(key, value, accepted string) {
 func (c *Config) Validate() error {
 	var p problems
 	c.validateCluster(&p)
+	c.validateClusterSecurity(&p)
 	c.validateNode(&p)
 	c.validateOpcUa(&p)
 	c.validateStores(&p)
@@ -148,6 +152,68 @@ func (c *Config) validateCluster(p *problems) {
 			p.add("Cluster:AkkaConfigPath", cl.AkkaConfigPath, "accepted values are paths of an existing akka.conf file, or empty")
 		}
 	}
+}
+
+// validateClusterSecurity checks Cluster:Tls (all three files or none,
+// and they load) and Cluster:Secret's length. The secret's value is never
+// shown, only its length.
+func (c *Config) validateClusterSecurity(p *problems) {
+	if s := c.Cluster.Secret; s != "" && len(s) < MinClusterSecretLen {
+		p.add("Cluster:Secret", fmt.Sprintf("(hidden, %d characters)", len(s)),
+			fmt.Sprintf("accepted values are empty (no join check) or secrets of at least %d characters", MinClusterSecretLen))
+	}
+	t := c.Cluster.Tls
+	if !t.Enabled() {
+		return
+	}
+	missing := false
+	for _, f := range []struct{ key, value, what string }{
+		{"Cluster:Tls:CaFile", t.CaFile, "PEM certificate authority files"},
+		{"Cluster:Tls:CertFile", t.CertFile, "PEM certificate files"},
+		{"Cluster:Tls:KeyFile", t.KeyFile, "PEM private key files"},
+	} {
+		if f.value == "" {
+			missing = true
+			p.add(f.key, "", "accepted values are "+f.what+"; Cluster:Tls needs CaFile, CertFile and KeyFile together, or none of them")
+		}
+	}
+	if missing {
+		return
+	}
+	if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+		p.add("Cluster:Tls:CertFile", t.CertFile, "accepted values are a readable PEM certificate whose private key is Cluster:Tls:KeyFile ("+err.Error()+")")
+	}
+	if err := checkCAFile(t.CaFile); err != nil {
+		p.add("Cluster:Tls:CaFile", t.CaFile, "accepted values are a readable PEM file with at least one CA certificate ("+err.Error()+")")
+	}
+}
+
+// checkCAFile reports whether path holds PEM certificates only, at least
+// one.
+func checkCAFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for {
+		var b *pem.Block
+		b, data = pem.Decode(data)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return fmt.Errorf("PEM block %q is not a CERTIFICATE", b.Type)
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return err
+		}
+		n++
+	}
+	if n == 0 {
+		return errors.New("no PEM certificate found")
+	}
+	return nil
 }
 
 func (c *Config) validateNode(p *problems) {
@@ -360,6 +426,12 @@ func (c *Config) Warnings() []string {
 	}
 	if c.OpcUa.Security.AutoAcceptUntrusted {
 		w = append(w, "OpcUa:Security:AutoAcceptUntrusted is true: every unknown client certificate is trusted on first contact; set it to false once the clients are commissioned")
+	}
+	if !cl.Loopback() && !cl.Tls.Enabled() {
+		w = append(w, fmt.Sprintf("Cluster:Hostname %s is not a loopback address and Cluster:Tls is not set: cluster traffic is clear text and any process that reaches Cluster:Port can talk to this node; set Cluster:Tls (CaFile, CertFile, KeyFile)", cl.Hostname))
+	}
+	if !cl.Loopback() && cl.Secret == "" {
+		w = append(w, fmt.Sprintf("Cluster:Hostname %s is not a loopback address and Cluster:Secret is not set: any node that reaches Cluster:Port can join this cluster; set Cluster:Secret (or OTOPCUA_CLUSTER__SECRET) on every node", cl.Hostname))
 	}
 	seeds := len(cl.SeedAddresses())
 	if seeds == 2 && (cl.SplitBrainResolverStrategy == StrategyKeepOldest || cl.SplitBrainResolverStrategy == StrategyStaticQuorum || cl.SplitBrainResolverStrategy == StrategyKeepMajority) {

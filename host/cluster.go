@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/clustertls"
 	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/singleton"
@@ -63,13 +64,32 @@ type clusterRuntime struct {
 
 // startTransport starts the actor system and its remote on Cluster:Port;
 // a used port is an error naming the key.
+// With Cluster:Tls set it runs over mutual TLS.
 func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, error) {
-	return actors.Start(actors.Config{
+	ac := actors.Config{
 		BindHost:      cfg.Cluster.Hostname,
 		Port:          cfg.Cluster.Port,
 		AdvertiseHost: cfg.Cluster.PublicHostname,
 		Logger:        logger,
-	})
+	}
+	creds, err := clusterCredentials(cfg, "cluster transport", logger)
+	if err != nil {
+		return nil, err
+	}
+	if creds != nil {
+		ac.ServerCredentials, ac.DialCredentials = creds.Server(), creds.Client()
+	}
+	return actors.Start(ac)
+}
+
+// clusterCredentials loads Cluster:Tls for the port named purpose; nil
+// when Cluster:Tls is not set.
+func clusterCredentials(cfg *config.Config, purpose string, logger *slog.Logger) (*clustertls.Credentials, error) {
+	t := cfg.Cluster.Tls
+	if !t.Enabled() {
+		return nil, nil
+	}
+	return clustertls.Load(clustertls.Files{CA: t.CaFile, Cert: t.CertFile, Key: t.KeyFile}, purpose, logger, nil)
 }
 
 // startCluster starts the membership daemon on sys: it joins through
@@ -83,7 +103,7 @@ func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Met
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger,
+	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger, Secret: cfg.Cluster.Secret,
 		ExitingTasks: []func(context.Context) error{exits.Task}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)

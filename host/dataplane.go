@@ -211,7 +211,7 @@ const TombstoneCompactEvery = time.Hour
 // startReplication starts LocalDb pair replication when LocalDb:SyncListenPort,
 // LocalDb:Peers and LocalDb:Replication:ApiKey are all set; otherwise it
 // says why it is off (once) and returns nil. It listens on
-// Cluster:Hostname.
+// Cluster:Hostname, over mutual TLS when Cluster:Tls is set.
 func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.Metrics, logger *slog.Logger) (*replication.Replicator, func(), error) {
 	rc := cfg.LocalDbReplication()
 	if !rc.On {
@@ -221,10 +221,18 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 		return nil, nil, nil
 	}
 	listen := rc.Listen
-	r, err := replication.New(replication.Options{
+	opts := replication.Options{
 		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: listen, Peers: rc.Peers, APIKey: rc.APIKey,
 		Logger: logger.With("component", "localdb-sync"),
-	})
+	}
+	creds, err := clusterCredentials(cfg, "LocalDb replication", opts.Logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("LocalDb replication: %w", err)
+	}
+	if creds != nil {
+		opts.ServerCredentials, opts.DialCredentials = creds.Server(), creds.Client()
+	}
+	r, err := replication.New(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("LocalDb replication: %w", err)
 	}

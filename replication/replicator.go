@@ -16,6 +16,7 @@ import (
 	"github.com/otopcua/otopcua/localdb/hlc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -58,6 +59,13 @@ type Options struct {
 	Interval time.Duration
 	// Batch is the most changes per Pull, 1..MaxBatchChanges. Default 500.
 	Batch int
+	// ServerCredentials secure the served port (Cluster:Tls, see package
+	// clustertls); set both or neither. Default nil: clear text, with
+	// the API key as the only check.
+	ServerCredentials credentials.TransportCredentials
+	// DialCredentials secure the connections to the peers. Default nil:
+	// clear text.
+	DialCredentials credentials.TransportCredentials
 }
 
 // Replicator serves this node's LocalDb to its peers and pulls theirs:
@@ -164,8 +172,12 @@ func (r *Replicator) Start(ctx context.Context) error {
 		return fmt.Errorf("replication: listen on %s (LocalDb:SyncListenPort): %w", r.opts.Listen, err)
 	}
 	r.lis = lis
-	r.srv = grpc.NewServer(grpc.ForceServerCodec(wireCodec{}), grpc.MaxRecvMsgSize(MaxMessageBytes+1024),
-		grpc.MaxSendMsgSize(MaxMessageBytes+1024))
+	sopts := []grpc.ServerOption{grpc.ForceServerCodec(wireCodec{}), grpc.MaxRecvMsgSize(MaxMessageBytes + 1024),
+		grpc.MaxSendMsgSize(MaxMessageBytes + 1024)}
+	if r.opts.ServerCredentials != nil {
+		sopts = append(sopts, grpc.Creds(r.opts.ServerCredentials))
+	}
+	r.srv = grpc.NewServer(sopts...)
 	r.srv.RegisterService(&serviceDesc, r)
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.mu.Lock()
@@ -176,8 +188,12 @@ func (r *Replicator) Start(ctx context.Context) error {
 		defer r.wg.Done()
 		_ = r.srv.Serve(lis) // returns on Stop
 	}()
+	dialCreds := r.opts.DialCredentials
+	if dialCreds == nil {
+		dialCreds = insecure.NewCredentials()
+	}
 	for _, p := range r.peers {
-		conn, err := grpc.Dial(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		conn, err := grpc.Dial(p.addr, grpc.WithTransportCredentials(dialCreds),
 			grpc.WithDefaultCallOptions(grpc.ForceCodec(wireCodec{}), grpc.MaxCallRecvMsgSize(MaxMessageBytes+1024)))
 		if err != nil {
 			r.Stop()

@@ -95,11 +95,17 @@ func (n *node) open(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 }
 
-func (n *node) start(t *testing.T, peerAddr, key string) {
+func (n *node) start(t *testing.T, peerAddr, key string) { n.startWith(t, peerAddr, key, nil) }
+
+func (n *node) startWith(t *testing.T, peerAddr, key string, tweak func(*Options)) {
 	t.Helper()
 	n.logs = &logBuf{}
-	r, err := New(Options{Local: n.db, Listen: n.listen, Peers: []string{peerAddr}, APIKey: key,
-		Logger: slog.New(slog.NewTextHandler(n.logs, nil)), Interval: 20 * time.Millisecond})
+	o := Options{Local: n.db, Listen: n.listen, Peers: []string{peerAddr}, APIKey: key,
+		Logger: slog.New(slog.NewTextHandler(n.logs, nil)), Interval: 20 * time.Millisecond}
+	if tweak != nil {
+		tweak(&o)
+	}
+	r, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,6 +79,7 @@ type daemonActor struct {
 	leave      bool
 	stopped    *node.ShutdownReason
 	crashed    bool
+	auth       joinAuth
 }
 
 func newActor(d *Daemon) *daemonActor {
@@ -92,6 +93,7 @@ func newActor(d *Daemon) *daemonActor {
 		quarantine: map[m.UniqueAddress]bool{},
 		noticed:    map[m.UniqueAddress]node.Instant{},
 		retried:    map[m.UniqueAddress]bool{},
+		auth:       newJoinAuth(d.opts.Secret),
 	}
 }
 
@@ -114,6 +116,7 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 		t := a.now()
 		a.run(a.n.Tick(t))
 		a.downRefused()
+		a.watchSeeds(t)
 		a.d.lastTick.Store(int64(t))
 	case connLost:
 		a.onConnLost(msg)
@@ -191,6 +194,10 @@ func (a *daemonActor) publish() {
 func (a *daemonActor) onInbound(pm proto.Message) {
 	c := &a.d.stats
 	c.received.Add(1)
+	if r, ok := pm.(*wire.JoinRefused); ok {
+		a.onJoinRefused(r)
+		return
+	}
 	msg, err := wire.FromWire(pm)
 	if err != nil {
 		c.invalid.Add(1)
@@ -211,6 +218,8 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 	case a.quarantine[h.From]:
 		c.quarantined.Add(1)
 		a.noticeRemoved(h.From)
+		return
+	case !a.admit(pm, h):
 		return
 	}
 	switch msg.(type) {
@@ -277,6 +286,7 @@ func (a *daemonActor) send(msg node.Message) {
 		a.log.Error("cluster: the core asked to send a local message; dropped", "err", err)
 		return
 	}
+	a.prove(w)
 	to := msg.Route().To.Address()
 	if to == a.self().Address() {
 		a.tell(w) // not produced by the core; kept correct anyway

@@ -60,6 +60,12 @@ type Options struct {
 	ExitingTimeout time.Duration
 	// TickInterval is how often the core's Tick runs. Default 100 ms.
 	TickInterval time.Duration
+	// Secret is Cluster:Secret. When set, every join handshake message
+	// this node sends carries an HMAC-SHA256 proof of it (package wire,
+	// Prove), a received one without the right proof is refused (logged,
+	// and answered with JoinRefused), and other messages are accepted
+	// only from members. Default "": no check, as before.
+	Secret string
 	// Linger is how long the daemon waits after its node stopped before it
 	// reports Done, so that the last gossip and exit confirmations leave
 	// the send queues. Default 500 ms; negative means none.
@@ -128,14 +134,20 @@ type Stats struct {
 	// Quarantined: sent by an incarnation that was removed from the
 	// cluster.
 	Quarantined uint64
-	// UnknownSender: a Leave or Down from a node that is not a member.
+	// UnknownSender: a Leave or Down from a node that is not a member, or,
+	// with a Cluster:Secret, any message other than the join handshake
+	// from a node that is not a member.
 	UnknownSender uint64
+	// RefusedJoin: a join handshake message (InitJoin, InitJoinAck,
+	// InitJoinNack, Join, Welcome) without the proof of this node's
+	// Cluster:Secret.
+	RefusedJoin uint64
 	// Transport is the transport's own count.
 	Transport TransportStats
 }
 
 type counters struct {
-	received, invalid, wrongIncarnation, misaddressed, quarantined, unknownSender atomic.Uint64
+	received, invalid, wrongIncarnation, misaddressed, quarantined, unknownSender, refusedJoin atomic.Uint64
 }
 
 // Daemon runs one node's membership: a protoactor actor named Name that
@@ -286,7 +298,7 @@ func (d *Daemon) Stats() Stats {
 	return Stats{
 		Received: c.received.Load(), Invalid: c.invalid.Load(), WrongIncarnation: c.wrongIncarnation.Load(),
 		Misaddressed: c.misaddressed.Load(), Quarantined: c.quarantined.Load(), UnknownSender: c.unknownSender.Load(),
-		Transport: d.opts.Transport.Stats(),
+		RefusedJoin: c.refusedJoin.Load(), Transport: d.opts.Transport.Stats(),
 	}
 }
 

@@ -31,4 +31,18 @@ const (
 	// LogStopped: this node's membership ended ("reason": left, downed,
 	// removed).
 	LogStopped = "cluster node stopped"
+	// LogRefusedJoin: a node's join handshake message did not prove this
+	// node's Cluster:Secret; the line continues with the address and the
+	// cause ("wrong Cluster:Secret", "no Cluster:Secret proof"). At most
+	// once per address per minute.
+	LogRefusedJoin = "cluster: refused join from"
+	// LogJoinRefusedBy: a peer refused this node's join handshake (its
+	// JoinRefused answer); the line continues with the peer's address and
+	// the cause. At most once per address per minute.
+	LogJoinRefusedBy = "cluster: join refused by"
+	// LogSeedsSilent: this node has been looking for its cluster for
+	// SilentSeedsAfter and no seed answered; the line names the likely
+	// causes (Cluster:Tls or Cluster:Secret differ, seeds down). At most
+	// once per minute.
+	LogSeedsSilent = "cluster: no seed node answers this node's join"
 )

@@ -144,6 +144,58 @@ func (ReachStatus) EnumDescriptor() ([]byte, []int) {
 	return file_wire_proto_rawDescGZIP(), []int{1}
 }
 
+// RefusalReason says why a join handshake message was refused.
+type RefusalReason int32
+
+const (
+	RefusalReason_REFUSAL_REASON_UNSPECIFIED RefusalReason = 0
+	// The proof does not match the receiver's Cluster:Secret.
+	RefusalReason_REFUSAL_REASON_WRONG_SECRET RefusalReason = 1
+	// The receiver has a Cluster:Secret and the message carried no proof.
+	RefusalReason_REFUSAL_REASON_MISSING_PROOF RefusalReason = 2
+)
+
+// Enum value maps for RefusalReason.
+var (
+	RefusalReason_name = map[int32]string{
+		0: "REFUSAL_REASON_UNSPECIFIED",
+		1: "REFUSAL_REASON_WRONG_SECRET",
+		2: "REFUSAL_REASON_MISSING_PROOF",
+	}
+	RefusalReason_value = map[string]int32{
+		"REFUSAL_REASON_UNSPECIFIED":   0,
+		"REFUSAL_REASON_WRONG_SECRET":  1,
+		"REFUSAL_REASON_MISSING_PROOF": 2,
+	}
+)
+
+func (x RefusalReason) Enum() *RefusalReason {
+	p := new(RefusalReason)
+	*p = x
+	return p
+}
+
+func (x RefusalReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RefusalReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_wire_proto_enumTypes[2].Descriptor()
+}
+
+func (RefusalReason) Type() protoreflect.EnumType {
+	return &file_wire_proto_enumTypes[2]
+}
+
+func (x RefusalReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RefusalReason.Descriptor instead.
+func (RefusalReason) EnumDescriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{2}
+}
+
 // UniqueAddress is one process incarnation: host:port plus the random uid
 // drawn at start. uid 0 means "any incarnation" and is only valid as the
 // receiver of InitJoin.
@@ -674,9 +726,11 @@ func (x *Gossip) GetVersion() *VectorClock {
 }
 
 type InitJoin struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// proof: see Join.proof.
+	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -725,10 +779,19 @@ func (x *InitJoin) GetTo() *UniqueAddress {
 	return nil
 }
 
+func (x *InitJoin) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type InitJoinAck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// proof: see Join.proof.
+	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -777,10 +840,19 @@ func (x *InitJoinAck) GetTo() *UniqueAddress {
 	return nil
 }
 
+func (x *InitJoinAck) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type InitJoinNack struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// proof: see Join.proof.
+	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -829,12 +901,23 @@ func (x *InitJoinNack) GetTo() *UniqueAddress {
 	return nil
 }
 
+func (x *InitJoinNack) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type Join struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	Roles         []string               `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	From      *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To        *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Roles     []string               `protobuf:"bytes,3,rep,name=roles,proto3" json:"roles,omitempty"`
+	ClusterId string                 `protobuf:"bytes,4,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// proof is HMAC-SHA256 under Cluster:Secret over the message kind, from,
+	// to and (for Join) roles and cluster_id (see proof.go); empty when the
+	// sender has no Cluster:Secret. The secret itself never travels.
+	Proof         []byte `protobuf:"bytes,5,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -897,11 +980,20 @@ func (x *Join) GetClusterId() string {
 	return ""
 }
 
+func (x *Join) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type Welcome struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	Gossip        *Gossip                `protobuf:"bytes,3,opt,name=gossip,proto3" json:"gossip,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	From   *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To     *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Gossip *Gossip                `protobuf:"bytes,3,opt,name=gossip,proto3" json:"gossip,omitempty"`
+	// proof: see Join.proof.
+	Proof         []byte `protobuf:"bytes,4,opt,name=proof,proto3" json:"proof,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -957,6 +1049,77 @@ func (x *Welcome) GetGossip() *Gossip {
 	return nil
 }
 
+func (x *Welcome) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
+// JoinRefused tells the sender of a refused join handshake message
+// (InitJoin, InitJoinAck, InitJoinNack, Join, Welcome) why, so that it
+// logs the cause. It is informational and never answered; from.uid may
+// be 0.
+type JoinRefused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Reason        RefusalReason          `protobuf:"varint,3,opt,name=reason,proto3,enum=otopcua.cluster.wire.RefusalReason" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRefused) Reset() {
+	*x = JoinRefused{}
+	mi := &file_wire_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRefused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRefused) ProtoMessage() {}
+
+func (x *JoinRefused) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRefused.ProtoReflect.Descriptor instead.
+func (*JoinRefused) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *JoinRefused) GetFrom() *UniqueAddress {
+	if x != nil {
+		return x.From
+	}
+	return nil
+}
+
+func (x *JoinRefused) GetTo() *UniqueAddress {
+	if x != nil {
+		return x.To
+	}
+	return nil
+}
+
+func (x *JoinRefused) GetReason() RefusalReason {
+	if x != nil {
+		return x.Reason
+	}
+	return RefusalReason_REFUSAL_REASON_UNSPECIFIED
+}
+
 type GossipEnvelope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -968,7 +1131,7 @@ type GossipEnvelope struct {
 
 func (x *GossipEnvelope) Reset() {
 	*x = GossipEnvelope{}
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1143,7 @@ func (x *GossipEnvelope) String() string {
 func (*GossipEnvelope) ProtoMessage() {}
 
 func (x *GossipEnvelope) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1156,7 @@ func (x *GossipEnvelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEnvelope.ProtoReflect.Descriptor instead.
 func (*GossipEnvelope) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{14}
+	return file_wire_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GossipEnvelope) GetFrom() *UniqueAddress {
@@ -1028,7 +1191,7 @@ type GossipStatus struct {
 
 func (x *GossipStatus) Reset() {
 	*x = GossipStatus{}
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1203,7 @@ func (x *GossipStatus) String() string {
 func (*GossipStatus) ProtoMessage() {}
 
 func (x *GossipStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1216,7 @@ func (x *GossipStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipStatus.ProtoReflect.Descriptor instead.
 func (*GossipStatus) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{15}
+	return file_wire_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GossipStatus) GetFrom() *UniqueAddress {
@@ -1088,7 +1251,7 @@ type Leave struct {
 
 func (x *Leave) Reset() {
 	*x = Leave{}
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1263,7 @@ func (x *Leave) String() string {
 func (*Leave) ProtoMessage() {}
 
 func (x *Leave) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1276,7 @@ func (x *Leave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leave.ProtoReflect.Descriptor instead.
 func (*Leave) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{16}
+	return file_wire_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Leave) GetFrom() *UniqueAddress {
@@ -1148,7 +1311,7 @@ type Down struct {
 
 func (x *Down) Reset() {
 	*x = Down{}
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +1323,7 @@ func (x *Down) String() string {
 func (*Down) ProtoMessage() {}
 
 func (x *Down) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +1336,7 @@ func (x *Down) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Down.ProtoReflect.Descriptor instead.
 func (*Down) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{17}
+	return file_wire_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Down) GetFrom() *UniqueAddress {
@@ -1208,7 +1371,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1383,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1396,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{18}
+	return file_wire_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Heartbeat) GetFrom() *UniqueAddress {
@@ -1268,7 +1431,7 @@ type HeartbeatRsp struct {
 
 func (x *HeartbeatRsp) Reset() {
 	*x = HeartbeatRsp{}
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1280,7 +1443,7 @@ func (x *HeartbeatRsp) String() string {
 func (*HeartbeatRsp) ProtoMessage() {}
 
 func (x *HeartbeatRsp) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1293,7 +1456,7 @@ func (x *HeartbeatRsp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRsp.ProtoReflect.Descriptor instead.
 func (*HeartbeatRsp) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{19}
+	return file_wire_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HeartbeatRsp) GetFrom() *UniqueAddress {
@@ -1328,7 +1491,7 @@ type ExitingConfirmed struct {
 
 func (x *ExitingConfirmed) Reset() {
 	*x = ExitingConfirmed{}
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1503,7 @@ func (x *ExitingConfirmed) String() string {
 func (*ExitingConfirmed) ProtoMessage() {}
 
 func (x *ExitingConfirmed) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1516,7 @@ func (x *ExitingConfirmed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitingConfirmed.ProtoReflect.Descriptor instead.
 func (*ExitingConfirmed) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{20}
+	return file_wire_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExitingConfirmed) GetFrom() *UniqueAddress {
@@ -1417,26 +1580,35 @@ const file_wire_proto_rawDesc = "" +
 	"\amembers\x18\x01 \x03(\v2\x1c.otopcua.cluster.wire.MemberR\amembers\x127\n" +
 	"\x04seen\x18\x02 \x03(\v2#.otopcua.cluster.wire.UniqueAddressR\x04seen\x12F\n" +
 	"\freachability\x18\x03 \x01(\v2\".otopcua.cluster.wire.ReachabilityR\freachability\x12;\n" +
-	"\aversion\x18\x04 \x01(\v2!.otopcua.cluster.wire.VectorClockR\aversion\"x\n" +
+	"\aversion\x18\x04 \x01(\v2!.otopcua.cluster.wire.VectorClockR\aversion\"\x8e\x01\n" +
 	"\bInitJoin\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
-	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\"{\n" +
+	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\"\x91\x01\n" +
 	"\vInitJoinAck\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
-	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\"|\n" +
+	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\"\x92\x01\n" +
 	"\fInitJoinNack\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
-	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\"\xa9\x01\n" +
+	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\"\xbf\x01\n" +
 	"\x04Join\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x04 \x01(\tR\tclusterId\"\xad\x01\n" +
+	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x14\n" +
+	"\x05proof\x18\x05 \x01(\fR\x05proof\"\xc3\x01\n" +
 	"\aWelcome\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x124\n" +
-	"\x06gossip\x18\x03 \x01(\v2\x1c.otopcua.cluster.wire.GossipR\x06gossip\"\xb4\x01\n" +
+	"\x06gossip\x18\x03 \x01(\v2\x1c.otopcua.cluster.wire.GossipR\x06gossip\x12\x14\n" +
+	"\x05proof\x18\x04 \x01(\fR\x05proof\"\xb8\x01\n" +
+	"\vJoinRefused\x127\n" +
+	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
+	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12;\n" +
+	"\x06reason\x18\x03 \x01(\x0e2#.otopcua.cluster.wire.RefusalReasonR\x06reason\"\xb4\x01\n" +
 	"\x0eGossipEnvelope\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x124\n" +
@@ -1478,7 +1650,11 @@ const file_wire_proto_rawDesc = "" +
 	"\x18REACH_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16REACH_STATUS_REACHABLE\x10\x01\x12\x1c\n" +
 	"\x18REACH_STATUS_UNREACHABLE\x10\x02\x12\x1b\n" +
-	"\x17REACH_STATUS_TERMINATED\x10\x03B)Z'github.com/otopcua/otopcua/cluster/wireb\x06proto3"
+	"\x17REACH_STATUS_TERMINATED\x10\x03*r\n" +
+	"\rRefusalReason\x12\x1e\n" +
+	"\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bREFUSAL_REASON_WRONG_SECRET\x10\x01\x12 \n" +
+	"\x1cREFUSAL_REASON_MISSING_PROOF\x10\x02B)Z'github.com/otopcua/otopcua/cluster/wireb\x06proto3"
 
 var (
 	file_wire_proto_rawDescOnce sync.Once
@@ -1492,82 +1668,87 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_wire_proto_goTypes = []any{
 	(MemberStatus)(0),          // 0: otopcua.cluster.wire.MemberStatus
 	(ReachStatus)(0),           // 1: otopcua.cluster.wire.ReachStatus
-	(*UniqueAddress)(nil),      // 2: otopcua.cluster.wire.UniqueAddress
-	(*Address)(nil),            // 3: otopcua.cluster.wire.Address
-	(*Member)(nil),             // 4: otopcua.cluster.wire.Member
-	(*VectorClockEntry)(nil),   // 5: otopcua.cluster.wire.VectorClockEntry
-	(*VectorClock)(nil),        // 6: otopcua.cluster.wire.VectorClock
-	(*ReachabilityRecord)(nil), // 7: otopcua.cluster.wire.ReachabilityRecord
-	(*ObserverVersion)(nil),    // 8: otopcua.cluster.wire.ObserverVersion
-	(*Reachability)(nil),       // 9: otopcua.cluster.wire.Reachability
-	(*Gossip)(nil),             // 10: otopcua.cluster.wire.Gossip
-	(*InitJoin)(nil),           // 11: otopcua.cluster.wire.InitJoin
-	(*InitJoinAck)(nil),        // 12: otopcua.cluster.wire.InitJoinAck
-	(*InitJoinNack)(nil),       // 13: otopcua.cluster.wire.InitJoinNack
-	(*Join)(nil),               // 14: otopcua.cluster.wire.Join
-	(*Welcome)(nil),            // 15: otopcua.cluster.wire.Welcome
-	(*GossipEnvelope)(nil),     // 16: otopcua.cluster.wire.GossipEnvelope
-	(*GossipStatus)(nil),       // 17: otopcua.cluster.wire.GossipStatus
-	(*Leave)(nil),              // 18: otopcua.cluster.wire.Leave
-	(*Down)(nil),               // 19: otopcua.cluster.wire.Down
-	(*Heartbeat)(nil),          // 20: otopcua.cluster.wire.Heartbeat
-	(*HeartbeatRsp)(nil),       // 21: otopcua.cluster.wire.HeartbeatRsp
-	(*ExitingConfirmed)(nil),   // 22: otopcua.cluster.wire.ExitingConfirmed
+	(RefusalReason)(0),         // 2: otopcua.cluster.wire.RefusalReason
+	(*UniqueAddress)(nil),      // 3: otopcua.cluster.wire.UniqueAddress
+	(*Address)(nil),            // 4: otopcua.cluster.wire.Address
+	(*Member)(nil),             // 5: otopcua.cluster.wire.Member
+	(*VectorClockEntry)(nil),   // 6: otopcua.cluster.wire.VectorClockEntry
+	(*VectorClock)(nil),        // 7: otopcua.cluster.wire.VectorClock
+	(*ReachabilityRecord)(nil), // 8: otopcua.cluster.wire.ReachabilityRecord
+	(*ObserverVersion)(nil),    // 9: otopcua.cluster.wire.ObserverVersion
+	(*Reachability)(nil),       // 10: otopcua.cluster.wire.Reachability
+	(*Gossip)(nil),             // 11: otopcua.cluster.wire.Gossip
+	(*InitJoin)(nil),           // 12: otopcua.cluster.wire.InitJoin
+	(*InitJoinAck)(nil),        // 13: otopcua.cluster.wire.InitJoinAck
+	(*InitJoinNack)(nil),       // 14: otopcua.cluster.wire.InitJoinNack
+	(*Join)(nil),               // 15: otopcua.cluster.wire.Join
+	(*Welcome)(nil),            // 16: otopcua.cluster.wire.Welcome
+	(*JoinRefused)(nil),        // 17: otopcua.cluster.wire.JoinRefused
+	(*GossipEnvelope)(nil),     // 18: otopcua.cluster.wire.GossipEnvelope
+	(*GossipStatus)(nil),       // 19: otopcua.cluster.wire.GossipStatus
+	(*Leave)(nil),              // 20: otopcua.cluster.wire.Leave
+	(*Down)(nil),               // 21: otopcua.cluster.wire.Down
+	(*Heartbeat)(nil),          // 22: otopcua.cluster.wire.Heartbeat
+	(*HeartbeatRsp)(nil),       // 23: otopcua.cluster.wire.HeartbeatRsp
+	(*ExitingConfirmed)(nil),   // 24: otopcua.cluster.wire.ExitingConfirmed
 }
 var file_wire_proto_depIdxs = []int32{
-	2,  // 0: otopcua.cluster.wire.Member.address:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 0: otopcua.cluster.wire.Member.address:type_name -> otopcua.cluster.wire.UniqueAddress
 	0,  // 1: otopcua.cluster.wire.Member.status:type_name -> otopcua.cluster.wire.MemberStatus
-	5,  // 2: otopcua.cluster.wire.VectorClock.entries:type_name -> otopcua.cluster.wire.VectorClockEntry
-	2,  // 3: otopcua.cluster.wire.ReachabilityRecord.observer:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 4: otopcua.cluster.wire.ReachabilityRecord.subject:type_name -> otopcua.cluster.wire.UniqueAddress
+	6,  // 2: otopcua.cluster.wire.VectorClock.entries:type_name -> otopcua.cluster.wire.VectorClockEntry
+	3,  // 3: otopcua.cluster.wire.ReachabilityRecord.observer:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 4: otopcua.cluster.wire.ReachabilityRecord.subject:type_name -> otopcua.cluster.wire.UniqueAddress
 	1,  // 5: otopcua.cluster.wire.ReachabilityRecord.status:type_name -> otopcua.cluster.wire.ReachStatus
-	2,  // 6: otopcua.cluster.wire.ObserverVersion.observer:type_name -> otopcua.cluster.wire.UniqueAddress
-	7,  // 7: otopcua.cluster.wire.Reachability.records:type_name -> otopcua.cluster.wire.ReachabilityRecord
-	8,  // 8: otopcua.cluster.wire.Reachability.versions:type_name -> otopcua.cluster.wire.ObserverVersion
-	4,  // 9: otopcua.cluster.wire.Gossip.members:type_name -> otopcua.cluster.wire.Member
-	2,  // 10: otopcua.cluster.wire.Gossip.seen:type_name -> otopcua.cluster.wire.UniqueAddress
-	9,  // 11: otopcua.cluster.wire.Gossip.reachability:type_name -> otopcua.cluster.wire.Reachability
-	6,  // 12: otopcua.cluster.wire.Gossip.version:type_name -> otopcua.cluster.wire.VectorClock
-	2,  // 13: otopcua.cluster.wire.InitJoin.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 14: otopcua.cluster.wire.InitJoin.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 15: otopcua.cluster.wire.InitJoinAck.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 16: otopcua.cluster.wire.InitJoinAck.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 17: otopcua.cluster.wire.InitJoinNack.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 18: otopcua.cluster.wire.InitJoinNack.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 19: otopcua.cluster.wire.Join.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 20: otopcua.cluster.wire.Join.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 21: otopcua.cluster.wire.Welcome.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 22: otopcua.cluster.wire.Welcome.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	10, // 23: otopcua.cluster.wire.Welcome.gossip:type_name -> otopcua.cluster.wire.Gossip
-	2,  // 24: otopcua.cluster.wire.GossipEnvelope.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 25: otopcua.cluster.wire.GossipEnvelope.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	10, // 26: otopcua.cluster.wire.GossipEnvelope.gossip:type_name -> otopcua.cluster.wire.Gossip
-	2,  // 27: otopcua.cluster.wire.GossipStatus.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 28: otopcua.cluster.wire.GossipStatus.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	6,  // 29: otopcua.cluster.wire.GossipStatus.version:type_name -> otopcua.cluster.wire.VectorClock
-	2,  // 30: otopcua.cluster.wire.Leave.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 31: otopcua.cluster.wire.Leave.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 32: otopcua.cluster.wire.Leave.node:type_name -> otopcua.cluster.wire.Address
-	2,  // 33: otopcua.cluster.wire.Down.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 34: otopcua.cluster.wire.Down.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 35: otopcua.cluster.wire.Down.node:type_name -> otopcua.cluster.wire.Address
-	2,  // 36: otopcua.cluster.wire.Heartbeat.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 37: otopcua.cluster.wire.Heartbeat.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 38: otopcua.cluster.wire.HeartbeatRsp.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 39: otopcua.cluster.wire.HeartbeatRsp.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 40: otopcua.cluster.wire.ExitingConfirmed.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 41: otopcua.cluster.wire.ExitingConfirmed.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 42: otopcua.cluster.wire.ExitingConfirmed.node:type_name -> otopcua.cluster.wire.UniqueAddress
-	43, // [43:43] is the sub-list for method output_type
-	43, // [43:43] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	3,  // 6: otopcua.cluster.wire.ObserverVersion.observer:type_name -> otopcua.cluster.wire.UniqueAddress
+	8,  // 7: otopcua.cluster.wire.Reachability.records:type_name -> otopcua.cluster.wire.ReachabilityRecord
+	9,  // 8: otopcua.cluster.wire.Reachability.versions:type_name -> otopcua.cluster.wire.ObserverVersion
+	5,  // 9: otopcua.cluster.wire.Gossip.members:type_name -> otopcua.cluster.wire.Member
+	3,  // 10: otopcua.cluster.wire.Gossip.seen:type_name -> otopcua.cluster.wire.UniqueAddress
+	10, // 11: otopcua.cluster.wire.Gossip.reachability:type_name -> otopcua.cluster.wire.Reachability
+	7,  // 12: otopcua.cluster.wire.Gossip.version:type_name -> otopcua.cluster.wire.VectorClock
+	3,  // 13: otopcua.cluster.wire.InitJoin.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 14: otopcua.cluster.wire.InitJoin.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 15: otopcua.cluster.wire.InitJoinAck.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 16: otopcua.cluster.wire.InitJoinAck.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 17: otopcua.cluster.wire.InitJoinNack.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 18: otopcua.cluster.wire.InitJoinNack.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 19: otopcua.cluster.wire.Join.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 20: otopcua.cluster.wire.Join.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 21: otopcua.cluster.wire.Welcome.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 22: otopcua.cluster.wire.Welcome.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	11, // 23: otopcua.cluster.wire.Welcome.gossip:type_name -> otopcua.cluster.wire.Gossip
+	3,  // 24: otopcua.cluster.wire.JoinRefused.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 25: otopcua.cluster.wire.JoinRefused.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	2,  // 26: otopcua.cluster.wire.JoinRefused.reason:type_name -> otopcua.cluster.wire.RefusalReason
+	3,  // 27: otopcua.cluster.wire.GossipEnvelope.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 28: otopcua.cluster.wire.GossipEnvelope.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	11, // 29: otopcua.cluster.wire.GossipEnvelope.gossip:type_name -> otopcua.cluster.wire.Gossip
+	3,  // 30: otopcua.cluster.wire.GossipStatus.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 31: otopcua.cluster.wire.GossipStatus.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	7,  // 32: otopcua.cluster.wire.GossipStatus.version:type_name -> otopcua.cluster.wire.VectorClock
+	3,  // 33: otopcua.cluster.wire.Leave.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 34: otopcua.cluster.wire.Leave.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	4,  // 35: otopcua.cluster.wire.Leave.node:type_name -> otopcua.cluster.wire.Address
+	3,  // 36: otopcua.cluster.wire.Down.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 37: otopcua.cluster.wire.Down.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	4,  // 38: otopcua.cluster.wire.Down.node:type_name -> otopcua.cluster.wire.Address
+	3,  // 39: otopcua.cluster.wire.Heartbeat.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 40: otopcua.cluster.wire.Heartbeat.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 41: otopcua.cluster.wire.HeartbeatRsp.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 42: otopcua.cluster.wire.HeartbeatRsp.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 43: otopcua.cluster.wire.ExitingConfirmed.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 44: otopcua.cluster.wire.ExitingConfirmed.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 45: otopcua.cluster.wire.ExitingConfirmed.node:type_name -> otopcua.cluster.wire.UniqueAddress
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -1580,8 +1761,8 @@ func file_wire_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   21,
+			NumEnums:      3,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,5 +1,6 @@
-// Package testcert writes self-signed TLS certificates for tests of the
-// HTTP endpoint's Http:Tls settings.
+// Package testcert writes TLS certificates for tests: self-signed ones for
+// the HTTP endpoint's Http:Tls settings, and a CA with CA-signed node
+// certificates for Cluster:Tls.
 package testcert
 
 import (
@@ -54,4 +55,101 @@ func Write(t testing.TB) (certFile, keyFile string) {
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// CA is a test certificate authority that signs node certificates, for
+// tests of Cluster:Tls (mutual TLS between nodes).
+type CA struct {
+	// File is the PEM file with the CA certificate.
+	File string
+
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	dir  string
+}
+
+// NewCA creates an ECDSA P-256 certificate authority valid for a day and
+// writes its certificate to ca.crt in a new temp dir.
+func NewCA(t testing.TB, name string) *CA {
+	t.Helper()
+	key := newKey(t)
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(t),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca := &CA{File: filepath.Join(dir, "ca.crt"), cert: cert, key: key, dir: dir}
+	writePEM(t, ca.File, "CERTIFICATE", der, 0o644)
+	return ca
+}
+
+// Node issues a certificate for 127.0.0.1, ::1 and localhost with the
+// extended key usages serverAuth and clientAuth (a cluster node is both),
+// signed by the CA, and writes it and its key as name.crt and name.key. It
+// returns the two paths.
+func (ca *CA) Node(t testing.TB, name string) (certFile, keyFile string) {
+	t.Helper()
+	key := newKey(t)
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(t),
+		Subject:      pkix.Name{CommonName: name},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(ca.dir, name+".crt"), filepath.Join(ca.dir, name+".key")
+	writePEM(t, certFile, "CERTIFICATE", der, 0o644)
+	writePEM(t, keyFile, "PRIVATE KEY", kder, 0o600)
+	return certFile, keyFile
+}
+
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+func serial(t testing.TB) *big.Int {
+	t.Helper()
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func writePEM(t testing.TB, path, typ string, der []byte, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode); err != nil {
+		t.Fatal(err)
+	}
 }
