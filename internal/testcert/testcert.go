@@ -1,5 +1,6 @@
-// Package testcert writes self-signed TLS certificates for tests of the
-// HTTP endpoint's Http:Tls settings.
+// Package testcert makes self-signed certificates for tests: ECDSA TLS
+// files for the HTTP endpoint's Http:Tls settings (Write) and RSA OPC UA
+// application instance certificates (RSA).
 package testcert
 
 import (
