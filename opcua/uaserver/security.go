@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -73,6 +74,26 @@ type Security struct {
 	// MaxTokenLifetime is the longest RevisedLifetime; a longer request, or
 	// 0, gets it. Default: 1 h.
 	MaxTokenLifetime time.Duration
+}
+
+// policyNames are the short names of SecurityPolicies, as configured.
+var policyNames = map[string]string{
+	"None":                  ua.SecurityPolicyURINone,
+	"Basic256Sha256":        ua.SecurityPolicyURIBasic256Sha256,
+	"Aes128_Sha256_RsaOaep": ua.SecurityPolicyURIAes128Sha256RsaOaep,
+	"Aes256_Sha256_RsaPss":  ua.SecurityPolicyURIAes256Sha256RsaPss,
+}
+
+// ParseEndpoint reads "Policy:Mode" as configured in
+// OpcUa:Security:Policies (e.g. "Basic256Sha256:SignAndEncrypt",
+// "None:None"; case-sensitive, as config stores it).
+func ParseEndpoint(s string) (EndpointSecurity, error) {
+	name, mode, _ := strings.Cut(s, ":")
+	e := EndpointSecurity{PolicyURI: policyNames[name], Mode: ua.MessageSecurityModeFromString(mode)}
+	if e.PolicyURI == "" || mode == "" || e.Mode == ua.MessageSecurityModeInvalid {
+		return e, fmt.Errorf("uaserver: endpoint %q: want Policy:Mode, e.g. Basic256Sha256:SignAndEncrypt", s)
+	}
+	return e, e.check()
 }
 
 // secured reports whether e needs certificates.

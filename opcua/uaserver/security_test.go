@@ -18,6 +18,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/internal/testcert"
 )
 
@@ -573,6 +574,23 @@ func TestSeqFollows(t *testing.T) {
 	} {
 		if got := seqFollows(tc.prev, tc.next); got != tc.want {
 			t.Errorf("seqFollows(%d, %d) = %v, want %v", tc.prev, tc.next, got, tc.want)
+		}
+	}
+}
+
+// TestParseEndpointReadsEveryConfiguredPolicy: each accepted
+// OpcUa:Security:Policies entry names a valid endpoint; others do not.
+func TestParseEndpointReadsEveryConfiguredPolicy(t *testing.T) {
+	want := append([]EndpointSecurity{{ua.SecurityPolicyURINone, ua.MessageSecurityModeNone}}, securedEndpointSet...)
+	for i, s := range config.SecurityPolicies {
+		e, err := ParseEndpoint(s)
+		if err != nil || e != want[i] {
+			t.Errorf("ParseEndpoint(%q) = %v, %v, want %v", s, e, err, want[i])
+		}
+	}
+	for _, s := range []string{"None", "None:Sign", "Basic256Sha256:None", "Basic256:Sign", "basic256sha256:Sign", "Basic256Sha256:"} {
+		if _, err := ParseEndpoint(s); err == nil {
+			t.Errorf("ParseEndpoint(%q) accepted", s)
 		}
 	}
 }
