@@ -207,4 +207,3 @@ func dialRawSecure(t *testing.T, url string, e EndpointSecurity) *rawClient {
 	t.Cleanup(rc.close)
 	return rc
 }
-
