@@ -57,8 +57,17 @@ const (
 // WriteModes lists the accepted write modes.
 var WriteModes = []string{WriteModeOptimistic, WriteModeConfirmed}
 
-// SecurityPolicyNone is the only OPC UA security policy accepted for now.
+// SecurityPolicyNone is the OPC UA security policy without security.
 const SecurityPolicyNone = "None"
+
+// SecurityPolicies are the accepted OpcUa:Security:Policies entries, as
+// "Policy:Mode".
+var SecurityPolicies = []string{
+	"None:None",
+	"Basic256Sha256:Sign", "Basic256Sha256:SignAndEncrypt",
+	"Aes128_Sha256_RsaOaep:Sign", "Aes128_Sha256_RsaOaep:SignAndEncrypt",
+	"Aes256_Sha256_RsaPss:Sign", "Aes256_Sha256_RsaPss:SignAndEncrypt",
+}
 
 // Log levels and formats accepted by the Telemetry section.
 var (
@@ -292,8 +301,12 @@ type OpcUaConfig struct {
 
 // SecurityConfig is the "OpcUa:Security" section.
 type SecurityConfig struct {
-	// Policies are the security policies offered by the endpoint. Only
-	// "None" is accepted for now. Default ["None"].
+	// Policies are the endpoints offered, each "Policy:Mode" (one of
+	// SecurityPolicies, case-insensitive, e.g.
+	// "Basic256Sha256:SignAndEncrypt"; "None" alone means "None:None"), no
+	// duplicates. A secure channel with policy None is always accepted for
+	// discovery (GetEndpoints, FindServers); sessions only on the listed
+	// endpoints. Default ["None:None"].
 	Policies []string
 
 	// PkiDir is the PKI directory: the server's application instance
@@ -448,7 +461,7 @@ func staticDefaults() *Config {
 			PeerApplicationUris: []string{},
 			PeerDiscoveryUrls:   []string{},
 			RedundancySupport:   RedundancyWarm,
-			Security:            SecurityConfig{Policies: []string{SecurityPolicyNone}, PkiDir: "pki"},
+			Security:            SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki"},
 			Limits:              defaultLimits(),
 			WriteMode:           WriteModeOptimistic,
 			WriteTimeout:        2 * time.Second,

@@ -154,9 +154,7 @@ func (c *Config) resolve(baseDir string) {
 		o.RedundancySupport = RedundancyHot
 	}
 	for i, p := range o.Security.Policies {
-		if strings.EqualFold(p, SecurityPolicyNone) {
-			o.Security.Policies[i] = SecurityPolicyNone
-		}
+		o.Security.Policies[i] = canonicalPolicy(p)
 	}
 
 	o.WriteMode = strings.ToLower(o.WriteMode)
@@ -352,4 +350,19 @@ func (p *jsonParser) put(dst map[string]any, segs []string, v any, key, path str
 			dst[lower] = v
 		}
 	}
+}
+
+// canonicalPolicy spells an OpcUa:Security:Policies entry as in
+// SecurityPolicies ("none" is "None:None"); an unknown one is returned
+// unchanged for validation to report.
+func canonicalPolicy(p string) string {
+	if strings.EqualFold(p, SecurityPolicyNone) {
+		return "None:None"
+	}
+	for _, known := range SecurityPolicies {
+		if strings.EqualFold(p, known) {
+			return known
+		}
+	}
+	return p
 }

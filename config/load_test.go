@@ -82,7 +82,7 @@ func TestDefault(t *testing.T) {
 		{"OpcUa.ApplicationName", c.OpcUa.ApplicationName, "otopcua"},
 		{"OpcUa.RedundancySupport", c.OpcUa.RedundancySupport, "Warm"},
 		{"Redundancy.ManualFailoverDrain", c.Redundancy.ManualFailoverDrain, 2 * time.Second},
-		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None"}},
+		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None:None"}},
 		{"OpcUa.Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 100},
 		{"OpcUa.Limits.MaxSessionsPerAddress", c.OpcUa.Limits.MaxSessionsPerAddress, 50},
 		{"OpcUa.Limits.UnactivatedSessionTimeout", c.OpcUa.Limits.UnactivatedSessionTimeout, 10 * time.Second},
@@ -186,7 +186,7 @@ func TestLoadFullFile(t *testing.T) {
 		{"Peers", c.OpcUa.PeerApplicationUris, []string{"urn:node-b:otopcua"}},
 		{"Discovery", c.OpcUa.PeerDiscoveryUrls, []string{"opc.tcp://node-b.lan:4840"}},
 		{"RedundancySupport", c.OpcUa.RedundancySupport, "Hot"},
-		{"Policies", c.OpcUa.Security.Policies, []string{"None"}},
+		{"Policies", c.OpcUa.Security.Policies, []string{"None:None"}},
 		{"Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 20},
 		{"Limits.UnactivatedSessionTimeout", c.OpcUa.Limits.UnactivatedSessionTimeout, 3 * time.Second},
 		{"Provider", c.ConfigDb.Provider, "sqlserver"},
@@ -433,7 +433,9 @@ func TestValidationCases(t *testing.T) {
 		{"heartbeat zero", `{"Cluster": {"FailureDetector": {"HeartbeatInterval": "0s"}}}`, nil, "Cluster:FailureDetector:HeartbeatInterval", "0s", "greater than 0", ""},
 		{"threshold zero", `{"Cluster": {"FailureDetector": {"Threshold": 0}}}`, nil, "Cluster:FailureDetector:Threshold", "0", "greater than 0", ""},
 		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot", ""},
-		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None", ""},
+		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None:None, Basic256Sha256:Sign, Basic256Sha256:SignAndEncrypt", ""},
+		{"security policy mode", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256:None"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256:None", "Aes256_Sha256_RsaPss:SignAndEncrypt", ""},
+		{"security policy twice", `{"OpcUa": {"Security": {"Policies": ["basic256sha256:signandencrypt", "Basic256Sha256:SignAndEncrypt"]}}}`, nil, "OpcUa:Security:Policies:1", "Basic256Sha256:SignAndEncrypt", "already OpcUa:Security:Policies:0", ""},
 		{"no security policy", `{"OpcUa": {"Security": {"Policies": []}}}`, nil, "OpcUa:Security:Policies", "", "at least one policy", ""},
 		{"max sessions", `{"OpcUa": {"Limits": {"MaxSessions": 0}}}`, nil, "OpcUa:Limits:MaxSessions", "0", "≥ 1", ""},
 		{"sessions per address", `{"OpcUa": {"Limits": {"MaxSessionsPerAddress": -1}}}`, nil, "OpcUa:Limits:MaxSessionsPerAddress", "-1", "≥ 1", ""},
@@ -692,6 +694,23 @@ func TestClusterSecurityWarnings(t *testing.T) {
 			if !strings.Contains(w[i], s) {
 				t.Errorf("%s: warning %q, want it to contain %q", tc.name, w[i], s)
 			}
+		}
+	}
+}
+
+// TestSecurityPoliciesAreSpelledCanonically: any case is accepted and
+// stored as listed in SecurityPolicies; "None" alone is "None:None".
+func TestSecurityPoliciesAreSpelledCanonically(t *testing.T) {
+	for in, want := range map[string]string{
+		"none":                                 "None:None",
+		"NONE:none":                            "None:None",
+		"basic256sha256:signandencrypt":        "Basic256Sha256:SignAndEncrypt",
+		"AES256_SHA256_RSAPSS:sign":            "Aes256_Sha256_RsaPss:Sign",
+		"Aes128_Sha256_RsaOaep:SignAndEncrypt": "Aes128_Sha256_RsaOaep:SignAndEncrypt",
+		"Basic256:Sign":                        "Basic256:Sign",
+	} {
+		if got := canonicalPolicy(in); got != want {
+			t.Errorf("canonicalPolicy(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

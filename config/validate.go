@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,11 +255,15 @@ func (c *Config) validateOpcUa(p *problems) {
 		p.add("OpcUa:RedundancySupport", o.RedundancySupport, oneOf([]string{RedundancyWarm, RedundancyHot}))
 	}
 	if len(o.Security.Policies) == 0 {
-		p.add("OpcUa:Security:Policies", "", "accepted values are lists with at least one policy: None")
+		p.add("OpcUa:Security:Policies", "", "accepted values are lists with at least one policy: "+strings.Join(SecurityPolicies, ", "))
 	}
 	for i, pol := range o.Security.Policies {
-		if pol != SecurityPolicyNone {
-			p.add(fmt.Sprintf("OpcUa:Security:Policies:%d", i), pol, oneOf([]string{SecurityPolicyNone}))
+		key := fmt.Sprintf("OpcUa:Security:Policies:%d", i)
+		switch first := slices.Index(o.Security.Policies, pol); {
+		case !contains(SecurityPolicies, pol):
+			p.add(key, pol, oneOf(SecurityPolicies))
+		case first < i:
+			p.add(key, pol, fmt.Sprintf("accepted values are policies listed once; this one is already OpcUa:Security:Policies:%d", first))
 		}
 	}
 	validateSecurityFiles(p, &o.Security)

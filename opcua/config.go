@@ -162,6 +162,13 @@ type Config struct {
 	// MaxMonitoredItemsPerCall. Default: 10000.
 	MaxMonitoredItemsPerCall int
 
+	// Security is the secure channel configuration passed to the service
+	// layer as it is: endpoints offered, certificate and key, the client
+	// certificate check, token lifetimes (see uaserver.Security for each
+	// one's meaning and default; ParseEndpoint reads the
+	// OpcUa:Security:Policies entries). Default: security None only.
+	Security uaserver.Security
+
 	// Subscriptions tunes the subscription engine (intervals, queue sizes,
 	// limits); its zero values take the engine's defaults. Its Clock and
 	// Logger default to the ones above.
@@ -332,6 +339,7 @@ func (c Config) uaserverConfig() uaserver.Config {
 		WriteTimeout:                     c.WriteTimeout,
 		MaxResponseSize:                  c.MaxResponseSize,
 		MaxMonitoredItemsPerCall:         c.MaxMonitoredItemsPerCall,
+		Security:                         c.Security,
 	}
 }
 

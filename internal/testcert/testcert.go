@@ -1,6 +1,7 @@
-// Package testcert writes TLS certificates for tests: self-signed ones for
-// the HTTP endpoint's Http:Tls settings, and a CA with CA-signed node
-// certificates for Cluster:Tls.
+// Package testcert makes certificates for tests: self-signed ECDSA TLS
+// files for the HTTP endpoint's Http:Tls settings (Write), a CA with
+// CA-signed node certificates for Cluster:Tls (NewCA), and RSA OPC UA
+// application instance certificates (RSA).
 package testcert
 
 import (

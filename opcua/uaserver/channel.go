@@ -33,10 +33,6 @@ const (
 	// maxPendingRequests is the number of multi-chunk requests one channel
 	// may be receiving at once.
 	maxPendingRequests = 16
-	// minTokenLifetime and maxTokenLifetime bound the revised lifetime of a
-	// security token, in milliseconds.
-	minTokenLifetime = 10_000
-	maxTokenLifetime = 3_600_000
 )
 
 // errChannelClosedByClient ends the read loop quietly.
@@ -77,9 +73,16 @@ type channel struct {
 	hasSession atomic.Bool // a session was created or activated on this channel
 	budget     *byteBudget // encoded bytes of requests queued or being served
 
-	tokMu    sync.Mutex
-	token    uint32 // token of our messages and the client's; tokMu must be held.
-	newToken uint32 // token issued by a renewal, not yet used by the client; tokMu must be held.
+	// sec is the channel's security policy, mode and client certificate,
+	// set by the reader before opened, read-only afterwards.
+	sec chanSecurity
+	// recvSeq is the sequence number of the last chunk received; reader
+	// goroutine only.
+	recvSeq uint32
+
+	tokMu sync.Mutex
+	cur   *secToken // token of our messages and the client's; tokMu must be held.
+	next  *secToken // token issued by a renewal, not yet used by the client; tokMu must be held.
 
 	sendMu    sync.Mutex // serialises writes, their deadlines and seq
 	seq       uint32     // last sequence number sent; sendMu must be held.
@@ -110,6 +113,7 @@ func newChannel(s *Server, conn net.Conn, addr string, ack *uacp.Acknowledge, he
 		cancel:  cancel,
 		queue:   make(chan *call, max(s.cfg.MaxRequestsInFlightPerChannel-1, 0)),
 		pending: make(map[uint32]*partial),
+		sec:     chanSecurity{policy: ua.SecurityPolicyURINone, mode: ua.MessageSecurityModeNone},
 		seq:     uint32(rand.IntN(1023)),
 	}
 	ch.pub = &publishSender{ch: ch, handles: make(map[uint32]uint32)}
@@ -251,71 +255,144 @@ func (ch *channel) handleChunk(b []byte) (err error) {
 	if _, err := m.Decode(b); err != nil {
 		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, err.Error())
 	}
-	seq := new(uasc.SequenceHeader)
-	n, err := seq.Decode(m.Data)
-	if err != nil {
-		return ch.abort(ua.StatusBadDecodingError, "sequence header")
+	if m.MessageType == uasc.MessageTypeOpenSecureChannel {
+		return ch.handleOpenChunk(m, b)
 	}
-	body := m.Data[n:]
-	switch m.MessageType {
-	case uasc.MessageTypeOpenSecureChannel:
-		return ch.handleOpen(m, seq.RequestID, body)
-	case uasc.MessageTypeCloseSecureChannel:
+	if m.MessageType == uasc.MessageTypeCloseSecureChannel && !ch.sec.secured() {
 		return errChannelClosedByClient
 	}
-	return ch.handleMessage(m, seq.RequestID, body)
+	if !ch.opened || m.SecureChannelID != ch.id {
+		return ch.abort(ua.StatusBadTCPSecureChannelUnknown, "message for an unknown secure channel")
+	}
+	tok, code := ch.acceptToken(m.TokenID)
+	if code != ua.StatusOK {
+		ch.srv.counters.securityRefusals.Add(1)
+		return ch.abort(code, "message with an unknown or expired token")
+	}
+	p, serr := ch.sec.unsealSym(tok, b)
+	if serr != nil {
+		ch.srv.counters.securityRefusals.Add(1)
+		return ch.abort(serr.code, serr.reason)
+	}
+	reqID, body, err := ch.sequence(p)
+	if err != nil {
+		return err
+	}
+	if m.MessageType == uasc.MessageTypeCloseSecureChannel {
+		return errChannelClosedByClient
+	}
+	return ch.handleMessage(m, reqID, body)
 }
 
-// handleOpen answers OpenSecureChannel (issue or renew), Part 4 §5.5.2.
-func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte) error {
+// sequence decodes the sequence header at the start of p, checks its
+// number against the previous chunk's on a secured channel and returns the
+// request id and the body after it. On a channel with policy None the
+// number is not checked: anyone on the path can forge a chunk with the
+// right one, so the check would protect nothing.
+func (ch *channel) sequence(p []byte) (reqID uint32, body []byte, err error) {
+	seq := new(uasc.SequenceHeader)
+	n, err := seq.Decode(p)
+	if err != nil {
+		return 0, nil, ch.abort(ua.StatusBadDecodingError, "sequence header")
+	}
+	if ch.opened && ch.sec.secured() && !seqFollows(ch.recvSeq, seq.SequenceNumber) {
+		ch.srv.counters.securityRefusals.Add(1)
+		return 0, nil, ch.abort(ua.StatusBadSequenceNumberInvalid,
+			fmt.Sprintf("sequence number %d after %d", seq.SequenceNumber, ch.recvSeq))
+	}
+	ch.recvSeq = seq.SequenceNumber
+	return seq.RequestID, p[n:], nil
+}
+
+// handleOpenChunk checks, decrypts and answers an OpenSecureChannel chunk.
+func (ch *channel) handleOpenChunk(m *uasc.MessageChunk, b []byte) error {
 	if m.ChunkType != uasc.ChunkTypeFinal {
 		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "chunked OpenSecureChannel")
 	}
-	if m.SecurityPolicyURI != ua.SecurityPolicyURINone {
-		return ch.abort(ua.StatusBadSecurityPolicyRejected, "only "+ua.SecurityPolicyURINone+" is offered")
+	if m.AsymmetricSecurityHeader == nil {
+		return ch.abort(ua.StatusBadTCPMessageTypeInvalid, "OpenSecureChannel without an asymmetric security header")
 	}
+	sec := &chanSecurity{policy: ua.SecurityPolicyURINone, mode: ua.MessageSecurityModeNone}
+	p := m.Data
+	if m.SecurityPolicyURI != ua.SecurityPolicyURINone || ch.sec.secured() {
+		var cur *chanSecurity
+		if ch.opened {
+			cur = &ch.sec
+		}
+		var serr *errSecurity
+		if sec, p, serr = ch.srv.openSecurity(m, b, cur); serr != nil {
+			ch.srv.counters.securityRefusals.Add(1)
+			ch.log.Info("uaserver: OpenSecureChannel refused", "status", serr.code, "reason", serr.reason)
+			return ch.abort(serr.code, serr.reason)
+		}
+	}
+	reqID, body, err := ch.sequence(p)
+	if err != nil {
+		return err
+	}
+	return ch.handleOpen(m, reqID, body, sec)
+}
+
+// handleOpen answers OpenSecureChannel (issue or renew), Part 4 §5.5.2, on
+// a channel whose chunk asked for sec (its mode still to be read from the
+// request).
+func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte, sec *chanSecurity) error {
 	r, code := decodeRequest(body)
 	req, ok := r.(*ua.OpenSecureChannelRequest)
 	if code != ua.StatusOK || !ok {
 		return ch.abort(ua.StatusBadDecodingError, "undecodable OpenSecureChannel")
 	}
-	switch {
-	case req.SecurityMode != ua.MessageSecurityModeNone:
-		return ch.abort(ua.StatusBadSecurityModeRejected, "only security mode None is offered")
-	case req.RequestType == ua.SecurityTokenRequestTypeIssue && ch.opened:
-		return ch.abort(ua.StatusBadSecureChannelIDInvalid, "channel already open")
-	case req.RequestType == ua.SecurityTokenRequestTypeRenew && (!ch.opened || m.SecureChannelID != ch.id):
-		return ch.abort(ua.StatusBadSecureChannelIDInvalid, "renewal of an unknown channel")
-	case req.RequestType != ua.SecurityTokenRequestTypeIssue && req.RequestType != ua.SecurityTokenRequestTypeRenew:
-		return ch.abort(ua.StatusBadRequestTypeInvalid, "unknown token request type")
+	if code, reason := ch.checkOpen(m, req, sec); code != ua.StatusOK {
+		ch.srv.counters.securityRefusals.Add(1)
+		ch.log.Info("uaserver: OpenSecureChannel refused", "status", code, "reason", reason)
+		return ch.abort(code, reason)
 	}
-	tok := ch.srv.newTokenID()
-	ch.tokMu.Lock()
-	if ch.opened {
-		ch.newToken = tok
+	sec.mode = req.SecurityMode
+	var nonce []byte
+	if sec.asym != nil {
+		var err error
+		if nonce, err = sec.asym.MakeNonce(); err != nil {
+			return ch.abort(ua.StatusBadInternalError, "nonce: "+err.Error())
+		}
+	}
+	sym, err := newSymmetric(sec.policy, nonce, req.ClientNonce)
+	if err != nil {
+		return ch.abort(ua.StatusBadSecurityChecksFailed, "key derivation: "+err.Error())
+	}
+	lifetime := ch.reviseLifetime(req.RequestedLifetime)
+	tok := &secToken{
+		id:      ch.srv.newTokenID(),
+		expires: tokenExpiry(time.Now(), time.Duration(lifetime)*time.Millisecond),
+		sym:     sym,
+	}
+	renewal := ch.opened
+	if !renewal {
+		ch.sec = *sec
+		ch.sendMax = ch.sec.symMaxBody(sym, ch.ack.SendBufSize)
+		ch.openedAt = time.Now()
+		ch.opened = true
 	} else {
-		ch.token = tok
+		ch.sec.asym = sec.asym
+		ch.srv.counters.tokensRenewed.Add(1)
+	}
+	ch.tokMu.Lock()
+	if renewal {
+		ch.next = tok
+	} else {
+		ch.cur = tok
 	}
 	ch.tokMu.Unlock()
-	if !ch.opened {
-		ch.openedAt = time.Now()
-	}
-	ch.opened = true
 
-	lifetime := req.RequestedLifetime
-	switch {
-	case lifetime == 0 || lifetime > maxTokenLifetime:
-		lifetime = maxTokenLifetime
-	case lifetime < minTokenLifetime:
-		lifetime = minTokenLifetime
-	}
 	now := ch.srv.cfg.Clock.Now()
 	resp := &ua.OpenSecureChannelResponse{
 		ResponseHeader: newResponseHeader(requestHeader(req).RequestHandle, ua.StatusOK, now),
 		SecurityToken: &ua.ChannelSecurityToken{
-			ChannelID: ch.id, TokenID: tok, CreatedAt: now, RevisedLifetime: lifetime,
+			ChannelID: ch.id, TokenID: tok.id, CreatedAt: now, RevisedLifetime: lifetime,
 		},
-		ServerNonce: []byte{},
+		ServerNonce: nonce,
+	}
+	if resp.ServerNonce == nil {
+		resp.ServerNonce = []byte{}
 	}
 	ch.sendMu.Lock()
 	defer ch.sendMu.Unlock()
@@ -325,15 +402,46 @@ func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte) e
 	return nil
 }
 
+// checkOpen checks an OpenSecureChannel request against the channel's
+// state and the endpoints offered.
+func (ch *channel) checkOpen(m *uasc.MessageChunk, req *ua.OpenSecureChannelRequest, sec *chanSecurity) (ua.StatusCode, string) {
+	secCfg := &ch.srv.cfg.Security
+	switch {
+	case sec.policy == ua.SecurityPolicyURINone && req.SecurityMode != ua.MessageSecurityModeNone:
+		return ua.StatusBadSecurityModeRejected, "policy None takes security mode None"
+	case sec.policy != ua.SecurityPolicyURINone && !secCfg.offers(sec.policy, req.SecurityMode):
+		return ua.StatusBadSecurityModeRejected, fmt.Sprintf("security mode %s is not offered with %s", req.SecurityMode, sec.policy)
+	case req.RequestType == ua.SecurityTokenRequestTypeIssue && ch.opened:
+		return ua.StatusBadSecureChannelIDInvalid, "channel already open"
+	case req.RequestType == ua.SecurityTokenRequestTypeRenew && (!ch.opened || m.SecureChannelID != ch.id):
+		return ua.StatusBadSecureChannelIDInvalid, "renewal of an unknown channel"
+	case req.RequestType != ua.SecurityTokenRequestTypeIssue && req.RequestType != ua.SecurityTokenRequestTypeRenew:
+		return ua.StatusBadRequestTypeInvalid, "unknown token request type"
+	case ch.opened && req.SecurityMode != ch.sec.mode:
+		return ua.StatusBadSecurityModeRejected, "renewal with another security mode"
+	case sec.asym != nil && len(req.ClientNonce) != sec.asym.NonceLength():
+		return ua.StatusBadNonceInvalid, fmt.Sprintf("client nonce of %d bytes, want %d", len(req.ClientNonce), sec.asym.NonceLength())
+	}
+	return ua.StatusOK, ""
+}
+
+// reviseLifetime bounds a requested token lifetime (ms) by
+// Security.MinTokenLifetime and MaxTokenLifetime; 0 gets the maximum.
+func (ch *channel) reviseLifetime(ms uint32) uint32 {
+	lo := uint32(ch.srv.cfg.Security.MinTokenLifetime / time.Millisecond)
+	hi := uint32(min(ch.srv.cfg.Security.MaxTokenLifetime/time.Millisecond, math.MaxUint32))
+	switch {
+	case ms == 0 || ms > hi:
+		return hi
+	case ms < lo:
+		return lo
+	}
+	return ms
+}
+
 // handleMessage collects the chunks of a request and delivers complete
 // ones.
 func (ch *channel) handleMessage(m *uasc.MessageChunk, reqID uint32, body []byte) error {
-	if !ch.opened || m.SecureChannelID != ch.id {
-		return ch.abort(ua.StatusBadTCPSecureChannelUnknown, "message for an unknown secure channel")
-	}
-	if !ch.acceptToken(m.TokenID) {
-		return ch.abort(ua.StatusBadSecureChannelTokenUnknown, "message with an unknown token")
-	}
 	p := ch.pending[reqID]
 	switch m.ChunkType {
 	case uasc.ChunkTypeError: // MSGA: the client aborted the request
@@ -396,19 +504,22 @@ func joinChunks(chunks [][]byte, last []byte) []byte {
 	return append(b, last...)
 }
 
-// acceptToken reports whether the client may use token tok; the first
-// message with the token of a renewal makes it the current one.
-func (ch *channel) acceptToken(tok uint32) bool {
+// acceptToken returns the token id names if the client may use it: the
+// current one until it expires, or the one of a renewal, whose first use
+// makes it the current one and retires the old (Part 6 §6.7.4).
+func (ch *channel) acceptToken(id uint32) (*secToken, ua.StatusCode) {
 	ch.tokMu.Lock()
 	defer ch.tokMu.Unlock()
 	switch {
-	case tok == ch.token:
-		return true
-	case ch.newToken != 0 && tok == ch.newToken:
-		ch.token, ch.newToken = tok, 0
-		return true
+	case ch.next != nil && id == ch.next.id:
+		ch.cur, ch.next = ch.next, nil
+		return ch.cur, ua.StatusOK
+	case ch.cur == nil || id != ch.cur.id:
+		return nil, ua.StatusBadSecureChannelTokenUnknown
+	case time.Now().After(ch.cur.expires):
+		return nil, ua.StatusBadSecureChannelTokenUnknown
 	}
-	return false
+	return ch.cur, ua.StatusOK
 }
 
 // deliver decodes a complete request and queues it for the worker. A
@@ -638,28 +749,45 @@ func responseTypeID(resp ua.Response) uint16 {
 }
 
 // writeMsg frames body (an encoded service) as MSG chunks of at most
-// sendMax body bytes, numbers them and writes them with one vectored write
-// within WriteTimeout. Failures are *writeError. sendMu must be held.
+// sendMax body bytes, numbers them, secures them with the current token and
+// writes them with one vectored write within WriteTimeout. Failures are
+// *writeError. sendMu must be held.
 func (ch *channel) writeMsg(reqID uint32, body []byte) error {
 	n := max((len(body)+int(ch.sendMax)-1)/int(ch.sendMax), 1)
 	ch.tokMu.Lock()
-	tok := ch.token
+	tok := ch.cur
 	ch.tokMu.Unlock()
-	hdrs := make([]byte, n*symHeaderLen)
+	var hdrs []byte
+	if !ch.sec.secured() {
+		hdrs = make([]byte, n*symHeaderLen)
+	}
 	bufs := make(net.Buffers, 0, 2*n)
 	for i := range n {
 		part := body[min(i*int(ch.sendMax), len(body)):min((i+1)*int(ch.sendMax), len(body))]
-		h := hdrs[i*symHeaderLen : (i+1)*symHeaderLen]
+		var h []byte
+		if hdrs != nil {
+			h = hdrs[i*symHeaderLen : (i+1)*symHeaderLen]
+		} else {
+			h = make([]byte, symHeaderLen, symHeaderLen+len(part)+chunkSecurityRoom)
+		}
 		copy(h, "MSGC")
 		if i == n-1 {
 			h[3] = uasc.ChunkTypeFinal
 		}
 		binary.LittleEndian.PutUint32(h[4:], uint32(symHeaderLen+len(part)))
 		binary.LittleEndian.PutUint32(h[8:], ch.id)
-		binary.LittleEndian.PutUint32(h[12:], tok)
+		binary.LittleEndian.PutUint32(h[12:], tok.id)
 		binary.LittleEndian.PutUint32(h[16:], ch.nextSeq())
 		binary.LittleEndian.PutUint32(h[20:], reqID)
-		bufs = append(bufs, h, part)
+		if hdrs != nil {
+			bufs = append(bufs, h, part)
+			continue
+		}
+		c, err := ch.sec.sealSym(tok, append(h, part...))
+		if err != nil {
+			return &writeError{err}
+		}
+		bufs = append(bufs, c)
 	}
 	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
 	defer func() { _ = ch.conn.SetWriteDeadline(time.Time{}) }()
@@ -669,25 +797,35 @@ func (ch *channel) writeMsg(reqID uint32, body []byte) error {
 	return nil
 }
 
-// writeOpen encodes and writes an OpenSecureChannel response (one chunk,
-// asymmetric security header). sendMu must be held.
+// chunkSecurityRoom is the most a secured chunk grows beyond its plaintext:
+// padding (a cipher block and two size bytes) and a signature.
+const chunkSecurityRoom = 16 + 2 + 64
+
+// writeOpen encodes, secures and writes an OpenSecureChannel response (one
+// chunk, asymmetric security header with our certificate when the channel
+// is secured). sendMu must be held.
 func (ch *channel) writeOpen(reqID uint32, resp *ua.OpenSecureChannelResponse) error {
+	asymHdr := uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil)
+	if ch.sec.asym != nil {
+		asymHdr = uasc.NewAsymmetricSecurityHeader(ch.sec.policy, ch.srv.cfg.Security.Certificate, ch.sec.thumbprint)
+	}
 	hdr := &uasc.MessageHeader{
 		Header:                   uasc.NewHeader(uasc.MessageTypeOpenSecureChannel, uasc.ChunkTypeFinal, ch.id),
-		AsymmetricSecurityHeader: uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil),
+		AsymmetricSecurityHeader: asymHdr,
 		SequenceHeader:           uasc.NewSequenceHeader(ch.nextSeq(), reqID),
 	}
 	m := &uasc.Message{MessageHeader: hdr, TypeID: ua.NewFourByteExpandedNodeID(0, id.OpenSecureChannelResponse_Encoding_DefaultBinary), Service: resp}
-	chunks, err := m.EncodeChunks(ch.sendMax)
+	chunk, err := m.Encode()
 	if err != nil {
+		return err
+	}
+	if chunk, err = ch.sec.sealOpen(chunk, 12+asymHdr.Len()); err != nil {
 		return err
 	}
 	_ = ch.conn.SetWriteDeadline(time.Now().Add(ch.srv.cfg.WriteTimeout))
 	defer func() { _ = ch.conn.SetWriteDeadline(time.Time{}) }()
-	for _, c := range chunks {
-		if _, err := ch.conn.Write(c); err != nil {
-			return &writeError{err}
-		}
+	if _, err := ch.conn.Write(chunk); err != nil {
+		return &writeError{err}
 	}
 	return nil
 }

@@ -218,6 +218,11 @@ type Config struct {
 	// Default: 10.
 	MaxHistoryContinuationPoints int
 
+	// Security configures the secure channels: the endpoints offered, the
+	// server's certificate and key, the client certificate check and the
+	// security token lifetimes. Default: security None only.
+	Security Security
+
 	// Clock drives session timeouts. Default: the real clock.
 	Clock clockwork.Clock
 
@@ -292,6 +297,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("uaserver: Config.MinSessionTimeout %s exceeds MaxSessionTimeout %s", c.MinSessionTimeout, c.MaxSessionTimeout)
 	}
 	c.DefaultSessionTimeout = min(max(c.DefaultSessionTimeout, c.MinSessionTimeout), c.MaxSessionTimeout)
+	sec, err := c.Security.withDefaults()
+	if err != nil {
+		return c, err
+	}
+	c.Security = sec
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}

@@ -1,6 +1,8 @@
 // Package uaserver is otopcua's OPC UA service layer: it accepts opc.tcp
 // connections, runs the Hello/Acknowledge handshake and the secure channel
-// (security policy None, mode None), and implements the session, discovery,
+// (security None, or Basic256Sha256, Aes128_Sha256_RsaOaep and
+// Aes256_Sha256_RsaPss with Sign or SignAndEncrypt: Config.Security, the
+// crypto of gopcua's uapolicy, the framing in chansec.go), and implements the session, discovery,
 // attribute, view, method and event history services over a NodeStore.
 // Subscription services are delegated to the subscription engine. It uses
 // gopcua's ua package for the service types and the uacp/uasc message types
@@ -66,8 +68,21 @@
 // new channel. Until ActivateSession a request answers
 // BadSessionNotActivated; an unknown authentication token answers
 // BadSessionIdInvalid; a request for a session bound to another channel
-// answers BadSecureChannelIdInvalid. Only anonymous identities are accepted
-// while security None is the only policy.
+// answers BadSecureChannelIdInvalid. Only anonymous identities are
+// accepted.
+//
+// # Security
+//
+// A channel's policy and mode are fixed by its first OpenSecureChannel;
+// a None channel is always accepted (discovery) but sessions are created
+// only on an offered endpoint (BadSecurityPolicyRejected). On a secured
+// channel every chunk is verified (and decrypted) before anything reads
+// it, and its sequence number must follow the previous one (Part 6
+// §6.7.2.4); a failed check ends only that channel with an ERR. A renewal
+// issues a new token with new keys; the old one is accepted until the new
+// one is used or it expires (lifetime plus a quarter, real time). On a
+// None channel sequence numbers are not checked: a forger can always get
+// them right there. Session signatures: svc_security.go.
 //
 // # Methods
 //
@@ -124,8 +139,7 @@
 //
 // # Known limits
 //
-// Only security None exists. Security token lifetimes are revised and
-// renewals honoured, but an expired token is not refused. A client's
+// A client's
 // address is its IP address, so clients behind one NAT share the
 // per-address limits. Every limit refusal and deadline is counted by name
 // (Stats, the Limit… constants).

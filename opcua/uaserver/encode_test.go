@@ -38,7 +38,7 @@ func captureChannel(t *testing.T, bufSize, maxMsg, maxChunks uint32) (*channel, 
 	conn := &captureConn{}
 	ack := &uacp.Acknowledge{ReceiveBufSize: bufSize, SendBufSize: bufSize}
 	ch := newChannel(srv, conn, "127.0.0.1", ack, &uacp.Hello{ReceiveBufSize: bufSize, SendBufSize: bufSize, MaxMessageSize: maxMsg, MaxChunkCount: maxChunks})
-	ch.id, ch.token, ch.opened = 7, 9, true
+	ch.id, ch.cur, ch.opened = 7, &secToken{id: 9}, true
 	return ch, conn
 }
 

@@ -336,7 +336,7 @@ func dialRawFrom(t testing.TB, url, ip string) *rawClient {
 
 // startEngineServer starts a server over the real subscription engine
 // reading src; the fake store answers the other services.
-func startEngineServer(t *testing.T, src subscription.Source, cfg Config) (*Server, *subscription.Engine) {
+func startEngineServer(t testing.TB, src subscription.Source, cfg Config) (*Server, *subscription.Engine) {
 	t.Helper()
 	eng := subscription.New(src, subscription.Options{Logger: discardLogger()})
 	t.Cleanup(eng.Close)

@@ -45,7 +45,7 @@ func onlyChannel(t testing.TB, ts *testServer) (scID, token uint32) {
 	for _, ch := range ts.channels {
 		ch.tokMu.Lock()
 		defer ch.tokMu.Unlock()
-		return ch.id, ch.token
+		return ch.id, ch.cur.id
 	}
 	return 0, 0
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gopcua/opcua/ua"
+	"github.com/gopcua/opcua/uapolicy"
 
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
@@ -71,6 +72,8 @@ type Server struct {
 	conns    connTable           // TCP connections held; mu must be held.
 	nextChID uint32              // last secure channel id issued; mu must be held.
 	nextTok  uint32              // last security token id issued; mu must be held.
+
+	thumbprint []byte // SHA-1 of cfg.Security.Certificate; nil without one
 }
 
 // New returns a server that answers from nodes and delegates subscription
@@ -96,6 +99,9 @@ func New(cfg Config, nodes NodeStore, engine *subscription.Engine) (*Server, err
 		counters: newCounters(),
 		nextChID: randUint32(),
 		nextTok:  randUint32(),
+	}
+	if len(cfg.Security.Certificate) > 0 {
+		s.thumbprint = uapolicy.Thumbprint(cfg.Security.Certificate)
 	}
 	if engine != nil {
 		s.subs = engine

@@ -63,6 +63,7 @@ type session struct {
 	addr      string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
 	chID      uint32             // channel bound to (the creating one until activated); mu must be held.
 	nonce     []byte             // last server nonce; mu must be held.
+	sec       sessionSecurity    // channel security at CreateSession; mu must be held.
 	lastSeen  time.Time          // time of the last admitted request; mu must be held.
 	timer     clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
 	cps       cpList[browseCP]   // Browse continuation points; mu must be held.

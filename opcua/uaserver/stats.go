@@ -54,6 +54,12 @@ type Stats struct {
 	SessionTimeouts uint64
 	// RejectedRequests counts requests answered with a ServiceFault.
 	RejectedRequests uint64
+	// TokenRenewals counts OpenSecureChannel Renew requests answered.
+	TokenRenewals uint64
+	// SecurityRefusals counts channels closed by a security check: a
+	// refused policy, mode or certificate, a bad signature or padding, a
+	// sequence number out of order, an unknown or expired token.
+	SecurityRefusals uint64
 	// Refusals counts, by limit name (Limit…), the clients refused and the
 	// channels closed because of that limit.
 	Refusals map[string]uint64
@@ -65,6 +71,8 @@ type counters struct {
 	rejectedSessions  atomic.Uint64
 	sessionTimeouts   atomic.Uint64
 	rejectedRequests  atomic.Uint64
+	tokensRenewed     atomic.Uint64
+	securityRefusals  atomic.Uint64
 	refusals          map[string]*atomic.Uint64 // keys: Limits; filled by newCounters, read-only after
 }
 
@@ -93,6 +101,8 @@ func (s *Server) Stats() Stats {
 		RejectedSessions:  s.counters.rejectedSessions.Load(),
 		SessionTimeouts:   s.counters.sessionTimeouts.Load(),
 		RejectedRequests:  s.counters.rejectedRequests.Load(),
+		TokenRenewals:     s.counters.tokensRenewed.Load(),
+		SecurityRefusals:  s.counters.securityRefusals.Load(),
 		Refusals:          make(map[string]uint64, len(Limits)),
 	}
 	for l, n := range s.counters.refusals {

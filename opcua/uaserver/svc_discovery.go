@@ -25,25 +25,31 @@ func (s *Server) selfDescription(discoveryURL string) *ua.ApplicationDescription
 	}
 }
 
-// endpointsFor returns the server's endpoints as seen by a client that
-// dialled clientURL: the advertised URL with the client's host name, so a
-// client that reached us as localhost is not sent to a name it cannot
-// resolve. An empty clientURL gets the advertised URL.
+// endpointsFor returns the server's endpoints, one per offered
+// Security.Endpoints entry, as seen by a client that dialled clientURL: the
+// advertised URL with the client's host name, so a client that reached us
+// as localhost is not sent to a name it cannot resolve. An empty clientURL
+// gets the advertised URL.
 func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
 	url := withHost(s.EndpointURL(), clientURL)
-	return []*ua.EndpointDescription{{
-		EndpointURL:       url,
-		Server:            s.selfDescription(url),
-		ServerCertificate: []byte{},
-		SecurityMode:      ua.MessageSecurityModeNone,
-		SecurityPolicyURI: ua.SecurityPolicyURINone,
-		UserIdentityTokens: []*ua.UserTokenPolicy{{
-			PolicyID:  anonymousPolicyID,
-			TokenType: ua.UserTokenTypeAnonymous,
-		}},
-		TransportProfileURI: uaTCPProfile,
-		SecurityLevel:       0,
-	}}
+	cert := s.cfg.Security.Certificate
+	if cert == nil {
+		cert = []byte{}
+	}
+	eps := make([]*ua.EndpointDescription, 0, len(s.cfg.Security.Endpoints))
+	for _, e := range s.cfg.Security.Endpoints {
+		eps = append(eps, &ua.EndpointDescription{
+			EndpointURL:         url,
+			Server:              s.selfDescription(url),
+			ServerCertificate:   cert,
+			SecurityMode:        e.Mode,
+			SecurityPolicyURI:   e.PolicyURI,
+			UserIdentityTokens:  s.userTokenPolicies(e),
+			TransportProfileURI: uaTCPProfile,
+			SecurityLevel:       securityLevel(e),
+		})
+	}
+	return eps
 }
 
 // getEndpoints implements GetEndpoints (Part 4 §5.4.4).

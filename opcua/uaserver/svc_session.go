@@ -39,6 +39,11 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	ss, cert, sig, code := s.createSessionSecurity(c, req)
+	if code != ua.StatusOK {
+		s.counters.rejectedSessions.Add(1)
+		return nil, code
+	}
 	timeout := s.reviseTimeout(req.RequestedSessionTimeout)
 	sess, limit, code := s.sessions.create(c.ch.id, c.ch.addr, req.SessionName, timeout)
 	if code != ua.StatusOK {
@@ -52,6 +57,7 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 	s.counters.cumulatedSessions.Add(1)
 	c.ch.hasSession.Store(true)
 	nonce := sess.nonce // set by create, written again only by activate on this channel's worker
+	sess.setSecurity(ss)
 	s.log.Info("uaserver: session created", "session", sess.sid, "name", sess.name, "timeout", timeout,
 		"channel", c.ch.id)
 	return &ua.CreateSessionResponse{
@@ -61,10 +67,9 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 		ServerNonce:                nonce,
 		ServerEndpoints:            s.endpointsFor(req.EndpointURL),
 		ServerSoftwareCertificates: []*ua.SignedSoftwareCertificate{},
-		// Security None: no certificate, so the signature is empty (what
-		// uasc.SecureChannel.NewSessionSignature returns for None).
-		ServerSignature:       &ua.SignatureData{},
-		MaxRequestMessageSize: maxMessageSize,
+		ServerCertificate:          cert,
+		ServerSignature:            sig,
+		MaxRequestMessageSize:      maxMessageSize,
 	}, nil
 }
 
@@ -79,6 +84,9 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 	sess := s.sessions.lookup(c.hdr.AuthenticationToken)
 	if sess == nil {
 		return nil, ua.StatusBadSessionIDInvalid
+	}
+	if code := s.verifyClientSignature(c, sess, req); code != ua.StatusOK {
+		return nil, code
 	}
 	if code := checkIdentity(req.UserIdentityToken); code != ua.StatusOK {
 		s.counters.rejectedSessions.Add(1)

@@ -1,0 +1,319 @@
+package uaserver
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gopcua/opcua/ua"
+	"github.com/gopcua/opcua/uapolicy"
+	"github.com/gopcua/opcua/uasc"
+)
+
+// The crypto of a secure channel (OPC UA Part 6 §6.7): the asymmetric
+// OpenSecureChannel chunks, the symmetric MSG and CLO chunks, padding and
+// sequence numbers. The algorithms and key derivation are gopcua's
+// uapolicy; this file only frames them.
+
+// chanSecurity is the security of a channel, fixed by its first
+// OpenSecureChannel (a renewal must repeat it). Written by the reader
+// goroutine before the channel is opened, read-only afterwards.
+type chanSecurity struct {
+	policy     string
+	mode       ua.MessageSecurityMode
+	remoteCert []byte // the client's certificate field (leaf first); nil for None
+	thumbprint []byte // SHA-1 of the client's leaf; nil for None
+	// asym signs with our key and encrypts for the client's; nil for None.
+	// Used by the reader goroutine only.
+	asym *uapolicy.EncryptionAlgorithm
+}
+
+// secured reports whether chunks are signed.
+func (s *chanSecurity) secured() bool { return s.mode == ua.MessageSecurityModeSign || s.encrypted() }
+
+// encrypted reports whether MSG and CLO chunks are encrypted.
+func (s *chanSecurity) encrypted() bool { return s.mode == ua.MessageSecurityModeSignAndEncrypt }
+
+// secToken is one security token of a channel and the symmetric keys
+// derived from its nonces.
+type secToken struct {
+	id uint32
+	// expires is when messages secured with the token stop being accepted:
+	// its RevisedLifetime plus a quarter (Part 4 §5.5.2's leniency), real
+	// time.
+	expires time.Time
+	sym     *uapolicy.EncryptionAlgorithm // nil for None; safe for concurrent use
+}
+
+// tokenExpiry is when a token issued at now with lifetime stops being
+// accepted.
+func tokenExpiry(now time.Time, lifetime time.Duration) time.Time {
+	return now.Add(lifetime + lifetime/4)
+}
+
+// seqFollows reports whether next may follow prev on one channel (Part 6
+// §6.7.2.4): it is prev+1, or prev has passed MaxUint32-1024 and next has
+// wrapped to below 1024.
+func seqFollows(prev, next uint32) bool {
+	if prev < math.MaxUint32 && next == prev+1 {
+		return true
+	}
+	return prev > math.MaxUint32-1024 && next < 1024
+}
+
+// errSecurity is a chunk that fails the security checks; it closes the
+// channel with code.
+type errSecurity struct {
+	code   ua.StatusCode
+	reason string
+}
+
+func (e *errSecurity) Error() string { return e.reason + ": " + e.code.Error() }
+
+func securityErr(code ua.StatusCode, format string, args ...any) *errSecurity {
+	return &errSecurity{code: code, reason: fmt.Sprintf(format, args...)}
+}
+
+// stripPadding removes the padding (Part 6 §6.7.2.5: PaddingSize, Padding
+// bytes each equal to it, ExtraPaddingSize when extra) from the end of p.
+func stripPadding(p []byte, extra bool) ([]byte, bool) {
+	extraN := 0
+	if extra {
+		extraN = 1
+	}
+	if len(p) < 1+extraN {
+		return nil, false
+	}
+	n := int(p[len(p)-1-extraN])
+	if extra {
+		n |= int(p[len(p)-1]) << 8
+	}
+	total := n + 1 + extraN
+	if total > len(p) {
+		return nil, false
+	}
+	low := byte(n)
+	for _, x := range p[len(p)-total : len(p)-extraN] {
+		if x != low {
+			return nil, false
+		}
+	}
+	return p[:len(p)-total], true
+}
+
+// seal signs chunk (headers through body, hdrLen bytes of message and
+// security header first) with alg and, when encrypt, pads and encrypts
+// everything after the security header. It sets the MessageSize field and
+// returns the chunk to send. extra says whether the padding has an
+// ExtraPaddingSize byte (the encrypting key is longer than 2048 bits).
+func seal(chunk []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, encrypt, extra bool) ([]byte, error) {
+	sigLen := alg.SignatureLength()
+	size := len(chunk) + sigLen
+	if encrypt {
+		pb := alg.PlaintextBlockSize()
+		extraN := 0
+		if extra {
+			extraN = 1
+		}
+		pad := 0
+		if r := (len(chunk) - hdrLen + 1 + extraN + sigLen) % pb; r != 0 {
+			pad = pb - r
+		}
+		for range pad + 1 {
+			chunk = append(chunk, byte(pad))
+		}
+		if extra {
+			chunk = append(chunk, byte(pad>>8))
+		}
+		size = hdrLen + (len(chunk)-hdrLen+sigLen)/pb*alg.BlockSize()
+	}
+	binary.LittleEndian.PutUint32(chunk[4:], uint32(size))
+	sig, err := alg.Signature(chunk)
+	if err != nil {
+		return nil, fmt.Errorf("sign: %w", err)
+	}
+	chunk = append(chunk, sig...)
+	if !encrypt {
+		return chunk, nil
+	}
+	c, err := alg.Encrypt(chunk[hdrLen:])
+	if err != nil {
+		return nil, fmt.Errorf("encrypt: %w", err)
+	}
+	return append(chunk[:hdrLen], c...), nil
+}
+
+// unseal reverses seal for a received chunk b: it decrypts what follows
+// hdrLen bytes when decrypt (cipher blocks of blockSize), checks the
+// signature of sigLen bytes and the padding, and returns the plaintext
+// after the security header (sequence header and body).
+func unseal(b []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, decrypt bool, blockSize, sigLen int, extra bool) ([]byte, *errSecurity) {
+	msg := b
+	if decrypt {
+		c := b[hdrLen:]
+		if len(c) == 0 || len(c)%blockSize != 0 {
+			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "%d encrypted bytes: not whole blocks of %d", len(c), blockSize)
+		}
+		p, err := alg.Decrypt(c)
+		if err != nil {
+			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "decrypt: %v", err)
+		}
+		msg = append(append(make([]byte, 0, hdrLen+len(p)), b[:hdrLen]...), p...)
+	}
+	if len(msg) < hdrLen+seqHeaderLen+sigLen {
+		return nil, securityErr(ua.StatusBadSecurityChecksFailed, "chunk too short for its signature")
+	}
+	signed, sig := msg[:len(msg)-sigLen], msg[len(msg)-sigLen:]
+	if err := alg.VerifySignature(signed, sig); err != nil {
+		return nil, securityErr(ua.StatusBadSecurityChecksFailed, "signature: %v", err)
+	}
+	p := signed[hdrLen:]
+	if decrypt {
+		var ok bool
+		if p, ok = stripPadding(p, extra); !ok || len(p) < seqHeaderLen {
+			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "bad padding")
+		}
+	}
+	return p, nil
+}
+
+// seqHeaderLen is the size of a sequence header.
+const seqHeaderLen = 8
+
+// unsealSym verifies (and decrypts) a MSG or CLO chunk b secured with tok
+// and returns its sequence header and body.
+func (s *chanSecurity) unsealSym(tok *secToken, b []byte) ([]byte, *errSecurity) {
+	const hdrLen = 12 + 4
+	if !s.secured() {
+		return b[hdrLen:], nil
+	}
+	a := tok.sym
+	return unseal(b, hdrLen, a, s.encrypted(), a.BlockSize(), a.RemoteSignatureLength(), false)
+}
+
+// sealSym secures a MSG chunk (symHeaderLen bytes of headers, then body)
+// with tok.
+func (s *chanSecurity) sealSym(tok *secToken, chunk []byte) ([]byte, error) {
+	if !s.secured() {
+		return chunk, nil
+	}
+	return seal(chunk, 12+4, tok.sym, s.encrypted(), false)
+}
+
+// symMaxBody is the most body bytes one MSG chunk of bufSize bytes carries
+// (Part 6 §6.7.2.5).
+func (s *chanSecurity) symMaxBody(a *uapolicy.EncryptionAlgorithm, bufSize uint32) uint32 {
+	if !s.secured() {
+		return bufSize - symHeaderLen
+	}
+	if !s.encrypted() {
+		return bufSize - symHeaderLen - uint32(a.SignatureLength())
+	}
+	blocks := (int(bufSize) - 16) / a.BlockSize()
+	return uint32(blocks*a.PlaintextBlockSize() - seqHeaderLen - a.SignatureLength() - 1)
+}
+
+// openSecurity checks the asymmetric security header of an
+// OpenSecureChannel chunk with a policy other than None and returns the
+// channel security it asks for (mode not yet known) and the chunk's
+// sequence header and body. For a renewal, cur is the channel's security,
+// which the chunk must repeat.
+func (srv *Server) openSecurity(m *uasc.MessageChunk, b []byte, cur *chanSecurity) (*chanSecurity, []byte, *errSecurity) {
+	sec := &srv.cfg.Security
+	h := m.AsymmetricSecurityHeader
+	switch {
+	case !sec.offersPolicy(h.SecurityPolicyURI):
+		return nil, nil, securityErr(ua.StatusBadSecurityPolicyRejected, "security policy %q is not offered", h.SecurityPolicyURI)
+	case cur != nil && (cur.policy != h.SecurityPolicyURI || !bytes.Equal(cur.remoteCert, h.SenderCertificate)):
+		return nil, nil, securityErr(ua.StatusBadSecurityChecksFailed, "renewal with another policy or certificate")
+	case !bytes.Equal(h.ReceiverCertificateThumbprint, srv.thumbprint):
+		return nil, nil, securityErr(ua.StatusBadCertificateInvalid, "receiver thumbprint is not our certificate's")
+	}
+	leaf, pub, err := clientKey(h.SenderCertificate)
+	if err != nil {
+		return nil, nil, securityErr(ua.StatusBadCertificateInvalid, "sender certificate: %v", err)
+	}
+	if cur == nil {
+		if err := sec.ValidateClientCertificate(leaf.Raw, ""); err != nil {
+			return nil, nil, securityErr(validationCode(err), "client certificate refused: %v", err)
+		}
+	}
+	asym, err := uapolicy.Asymmetric(h.SecurityPolicyURI, sec.PrivateKey, pub)
+	if err != nil {
+		return nil, nil, securityErr(ua.StatusBadSecurityChecksFailed, "client key: %v", err)
+	}
+	hdrLen := len(b) - len(m.Data)
+	ours := sec.PrivateKey.PublicKey.Size()
+	p, serr := unseal(b, hdrLen, asym, true, ours, asym.RemoteSignatureLength(), ours > 256)
+	if serr != nil {
+		return nil, nil, serr
+	}
+	cs := &chanSecurity{
+		policy:     h.SecurityPolicyURI,
+		remoteCert: bytes.Clone(h.SenderCertificate),
+		thumbprint: uapolicy.Thumbprint(leaf.Raw),
+		asym:       asym,
+	}
+	return cs, p, nil
+}
+
+// sealOpen secures an encoded OpenSecureChannel response chunk whose
+// message and asymmetric security headers take hdrLen bytes.
+func (s *chanSecurity) sealOpen(chunk []byte, hdrLen int) ([]byte, error) {
+	if s.asym == nil {
+		return chunk, nil
+	}
+	return seal(chunk, hdrLen, s.asym, true, s.asym.BlockSize() > 256)
+}
+
+// newSymmetric derives the keys of a token from the nonces.
+func newSymmetric(policy string, serverNonce, clientNonce []byte) (*uapolicy.EncryptionAlgorithm, error) {
+	if policy == ua.SecurityPolicyURINone {
+		return nil, nil
+	}
+	return uapolicy.Symmetric(policy, serverNonce, clientNonce)
+}
+
+// serverSignature signs data (Part 4 §5.6.2: the client's certificate and
+// nonce) with our key for a session on a channel with sec; nil for None.
+func (srv *Server) serverSignature(sec *chanSecurity, data []byte) (*ua.SignatureData, error) {
+	if !sec.secured() {
+		return &ua.SignatureData{}, nil
+	}
+	_, pub, err := clientKey(sec.remoteCert)
+	if err != nil {
+		return nil, err
+	}
+	a, err := uapolicy.Asymmetric(sec.policy, srv.cfg.Security.PrivateKey, pub)
+	if err != nil {
+		return nil, err
+	}
+	sig, err := a.Signature(data)
+	if err != nil {
+		return nil, err
+	}
+	return &ua.SignatureData{Algorithm: a.SignatureURI(), Signature: sig}, nil
+}
+
+// verifyPeerSignature checks a signature made with the private key of
+// certs' leaf over data for policy.
+func (srv *Server) verifyPeerSignature(policy string, certs, data []byte, sig *ua.SignatureData) error {
+	_, pub, err := clientKey(certs)
+	if err != nil {
+		return err
+	}
+	a, err := uapolicy.Asymmetric(policy, srv.cfg.Security.PrivateKey, pub)
+	if err != nil {
+		return err
+	}
+	if sig == nil || len(sig.Signature) == 0 {
+		return errors.New("no signature")
+	}
+	if sig.Algorithm != a.SignatureURI() {
+		return fmt.Errorf("signature algorithm %q, want %q", sig.Algorithm, a.SignatureURI())
+	}
+	return a.VerifySignature(data, sig.Signature)
+}
