@@ -37,10 +37,9 @@ func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
 		ServerCertificate: []byte{},
 		SecurityMode:      ua.MessageSecurityModeNone,
 		SecurityPolicyURI: ua.SecurityPolicyURINone,
-		UserIdentityTokens: []*ua.UserTokenPolicy{{
-			PolicyID:  anonymousPolicyID,
-			TokenType: ua.UserTokenTypeAnonymous,
-		}},
+
+		UserIdentityTokens: s.userTokenPolicies(),
+
 		TransportProfileURI: uaTCPProfile,
 		SecurityLevel:       0,
 	}}
