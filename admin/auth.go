@@ -4,23 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Role is an admin user's role. Only Administrator may trigger a failover
-// or read the audit log; every role may read the pages.
+// or read the audit log; every role may read the pages. On the OPC UA
+// endpoint a role's rights come from OpcUa:Authorization (by default
+// Administrator and Operator read, write, acknowledge and call; the others
+// only read).
 type Role string
 
 // The roles, most privileged first.
 const (
 	RoleAdministrator Role = "Administrator"
 	RoleConfigEditor  Role = "ConfigEditor"
+	RoleOperator      Role = "Operator"
 	RoleDesigner      Role = "Designer"
 	RoleViewer        Role = "Viewer"
 )
 
 // Roles lists every role, most privileged first.
-var Roles = []Role{RoleAdministrator, RoleConfigEditor, RoleDesigner, RoleViewer}
+var Roles = []Role{RoleAdministrator, RoleConfigEditor, RoleOperator, RoleDesigner, RoleViewer}
 
 // ParseRole accepts a role name exactly as Roles spells it.
 func ParseRole(s string) (Role, error) {
@@ -29,7 +34,11 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("unknown role %q: accepted are Administrator, ConfigEditor, Designer, Viewer", s)
+	names := make([]string, len(Roles))
+	for i, r := range Roles {
+		names[i] = string(r)
+	}
+	return "", fmt.Errorf("unknown role %q: accepted are %s", s, strings.Join(names, ", "))
 }
 
 // CanFailover: only an Administrator may trigger a manual failover

@@ -293,6 +293,10 @@ type OpcUaConfig struct {
 	// WriteTimeout bounds one device write. Default 2 s.
 	WriteTimeout time.Duration
 
+	// Authorization maps each role to its rights on the OPC UA endpoint
+	// ("read", "write", "acknowledge", "call"). See AuthorizationConfig.
+	Authorization AuthorizationConfig
+
 	// Limits bound what clients may hold: connections, sessions,
 	// subscriptions, monitored items, response sizes and the deadlines of a
 	// new connection. See LimitsConfig and docs/operations.md.
@@ -330,6 +334,61 @@ type SecurityConfig struct {
 	// contact (it is copied to PkiDir/trusted/certs). For commissioning
 	// only; config check and start-up warn while it is true. Default false.
 	AutoAcceptUntrusted bool
+
+	// AllowAnonymous accepts sessions activated with an anonymous identity
+	// token (their rights are OpcUa:Authorization:Anonymous); false refuses
+	// them with BadIdentityTokenRejected. Default true.
+	AllowAnonymous bool
+}
+
+// The rights a role may hold on the OPC UA endpoint (OpcUa:Authorization).
+const (
+	RightRead        = "read"
+	RightWrite       = "write"
+	RightAcknowledge = "acknowledge"
+	RightCall        = "call"
+)
+
+// Rights lists the accepted rights.
+var Rights = []string{RightRead, RightWrite, RightAcknowledge, RightCall}
+
+// AuthorizationConfig is the "OpcUa:Authorization" section: the rights of
+// each admin user role (admin.Roles) and of anonymous sessions, each a list
+// of Rights. read allows Read; write allows Write; acknowledge allows the
+// condition methods Acknowledge, Confirm and AddComment; call allows the
+// other methods. A role given replaces its default list; a role left out
+// keeps it.
+type AuthorizationConfig struct {
+	// Administrator. Default [read, write, acknowledge, call].
+	Administrator []string
+	// ConfigEditor. Default [read].
+	ConfigEditor []string
+	// Operator. Default [read, write, acknowledge, call].
+	Operator []string
+	// Designer. Default [read].
+	Designer []string
+	// Viewer. Default [read].
+	Viewer []string
+	// Anonymous: sessions with an anonymous identity token. Default [read].
+	Anonymous []string
+}
+
+// AuthorizationRoles are the keys of OpcUa:Authorization, in order.
+var AuthorizationRoles = []string{"Administrator", "ConfigEditor", "Operator", "Designer", "Viewer", "Anonymous"}
+
+// ByRole returns the rights by role name ("Administrator", ...,
+// "Anonymous").
+func (a AuthorizationConfig) ByRole() map[string][]string {
+	return map[string][]string{
+		"Administrator": a.Administrator, "ConfigEditor": a.ConfigEditor, "Operator": a.Operator,
+		"Designer": a.Designer, "Viewer": a.Viewer, "Anonymous": a.Anonymous,
+	}
+}
+
+func defaultAuthorization() AuthorizationConfig {
+	all := func() []string { return []string{RightRead, RightWrite, RightAcknowledge, RightCall} }
+	read := func() []string { return []string{RightRead} }
+	return AuthorizationConfig{Administrator: all(), ConfigEditor: read(), Operator: all(), Designer: read(), Viewer: read(), Anonymous: read()}
 }
 
 // ConfigDbConfig is the "ConfigDb" section: the database shared by every
@@ -461,7 +520,8 @@ func staticDefaults() *Config {
 			PeerApplicationUris: []string{},
 			PeerDiscoveryUrls:   []string{},
 			RedundancySupport:   RedundancyWarm,
-			Security:            SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki"},
+			Security:            SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki", AllowAnonymous: true},
+			Authorization:       defaultAuthorization(),
 			Limits:              defaultLimits(),
 			WriteMode:           WriteModeOptimistic,
 			WriteTimeout:        2 * time.Second,

@@ -158,6 +158,12 @@ func (c *Config) resolve(baseDir string) {
 	}
 
 	o.WriteMode = strings.ToLower(o.WriteMode)
+	for _, rights := range []*[]string{&o.Authorization.Administrator, &o.Authorization.ConfigEditor, &o.Authorization.Operator,
+		&o.Authorization.Designer, &o.Authorization.Viewer, &o.Authorization.Anonymous} {
+		for i := range *rights {
+			(*rights)[i] = strings.ToLower(strings.TrimSpace((*rights)[i]))
+		}
+	}
 
 	c.ConfigDb.Provider = strings.ToLower(c.ConfigDb.Provider)
 	if c.ConfigDb.Provider == ProviderSQLite && c.ConfigDb.ConnectionString == "" {

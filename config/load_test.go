@@ -714,3 +714,37 @@ func TestSecurityPoliciesAreSpelledCanonically(t *testing.T) {
 		}
 	}
 }
+
+func TestOpcUaAuthorization(t *testing.T) {
+	d := Default()
+	all := []string{RightRead, RightWrite, RightAcknowledge, RightCall}
+	want := map[string][]string{"Administrator": all, "Operator": all, "ConfigEditor": {RightRead},
+		"Designer": {RightRead}, "Viewer": {RightRead}, "Anonymous": {RightRead}}
+	if got := d.OpcUa.Authorization.ByRole(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("default OpcUa:Authorization %v, want %v", got, want)
+	}
+	if !d.OpcUa.Security.AllowAnonymous {
+		t.Fatal("OpcUa:Security:AllowAnonymous defaults to false, want true")
+	}
+
+	// A role given replaces its list (any case); the others keep theirs.
+	cfg := mustLoad(t, `{"OpcUa": {"Security": {"AllowAnonymous": false}, "Authorization": {"Viewer": ["Read", "ACKNOWLEDGE"], "Anonymous": []}}}`)
+	got := cfg.OpcUa.Authorization.ByRole()
+	if !reflect.DeepEqual(got["Viewer"], []string{RightRead, RightAcknowledge}) || len(got["Anonymous"]) != 0 ||
+		!reflect.DeepEqual(got["Operator"], all) || cfg.OpcUa.Security.AllowAnonymous {
+		t.Fatalf("loaded %v, AllowAnonymous %v", got, cfg.OpcUa.Security.AllowAnonymous)
+	}
+
+	items := loadItems(t, `{"OpcUa": {"Authorization": {"Operator": ["read", "delete"], "Superuser": ["read"]}}}`)
+	var keys []string
+	for _, it := range items {
+		keys = append(keys, it.Key+" = "+it.Value+": "+it.Accepted)
+	}
+	text := strings.Join(keys, "\n")
+	for _, w := range []string{"OpcUa:Authorization:Operator:1 = delete: accepted values are read, write, acknowledge, call",
+		"Superuser", "Anonymous"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("problems\n%s\nlack %q", text, w)
+		}
+	}
+}

@@ -267,6 +267,14 @@ func (c *Config) validateOpcUa(p *problems) {
 		}
 	}
 	validateSecurityFiles(p, &o.Security)
+	byRole := o.Authorization.ByRole()
+	for _, role := range AuthorizationRoles {
+		for i, r := range byRole[role] {
+			if !contains(Rights, r) {
+				p.add(fmt.Sprintf("OpcUa:Authorization:%s:%d", role, i), r, oneOf(Rights))
+			}
+		}
+	}
 	if !contains(WriteModes, o.WriteMode) {
 		p.add("OpcUa:WriteMode", o.WriteMode, oneOf(WriteModes))
 	}

@@ -169,6 +169,15 @@ type Config struct {
 	// OpcUa:Security:Policies entries). Default: security None only.
 	Security uaserver.Security
 
+	// Users and rights; see the fields of the same name in uaserver.Config.
+	// Authorization nil gives every session every right.
+	DisableAnonymous                bool
+	Users                           uaserver.Users
+	ValidateUserCertificate         func(der []byte) (userName string, err error)
+	Authorization                   map[string]uaserver.Rights
+	MaxActivationFailuresPerAddress int
+	ActivationLockout               time.Duration
+
 	// Subscriptions tunes the subscription engine (intervals, queue sizes,
 	// limits); its zero values take the engine's defaults. Its Clock and
 	// Logger default to the ones above.
@@ -339,7 +348,14 @@ func (c Config) uaserverConfig() uaserver.Config {
 		WriteTimeout:                     c.WriteTimeout,
 		MaxResponseSize:                  c.MaxResponseSize,
 		MaxMonitoredItemsPerCall:         c.MaxMonitoredItemsPerCall,
-		Security:                         c.Security,
+
+		Security:                        c.Security,
+		DisableAnonymous:                c.DisableAnonymous,
+		Users:                           c.Users,
+		ValidateUserCertificate:         c.ValidateUserCertificate,
+		Authorization:                   c.Authorization,
+		MaxActivationFailuresPerAddress: c.MaxActivationFailuresPerAddress,
+		ActivationLockout:               c.ActivationLockout,
 	}
 }
 

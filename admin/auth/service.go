@@ -206,37 +206,90 @@ func New(o Options) (*Service, error) {
 // *admin.LockedError itself. A Config DB failure is returned as it is and
 // counts as no failure.
 func (s *Service) Login(ctx context.Context, name, password, remoteAddr string) (admin.Session, error) {
-	addr := addressKey(remoteAddr)
-	validName := configdb.CheckUserName(name) == nil
-	if err := s.refuseLocked(name, validName, addr); err != nil {
-		return admin.Session{}, err
-	}
-	release, err := s.acquireCheck(ctx)
+	u, role, err := s.authenticate(ctx, name, password, remoteAddr)
 	if err != nil {
 		return admin.Session{}, err
-	}
-	defer release()
-	// A lock may have been placed while this login waited.
-	if err := s.refuseLocked(name, validName, addr); err != nil {
-		return admin.Session{}, err
-	}
-	u, ok, err := s.check(ctx, name, validName, password)
-	if err != nil {
-		return admin.Session{}, err
-	}
-	if !ok {
-		return admin.Session{}, s.failed(name, validName, addr)
-	}
-	role, err := admin.ParseRole(u.Role)
-	if err != nil {
-		return admin.Session{}, fmt.Errorf("admin/auth: user %q: %w", u.Name, err)
 	}
 	sess := admin.Session{ID: randomID(), User: admin.User{Name: u.Name, Role: role}, CSRFToken: randomID()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.o.Clock.Now()
-	s.users.reset(name, now)
-	return s.sessions.open(sess, u.PasswordHash, now), nil
+	return s.sessions.open(sess, u.PasswordHash, s.o.Clock.Now()), nil
+}
+
+// Verify checks name and password from remoteAddr as Login does (the same
+// locks, failure counts, check slots and errors: admin.ErrBadCredentials,
+// *admin.LockedError, admin.ErrBusy, a Config DB failure) and returns the
+// user, without opening a session. The OPC UA endpoint calls it for a
+// UserName identity token.
+func (s *Service) Verify(ctx context.Context, name, password, remoteAddr string) (admin.User, error) {
+	u, role, err := s.authenticate(ctx, name, password, remoteAddr)
+	if err != nil {
+		return admin.User{}, err
+	}
+	return admin.User{Name: u.Name, Role: role}, nil
+}
+
+// authenticate is the check of Login and Verify; a success forgets the
+// user name's failures.
+func (s *Service) authenticate(ctx context.Context, name, password, remoteAddr string) (configdb.AdminUser, admin.Role, error) {
+	addr := addressKey(remoteAddr)
+	validName := configdb.CheckUserName(name) == nil
+	if err := s.refuseLocked(name, validName, addr); err != nil {
+		return configdb.AdminUser{}, "", err
+	}
+	release, err := s.acquireCheck(ctx)
+	if err != nil {
+		return configdb.AdminUser{}, "", err
+	}
+	defer release()
+	// A lock may have been placed while this login waited.
+	if err := s.refuseLocked(name, validName, addr); err != nil {
+		return configdb.AdminUser{}, "", err
+	}
+	u, ok, err := s.check(ctx, name, validName, password)
+	if err != nil {
+		return configdb.AdminUser{}, "", err
+	}
+	if !ok {
+		return configdb.AdminUser{}, "", s.failed(name, validName, addr)
+	}
+	role, err := admin.ParseRole(u.Role)
+	if err != nil {
+		return configdb.AdminUser{}, "", fmt.Errorf("admin/auth: user %q: %w", u.Name, err)
+	}
+	s.mu.Lock()
+	s.users.reset(name, s.o.Clock.Now())
+	s.mu.Unlock()
+	return u, role, nil
+}
+
+// User returns the user called name with its role, under the lookup bound
+// (admin.ErrBusy), without any password: the OPC UA endpoint calls it for
+// the user an X509 identity token's trusted certificate names. An unknown
+// user is admin.ErrBadCredentials.
+func (s *Service) User(ctx context.Context, name string) (admin.User, error) {
+	if configdb.CheckUserName(name) != nil {
+		return admin.User{}, admin.ErrBadCredentials
+	}
+	release, err := s.acquire(ctx, s.lookups)
+	if err != nil {
+		return admin.User{}, err
+	}
+	defer release()
+	lctx, cancel := context.WithTimeout(ctx, s.o.LookupTimeout)
+	defer cancel()
+	u, err := s.o.DB.User(lctx, name)
+	if errors.Is(err, configdb.ErrNotFound) {
+		return admin.User{}, admin.ErrBadCredentials
+	}
+	if err != nil {
+		return admin.User{}, fmt.Errorf("admin/auth: look up user %q: %w", name, err)
+	}
+	role, err := admin.ParseRole(u.Role)
+	if err != nil {
+		return admin.User{}, fmt.Errorf("admin/auth: user %q: %w", u.Name, err)
+	}
+	return admin.User{Name: u.Name, Role: role}, nil
 }
 
 // check reads the user and compares the password: ok false for an unknown

@@ -607,3 +607,77 @@ func BenchmarkLogin(b *testing.B) {
 		}
 	}
 }
+
+// TestVerify: Verify answers as Login does, shares its locks, and opens no
+// session.
+func TestVerify(t *testing.T) {
+	store := newFakeStore()
+	store.add(t, "otto", admin.RoleOperator, goodPassword)
+	s, clock := newService(t, store, func(o *Options) { o.MaxFailures = 3 })
+	ctx := ctxT(t)
+
+	u, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.9:50000")
+	if err != nil || u != (admin.User{Name: "otto", Role: admin.RoleOperator}) {
+		t.Fatalf("Verify: %+v, %v; want otto as Operator", u, err)
+	}
+	s.mu.Lock()
+	open := len(s.sessions.byID)
+	s.mu.Unlock()
+	if open != 0 {
+		t.Fatalf("Verify opened %d sessions, want none", open)
+	}
+	if _, err := s.Verify(ctx, "nobody", goodPassword, "10.0.0.9"); err != admin.ErrBadCredentials {
+		t.Fatalf("unknown user: %v, want ErrBadCredentials", err)
+	}
+
+	// Wrong passwords through Verify lock the name for Login too.
+	for i := 0; i < 2; i++ {
+		if _, err := s.Verify(ctx, "otto", "wrong password", "10.0.0.9"); err != admin.ErrBadCredentials {
+			t.Fatalf("wrong password %d: %v, want ErrBadCredentials", i+1, err)
+		}
+	}
+	_, err = s.Verify(ctx, "otto", "wrong password", "10.0.0.9")
+	wantLocked(t, err, "user otto", t0.Add(5*time.Minute))
+	if _, err := s.Login(ctx, "otto", goodPassword, "10.0.0.10"); err == nil {
+		t.Fatal("Login succeeded for a name Verify locked")
+	}
+	_, err = s.Verify(ctx, "otto", goodPassword, "10.0.0.11")
+	wantLocked(t, err, "user otto", t0.Add(5*time.Minute))
+	clock.Advance(5 * time.Minute)
+	if _, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.9"); err != nil {
+		t.Fatalf("after the lock: %v", err)
+	}
+
+	if u, err := s.User(ctx, "otto"); err != nil || u.Role != admin.RoleOperator {
+		t.Fatalf("User: %+v, %v", u, err)
+	}
+	if _, err := s.User(ctx, "nobody"); err != admin.ErrBadCredentials {
+		t.Fatalf("User of an unknown name: %v, want ErrBadCredentials", err)
+	}
+}
+
+// TestVerifyIsBusyWhenChecksAreHeld: Verify takes the same check slots as
+// Login.
+func TestVerifyIsBusyWhenChecksAreHeld(t *testing.T) {
+	store := newFakeStore()
+	store.add(t, "otto", admin.RoleOperator, goodPassword)
+	store.gate, store.entered = make(chan struct{}), make(chan struct{}, 8)
+	s, clock := newService(t, store, func(o *Options) { o.MaxConcurrentChecks = 1 })
+	ctx := ctxT(t)
+	held := make(chan error, 1)
+	go func() { _, err := s.Login(ctx, "otto", goodPassword, "10.0.0.1"); held <- err }()
+	<-store.entered
+	verified := make(chan error, 1)
+	go func() { _, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.2"); verified <- err }()
+	if err := clock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if err := <-verified; err != admin.ErrBusy {
+		t.Fatalf("Verify while the only slot is held: %v, want ErrBusy", err)
+	}
+	store.gate <- struct{}{}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -152,8 +152,8 @@ func TestUserInvalidInput(t *testing.T) {
 		args        []string
 		stderr      string
 	}{
-		{"unknown role", "good password\n", []string{"add", "ops", "--role", "Operator"},
-			`unknown role "Operator": accepted are Administrator, ConfigEditor, Designer, Viewer`},
+		{"unknown role", "good password\n", []string{"add", "ops", "--role", "Superuser"},
+			`unknown role "Superuser": accepted are Administrator, ConfigEditor, Operator, Designer, Viewer`},
 		{"no role", "good password\n", []string{"add", "ops"}, "accepted are Administrator"},
 		{"password as an argument", "", []string{"add", "ops", "s3cret-password", "--role", "Viewer"},
 			"a password is never taken from the command line"},

@@ -116,11 +116,21 @@ type plant struct {
 // the plant and defines HighTemperature.
 func startPlant(t *testing.T) *plant {
 	t.Helper()
-	srv, err := opcua.New(opcua.Config{
+	return startPlantWith(t, nil)
+}
+
+// startPlantWith is startPlant with the server's config changed by setup.
+func startPlantWith(t *testing.T, setup func(*opcua.Config)) *plant {
+	t.Helper()
+	cfg := opcua.Config{
 		ListenHost: "127.0.0.1", Port: opcua.AnyPort, PublicHostname: "127.0.0.1",
 		ApplicationURI: "urn:otopcua:test:conditions",
 		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if setup != nil {
+		setup(&cfg)
+	}
+	srv, err := opcua.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,19 +25,19 @@ var (
 func (m *Manager) method(mid uint32) uaserver.Method {
 	switch mid {
 	case id.AcknowledgeableConditionType_Acknowledge:
-		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.Acknowledge)}
+		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.Acknowledge), Right: uaserver.RightAcknowledge}
 	case id.AcknowledgeableConditionType_Confirm:
-		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.Confirm)}
+		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.Confirm), Right: uaserver.RightAcknowledge}
 	case id.ConditionType_AddComment:
-		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.AddComment)}
+		return uaserver.Method{Inputs: eventIDAndComment, Func: m.commented(m.actions.AddComment), Right: uaserver.RightAcknowledge}
 	case id.ConditionType_Enable:
 		return uaserver.Method{Func: m.plain(m.actions.Enable)}
 	case id.ConditionType_Disable:
 		return uaserver.Method{Func: m.plain(m.actions.Disable)}
 	case id.ConditionType_ConditionRefresh:
-		return uaserver.Method{Inputs: subscriptionArg, Func: m.refresh}
+		return uaserver.Method{Inputs: subscriptionArg, Func: m.refresh, Right: uaserver.RightRead}
 	case id.ConditionType_ConditionRefresh2:
-		return uaserver.Method{Inputs: subscriptionItem, Func: m.refresh}
+		return uaserver.Method{Inputs: subscriptionItem, Func: m.refresh, Right: uaserver.RightRead}
 	}
 	panic("conditions: no handler for method i=" + ua.NewNumericNodeID(0, mid).String())
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/conditions"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -127,5 +128,34 @@ func TestCallConditionMethods(t *testing.T) {
 	p.m.Close()
 	if r := callMethod(t, c, highTemp, id.ConditionType_Enable); r.StatusCode != ua.StatusBadMethodInvalid {
 		t.Fatalf("after Close: %v", r.StatusCode)
+	}
+}
+
+// TestAcknowledgeNeedsTheRight: a session whose role may only read (here
+// the anonymous one, as OpcUa:Authorization has it by default) gets
+// BadUserAccessDenied for Acknowledge, Confirm and AddComment, and the
+// Actions never hear of it; ConditionRefresh needs only read.
+func TestAcknowledgeNeedsTheRight(t *testing.T) {
+	p := startPlantWith(t, func(c *opcua.Config) {
+		c.Authorization = map[string]uaserver.Rights{uaserver.AnonymousRole: uaserver.RightRead}
+	})
+	c := p.connect(t)
+	eid, err := p.m.Update("HighTemperature", conditions.State{Enabled: true, Active: true, Retain: true, Quality: ua.StatusOK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comment := ua.NewLocalizedText("not mine to ack")
+	for _, m := range []uint32{id.AcknowledgeableConditionType_Acknowledge, id.AcknowledgeableConditionType_Confirm, id.ConditionType_AddComment} {
+		if r := callMethod(t, c, highTemp, m, eid, comment); r.StatusCode != ua.StatusBadUserAccessDenied {
+			t.Errorf("i=%d by a read-only session: %v, want BadUserAccessDenied", m, r.StatusCode)
+		}
+	}
+	if got := p.rec.all(); len(got) != 0 {
+		t.Fatalf("the Actions were called: %+v", got)
+	}
+	// ConditionRefresh of an unknown subscription: refused for the
+	// subscription, not for the right.
+	if r := callMethod(t, c, ua.NewNumericNodeID(0, id.ConditionType), id.ConditionType_ConditionRefresh, uint32(4711)); r.StatusCode == ua.StatusBadUserAccessDenied {
+		t.Fatal("ConditionRefresh refused to a session that may read")
 	}
 }

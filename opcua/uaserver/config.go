@@ -45,6 +45,9 @@ const (
 	DefaultMaxNodesPerHistoryReadEvents     = 100
 	DefaultMaxHistoryEventsPerNode          = 1000
 	DefaultMaxHistoryContinuationPoints     = 10
+	DefaultMaxActivationFailuresPerAddress  = 20
+	DefaultActivationLockout                = time.Minute
+	DefaultMaxActivationAddresses           = 10000
 	DefaultApplicationName                  = "otopcua"
 	DefaultProductURI                       = "urn:otopcua"
 )
@@ -223,6 +226,40 @@ type Config struct {
 	// security token lifetimes. Default: security None only.
 	Security Security
 
+	// DisableAnonymous refuses anonymous identity tokens (and absent ones)
+	// with BadIdentityTokenRejected. Default false: they are accepted, with
+	// the rights of AnonymousRole.
+	DisableAnonymous bool
+
+	// Users checks UserName tokens and gives a certificate user its role.
+	// Without it the UserName token policy is not offered and neither is
+	// the X509 one. Default: none.
+	Users Users
+
+	// ValidateUserCertificate checks an X509 identity token's certificate
+	// (DER) against the user trust list and returns the user it names (a
+	// user of Users). Without it the X509 token policy is not offered. It
+	// is called on the channel's worker goroutine and must not block for
+	// long. Default: none.
+	ValidateUserCertificate func(der []byte) (userName string, err error)
+
+	// Authorization gives each role (a Users role, or AnonymousRole) its
+	// rights; a role missing from it has none. nil gives every session
+	// every right (a server with no user management). Default: nil.
+	Authorization map[string]Rights
+
+	// MaxActivationFailuresPerAddress refused ActivateSession requests from
+	// one client IP address within ActivationLockout lock that address out
+	// of ActivateSession for ActivationLockout (BadUserAccessDenied, counted
+	// as LimitActivationFailures). Default: 20.
+	MaxActivationFailuresPerAddress int
+	// ActivationLockout is the counting window and the length of a lock
+	// (Clock). Default: 1 min.
+	ActivationLockout time.Duration
+	// MaxActivationAddresses is the most addresses whose failures are
+	// remembered; beyond it the stalest is forgotten. Default: 10000.
+	MaxActivationAddresses int
+
 	// Clock drives session timeouts. Default: the real clock.
 	Clock clockwork.Clock
 
@@ -284,6 +321,12 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerHistoryReadEvents, DefaultMaxNodesPerHistoryReadEvents)
 	defInt(&c.MaxHistoryEventsPerNode, DefaultMaxHistoryEventsPerNode)
 	defInt(&c.MaxHistoryContinuationPoints, DefaultMaxHistoryContinuationPoints)
+	defInt(&c.MaxActivationFailuresPerAddress, DefaultMaxActivationFailuresPerAddress)
+	defInt(&c.MaxActivationAddresses, DefaultMaxActivationAddresses)
+	defDur(&c.ActivationLockout, DefaultActivationLockout)
+	if (c.Security.Certificate == nil) != (c.Security.PrivateKey == nil) {
+		return c, errors.New("uaserver: Config.Security: Certificate and PrivateKey go together: give both or neither")
+	}
 	defDur(&c.MinSessionTimeout, DefaultMinSessionTimeout)
 	defDur(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
 	defDur(&c.DefaultSessionTimeout, DefaultSessionTimeout)

@@ -68,8 +68,7 @@
 // new channel. Until ActivateSession a request answers
 // BadSessionNotActivated; an unknown authentication token answers
 // BadSessionIdInvalid; a request for a session bound to another channel
-// answers BadSecureChannelIdInvalid. Only anonymous identities are
-// accepted.
+// answers BadSecureChannelIdInvalid.
 //
 // # Security
 //
@@ -83,6 +82,25 @@
 // one is used or it expires (lifetime plus a quarter, real time). On a
 // None channel sequence numbers are not checked: a forger can always get
 // them right there. Session signatures: svc_security.go.
+//
+// # Users and rights
+//
+// ActivateSession (identity.go) accepts an anonymous or absent token
+// (unless DisableAnonymous: BadIdentityTokenRejected), a UserName token
+// whose password is encrypted per Part 4 §7.41 with the server
+// certificate's key under Basic256Sha256 and ends with the session's last
+// server nonce (checked by Users.Verify; a clear-text password is
+// BadIdentityTokenInvalid), and an X509 token whose signature over the
+// server certificate and nonce verifies and whose certificate
+// ValidateUserCertificate trusts (then Users.Role). UserName and X509 are
+// offered only with a certificate (userTokenPolicies, used by
+// GetEndpoints and CreateSession). Every refusal counts in RejectedSessions
+// and against the client address; MaxActivationFailuresPerAddress within
+// ActivationLockout lock the address out. The session keeps its user, role
+// and the role's rights (Config.Authorization); Read needs RightRead, Write
+// RightWrite (checked before the NodeStore sees the write, so before any
+// write hook, Primary gate or device), Call the method's Right, each
+// answering BadUserAccessDenied per operation.
 //
 // # Methods
 //
@@ -99,7 +117,7 @@
 // Then the method runs, on the channel's worker goroutine (so it must be
 // quick), and its status and output arguments are the result; a panic is
 // BadInternalError. The method learns the session (SessionInfo: the
-// engine's SessionID, the SessionId, its name, UserID AnonymousUser).
+// engine's SessionID, the SessionId, its name, its user, role and rights).
 //
 // # History
 //
@@ -139,7 +157,10 @@
 //
 // # Known limits
 //
-// A client's
+// UserAccessLevel and UserExecutable are not
+// computed per session (a Viewer sees a writable tag as writable and is
+// refused on the Write); Browse, HistoryRead and the subscription
+// services do not check RightRead. A client's
 // address is its IP address, so clients behind one NAT share the
 // per-address limits. Every limit refusal and deadline is counted by name
 // (Stats, the Limit… constants).

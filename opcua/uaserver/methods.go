@@ -1,6 +1,7 @@
 package uaserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +16,7 @@ import (
 )
 
 // AnonymousUser is SessionInfo.UserID of a session activated with an
-// anonymous (or absent) identity token: the only kind accepted while
-// security None is the only policy.
+// anonymous (or absent) identity token.
 const AnonymousUser = "anonymous"
 
 // SessionInfo describes the session a method call runs in.
@@ -28,8 +28,13 @@ type SessionInfo struct {
 	NodeID *ua.NodeID
 	// Name is the SessionName the client chose.
 	Name string
-	// UserID names the session's user: AnonymousUser today.
+	// UserID names the session's user: the UserName token's user name,
+	// the user a trusted certificate names, or AnonymousUser.
 	UserID string
+	// Role is the user's role (AnonymousRole for an anonymous session).
+	Role string
+	// Rights are the role's rights (Config.Authorization).
+	Rights Rights
 }
 
 // Argument is one input argument of a method, as Call checks it before
@@ -76,6 +81,10 @@ type Method struct {
 	Inputs []Argument
 	// Func runs a checked call. Required.
 	Func MethodFunc
+	// Right is what the session's role must hold to call the method; a
+	// session without it gets BadUserAccessDenied before the arguments
+	// are checked. Default (0): RightCall.
+	Right Rights
 }
 
 // ErrMethodRegistered is returned by RegisterMethod for a method id that
@@ -183,6 +192,9 @@ func (s *Server) callOne(ctx context.Context, info SessionInfo, m *ua.CallMethod
 	method, ok := s.methods.lookup(m.MethodID)
 	if !ok || !s.hasMethod(m.ObjectID, class, m.MethodID) {
 		return callResult(ua.StatusBadMethodInvalid, nil, nil)
+	}
+	if need := cmp.Or(method.Right, RightCall); !info.Rights.Has(need) {
+		return callResult(ua.StatusBadUserAccessDenied, nil, nil)
 	}
 	switch {
 	case len(m.InputArguments) < len(method.Inputs):

@@ -59,6 +59,8 @@ type Server struct {
 	methods  methodTable   // RegisterMethod
 	history  historyConfig // SetEventHistory
 
+	activations *activationLimiter // refused ActivateSessions per address
+
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // accept loop, handshakes, channels
@@ -106,6 +108,7 @@ func New(cfg Config, nodes NodeStore, engine *subscription.Engine) (*Server, err
 	if engine != nil {
 		s.subs = engine
 	}
+	s.activations = newActivationLimiter(cfg.MaxActivationFailuresPerAddress, cfg.ActivationLockout, cfg.MaxActivationAddresses)
 	s.sessions = newSessionTable(s)
 	s.handlers = s.defaultHandlers()
 	return s, nil

@@ -64,6 +64,7 @@ type session struct {
 	chID      uint32             // channel bound to (the creating one until activated); mu must be held.
 	nonce     []byte             // last server nonce; mu must be held.
 	sec       sessionSecurity    // channel security at CreateSession; mu must be held.
+	who       identity           // user, role and rights of the last activation; mu must be held.
 	lastSeen  time.Time          // time of the last admitted request; mu must be held.
 	timer     clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
 	cps       cpList[browseCP]   // Browse continuation points; mu must be held.
@@ -291,11 +292,25 @@ func (s *session) admit(chID uint32, closing bool) ua.StatusCode {
 	return ua.StatusOK
 }
 
-// activate binds sess to channel chID from client address addr and
+// serverNonce returns the last server nonce sent to the client.
+func (s *session) serverNonce() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nonce
+}
+
+// may reports whether the session's role holds want.
+func (s *session) may(want Rights) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.who.rights.Has(want)
+}
+
+// activate binds sess to channel chID from client address addr as who and
 // returns a fresh server nonce. The first activation must come over the
 // creating channel; later ones may move the session to another channel,
 // and its per-address count with it.
-func (t *sessionTable) activate(sess *session, chID uint32, addr string) ([]byte, ua.StatusCode) {
+func (t *sessionTable) activate(sess *session, chID uint32, addr string, who identity) ([]byte, ua.StatusCode) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	sess.mu.Lock()
@@ -325,6 +340,7 @@ func (t *sessionTable) activate(sess *session, chID uint32, addr string) ([]byte
 		t.unactivated--
 	}
 	sess.activated = true
+	sess.who = who
 	sess.chID = chID
 	sess.nonce = randBytes(sessionNonceLen)
 	sess.lastSeen = sess.clock.Now()
@@ -376,7 +392,10 @@ func (s *session) takeHistoryCP(id []byte) *eventQuery {
 
 // info describes the session to a method.
 func (s *session) info() SessionInfo {
-	return SessionInfo{ID: s.sid, NodeID: s.id, Name: s.name, UserID: AnonymousUser}
+	s.mu.Lock()
+	who := s.who
+	s.mu.Unlock()
+	return SessionInfo{ID: s.sid, NodeID: s.id, Name: s.name, UserID: who.user, Role: who.role, Rights: who.rights}
 }
 
 func (s *session) String() string { return fmt.Sprintf("session %s (%s)", s.sid, s.name) }

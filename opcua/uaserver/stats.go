@@ -22,6 +22,7 @@ const (
 	LimitWriteTimeout                  = "write_timeout"
 	LimitResponseSize                  = "response_size"
 	LimitOperationsPerCall             = "operations_per_call"
+	LimitActivationFailures            = "activation_failures_per_address"
 )
 
 // Limits lists every limit name of this layer, for metrics that want each
@@ -31,7 +32,7 @@ var Limits = []string{
 	LimitSessions, LimitSessionsPerAddress, LimitUnactivatedSessions, LimitUnactivatedSessionsPerAddress,
 	LimitUnactivatedSessionTimeout,
 	LimitHelloTimeout, LimitOpenSecureChannelTimeout, LimitCreateSessionTimeout, LimitIdleChannelTimeout,
-	LimitWriteTimeout, LimitResponseSize, LimitOperationsPerCall,
+	LimitWriteTimeout, LimitResponseSize, LimitOperationsPerCall, LimitActivationFailures,
 }
 
 // Stats is a snapshot of the service layer's load and counters.

@@ -39,7 +39,12 @@ func (s *Server) read(c *call) (ua.Response, error) {
 		return nil, ua.StatusBadTimestampsToReturnInvalid
 	}
 	results := make([]*ua.DataValue, len(req.NodesToRead))
+	allowed := c.sess.may(RightRead)
 	for i, rv := range req.NodesToRead {
+		if !allowed {
+			results[i] = badValue(ua.StatusBadUserAccessDenied)
+			continue
+		}
 		if rv == nil || rv.NodeID == nil {
 			results[i] = badValue(ua.StatusBadNodeIDInvalid)
 			continue
@@ -63,8 +68,13 @@ func (s *Server) write(c *call) (ua.Response, error) {
 		return nil, err
 	}
 	results := make([]ua.StatusCode, len(req.NodesToWrite))
+	// The rights are checked here, before the NodeStore (and so a tag's
+	// write hook, the Primary gate and the device) sees the write.
+	allowed := c.sess.may(RightWrite)
 	for i, wv := range req.NodesToWrite {
 		switch {
+		case !allowed:
+			results[i] = ua.StatusBadUserAccessDenied
 		case wv == nil || wv.NodeID == nil:
 			results[i] = ua.StatusBadNodeIDInvalid
 		case wv.Value == nil:

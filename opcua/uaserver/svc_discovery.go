@@ -44,7 +44,7 @@ func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
 			ServerCertificate:   cert,
 			SecurityMode:        e.Mode,
 			SecurityPolicyURI:   e.PolicyURI,
-			UserIdentityTokens:  s.userTokenPolicies(e),
+			UserIdentityTokens:  s.userTokenPolicies(),
 			TransportProfileURI: uaTCPProfile,
 			SecurityLevel:       securityLevel(e),
 		})

@@ -15,15 +15,6 @@ import (
 // secured channel (Part 4 §5.6.2).
 const minClientNonce = 32
 
-// userTokenPolicies are the user identity token policies offered on
-// endpoint e: today only Anonymous. The user identity work replaces this.
-func (s *Server) userTokenPolicies(e EndpointSecurity) []*ua.UserTokenPolicy {
-	return []*ua.UserTokenPolicy{{
-		PolicyID:  anonymousPolicyID,
-		TokenType: ua.UserTokenTypeAnonymous,
-	}}
-}
-
 // securityLevel ranks an endpoint for clients choosing one, higher for
 // stronger policies and for encryption (uapolicy's ranking; None is 0).
 func securityLevel(e EndpointSecurity) uint8 {

@@ -73,9 +73,9 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 	}, nil
 }
 
-// activateSession implements ActivateSession (Part 4 §5.6.3). Only
-// anonymous identities are accepted while security None is the only
-// policy: every other token would travel in clear text.
+// activateSession implements ActivateSession (Part 4 §5.6.3): the
+// identity token is checked by identify (identity.go) and the session
+// keeps its user, role and rights until the next activation.
 func (s *Server) activateSession(c *call) (ua.Response, error) {
 	req, err := reqAs[*ua.ActivateSessionRequest](c)
 	if err != nil {
@@ -88,35 +88,23 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 	if code := s.verifyClientSignature(c, sess, req); code != ua.StatusOK {
 		return nil, code
 	}
-	if code := checkIdentity(req.UserIdentityToken); code != ua.StatusOK {
+	who, code := s.identify(c.ch.ctx, c.ch.addr, sess.serverNonce(), req)
+	if code != ua.StatusOK {
 		s.counters.rejectedSessions.Add(1)
-		s.log.Warn("uaserver: identity token refused", "session", sess.sid, "status", code)
+		s.log.Warn("uaserver: identity token refused", "session", sess.sid, "status", code, "client", c.ch.addr)
 		return nil, code
 	}
-	nonce, code := s.sessions.activate(sess, c.ch.id, c.ch.addr)
+	nonce, code := s.sessions.activate(sess, c.ch.id, c.ch.addr, who)
 	if code != ua.StatusOK {
 		return nil, code
 	}
 	c.ch.hasSession.Store(true)
-	s.log.Debug("uaserver: session activated", "session", sess.sid, "channel", c.ch.id)
+	s.log.Debug("uaserver: session activated", "session", sess.sid, "channel", c.ch.id, "user", who.user, "role", who.role)
 	return &ua.ActivateSessionResponse{
 		ServerNonce:     nonce,
 		Results:         make([]ua.StatusCode, len(req.ClientSoftwareCertificates)),
 		DiagnosticInfos: []*ua.DiagnosticInfo{},
 	}, nil
-}
-
-// checkIdentity accepts an absent or anonymous identity token.
-func checkIdentity(eo *ua.ExtensionObject) ua.StatusCode {
-	if eo == nil || eo.Value == nil {
-		return ua.StatusOK
-	}
-	switch eo.Value.(type) {
-	case *ua.AnonymousIdentityToken:
-		return ua.StatusOK
-	default: // UserName, X509, Issued, unknown
-		return ua.StatusBadIdentityTokenInvalid
-	}
 }
 
 // closeSession implements CloseSession (Part 4 §5.6.4).
