@@ -1,13 +1,11 @@
 package host
 
 import (
-	"fmt"
 	"log/slog"
 
 	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/config"
-	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/health"
 )
 
@@ -16,11 +14,7 @@ import (
 // the live state and the manual failover from b. The HTTP server's own
 // bounds (Http:ReadTimeout, Http:WriteTimeout, Http:MaxBodyBytes, the
 // header limits) already cut off a client that never finishes a request.
-func mountAdmin(web *health.HTTPServer, b *adminBackend, db *configdb.DB, h config.HttpConfig, logger *slog.Logger) error {
-	users, err := auth.New(auth.Options{DB: db})
-	if err != nil {
-		return fmt.Errorf("admin pages: %w", err)
-	}
+func mountAdmin(web *health.HTTPServer, b *adminBackend, users *auth.Service, h config.HttpConfig, logger *slog.Logger) error {
 	admin.New(admin.Options{
 		Backend: b, Auth: users, TLS: h.Tls.Enabled(), Loopback: h.Loopback(),
 		Logger: logger.With("part", "admin"),

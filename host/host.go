@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
@@ -89,7 +90,16 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	}
 	defer closeDb()
 
-	srv, err := opcua.New(opcuaConfig(cfg, logger))
+	// The admin users serve the admin pages and the OPC UA UserName tokens.
+	users, err := auth.New(auth.Options{DB: db})
+	if err != nil {
+		return fmt.Errorf("admin users: %w", err)
+	}
+	sec, err := newOpcuaSecurity(cfg, users, logger)
+	if err != nil {
+		return err
+	}
+	srv, err := opcua.New(opcuaConfig(cfg, sec, logger))
 	if err != nil {
 		return fmt.Errorf("OPC UA server: %w", err)
 	}
@@ -190,7 +200,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
-		if err := mountAdmin(web, backend, db, cfg.Http, logger); err != nil {
+		if err := mountAdmin(web, backend, users, cfg.Http, logger); err != nil {
 			web = nil
 			stopAll()
 			return err
@@ -261,7 +271,7 @@ func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Con
 	return nil
 }
 
-func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
+func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opcua.Config {
 	l := cfg.OpcUa.Limits
 	support := ua.RedundancySupportWarm
 	if cfg.OpcUa.RedundancySupport == config.RedundancyHot {
@@ -278,6 +288,12 @@ func opcuaConfig(cfg *config.Config, logger *slog.Logger) opcua.Config {
 		RedundancySupport:   support,
 		BuildInfo:           opcua.BuildInfo{SoftwareVersion: Version, BuildNumber: Commit},
 		Logger:              logger,
+
+		Security:                sec.channel,
+		DisableAnonymous:        sec.noAnonymous,
+		Users:                   sec.users,
+		ValidateUserCertificate: sec.userCert,
+		Authorization:           sec.authorization,
 
 		MaxConnections:                   l.MaxConnections,
 		MaxConnectionsPerAddress:         l.MaxConnectionsPerAddress,

@@ -133,7 +133,10 @@ func NewPorts(t testing.TB) Ports {
 	return Ports{Cluster: UniquePort(t), OpcUa: UniquePort(t), HTTP: UniquePort(t)}
 }
 
-// BaseConfig is a loopback appsettings.json for a node with the given ports.
+// BaseConfig is a loopback appsettings.json for a node with the given
+// ports. Anonymous OPC UA sessions get every right (OpcUa:Authorization),
+// so that the tests' anonymous clients may write and acknowledge; tests of
+// the rights set their own.
 func BaseConfig(name string, p Ports) map[string]any {
 	return map[string]any{
 		"Cluster": map[string]any{
@@ -141,8 +144,11 @@ func BaseConfig(name string, p Ports) map[string]any {
 			"SeedNodes": []string{fmt.Sprintf("127.0.0.1:%d", p.Cluster)},
 			"Roles":     []string{"admin", "driver"},
 		},
-		"Node":      map[string]any{"ClusterId": "test"},
-		"OpcUa":     map[string]any{"Port": p.OpcUa, "ApplicationUri": "urn:" + name + ":otopcua", "ApplicationName": "otopcua " + name},
+		"Node": map[string]any{"ClusterId": "test"},
+		"OpcUa": map[string]any{"Port": p.OpcUa, "ApplicationUri": "urn:" + name + ":otopcua", "ApplicationName": "otopcua " + name,
+			// The test rig's clients write and acknowledge anonymously; a
+			// node's default gives anonymous sessions read only.
+			"Authorization": map[string]any{"Anonymous": []string{"read", "write", "acknowledge", "call"}}},
 		"Http":      map[string]any{"Hostname": "127.0.0.1", "Port": p.HTTP},
 		"Telemetry": map[string]any{"LogLevel": "debug", "LogFormat": "json"},
 	}
