@@ -152,6 +152,12 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	watch := newPanelWatcher(time.Now)
 	red.stops = append(red.stops, red.med.Subscribe(wire.Topic, watch.Handle))
 	backend := newAdminBackend(cluster.d, red.med, db, watch, downingText(cluster.nc), cfg.Redundancy.ManualFailoverDrain, time.Now)
+	if err := registerStateChange(srv, backend, cfg.Node.ClusterId, logger); err != nil {
+		dp.stop()
+		red.stop()
+		cluster.stop()
+		return fmt.Errorf("RequestServerStateChange: %w", err)
+	}
 
 	var web *health.HTTPServer
 	stopAll := func() {

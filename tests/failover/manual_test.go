@@ -3,6 +3,7 @@ package failover
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -386,5 +387,117 @@ func TestClientDrill04ManualFailover(t *testing.T) {
 	if o := notesFromOthers(c, fo, uriOf(s)); len(o) > 0 {
 		t.Fatalf("after the failover to %s the client printed notifications from elsewhere: %v", s, o)
 	}
+	r.assertInvariant()
+}
+
+// connectUser opens a gopcua session to endpoint on a None channel with a
+// UserName token (the password encrypted with the server's certificate).
+func connectUser(t *testing.T, endpoint, name, password string) (*gopcua.Client, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eps, err := gopcua.GetEndpoints(ctx, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	var ep *ua.EndpointDescription
+	for _, e := range eps {
+		if e.SecurityMode == ua.MessageSecurityModeNone {
+			ep = e
+		}
+	}
+	if ep == nil {
+		t.Fatalf("%s offers no None endpoint: %v", endpoint, eps)
+	}
+	c, err := gopcua.NewClient(endpoint, gopcua.SecurityMode(ua.MessageSecurityModeNone), gopcua.AutoReconnect(false),
+		gopcua.AuthUsername(name, password), gopcua.SecurityFromEndpoint(ep, ua.UserTokenTypeUserName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(ctx); err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c, nil
+}
+
+// requestStateChange calls Server.RequestServerStateChange (i=12886).
+func requestStateChange(t *testing.T, c *gopcua.Client, state ua.ServerState, restart bool) ua.StatusCode {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Call(ctx, &ua.CallMethodRequest{
+		ObjectID: ua.NewNumericNodeID(0, id.Server), MethodID: ua.NewNumericNodeID(0, id.Server_RequestServerStateChange),
+		InputArguments: []*ua.Variant{ua.MustVariant(int32(state)), ua.MustVariant(time.Now().Add(30 * time.Second)),
+			ua.MustVariant(uint32(0)), ua.MustVariant(&ua.LocalizedText{Text: "planned"}), ua.MustVariant(restart)},
+	})
+	if err != nil {
+		t.Fatalf("Call RequestServerStateChange: %v", err)
+	}
+	return res.StatusCode
+}
+
+// Drill 10: RequestServerStateChange (Part 5 §9.4) is the OPC UA way to
+// the same manual failover: refused for a ConfigEditor
+// (BadUserAccessDenied), for a state other than Shutdown with restart
+// (BadInvalidArgument) and on the Secondary (BadInvalidState); an
+// Administrator's call on the Primary writes the audit row as
+// opcua:USER, the Primary exits 0 and the survivor takes 250.
+func TestDrill10RequestServerStateChange(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, pairSpecs("site", "a", "b")...)
+	// A secured endpoint next to None gives each node its certificate,
+	// which UserName tokens need.
+	r.configure("", func(cfg map[string]any) {
+		cfg["OpcUa"].(map[string]any)["Security"] = map[string]any{
+			"Policies": []string{"None:None", "Basic256Sha256:SignAndEncrypt"}, "PkiDir": filepath.Join(r.dir, "pki-"+cfg["OpcUa"].(map[string]any)["ApplicationUri"].(string)[4:5])}
+	})
+	want := healthyRig(t, r)
+	p, s := pairRoles(t, want)
+	r.users(t)
+
+	ed, err := connectUser(t, r.node(p).Endpoint(), editor, password)
+	if err != nil {
+		t.Fatalf("ConfigEditor session: %v", err)
+	}
+	if code := requestStateChange(t, ed, ua.ServerStateShutdown, true); code != ua.StatusBadUserAccessDenied {
+		t.Fatalf("a ConfigEditor's RequestServerStateChange: %v, want BadUserAccessDenied", code)
+	}
+	if _, err := connectUser(t, r.node(p).Endpoint(), operator, "wrong password"); !errors.Is(err, ua.StatusBadUserAccessDenied) {
+		t.Fatalf("a wrong password: %v, want BadUserAccessDenied", err)
+	}
+	op, err := connectUser(t, r.node(p).Endpoint(), operator, password)
+	if err != nil {
+		t.Fatalf("Administrator session: %v", err)
+	}
+	if code := requestStateChange(t, op, ua.ServerStateSuspended, true); code != ua.StatusBadInvalidArgument {
+		t.Fatalf("RequestServerStateChange to Suspended: %v, want BadInvalidArgument", code)
+	}
+	sec, err := connectUser(t, r.node(s).Endpoint(), operator, password)
+	if err != nil {
+		t.Fatalf("Administrator session on the Secondary: %v", err)
+	}
+	if code := requestStateChange(t, sec, ua.ServerStateShutdown, true); code != ua.StatusBadInvalidState {
+		t.Fatalf("RequestServerStateChange on the Secondary: %v, want BadInvalidState", code)
+	}
+	if rows := r.auditRows(t); len(rows) != 0 {
+		t.Fatalf("refused state changes wrote audit rows: %+v", rows)
+	}
+	r.holdLevels(500*time.Millisecond, want)
+
+	asked := time.Now()
+	if code := requestStateChange(t, op, ua.ServerStateShutdown, true); code != ua.StatusOK {
+		t.Fatalf("the Administrator's RequestServerStateChange on the Primary: %v, want Good", code)
+	}
+	r.waitFirst(15*time.Second, p, asked, "0", is(0))
+	r.waitFirst(30*time.Second, s, asked, "250", is(Primary))
+	if code := r.node(p).WaitExit(30 * time.Second); code != 0 {
+		t.Fatalf("%s exited with code %d, want 0", p, code)
+	}
+	rows := r.auditRows(t)
+	if len(rows) != 1 || rows[0].Action != "cluster.manual-failover" || rows[0].Actor != "opcua:"+operator || rows[0].Target != r.addr(p) {
+		t.Fatalf("audit_log: %+v, want one cluster.manual-failover by opcua:%s on %s", rows, operator, r.addr(p))
+	}
+	t.Logf("RequestServerStateChange → %s exited 0 after %v", p, time.Since(asked).Round(time.Millisecond))
 	r.assertInvariant()
 }
