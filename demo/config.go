@@ -63,6 +63,9 @@ func NodeConfig(dir string, nodes []Node, i int) map[string]any {
 			"ApplicationName":     "otopcua demo " + self.Name,
 			"PeerApplicationUris": peerURIs,
 			"PeerDiscoveryUrls":   peerURLs,
+			// The demo's own client writes the Setpoint anonymously on
+			// loopback; a node's default lets anonymous sessions read only.
+			"Authorization": map[string]any{"Anonymous": []string{"read", "write", "acknowledge", "call"}},
 		},
 		"ConfigDb": map[string]any{"Provider": "sqlite", "ConnectionString": ConfigDBConnectionString(dir)},
 		"LocalDb":  map[string]any{"Path": filepath.Join(dir, self.Name+"-local.db")},
