@@ -18,6 +18,9 @@ type SelfFormInput struct {
 	AnotherSeedAcceptsTCP bool
 	// IsMember: the node already has cluster membership.
 	IsMember bool
+	// Refusals are the refusals this node holds, oldest first (see
+	// Refusal): any one keeps the fallback from forming.
+	Refusals []Refusal
 }
 
 // Verdict is the outcome of DecideSelfForm.
@@ -35,6 +38,9 @@ const (
 	WaitAnotherWindow
 	// NeverSelfForm: this node must not self-form (see Reason); stop checking.
 	NeverSelfForm
+	// Refused: the window expired but a member of the mesh refused this
+	// node (see Reason); do not self-form, start a new window.
+	Refused
 )
 
 func (v Verdict) String() string {
@@ -49,6 +55,8 @@ func (v Verdict) String() string {
 		return "WaitAnotherWindow"
 	case NeverSelfForm:
 		return "NeverSelfForm"
+	case Refused:
+		return "Refused"
 	}
 	return "Verdict(?)"
 }
@@ -59,15 +67,18 @@ const (
 	ReasonNotInSeeds    = "this node is not in its own seed list"
 )
 
-// SelfFormDecision is a verdict with its reason (NeverSelfForm only).
+// SelfFormDecision is a verdict with its reason (NeverSelfForm and
+// Refused only).
 type SelfFormDecision struct {
 	Verdict Verdict
 	Reason  string
 }
 
 // DecideSelfForm applies the fallback's rules in order: disabled, already a
-// member, guard 2 (own address in seeds), window not expired, guard 1
-// (another seed accepts TCP), else self-form.
+// member, guard 2 (own address in seeds), window not expired, the refusal
+// guard (a member refused this node), guard 1 (another seed accepts TCP),
+// else self-form. The refusal guard comes before guard 1: a refusing peer
+// may be gone by the time of the probe, and its refusal still stands.
 func DecideSelfForm(in SelfFormInput) SelfFormDecision {
 	switch {
 	case in.Window <= 0:
@@ -78,6 +89,8 @@ func DecideSelfForm(in SelfFormInput) SelfFormDecision {
 		return SelfFormDecision{Verdict: NeverSelfForm, Reason: ReasonNotInSeeds}
 	case in.Elapsed < in.Window:
 		return SelfFormDecision{Verdict: Pending}
+	case len(in.Refusals) > 0:
+		return SelfFormDecision{Verdict: Refused, Reason: ReasonRefused(in.Refusals[0])}
 	case in.AnotherSeedAcceptsTCP:
 		return SelfFormDecision{Verdict: WaitAnotherWindow}
 	default:

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -263,7 +262,7 @@ func (a *daemonActor) run(effects []node.Effect) {
 		case node.Publish:
 			a.onEvent(e.Event)
 		case node.Note:
-			a.onNote(e.Text)
+			a.onNote(e)
 		case node.ProbeSeeds:
 			a.probeSeeds(e.Seeds)
 		case node.ProbePeer:
@@ -295,14 +294,17 @@ func (a *daemonActor) send(msg node.Message) {
 	a.d.opts.Transport.Send(to, w)
 }
 
-func (a *daemonActor) onNote(text string) {
-	switch {
-	case strings.HasPrefix(text, "self-form fallback: no membership"):
-		a.log.Warn(LogSelfFormed, "detail", text)
-	case strings.HasPrefix(text, "new incarnation"):
-		a.log.Warn(LogNewIncarnation, "detail", text)
+func (a *daemonActor) onNote(n node.Note) {
+	switch n.Kind {
+	case node.NoteSelfFormed:
+		a.log.Warn(LogSelfFormed, "detail", n.Text)
+	case node.NoteNewIncarnation:
+		a.log.Warn(LogNewIncarnation, "detail", n.Text)
+	case node.NoteNotFormingAlone:
+		a.log.Warn("cluster: "+n.Text, "self", a.self().NodeID(),
+			"hint", "this node keeps asking to join; give it the Cluster:Secret and Cluster:Tls of the running nodes and restart it")
 	default:
-		a.log.Info("cluster decision", "detail", text)
+		a.log.Info("cluster decision", "detail", n.Text)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otopcua/otopcua/cluster/bootstrap"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/wire"
@@ -112,7 +113,8 @@ func (a *daemonActor) refuseJoin(pm proto.Message, from m.UniqueAddress, err err
 	})
 }
 
-// onJoinRefused logs a peer's refusal of this node's handshake (rate
+// onJoinRefused feeds a peer's refusal of this node's handshake to the
+// core (which then never forms a cluster of its own) and logs it (rate
 // limited). A refusal addressed to another incarnation is ignored.
 func (a *daemonActor) onJoinRefused(r *wire.JoinRefused) {
 	self, to, from := a.self(), r.GetTo(), r.GetFrom()
@@ -122,14 +124,17 @@ func (a *daemonActor) onJoinRefused(r *wire.JoinRefused) {
 	}
 	peer := m.Address{Host: from.GetHost(), Port: int(from.GetPort())}
 	var cause string
+	kind := bootstrap.CauseWrongSecret
 	switch r.GetReason() {
 	case wire.RefusalReason_REFUSAL_REASON_WRONG_SECRET:
 		cause = "its Cluster:Secret differs from this node's"
 	case wire.RefusalReason_REFUSAL_REASON_MISSING_PROOF:
 		cause = "it has a Cluster:Secret and this node has none"
+		kind = bootstrap.CauseMissingProof
 	default:
 		cause = "reason " + r.GetReason().String()
 	}
+	a.step(node.JoinRefused{Header: a.local(), By: peer, Cause: kind})
 	if !due(a.auth.refusedBy, peer, cause, a.now()) {
 		return
 	}

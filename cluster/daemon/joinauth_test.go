@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/wire"
 )
 
@@ -85,5 +86,49 @@ func TestSecretDropsGossipFromNonMembers(t *testing.T) {
 	c.until(time.Second, "both counted as unknown senders", func() bool { return a.d.Stats().UnknownSender == before.UnknownSender+2 })
 	if !allUp(a, "a")() {
 		t.Fatalf("membership changed:\n%s", c.views())
+	}
+}
+
+// TestRefusedFirstSeedNeverFormsAlone: the first seed a of a running pair
+// is restarted with another Cluster:Secret. b refuses it; a waits far past
+// seed-node-timeout and the self-form window without forming a cluster of
+// its own (a second cluster of site-a), says why once a minute, and b
+// stays the only member. Restarted with the right secret, a joins as the
+// youngest.
+func TestRefusedFirstSeedNeverFormsAlone(t *testing.T) {
+	c := newMemCluster(t)
+	selfForm := func(cfg *node.Config) { cfg.SelfFormAfter = 3000 }
+	a := c.startWith("a", []string{"a", "b"}, selfForm, withSecret(secretA))
+	b := c.startWith("b", []string{"a", "b"}, selfForm, withSecret(secretA))
+	c.until(10*time.Second, "a and b Up on both", func() bool { return allUp(a, "a", "b")() && allUp(b, "a", "b")() })
+	c.kill("a")
+	c.until(5*time.Second, "a removed on b", allUp(b, "b"))
+
+	a = c.startWith("a", []string{"a", "b"}, selfForm, withSecret(secretB))
+	want := LogNotFormingAlone + ": b:2552 refused this node (wrong Cluster:Secret)"
+	c.until(10*time.Second, "a says it does not form a cluster", func() bool { return strings.Contains(a.log.String(), want) })
+	timeout := time.Duration(a.d.opts.Node.SeedNodeTimeout) * time.Millisecond
+	c.advance(timeout + 3*time.Second + 30*time.Second)
+	if ph := a.d.Info().Phase; ph != node.SeedJoining {
+		t.Fatalf("a is %v, want still SeedJoining:\n%s\n%s", ph, c.views(), a.log.String())
+	}
+	if a.d.Snapshot().Gossip.HasMember(a.d.Self()) || strings.Contains(a.log.String(), LogJoined) {
+		t.Fatalf("a formed a cluster of its own:\n%s", a.log.String())
+	}
+	if !allUp(b, "b")() {
+		t.Fatalf("b's cluster changed:\n%s", c.views())
+	}
+	if n := strings.Count(a.log.String(), want); n != 1 {
+		t.Fatalf("the line logged %d times in about 40 s, want once", n)
+	}
+	c.advance(30 * time.Second)
+	if n := strings.Count(a.log.String(), want); n != 2 {
+		t.Fatalf("the line logged %d times after a minute more, want twice", n)
+	}
+
+	a = c.startWith("a", []string{"a", "b"}, selfForm, withSecret(secretA))
+	c.until(10*time.Second, "a joins with the right secret", func() bool { return allUp(a, "a", "b")() && allUp(b, "a", "b")() })
+	if !oldestIs(a, "b")() {
+		t.Fatalf("a must join as the youngest:\n%s", c.views())
 	}
 }

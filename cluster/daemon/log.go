@@ -40,6 +40,12 @@ const (
 	// JoinRefused answer); the line continues with the peer's address and
 	// the cause. At most once per address per minute.
 	LogJoinRefusedBy = "cluster: join refused by"
+	// LogNotFormingAlone: this node would form a cluster of its own (the
+	// first seed after seed-node-timeout, or the self-form fallback) but a
+	// member of the mesh refused it (LogJoinRefusedBy); it keeps asking to
+	// join instead. The line continues with the refusing peer and the
+	// cause. At most once per minute.
+	LogNotFormingAlone = "cluster: not forming a cluster of my own"
 	// LogSeedsSilent: this node has been looking for its cluster for
 	// SilentSeedsAfter and no seed answered; the line names the likely
 	// causes (Cluster:Tls or Cluster:Secret differ, seeds down). At most

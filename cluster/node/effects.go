@@ -16,7 +16,29 @@ type Send struct{ Msg Message }
 type Publish struct{ Event m.Event }
 
 // Note is a log line worth an operator's attention (decisions taken).
-type Note struct{ Text string }
+// Kind tells the driver which notes are warnings; Text is for people.
+type Note struct {
+	Kind NoteKind
+	Text string
+}
+
+// NoteKind classifies a Note.
+type NoteKind uint8
+
+// Note kinds.
+const (
+	// NoteDecision: any other decision (the zero value).
+	NoteDecision NoteKind = iota
+	// NoteSelfFormed: the self-form fallback formed a cluster on this node.
+	NoteSelfFormed
+	// NoteNewIncarnation: a restarted process at a known address joins and
+	// its previous incarnation is downed.
+	NoteNewIncarnation
+	// NoteNotFormingAlone: this node would form a cluster of its own (first
+	// seed or self-form fallback) but a member of the mesh refused it; it
+	// keeps asking to join. At most once per bootstrap.RefusalNoteEvery.
+	NoteNotFormingAlone
+)
 
 // ProbeSeeds asks the driver to TCP-probe the seed addresses and step a
 // SeedProbeResult (self-form fallback guard 1).

@@ -60,6 +60,15 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		}
 	case "heal":
 		e.nw.Heal()
+	case "secret":
+		// secret a=s1 b=none: Cluster:Secret of each host from now on.
+		for _, a := range d.CmdArgs {
+			v := a.Vals[0]
+			if v == "none" {
+				v = ""
+			}
+			e.nw.Host(a.Key).Secret = v
+		}
 	case "kill":
 		for _, n := range names(d) {
 			e.nw.Kill(n)
@@ -364,6 +373,8 @@ func describe(msg Message) string {
 		detail = fmt.Sprintf(" seq=%d", msg.Seq)
 	case SeedProbeResult:
 		detail = fmt.Sprintf(" accepted=%v", msg.AnyAccepted)
+	case JoinRefused:
+		detail = fmt.Sprintf(" by=%s cause=%v", strip(msg.By.String()), msg.Cause)
 	}
 	return fmt.Sprintf("%s -> %s %s%s", short(r.From), short(r.To), name, detail)
 }

@@ -14,7 +14,7 @@ type seedProcess struct {
 	first     bool
 	remaining []m.Address // first seed: seeds that have not answered Nack
 	others    []m.Address // other seeds to ask
-	deadline  Instant     // first seed: join self at this instant
+	started   Instant     // first seed: seed-node-timeout runs from here
 	next      Instant     // next InitJoin round
 	attempts  int
 }
@@ -64,7 +64,7 @@ func (n *Node) joinSeedNodes() {
 		others := bootstrap.OtherSeeds(self, seeds)
 		n.phase = SeedJoining
 		n.seed = seedProcess{active: true, first: true, remaining: others, others: others,
-			deadline: n.now + Instant(n.cfg.SeedNodeTimeout), next: n.now + 1000}
+			started: n.now, next: n.now + 1000}
 		n.sendInitJoins(others)
 	default:
 		others := bootstrap.OtherSeeds(self, seeds)
@@ -85,9 +85,7 @@ func (n *Node) tickSeedProcess() {
 	s := &n.seed
 	switch {
 	case !s.active:
-	case s.first && n.now >= s.deadline:
-		n.note("no seed answered within seed-node-timeout; joining myself to form a new cluster")
-		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+	case s.first && n.decideFirstSeed(false):
 	case s.first && n.now >= s.next:
 		s.next = n.now + 1000
 		n.sendInitJoins(s.remaining)
@@ -96,6 +94,35 @@ func (n *Node) tickSeedProcess() {
 		s.attempts++
 		n.sendInitJoins(s.others)
 	}
+}
+
+// decideFirstSeed applies bootstrap.DecideFirstSeed and reports whether
+// this node joined itself. Held back by a refusal, it says so (rate
+// limited) and, when every other seed had said Nack, asks them all again.
+func (n *Node) decideFirstSeed(allNacked bool) bool {
+	s := &n.seed
+	d := bootstrap.DecideFirstSeed(bootstrap.FirstSeedInput{
+		Timeout:         n.cfg.SeedNodeTimeout,
+		Elapsed:         int64(n.now - s.started),
+		AllOthersNacked: allNacked,
+		Refusals:        n.refuse.list,
+	})
+	switch d.Verdict {
+	case bootstrap.FormCluster:
+		if allNacked {
+			n.note("all other seeds answered InitJoinNack; joining myself to form a new cluster")
+		} else {
+			n.note("no seed answered within seed-node-timeout; joining myself to form a new cluster")
+		}
+		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+		return true
+	case bootstrap.HeldByRefusal:
+		n.notFormingAlone(d.Reason)
+		if len(s.remaining) == 0 {
+			s.remaining = s.others
+		}
+	}
+	return false
 }
 
 func (n *Node) onInitJoin(from m.UniqueAddress) {
@@ -124,8 +151,7 @@ func (n *Node) onInitJoinNack(from m.UniqueAddress) {
 	}
 	s.remaining = slices.DeleteFunc(slices.Clone(s.remaining), func(a m.Address) bool { return a == from.Address() })
 	if len(s.remaining) == 0 {
-		n.note("all other seeds answered InitJoinNack; joining myself to form a new cluster")
-		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
+		n.decideFirstSeed(true)
 	}
 }
 
@@ -198,7 +224,7 @@ func (n *Node) joining(node m.UniqueAddress, roles []string, clusterID string) {
 		// terminated and down it; it is removed by the leader, and the new
 		// node is admitted when it retries its join.
 		if local.Status != m.Down {
-			n.note("new incarnation %v of %v is joining; downing the old one", node, local.Address)
+			n.noteKind(NoteNewIncarnation, "new incarnation %v of %v is joining; downing the old one", node, local.Address)
 			g = g.WithReachability(g.Reachability.Terminated(n.cfg.Self, local.Address))
 			n.updateLatestGossip(g)
 			n.downing(local.Address.Address())
@@ -255,6 +281,7 @@ func (n *Node) selfFormInput(anotherAccepts bool) bootstrap.SelfFormInput {
 		OwnAddressInSeeds:     bootstrap.InSeeds(n.cfg.Self.Address(), n.cfg.Seeds),
 		AnotherSeedAcceptsTCP: anotherAccepts,
 		IsMember:              n.phase == Initialized,
+		Refusals:              n.refuse.list,
 	}
 }
 
@@ -269,6 +296,9 @@ func (n *Node) tickSelfForm() {
 	case bootstrap.NeverSelfForm:
 		n.self.armed = false
 		n.note("self-form fallback inactive: %s", d.Reason)
+	case bootstrap.Refused:
+		n.self.start = n.now
+		n.notFormingAlone(d.Reason)
 	case bootstrap.SelfForm, bootstrap.WaitAnotherWindow:
 		n.self.probing = true
 		n.out = append(n.out, ProbeSeeds{Seeds: bootstrap.OtherSeeds(n.cfg.Self.Address(), n.cfg.Seeds)})
@@ -283,12 +313,15 @@ func (n *Node) onSeedProbeResult(anyAccepted bool) {
 	d := bootstrap.DecideSelfForm(n.selfFormInput(anyAccepted))
 	switch d.Verdict {
 	case bootstrap.SelfForm:
-		n.note("self-form fallback: no membership after %d ms and no other seed reachable; forming a cluster on myself", n.cfg.SelfFormAfter)
+		n.noteKind(NoteSelfFormed, "self-form fallback: no membership after %d ms and no other seed reachable; forming a cluster on myself", n.cfg.SelfFormAfter)
 		n.self.armed = false
 		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
 	case bootstrap.WaitAnotherWindow:
 		n.note("self-form fallback: another seed accepts TCP; waiting another window")
 		n.self.start = n.now
+	case bootstrap.Refused:
+		n.self.start = n.now
+		n.notFormingAlone(d.Reason)
 	default:
 		n.self.armed = false
 	}

@@ -3,7 +3,9 @@ package node
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	"github.com/otopcua/otopcua/cluster/bootstrap"
 	"github.com/otopcua/otopcua/cluster/downing"
 	"github.com/otopcua/otopcua/cluster/fastpath"
 	m "github.com/otopcua/otopcua/cluster/membership"
@@ -23,6 +25,10 @@ const MemPort = 2552
 //     delivered to the next process started at the same address; its peers
 //     get ConnectionLost; TCP probes are refused;
 //   - a partition: messages between groups vanish silently; probes time out;
+//   - Cluster:Secret (Host.Secret): a host with a secret refuses a join
+//     handshake message from a host with another (or none) and answers
+//     the sender with JoinRefused; it drops every other message from it
+//     (such a host is never a member);
 //   - a lease store reachable by every host (Lease).
 //
 // A Network is not safe for concurrent use.
@@ -44,6 +50,7 @@ type Network struct {
 	uidSeq   uint64
 	log      []LogLine
 	lost     int
+	refused  map[[2]string]Instant // last refusal line per (receiver, sender)
 }
 
 type heldMsg struct {
@@ -61,6 +68,8 @@ type Host struct {
 	Alive bool
 	// Exit is the reason of the last shutdown (0 if killed or running).
 	Exit ShutdownReason
+	// Secret models Cluster:Secret ("" for none), read at each delivery.
+	Secret string
 }
 
 // LogLine is one thing that happened on a host: a published event, a note
@@ -88,6 +97,7 @@ func NewNetwork() *Network {
 		Lease:   &downing.MemLease{},
 		hosts:   map[string]*Host{},
 		held:    map[m.Address][]heldMsg{},
+		refused: map[[2]string]Instant{},
 	}
 }
 
@@ -275,11 +285,41 @@ func (nw *Network) deliver(msg Message) {
 		}
 		return
 	}
-	if from := nw.hostAt(r.From.Address()); from != nil && nw.partitioned(from.Name, to.Name) {
+	from := nw.hostAt(r.From.Address())
+	if from != nil && nw.partitioned(from.Name, to.Name) {
 		nw.lost++
 		return
 	}
+	if from != nil && from != to && to.Secret != "" && from.Secret != to.Secret {
+		nw.refuse(from, to, msg)
+		return
+	}
 	nw.process(to, to.Node.Step(nw.now, msg))
+}
+
+// refuse is the receiver's Cluster:Secret check failing: a handshake
+// message is answered with JoinRefused, anything else dropped.
+func (nw *Network) refuse(from, to *Host, msg Message) {
+	nw.lost++
+	if !isHandshake(msg) {
+		return
+	}
+	cause := bootstrap.CauseWrongSecret
+	if from.Secret == "" {
+		cause = bootstrap.CauseMissingProof
+	}
+	key := [2]string{to.Name, from.Name}
+	if last, ok := nw.refused[key]; !ok || nw.now-last >= 60_000 {
+		nw.refused[key] = nw.now
+		nw.logf(to.Name, "refused %s from %s: %v (logged once a minute)", msgName(msg), from.Name, cause)
+	}
+	sender := msg.Route().From
+	nw.Send(JoinRefused{Header: Local(sender), By: to.Cfg.Self.Address(), Cause: cause})
+}
+
+func msgName(msg Message) string {
+	name := fmt.Sprintf("%T", msg)
+	return name[strings.LastIndex(name, ".")+1:]
 }
 
 func (nw *Network) process(h *Host, effects []Effect) {

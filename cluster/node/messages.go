@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/otopcua/otopcua/cluster/bootstrap"
 	"github.com/otopcua/otopcua/cluster/fastpath"
 	m "github.com/otopcua/otopcua/cluster/membership"
 )
@@ -104,6 +105,15 @@ type (
 	LeaseResult struct {
 		Header
 		Acquired bool
+	}
+	// JoinRefused: the peer at By refused this node's join handshake
+	// (its JoinRefused answer, or a refused TLS handshake). While the
+	// refusal stands the node never forms a cluster of its own (see
+	// bootstrap.Refusal).
+	JoinRefused struct {
+		Header
+		By    m.Address
+		Cause bootstrap.Cause
 	}
 )
 

@@ -57,6 +57,7 @@ type Node struct {
 	join   joinAttempt
 	manual *m.Address
 	self   selfForm
+	refuse refusals
 
 	nextGossip, nextLeader, nextReap, nextHeartbeat Instant
 	gossipRR                                        int
@@ -87,6 +88,7 @@ func New(cfg Config) *Node {
 		hb:    newHBState(),
 		dn:    newDownState(),
 	}
+	n.refuse.noted = -1
 	return n
 }
 
@@ -124,9 +126,10 @@ func (n *Node) end() []Effect {
 	return out
 }
 
-func (n *Node) send(msg Message) { n.out = append(n.out, Send{Msg: msg}) }
-func (n *Node) note(format string, a ...any) {
-	n.out = append(n.out, Note{Text: fmt.Sprintf(format, a...)})
+func (n *Node) send(msg Message)             { n.out = append(n.out, Send{Msg: msg}) }
+func (n *Node) note(format string, a ...any) { n.noteKind(NoteDecision, format, a...) }
+func (n *Node) noteKind(k NoteKind, format string, a ...any) {
+	n.out = append(n.out, Note{Kind: k, Text: fmt.Sprintf(format, a...)})
 }
 func (n *Node) hdr(to m.UniqueAddress) Header { return Header{From: n.cfg.Self, To: to} }
 
@@ -197,6 +200,9 @@ func (n *Node) accept(msg Message) bool {
 
 func (n *Node) dispatch(msg Message) {
 	from := msg.Route().From
+	if isHandshake(msg) {
+		n.withdrawRefusal(from.Address())
+	}
 	switch msg := msg.(type) {
 	case InitJoin:
 		n.onInitJoin(from)
@@ -242,6 +248,8 @@ func (n *Node) dispatch(msg Message) {
 		n.onPeerProbeResult(msg.Peer, msg.Results)
 	case LeaseResult:
 		n.onLeaseResult(msg.Acquired)
+	case JoinRefused:
+		n.onJoinRefused(msg.By, msg.Cause)
 	}
 }
 

@@ -1,0 +1,117 @@
+package clustertls_test
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/cluster/daemon"
+	"github.com/otopcua/otopcua/internal/testcert"
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// seedNodeTimeout and selfFormAfter are the defaults the nodes run with
+// (seed-node-timeout 5 s, Cluster:SelfFormAfter 10 s); the refused node is
+// watched for longer than both together.
+const (
+	seedNodeTimeout = 5 * time.Second
+	selfFormAfter   = 10 * time.Second
+)
+
+// claimsPrimary reports nil when n is Up and, in its own view, the oldest
+// Up driver of its ClusterId alone with want members: the node that
+// publishes the Primary ServiceLevel.
+func claimsPrimary(n *procs.Node, members int) error {
+	v, err := n.Members()
+	if err != nil {
+		return err
+	}
+	self, ok := v.SelfMember()
+	if v.SelfStatus != procs.StatusUp || !ok {
+		return fmt.Errorf("%s is not Up: %s", n.Name, v)
+	}
+	oldest, ok := v.OldestUp("driver", self.ClusterID)
+	if !ok || oldest.Address != self.Address || oldest.UID != self.UID {
+		return fmt.Errorf("%s is not the oldest driver: %s", n.Name, v)
+	}
+	if len(v.Members) != members {
+		return fmt.Errorf("%s sees %d members, want %d: %s", n.Name, len(v.Members), members, v)
+	}
+	return nil
+}
+
+// TestRefusedFirstSeedNeverFormsItsOwnCluster: the first seed a of a
+// running pair is stopped and restarted with another Cluster:Secret. b
+// refuses it; a hears no InitJoinAck, yet long past seed-node-timeout and
+// the self-form window it is not Up — it does not form a second cluster of
+// the same ClusterId with a second Primary — and it logs why; b stays the
+// Primary alone. Restarted with the right secret, a joins as the youngest.
+func TestRefusedFirstSeedNeverFormsItsOwnCluster(t *testing.T) {
+	ca := testcert.NewCA(t, "site-a cluster ca")
+	ports := procs.NewPortSet(t, 2)
+	pa, pb := ports[0], ports[1]
+	seeds := []string{clusterAddr(pa), clusterAddr(pb)}
+	a := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
+	b := procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
+	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
+		if err := upMembers(a, seeds...); err != nil {
+			return err
+		}
+		return upMembers(b, seeds...)
+	})
+
+	// a stops gracefully; b is left the Primary alone.
+	a.Signal(syscall.SIGTERM)
+	a.WaitExit(30 * time.Second)
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return claimsPrimary(b, 1) })
+
+	// a comes back with the wrong secret.
+	a.Env = []string{secretEnv + otherSecret}
+	a.Restart()
+	started := time.Now()
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := a.Members()
+		return err
+	})
+	watch := seedNodeTimeout + selfFormAfter + 10*time.Second - time.Since(started)
+	procs.Holds(t, watch, 200*time.Millisecond, func() error {
+		v, err := a.Members()
+		if err != nil {
+			return err
+		}
+		if v.SelfStatus != procs.StatusNone || len(v.Members) != 0 {
+			return fmt.Errorf("a, refused by b, has a cluster of its own: %s\n%s", v, a.Log())
+		}
+		return claimsPrimary(b, 1)
+	})
+	if time.Since(started) < seedNodeTimeout+selfFormAfter {
+		t.Fatalf("watched a for only %v", time.Since(started))
+	}
+	want := daemon.LogNotFormingAlone + ": " + clusterAddr(pb) + " refused this node (wrong Cluster:Secret)"
+	if n := strings.Count(a.Log(), want); n != 1 {
+		t.Fatalf("a logged %q %d times in %v, want once:\n%s", want, n, time.Since(started).Round(time.Second), a.Log())
+	}
+	if err := logHas(a, daemon.LogJoinRefusedBy+" "+clusterAddr(pb)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(a.Log(), daemon.LogJoined) {
+		t.Fatalf("a says it joined or formed a cluster:\n%s", a.Log())
+	}
+
+	// Positive control: the right secret brings a in, as the youngest.
+	a.Signal(syscall.SIGKILL)
+	a.WaitExit(10 * time.Second)
+	a.Env = []string{secretEnv + secret}
+	a.Restart()
+	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
+		if err := upMembers(a, seeds...); err != nil {
+			return err
+		}
+		if err := upMembers(b, seeds...); err != nil {
+			return err
+		}
+		return claimsPrimary(b, 2)
+	})
+}
