@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/clustertls"
 	"github.com/otopcua/otopcua/cluster/daemon"
+	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
@@ -64,8 +67,9 @@ type clusterRuntime struct {
 
 // startTransport starts the actor system and its remote on Cluster:Port;
 // a used port is an error naming the key.
-// With Cluster:Tls set it runs over mutual TLS.
-func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, error) {
+// With Cluster:Tls set it runs over mutual TLS, and the credentials are
+// returned for startCluster.
+func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, *clustertls.Credentials, error) {
 	ac := actors.Config{
 		BindHost:      cfg.Cluster.Hostname,
 		Port:          cfg.Cluster.Port,
@@ -74,12 +78,13 @@ func startTransport(cfg *config.Config, logger *slog.Logger) (*actors.System, er
 	}
 	creds, err := clusterCredentials(cfg, "cluster transport", logger)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if creds != nil {
 		ac.ServerCredentials, ac.DialCredentials = creds.Server(), creds.Client()
 	}
-	return actors.Start(ac)
+	sys, err := actors.Start(ac)
+	return sys, creds, err
 }
 
 // clusterCredentials loads Cluster:Tls for the port named purpose; nil
@@ -97,8 +102,10 @@ func clusterCredentials(cfg *config.Config, purpose string, logger *slog.Logger)
 // other, forms the cluster; others use the self-form fallback).
 //
 // exits is the group of this node's singleton managers: the daemon's
-// graceful leave waits for their hand-over.
-func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
+// graceful leave waits for their hand-over. creds (nil without
+// Cluster:Tls) tell the daemon of peers whose certificate this node
+// refused, which keeps it from forming a cluster of its own beside them.
+func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Credentials, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
 	nc, err := daemon.NodeConfig(cfg, daemon.NewUID())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -107,6 +114,14 @@ func startCluster(cfg *config.Config, sys *actors.System, metrics *telemetry.Met
 		ExitingTasks: []func(context.Context) error{exits.Task}})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if creds != nil {
+		creds.OnPeerRejected(func(authority string) {
+			host, port, err := net.SplitHostPort(authority)
+			if p, perr := strconv.Atoi(port); err == nil && perr == nil {
+				d.PeerRefusedTLS(membership.Address{Host: host, Port: p})
+			}
+		})
 	}
 	if err := d.RegisterMetrics(metrics.Meter()); err != nil {
 		d.Stop()

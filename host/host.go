@@ -70,7 +70,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 
 	// The cluster transport listens first, so that a used Cluster:Port
 	// stops start-up before anything else listens or joins.
-	sys, err := startTransport(cfg, logger)
+	sys, creds, err := startTransport(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
 
 	var exits singleton.ExitGroup
-	cluster, err = startCluster(cfg, sys, metrics, &exits, logger)
+	cluster, err = startCluster(cfg, sys, creds, metrics, &exits, logger)
 	if err != nil {
 		return err
 	}

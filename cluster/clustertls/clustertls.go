@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -55,6 +56,28 @@ type Credentials struct {
 	limit  *limiter
 	// purpose names the port in log lines, e.g. "cluster transport".
 	purpose string
+	// rejected is told of a peer whose certificate this node refused.
+	rejected atomic.Pointer[func(authority string)]
+}
+
+// OnPeerRejected sets fn to be told, with the dialled host:port, of every
+// outgoing handshake in which this node refused the peer's certificate (not
+// signed by Cluster:Tls:CaFile, expired, or not naming the peer): the peer
+// answers but is not of this cluster. The membership daemon takes it as a
+// refusal, so that a node never forms a cluster of its own beside peers it
+// cannot trust. fn must not block; it may be called concurrently.
+func (c *Credentials) OnPeerRejected(fn func(authority string)) { c.rejected.Store(&fn) }
+
+// peerCertificateRefused reports whether err is this side's verification
+// of the peer's certificate failing.
+func peerCertificateRefused(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		invalid  x509.CertificateInvalidError
+		hostname x509.HostnameError
+	)
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &hostname)
 }
 
 // Load reads the three files. purpose names the port in log lines
@@ -138,6 +161,9 @@ func (l *logged) ClientHandshake(ctx context.Context, authority string, raw net.
 	conn, info, err := l.TransportCredentials.ClientHandshake(ctx, authority, raw)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		l.c.failedTo(authority, err)
+		if fn := l.c.rejected.Load(); fn != nil && peerCertificateRefused(err) {
+			(*fn)(authority)
+		}
 	}
 	return conn, info, err
 }

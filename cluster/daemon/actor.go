@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otopcua/otopcua/cluster/bootstrap"
 	"github.com/otopcua/otopcua/cluster/fastpath"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
@@ -37,6 +38,7 @@ type (
 	leaveCmd      struct{}
 	downCmd       struct{ addr m.Address }
 	joinCmd       struct{ addr m.Address }
+	tlsRefusedCmd struct{ addr m.Address }
 	lingerDone    struct{}
 )
 
@@ -133,6 +135,8 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 		a.step(node.Down{Header: a.local(), Node: msg.addr})
 	case joinCmd:
 		a.run(a.n.JoinTo(a.now(), msg.addr))
+	case tlsRefusedCmd:
+		a.step(node.JoinRefused{Header: a.local(), By: msg.addr, Cause: bootstrap.CauseTLS})
 	case lingerDone:
 		a.d.markDone(a.result())
 	case proto.Message:

@@ -273,6 +273,12 @@ func (d *Daemon) Down(addr membership.Address) { d.root.Send(d.pid, downCmd{addr
 // JoinTo joins the cluster of the node at addr instead of the seeds.
 func (d *Daemon) JoinTo(addr membership.Address) { d.root.Send(d.pid, joinCmd{addr}) }
 
+// PeerRefusedTLS tells the daemon that the peer at addr answers but its
+// certificate was refused in a TLS handshake (Cluster:Tls of another CA):
+// like a JoinRefused, it keeps this node from forming a cluster of its own
+// while it keeps asking the seeds (bootstrap.CauseTLS). It does not block.
+func (d *Daemon) PeerRefusedTLS(addr membership.Address) { d.root.Send(d.pid, tlsRefusedCmd{addr}) }
+
 // Done is closed when the node stopped: downed, removed, left, or the
 // daemon crashed. Result then says which.
 func (d *Daemon) Done() <-chan struct{} { return d.done }

@@ -115,3 +115,61 @@ func TestRefusedFirstSeedNeverFormsItsOwnCluster(t *testing.T) {
 		return claimsPrimary(b, 2)
 	})
 }
+
+// TestFirstSeedWithAnotherCANeverFormsItsOwnCluster: the first seed a of a
+// running TLS pair is restarted with a certificate of another CA. Its own
+// handshake refuses b's certificate, which the daemon takes as a refusal:
+// long past seed-node-timeout and the self-form window a is not Up (no
+// second cluster, no second Primary) while b stays the Primary alone.
+// Restarted with a certificate of the pair's CA, a joins as the youngest.
+func TestFirstSeedWithAnotherCANeverFormsItsOwnCluster(t *testing.T) {
+	ca, other := testcert.NewCA(t, "site-a cluster ca"), testcert.NewCA(t, "another site's ca")
+	ports := procs.NewPortSet(t, 2)
+	pa, pb := ports[0], ports[1]
+	seeds := []string{clusterAddr(pa), clusterAddr(pb)}
+	a := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
+	b := procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
+	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
+		if err := upMembers(a, seeds...); err != nil {
+			return err
+		}
+		return upMembers(b, seeds...)
+	})
+	a.Signal(syscall.SIGTERM)
+	a.WaitExit(30 * time.Second)
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return claimsPrimary(b, 1) })
+
+	stranger := procs.Start(t, "a-other-ca", nodeConfig(t, "a", pa, seeds, other), secretEnv+secret)
+	started := time.Now()
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := stranger.Members()
+		return err
+	})
+	watch := seedNodeTimeout + selfFormAfter + 10*time.Second - time.Since(started)
+	procs.Holds(t, watch, 200*time.Millisecond, func() error {
+		v, err := stranger.Members()
+		if err != nil {
+			return err
+		}
+		if v.SelfStatus != procs.StatusNone || len(v.Members) != 0 {
+			return fmt.Errorf("a with another CA's certificate has a cluster of its own: %s\n%s", v, stranger.Log())
+		}
+		return claimsPrimary(b, 1)
+	})
+	if want := daemon.LogNotFormingAlone + ": " + clusterAddr(pb) + " refused this node"; !strings.Contains(stranger.Log(), want) {
+		t.Fatalf("a's log lacks %q:\n%s", want, stranger.Log())
+	}
+	if strings.Contains(stranger.Log(), daemon.LogJoined) {
+		t.Fatalf("a says it joined or formed a cluster:\n%s", stranger.Log())
+	}
+
+	stranger.Signal(syscall.SIGKILL)
+	stranger.WaitExit(10 * time.Second)
+	back := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
+	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
+		if err := upMembers(back, seeds...); err != nil {
+			return err
+		}
+		return claimsPrimary(b, 2)
+	})
+}
