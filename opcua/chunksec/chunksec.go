@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/gopcua/opcua/uapolicy"
 )
@@ -145,4 +146,14 @@ func SymMaxBody(a *uapolicy.EncryptionAlgorithm, encrypt bool, bufSize uint32) u
 	}
 	blocks := (int(bufSize) - SymHeaderLen) / a.BlockSize()
 	return uint32(blocks*a.PlaintextBlockSize() - SeqHeaderLen - a.SignatureLength() - 1)
+}
+
+// SeqFollows reports whether sequence number next may follow prev on one
+// channel (Part 6 §6.7.2.4): it is prev+1, or prev has passed
+// MaxUint32-1024 and next has wrapped to below 1024.
+func SeqFollows(prev, next uint32) bool {
+	if prev < math.MaxUint32 && next == prev+1 {
+		return true
+	}
+	return prev > math.MaxUint32-1024 && next < 1024
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -55,15 +54,8 @@ func tokenExpiry(now time.Time, lifetime time.Duration) time.Time {
 	return now.Add(lifetime + lifetime/4)
 }
 
-// seqFollows reports whether next may follow prev on one channel (Part 6
-// §6.7.2.4): it is prev+1, or prev has passed MaxUint32-1024 and next has
-// wrapped to below 1024.
-func seqFollows(prev, next uint32) bool {
-	if prev < math.MaxUint32 && next == prev+1 {
-		return true
-	}
-	return prev > math.MaxUint32-1024 && next < 1024
-}
+// seqFollows reports whether next may follow prev on one channel.
+var seqFollows = chunksec.SeqFollows
 
 // errSecurity is a chunk that fails the security checks; it closes the
 // channel with code.
