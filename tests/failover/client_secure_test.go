@@ -62,13 +62,13 @@ func secureRig(t *testing.T, r *rig, clientDER []byte, names ...string) {
 	}
 }
 
-// Client drill C4: the C1 drill over Basic256Sha256 SignAndEncrypt. The
+// Client drill C5: the C1 drill over Basic256Sha256 SignAndEncrypt. The
 // CLI takes each node's certificate from its GetEndpoints answer
 // (--trust-server, each thumbprint printed once), connects to the Primary
 // on the secured endpoint, and after SIGKILL of the Primary fails over
 // once to the survivor, whose notifications resume on its own secured
 // channel.
-func TestClientDrill04KillPrimarySecured(t *testing.T) {
+func TestClientDrill05KillPrimarySecured(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, pairSpecs("site", "a", "b")...)
 	certFile, keyFile, der := clientIdentity(t, t.TempDir())
