@@ -56,12 +56,13 @@ var dialClient = func(ctx context.Context, opts client.Options) (session, error)
 type clientFlags struct {
 	url         string
 	failover    []string
-	security    string
 	timeout     time.Duration
 	preferHold  time.Duration
 	lostAfter   time.Duration
 	json        bool
 	noDiscovery bool
+
+	sec securityFlags // client_security.go
 }
 
 // durationFlag is a pflag.Value that takes a Go duration ("10s") or a .NET
@@ -95,7 +96,9 @@ func (c *cli) clientCmd() *cobra.Command {
 connects to the server with the highest ServiceLevel among the URLs given
 (-u, -F) and the servers they name, and moves to another server when the
 active one fails or another has held a higher ServiceLevel for --prefer-hold.
-Security mode None only. See docs/client.md.
+Security None by default; --security Policy:Mode with --cert/--key and
+--trust-server or --trust-dir for signed and encrypted endpoints. See
+docs/client.md.
 
 Exit codes: 0 ok, 1 runtime error (no server reachable, a request failed, a
 read or write result that is not Good), 2 usage error.`,
@@ -114,7 +117,7 @@ read or write result that is not Good), 2 usage error.`,
 	}
 	f.StringVarP(&g.url, "url", "u", "", "one endpoint of the set (opc.tcp://host:port)")
 	f.StringSliceVarP(&g.failover, "failover-urls", "F", nil, "comma-separated endpoints of the redundant set")
-	f.StringVar(&g.security, "security", "none", `security mode; only "none" is supported`)
+	addSecurityFlags(f, &g.sec, c.environ, c.stderr)
 	durationVar(&g.timeout, client.DefaultTimeout, "timeout", "connect and per-request timeout (10s or 00:00:10)")
 	f.BoolVar(&g.json, "json", false, "machine output: one JSON object per line")
 	durationVar(&g.preferHold, client.DefaultPreferHold, "prefer-hold", "how long another server must hold a higher ServiceLevel before the client moves to it")
@@ -168,8 +171,9 @@ func (g *clientFlags) options() (client.Options, error) {
 	if err != nil {
 		return client.Options{}, usageErr("%v", err)
 	}
-	if !strings.EqualFold(g.security, "none") {
-		return client.Options{}, usageErr(`--security %q: only "none" is supported`, g.security)
+	sec, err := g.sec.options()
+	if err != nil {
+		return client.Options{}, err
 	}
 	for _, d := range []struct {
 		name string
@@ -186,6 +190,7 @@ func (g *clientFlags) options() (client.Options, error) {
 		LostAfter:       g.lostAfter,
 		NoDiscovery:     g.noDiscovery,
 		ApplicationName: "otopcua client",
+		Security:        sec,
 	}, nil
 }
 

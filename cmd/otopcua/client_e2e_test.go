@@ -227,7 +227,7 @@ func TestClientUsageErrorsBinary(t *testing.T) {
 		want string
 	}{
 		{[]string{"read", "i=2267"}, "give a server: -u URL or -F URL1,URL2"},
-		{[]string{"-u", "opc.tcp://127.0.0.1:4840", "--security", "sign", "read", "i=2267"}, `--security "sign": only "none" is supported`},
+		{[]string{"-u", "opc.tcp://127.0.0.1:4840", "--security", "sign", "read", "i=2267"}, `--security "sign": accepted values are none or Policy:Mode`},
 		{[]string{"-u", "opc.tcp://127.0.0.1:4840", "write", "Tank=5"}, `write "Tank=5": want NODE=VALUE[:type]`},
 		{[]string{"-u", "opc.tcp://127.0.0.1:4840", "write", "ns=2;s=Tank=five:int32"}, `write ns=2;s=Tank: value "five" does not convert to int32`},
 		{[]string{"-F", "opc.tcp://127.0.0.1:4840,tcp://127.0.0.1:4841", "read", "i=2267"}, `"tcp://127.0.0.1:4841" is not an opc.tcp:// URL`},

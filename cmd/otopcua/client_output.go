@@ -162,6 +162,7 @@ type eventLine struct {
 	Resumed     string           `json:"resumed,omitempty"`
 	FailoverMs  float64          `json:"failoverMs"`
 	Transferred bool             `json:"transferred"`
+	Security    string           `json:"security,omitempty"` // Policy:Mode of the channel to To
 }
 
 // millis is d in milliseconds, to the microsecond.
@@ -180,6 +181,9 @@ func eventText(e client.Event) string {
 	default:
 		s = strings.ToUpper(string(e.Kind)) + " " + e.From.String() + " -> " + e.To.String()
 	}
+	if e.Security != "" {
+		s += "  security: " + e.Security
+	}
 	if e.Reason != "" {
 		s += "  reason: " + e.Reason
 	}
@@ -193,7 +197,7 @@ func (p *printer) event(e client.Event) error {
 	return p.line(lineTime(e.At)+"  "+eventText(e), eventLine{
 		Type: string(e.Kind), Time: jsonTime(e.At), From: e.From, To: e.To, Reason: e.Reason,
 		Interrupted: jsonTime(e.Interrupted), Resumed: jsonTime(e.Resumed),
-		FailoverMs: millis(e.FailoverTime), Transferred: e.Transferred,
+		FailoverMs: millis(e.FailoverTime), Transferred: e.Transferred, Security: e.Security,
 	})
 }
 

@@ -550,7 +550,11 @@ func TestClientUsageErrors(t *testing.T) {
 	}{
 		{[]string{"read", "i=2267"}, "give a server: -u URL or -F URL1,URL2"},
 		{[]string{"-u", "127.0.0.1:4840", "read", "i=2267"}, `"127.0.0.1:4840" is not an opc.tcp:// URL`},
-		{append(u, "--security", "sign", "read", "i=2267"), `--security "sign": only "none" is supported`},
+		{append(u, "--security", "sign", "read", "i=2267"), `--security "sign": accepted values are none or Policy:Mode`},
+		{append(u, "--security", "Basic256Sha256:None", "read", "i=2267"), `--security "Basic256Sha256:None": accepted values`},
+		{append(u, "--security", "Basic256Sha256:SignAndEncrypt", "read", "i=2267"), "needs --trust-server or --trust-dir DIR"},
+		{append(u, "--security", "Basic256Sha256:Sign", "--cert", "c.der", "--trust-server", "read", "i=2267"), "--cert and --key are given together"},
+		{append(u, "--trust-server", "read", "i=2267"), "need a secured --security"},
 		{append(u, "--timeout", "10", "read", "i=2267"), `"10" has no unit`},
 		{append(u, "--timeout", "0s", "read", "i=2267"), "--timeout 0s: must be positive"},
 		{append(u, "--lost-after", "-1s", "read", "i=2267"), "--lost-after -1s: must be positive"},

@@ -58,6 +58,10 @@ type Options struct {
 	Clock clockwork.Clock
 	// ApplicationName names the client in its sessions.
 	ApplicationName string
+
+	// Security signs (and encrypts) every connection; see Security.
+	// Default (nil): security None.
+	Security *Security
 }
 
 // ServerRef names one server of the set.
@@ -129,6 +133,9 @@ type Event struct {
 	// Transferred: the subscriptions were moved with
 	// TransferSubscriptions instead of being re-created.
 	Transferred bool `json:"transferred"`
+	// Security is the policy and mode of the channel to To, as
+	// "Basic256Sha256:SignAndEncrypt" or "None:None" ("" when To is none).
+	Security string `json:"security,omitempty"`
 }
 
 // Notification is one data change of a subscribed node.

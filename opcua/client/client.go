@@ -145,6 +145,9 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		inbox:   make(chan any, 64),
 		changed: make(chan struct{}),
 	}
+	if uri := opts.Security.applicationURI(); uri != "" {
+		c.app.ApplicationURI = uri
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	for _, u := range urls {
 		c.addServerLocked("", []string{u}, true) // no goroutine runs yet

@@ -53,7 +53,11 @@ type conn struct {
 func openConn(ctx context.Context, c *Client, srv *server, url string) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	ch, err := uaclient.Dial(ctx, url, uaclient.Options{DialTimeout: c.opts.Timeout, WriteTimeout: c.opts.Timeout})
+	chOpts, err := c.channelOptions(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := uaclient.Dial(ctx, url, chOpts)
 	if err != nil {
 		return nil, err
 	}

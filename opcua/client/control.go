@@ -366,7 +366,8 @@ func (c *Client) moveTo(to *server, d Decision) {
 		return // cannot happen: the rule only picks servers that are up
 	}
 	now := time.Now()
-	ev := Event{Kind: EventFailover, At: now, To: ServerRef{URI: cn.uri, URL: cn.url}, Interrupted: now}
+	ev := Event{Kind: EventFailover, At: now, To: ServerRef{URI: cn.uri, URL: cn.url}, Interrupted: now,
+		Security: SecurityName(cn.ch.Policy(), cn.ch.Mode())}
 	switch {
 	case d.Reason == Initial && c.pending != nil:
 		// Back after every server was lost: a failover from the old one.

@@ -1,8 +1,12 @@
 // Package client is otopcua's redundancy-aware OPC UA client: it connects
 // to the best server of a non-transparent redundant set and follows the
 // set as it changes. The `otopcua client` CLI, the failover drills and the
-// failover benchmark use it; it works against any OPC UA server with
-// security None (otopcua's own, node-opcua's, ...).
+// failover benchmark use it; it works against any OPC UA server
+// (otopcua's own, node-opcua's, ...) with security None or, with
+// Options.Security, a signed or signed-and-encrypted policy: every server
+// of the set is then reached on its own endpoint of that policy and mode,
+// with the certificate its GetEndpoints answer presents once
+// Security.TrustServer accepts it.
 //
 // What it does (OPC UA Part 4 §6.6.2.4, client behaviour for
 // non-transparent redundancy):

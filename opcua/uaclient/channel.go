@@ -16,6 +16,9 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/gopcua/opcua/uasc"
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/chunksec"
 	"github.com/otopcua/otopcua/opcua/uawire"
 )
 
@@ -43,6 +46,11 @@ type Options struct {
 	// LocalIP is the address to connect from, e.g. "127.0.0.2" to appear
 	// as another machine on loopback. Default: chosen by the kernel.
 	LocalIP string
+	// Security signs (and encrypts) the channel. Default (nil): security
+	// policy None.
+	Security *Security
+	// Clock schedules token renewals. Default: the real clock.
+	Clock clockwork.Clock
 }
 
 func (o Options) withDefaults() Options {
@@ -58,6 +66,9 @@ func (o Options) withDefaults() Options {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
 	return o
 }
 
@@ -71,19 +82,37 @@ type Reply struct {
 	First time.Time
 }
 
-// Channel is an OPC UA secure channel with security policy None.
+// Channel is an OPC UA secure channel: security policy None, or the
+// policy and mode of Options.Security.
 type Channel struct {
 	opts     Options
 	endpoint string
 	conn     *uacp.Conn
 	r        *bufio.Reader
+	sec      *chanSec // nil for None; fixed by Dial
 
-	chanID, tokenID uint32
-	maxBody         uint32 // body bytes per sent chunk
-	reqID           atomic.Uint32
+	chanID  uint32
+	bufSize uint32 // largest chunk we send
+	maxBody uint32 // body bytes per sent chunk; fixed by Dial
+	reqID   atomic.Uint32
 
-	wmu sync.Mutex // guards seq and writes to conn
+	wmu sync.Mutex // guards seq and writes to conn; taken before tmu
 	seq uint32     // wmu must be held.
+
+	tmu      sync.Mutex
+	send     *token            // secures what we send; tmu must be held.
+	recv     map[uint32]*token // tokens the server may use (current and previous); tmu must be held.
+	renewals atomic.Int64
+	renewing clockwork.Timer // tmu must be held.
+
+	// rseq is the sequence number of the last chunk received; lastSeqOK
+	// says whether one was. Only open (before the reader starts) and the
+	// reader goroutine touch them.
+	rseq      uint32
+	rseqKnown bool
+
+	failOnce sync.Once
+	failErr  error // why the channel was failed; set before the conn is closed
 
 	pmu     sync.Mutex
 	pending map[uint32]chan result // pmu must be held.
@@ -139,15 +168,21 @@ func Dial(ctx context.Context, endpoint string, opts Options) (*Channel, error) 
 		endpoint: endpoint,
 		conn:     conn,
 		r:        bufio.NewReaderSize(conn.TCPConn, 256<<10),
+		recv:     make(map[uint32]*token),
 		pending:  make(map[uint32]chan result),
 		done:     make(chan struct{}),
 	}
-	// The server's receive buffer bounds the chunks we send.
-	chunk := min(conn.ReceiveBufSize(), opts.ChunkSize)
-	if chunk < 8192 {
-		chunk = 8192 // Part 6 minimum
+	if opts.Security != nil {
+		if c.sec, err = newChanSec(opts.Security); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
-	c.maxBody = chunk - symChunkHead
+	// The server's receive buffer bounds the chunks we send.
+	c.bufSize = min(conn.ReceiveBufSize(), opts.ChunkSize)
+	if c.bufSize < 8192 {
+		c.bufSize = 8192 // Part 6 minimum
+	}
 	if err := c.open(ctx); err != nil {
 		conn.Close()
 		return nil, err
@@ -159,29 +194,16 @@ func Dial(ctx context.Context, endpoint string, opts Options) (*Channel, error) 
 // Endpoint is the URL the channel was dialled with.
 func (c *Channel) Endpoint() string { return c.endpoint }
 
-// open sends OpenSecureChannel and reads its response synchronously, before
-// the reader goroutine starts.
+// open sends OpenSecureChannel (Issue) and reads its response
+// synchronously, before the reader goroutine starts.
 func (c *Channel) open(ctx context.Context) error {
 	reqID := c.reqID.Add(1)
-	req := &ua.OpenSecureChannelRequest{
-		RequestHeader:         c.header(nil, reqID, c.opts.DialTimeout),
-		ClientProtocolVersion: 0,
-		RequestType:           ua.SecurityTokenRequestTypeIssue,
-		SecurityMode:          ua.MessageSecurityModeNone,
-		ClientNonce:           []byte{},
-		RequestedLifetime:     uint32(time.Hour / time.Millisecond),
+	req, err := c.openRequest(reqID, ua.SecurityTokenRequestTypeIssue)
+	if err != nil {
+		return err
 	}
 	c.seq++
-	m := &uasc.Message{
-		MessageHeader: &uasc.MessageHeader{
-			Header:                   uasc.NewHeader(uasc.MessageTypeOpenSecureChannel, uasc.ChunkTypeFinal, 0),
-			AsymmetricSecurityHeader: uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil),
-			SequenceHeader:           uasc.NewSequenceHeader(c.seq, reqID),
-		},
-		TypeID:  ua.NewFourByteExpandedNodeID(0, id.OpenSecureChannelRequest_Encoding_DefaultBinary),
-		Service: req,
-	}
-	b, err := m.Encode()
+	b, err := c.sec.openChunk(0, c.seq, reqID, req)
 	if err != nil {
 		return fmt.Errorf("uaclient: encode OpenSecureChannel: %w", err)
 	}
@@ -192,71 +214,238 @@ func (c *Channel) open(ctx context.Context) error {
 	if _, err := c.conn.Write(b); err != nil {
 		return fmt.Errorf("uaclient: send OpenSecureChannel: %w", err)
 	}
-	typ, _, raw, err := c.readChunk()
+	typ, raw, err := c.readChunk()
 	if err != nil {
 		return fmt.Errorf("uaclient: read OpenSecureChannel response: %w", err)
 	}
 	if typ != "OPNF" {
 		return fmt.Errorf("uaclient: OpenSecureChannel answered with %s", typ)
 	}
-	var ash uasc.AsymmetricSecurityHeader
-	n, err := ash.Decode(raw)
+	_, body, err := c.openBody(raw)
 	if err != nil {
-		return fmt.Errorf("uaclient: OpenSecureChannel response security header: %w", err)
+		return err
 	}
-	if len(raw) < n+seqHeaderLen {
-		return errors.New("uaclient: OpenSecureChannel response truncated")
-	}
-	_, svc, err := ua.DecodeService(raw[n+seqHeaderLen:])
+	resp, err := decodeOpenResponse(body)
 	if err != nil {
-		return fmt.Errorf("uaclient: decode OpenSecureChannel response: %w", err)
+		return err
 	}
-	resp, ok := svc.(*ua.OpenSecureChannelResponse)
-	if !ok {
-		return fmt.Errorf("uaclient: OpenSecureChannel answered with %T", svc)
-	}
-	if s := resp.ResponseHeader.ServiceResult; s != ua.StatusOK {
-		return fmt.Errorf("uaclient: OpenSecureChannel: %w", s)
+	tok, err := c.sec.newToken(req.ClientNonce, resp)
+	if err != nil {
+		return err
 	}
 	c.chanID = resp.SecurityToken.ChannelID
-	c.tokenID = resp.SecurityToken.TokenID
+	c.maxBody = c.sec.maxBody(tok, c.bufSize)
+	c.install(tok)
 	return nil
 }
 
-// readChunk reads one chunk and returns its type ("MSGF", "OPNC", ...), its
-// secure channel id and what follows the 12-byte message header.
-func (c *Channel) readChunk() (typ string, chanID uint32, rest []byte, err error) {
-	var hdr [msgHeaderLen]byte
-	if _, err := io.ReadFull(c.r, hdr[:8]); err != nil {
-		return "", 0, nil, err
+// openRequest is an OpenSecureChannel request of type typ with a fresh
+// client nonce.
+func (c *Channel) openRequest(reqID uint32, typ ua.SecurityTokenRequestType) (*ua.OpenSecureChannelRequest, error) {
+	nonce, err := c.sec.nonce()
+	if err != nil {
+		return nil, fmt.Errorf("uaclient: client nonce: %w", err)
+	}
+	mode, lifetime := ua.MessageSecurityModeNone, time.Hour
+	if c.sec != nil {
+		mode, lifetime = c.sec.mode, c.sec.lifetime
+	}
+	return &ua.OpenSecureChannelRequest{
+		RequestHeader:         c.header(nil, reqID, c.opts.DialTimeout),
+		ClientProtocolVersion: 0,
+		RequestType:           typ,
+		SecurityMode:          mode,
+		ClientNonce:           nonce,
+		RequestedLifetime:     uint32(lifetime / time.Millisecond),
+	}, nil
+}
+
+// openBody checks an OpenSecureChannel response chunk and returns its
+// request id and body.
+func (c *Channel) openBody(raw []byte) (uint32, []byte, error) {
+	p, err := c.sec.openPlain(raw)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := c.checkSeq(p); err != nil {
+		return 0, nil, err
+	}
+	return binary.LittleEndian.Uint32(p[4:]), p[seqHeaderLen:], nil
+}
+
+// checkSeq checks the sequence number of a received chunk's sequence
+// header p (Part 6 §6.7.2.4). Reader goroutine only.
+func (c *Channel) checkSeq(p []byte) error {
+	n := seqOf(p)
+	if c.rseqKnown && !chunksec.SeqFollows(c.rseq, n) {
+		return fmt.Errorf("%w: sequence number %d after %d", ErrSecurity, n, c.rseq)
+	}
+	c.rseq, c.rseqKnown = n, true
+	return nil
+}
+
+// install makes tok the token of what we send, keeps it and the previous
+// one for what we receive, and schedules its renewal.
+func (c *Channel) install(tok *token) {
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	for id := range c.recv {
+		if c.send == nil || id != c.send.id {
+			delete(c.recv, id)
+		}
+	}
+	c.send = tok
+	c.recv[tok.id] = tok
+	if c.sec == nil || tok.lifetime <= 0 {
+		return // a None channel's token is not renewed
+	}
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	c.renewing = c.opts.Clock.AfterFunc(renewAfter(tok.lifetime), c.renew)
+}
+
+// Renewals is how many times the security token was renewed.
+func (c *Channel) Renewals() int64 { return c.renewals.Load() }
+
+// renew sends OpenSecureChannel (Renew) and installs the new token; a
+// failure fails the channel.
+func (c *Channel) renew() {
+	reqID := c.reqID.Add(1)
+	req, err := c.openRequest(reqID, ua.SecurityTokenRequestTypeRenew)
+	if err != nil {
+		c.fail(err)
+		return
+	}
+	ch := make(chan result, 1)
+	c.pmu.Lock()
+	c.pending[reqID] = ch
+	c.pmu.Unlock()
+	if err := c.writeOpen(reqID, req); err != nil {
+		c.fail(err)
+		return
+	}
+	timer := c.opts.Clock.NewTimer(c.opts.DialTimeout)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-ch:
+	case <-timer.Chan():
+		c.fail(fmt.Errorf("%w: OpenSecureChannel (Renew) after %v", ErrTimeout, c.opts.DialTimeout))
+		return
+	case <-c.done:
+		return
+	}
+	if r.err != nil {
+		c.fail(fmt.Errorf("uaclient: renew the security token: %w", r.err))
+		return
+	}
+	resp, err := decodeOpenResponse(r.reply.Body)
+	if err == nil && resp.SecurityToken.ChannelID != c.chanID {
+		err = fmt.Errorf("%w: renewal answered for channel %d", ErrSecurity, resp.SecurityToken.ChannelID)
+	}
+	var tok *token
+	if err == nil {
+		tok, err = c.sec.newToken(req.ClientNonce, resp)
+	}
+	if err != nil {
+		c.fail(fmt.Errorf("uaclient: renew the security token: %w", err))
+		return
+	}
+	c.wmu.Lock() // no chunk is half-sent with the old token
+	c.install(tok)
+	c.wmu.Unlock()
+	c.renewals.Add(1)
+}
+
+// writeOpen sends an OpenSecureChannel request on the open channel.
+func (c *Channel) writeOpen(reqID uint32, req *ua.OpenSecureChannelRequest) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	select {
+	case <-c.done:
+		return c.doneErr
+	default:
+	}
+	c.seq++
+	b, err := c.sec.openChunk(c.chanID, c.seq, reqID, req)
+	if err != nil {
+		return fmt.Errorf("uaclient: encode OpenSecureChannel: %w", err)
+	}
+	c.conn.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
+	if _, err := c.conn.Write(b); err != nil {
+		c.conn.Close()
+		return fmt.Errorf("%w: write: %v", ErrClosed, err)
+	}
+	return nil
+}
+
+// fail closes the connection for err; the reader then ends the channel
+// with it. Only the first cause is kept.
+func (c *Channel) fail(err error) {
+	c.failOnce.Do(func() {
+		c.failErr = err
+		c.conn.Close()
+	})
+}
+
+// readChunk reads one chunk and returns its type ("MSGF", "OPNC", ...)
+// and the whole chunk, message header included.
+func (c *Channel) readChunk() (typ string, raw []byte, err error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(c.r, hdr[:]); err != nil {
+		return "", nil, err
 	}
 	typ = string(hdr[:4])
 	size := binary.LittleEndian.Uint32(hdr[4:8])
 	if typ[:3] == "ERR" {
 		if size < 16 || size > 1<<20 {
-			return typ, 0, nil, fmt.Errorf("uaclient: ERR message of %d bytes", size)
+			return typ, nil, fmt.Errorf("uaclient: ERR message of %d bytes", size)
 		}
 		body := make([]byte, size-8)
 		if _, err := io.ReadFull(c.r, body); err != nil {
-			return typ, 0, nil, err
+			return typ, nil, err
 		}
 		e := new(uacp.Error)
 		if _, err := e.Decode(body); err != nil {
-			return typ, 0, nil, fmt.Errorf("uaclient: decode ERR: %w", err)
+			return typ, nil, fmt.Errorf("uaclient: decode ERR: %w", err)
 		}
-		return typ, 0, nil, fmt.Errorf("uaclient: server sent ERR: %w", e)
+		return typ, nil, fmt.Errorf("uaclient: server sent ERR: %w", e)
 	}
-	if size < msgHeaderLen || int(size) > c.opts.MaxMessageSize {
-		return typ, 0, nil, fmt.Errorf("uaclient: %s chunk of %d bytes", typ, size)
+	if size < msgHeaderLen+symHeaderLen+seqHeaderLen || int(size) > c.opts.MaxMessageSize {
+		return typ, nil, fmt.Errorf("uaclient: %s chunk of %d bytes", typ, size)
 	}
-	if _, err := io.ReadFull(c.r, hdr[8:12]); err != nil {
-		return typ, 0, nil, err
+	raw = make([]byte, size)
+	copy(raw, hdr[:])
+	if _, err := io.ReadFull(c.r, raw[8:]); err != nil {
+		return typ, nil, err
 	}
-	rest = make([]byte, size-msgHeaderLen)
-	if _, err := io.ReadFull(c.r, rest); err != nil {
-		return typ, 0, nil, err
+	return typ, raw, nil
+}
+
+// msgBody checks a MSG chunk (token, signature, encryption, sequence
+// number) and returns its request id and body.
+func (c *Channel) msgBody(raw []byte) (uint32, []byte, error) {
+	if id := binary.LittleEndian.Uint32(raw[8:]); id != c.chanID {
+		return 0, nil, fmt.Errorf("%w: chunk for channel %d, ours is %d", ErrSecurity, id, c.chanID)
 	}
-	return typ, binary.LittleEndian.Uint32(hdr[8:12]), rest, nil
+	tokID := binary.LittleEndian.Uint32(raw[msgHeaderLen:])
+	c.tmu.Lock()
+	tok := c.recv[tokID]
+	c.tmu.Unlock()
+	if tok == nil {
+		return 0, nil, fmt.Errorf("%w: chunk with unknown token %d", ErrSecurity, tokID)
+	}
+	p, err := c.sec.msgPlain(tok, raw)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := c.checkSeq(p); err != nil {
+		return 0, nil, err
+	}
+	return binary.LittleEndian.Uint32(p[4:]), p[seqHeaderLen:], nil
 }
 
 // readLoop assembles chunks into responses and hands each to the request
@@ -270,17 +459,23 @@ func (c *Channel) readLoop() {
 	var err error
 	for {
 		var typ string
-		var rest []byte
-		typ, _, rest, err = c.readChunk()
+		var raw, body []byte
+		var reqID uint32
+		typ, raw, err = c.readChunk()
 		if err != nil {
 			break
 		}
-		if len(rest) < symHeaderLen+seqHeaderLen {
-			err = fmt.Errorf("uaclient: %s chunk too short", typ)
+		switch typ {
+		case "OPNF":
+			reqID, body, err = c.openBody(raw)
+		case "MSGC", "MSGF", "MSGA":
+			reqID, body, err = c.msgBody(raw)
+		default:
+			err = fmt.Errorf("uaclient: chunk type %q", typ)
+		}
+		if err != nil {
 			break
 		}
-		reqID := binary.LittleEndian.Uint32(rest[symHeaderLen+4:])
-		body := rest[symHeaderLen+seqHeaderLen:]
 		switch typ[3] {
 		case 'C':
 			p, ok := partial[reqID]
@@ -315,7 +510,13 @@ func (c *Channel) readLoop() {
 			break
 		}
 	}
-	c.doneErr = fmt.Errorf("%w: %v", ErrClosed, err)
+	c.fail(err)
+	c.doneErr = fmt.Errorf("%w: %w", ErrClosed, c.failErr)
+	c.tmu.Lock()
+	if c.renewing != nil {
+		c.renewing.Stop()
+	}
+	c.tmu.Unlock()
 	close(c.done)
 }
 
@@ -355,7 +556,7 @@ func (c *Channel) Request(ctx context.Context, req ua.Request, auth *ua.NodeID, 
 	m := &uasc.Message{
 		MessageHeader: &uasc.MessageHeader{
 			Header:                  uasc.NewHeader(uasc.MessageTypeMessage, uasc.ChunkTypeFinal, c.chanID),
-			SymmetricSecurityHeader: uasc.NewSymmetricSecurityHeader(c.tokenID),
+			SymmetricSecurityHeader: uasc.NewSymmetricSecurityHeader(0), // set by write
 			SequenceHeader:          uasc.NewSequenceHeader(0, reqID),
 		},
 		TypeID:  ua.NewFourByteExpandedNodeID(0, typeID),
@@ -404,10 +605,19 @@ func (c *Channel) write(chunks [][]byte) error {
 		return c.doneErr
 	default:
 	}
+	c.tmu.Lock()
+	tok := c.send
+	c.tmu.Unlock()
 	c.conn.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
 	for _, b := range chunks {
 		c.seq++
+		binary.LittleEndian.PutUint32(b[msgHeaderLen:], tok.id)
 		binary.LittleEndian.PutUint32(b[msgHeaderLen+symHeaderLen:], c.seq)
+		b, err := c.sec.sealMsg(tok, b)
+		if err != nil {
+			c.fail(fmt.Errorf("uaclient: secure a chunk: %w", err))
+			return fmt.Errorf("%w: secure a chunk: %v", ErrClosed, err)
+		}
 		if _, err := c.conn.Write(b); err != nil {
 			c.conn.Close()
 			return fmt.Errorf("%w: write: %v", ErrClosed, err)
@@ -448,7 +658,7 @@ func (c *Channel) Close() error {
 		m := &uasc.Message{
 			MessageHeader: &uasc.MessageHeader{
 				Header:                  uasc.NewHeader(uasc.MessageTypeCloseSecureChannel, uasc.ChunkTypeFinal, c.chanID),
-				SymmetricSecurityHeader: uasc.NewSymmetricSecurityHeader(c.tokenID),
+				SymmetricSecurityHeader: uasc.NewSymmetricSecurityHeader(0), // set by write
 				SequenceHeader:          uasc.NewSequenceHeader(0, reqID),
 			},
 			TypeID:  ua.NewFourByteExpandedNodeID(0, id.CloseSecureChannelRequest_Encoding_DefaultBinary),

@@ -1,6 +1,9 @@
 // Package uaclient is otopcua's lean OPC UA client transport: one secure
-// channel with security policy None over gopcua's uacp transport, framed
-// with gopcua's uasc message types, anonymous sessions, plus a decoder for
+// channel over gopcua's uacp transport, framed with gopcua's uasc message
+// types, with security policy None or (Options.Security) Basic256Sha256,
+// Aes128_Sha256_RsaOaep or Aes256_Sha256_RsaPss in Sign or SignAndEncrypt
+// mode — the primitives are gopcua's uapolicy, the chunk layout
+// opcua/chunksec, shared with otopcua's server — anonymous sessions, plus a decoder for
 // PublishResponse bodies that reads only what the subscription benchmark
 // needs. The failover client (opcua/client) and the benchmarks build on it.
 //
@@ -19,7 +22,17 @@
 //     connection is gone.
 //  2. One goroutine reads the socket; any number may send (writes are
 //     serialised by a mutex, chunk sequence numbers assigned under it).
+//  3. On a secured channel every chunk sent is signed (and encrypted) with
+//     the current token, every chunk received is verified (and decrypted)
+//     and its sequence number must follow the previous one; a chunk that
+//     fails closes the channel with an error wrapping ErrSecurity. The
+//     token is renewed after RenewFraction of its revised lifetime; the
+//     previous token stays valid for what the server sends until it
+//     switches.
+//  4. Lock order: wmu (writes) before tmu (tokens).
 //
-// Duties of the caller: Close the Channel when done; decode a Reply's body
+// Duties of the caller: decide whether the server certificate given in
+// Security.ServerCertificate is trusted (the Channel only checks that the
+// server proves it holds its key); Close the Channel when done; decode a Reply's body
 // (ua.DecodeService or DecodePublish) on its own goroutine.
 package uaclient

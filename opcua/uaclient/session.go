@@ -77,12 +77,20 @@ func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, e
 		EndpointURL:             ch.Endpoint(),
 		SessionName:             p.Name,
 		ClientNonce:             nonce,
+		ClientCertificate:       ch.clientCertificate(),
 		RequestedSessionTimeout: float64(p.Timeout / time.Millisecond),
 	}, nil, callTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("CreateSession: %w", err)
 	}
 	cs := resp.(*ua.CreateSessionResponse)
+	if err := ch.checkServerSignature(nonce, cs); err != nil {
+		return nil, err
+	}
+	clientSig, err := ch.clientSignature(cs.ServerNonce)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
 		ch:      ch,
 		auth:    cs.AuthenticationToken,
@@ -96,7 +104,7 @@ func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, e
 		}
 	}
 	_, err = ch.Call(ctx, &ua.ActivateSessionRequest{
-		ClientSignature:    &ua.SignatureData{},
+		ClientSignature:    clientSig,
 		LocaleIDs:          []string{},
 		UserIdentityToken:  ua.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyID: anonymousPolicyID(cs.ServerEndpoints)}),
 		UserTokenSignature: &ua.SignatureData{},

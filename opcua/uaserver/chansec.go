@@ -2,15 +2,15 @@ package uaserver
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uapolicy"
 	"github.com/gopcua/opcua/uasc"
+
+	"github.com/otopcua/otopcua/opcua/chunksec"
 )
 
 // The crypto of a secure channel (OPC UA Part 6 §6.7): the asymmetric
@@ -54,15 +54,8 @@ func tokenExpiry(now time.Time, lifetime time.Duration) time.Time {
 	return now.Add(lifetime + lifetime/4)
 }
 
-// seqFollows reports whether next may follow prev on one channel (Part 6
-// §6.7.2.4): it is prev+1, or prev has passed MaxUint32-1024 and next has
-// wrapped to below 1024.
-func seqFollows(prev, next uint32) bool {
-	if prev < math.MaxUint32 && next == prev+1 {
-		return true
-	}
-	return prev > math.MaxUint32-1024 && next < 1024
-}
+// seqFollows reports whether next may follow prev on one channel.
+var seqFollows = chunksec.SeqFollows
 
 // errSecurity is a chunk that fails the security checks; it closes the
 // channel with code.
@@ -77,105 +70,15 @@ func securityErr(code ua.StatusCode, format string, args ...any) *errSecurity {
 	return &errSecurity{code: code, reason: fmt.Sprintf(format, args...)}
 }
 
-// stripPadding removes the padding (Part 6 §6.7.2.5: PaddingSize, Padding
-// bytes each equal to it, ExtraPaddingSize when extra) from the end of p.
-func stripPadding(p []byte, extra bool) ([]byte, bool) {
-	extraN := 0
-	if extra {
-		extraN = 1
-	}
-	if len(p) < 1+extraN {
-		return nil, false
-	}
-	n := int(p[len(p)-1-extraN])
-	if extra {
-		n |= int(p[len(p)-1]) << 8
-	}
-	total := n + 1 + extraN
-	if total > len(p) {
-		return nil, false
-	}
-	low := byte(n)
-	for _, x := range p[len(p)-total : len(p)-extraN] {
-		if x != low {
-			return nil, false
-		}
-	}
-	return p[:len(p)-total], true
-}
+// seal and unseal frame the chunk crypto the same way the client does
+// (opcua/chunksec); a failed unseal closes the channel with
+// BadSecurityChecksFailed.
+var seal = chunksec.Seal
 
-// seal signs chunk (headers through body, hdrLen bytes of message and
-// security header first) with alg and, when encrypt, pads and encrypts
-// everything after the security header. It sets the MessageSize field and
-// returns the chunk to send. extra says whether the padding has an
-// ExtraPaddingSize byte (the encrypting key is longer than 2048 bits).
-func seal(chunk []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, encrypt, extra bool) ([]byte, error) {
-	sigLen := alg.SignatureLength()
-	size := len(chunk) + sigLen
-	if encrypt {
-		pb := alg.PlaintextBlockSize()
-		extraN := 0
-		if extra {
-			extraN = 1
-		}
-		pad := 0
-		if r := (len(chunk) - hdrLen + 1 + extraN + sigLen) % pb; r != 0 {
-			pad = pb - r
-		}
-		for range pad + 1 {
-			chunk = append(chunk, byte(pad))
-		}
-		if extra {
-			chunk = append(chunk, byte(pad>>8))
-		}
-		size = hdrLen + (len(chunk)-hdrLen+sigLen)/pb*alg.BlockSize()
-	}
-	binary.LittleEndian.PutUint32(chunk[4:], uint32(size))
-	sig, err := alg.Signature(chunk)
-	if err != nil {
-		return nil, fmt.Errorf("sign: %w", err)
-	}
-	chunk = append(chunk, sig...)
-	if !encrypt {
-		return chunk, nil
-	}
-	c, err := alg.Encrypt(chunk[hdrLen:])
-	if err != nil {
-		return nil, fmt.Errorf("encrypt: %w", err)
-	}
-	return append(chunk[:hdrLen], c...), nil
-}
-
-// unseal reverses seal for a received chunk b: it decrypts what follows
-// hdrLen bytes when decrypt (cipher blocks of blockSize), checks the
-// signature of sigLen bytes and the padding, and returns the plaintext
-// after the security header (sequence header and body).
 func unseal(b []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, decrypt bool, blockSize, sigLen int, extra bool) ([]byte, *errSecurity) {
-	msg := b
-	if decrypt {
-		c := b[hdrLen:]
-		if len(c) == 0 || len(c)%blockSize != 0 {
-			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "%d encrypted bytes: not whole blocks of %d", len(c), blockSize)
-		}
-		p, err := alg.Decrypt(c)
-		if err != nil {
-			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "decrypt: %v", err)
-		}
-		msg = append(append(make([]byte, 0, hdrLen+len(p)), b[:hdrLen]...), p...)
-	}
-	if len(msg) < hdrLen+seqHeaderLen+sigLen {
-		return nil, securityErr(ua.StatusBadSecurityChecksFailed, "chunk too short for its signature")
-	}
-	signed, sig := msg[:len(msg)-sigLen], msg[len(msg)-sigLen:]
-	if err := alg.VerifySignature(signed, sig); err != nil {
-		return nil, securityErr(ua.StatusBadSecurityChecksFailed, "signature: %v", err)
-	}
-	p := signed[hdrLen:]
-	if decrypt {
-		var ok bool
-		if p, ok = stripPadding(p, extra); !ok || len(p) < seqHeaderLen {
-			return nil, securityErr(ua.StatusBadSecurityChecksFailed, "bad padding")
-		}
+	p, err := chunksec.Unseal(b, hdrLen, alg, decrypt, blockSize, sigLen, extra)
+	if err != nil {
+		return nil, securityErr(ua.StatusBadSecurityChecksFailed, "%v", err)
 	}
 	return p, nil
 }
@@ -207,13 +110,9 @@ func (s *chanSecurity) sealSym(tok *secToken, chunk []byte) ([]byte, error) {
 // (Part 6 §6.7.2.5).
 func (s *chanSecurity) symMaxBody(a *uapolicy.EncryptionAlgorithm, bufSize uint32) uint32 {
 	if !s.secured() {
-		return bufSize - symHeaderLen
+		a = nil
 	}
-	if !s.encrypted() {
-		return bufSize - symHeaderLen - uint32(a.SignatureLength())
-	}
-	blocks := (int(bufSize) - 16) / a.BlockSize()
-	return uint32(blocks*a.PlaintextBlockSize() - seqHeaderLen - a.SignatureLength() - 1)
+	return chunksec.SymMaxBody(a, s.encrypted(), bufSize)
 }
 
 // openSecurity checks the asymmetric security header of an

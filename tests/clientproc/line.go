@@ -50,6 +50,7 @@ type Line struct {
 	FailoverMs  float64
 	HasMs       bool // failoverMs was present
 	Transferred bool
+	Security    string // "Policy:Mode" of the channel to To ("" when not printed)
 }
 
 // Level is a notification's value as a ServiceLevel byte; false for an
@@ -88,6 +89,7 @@ type wire struct {
 	Resumed         string          `json:"resumed"`
 	FailoverMs      *float64        `json:"failoverMs"`
 	Transferred     bool            `json:"transferred"`
+	Security        string          `json:"security"`
 }
 
 // ParseLine decodes one line against the CLI's contract: a known type, an
@@ -104,7 +106,7 @@ func ParseLine(b []byte, read time.Time) (Line, error) {
 		return Line{}, errors.New("more than one JSON value on the line")
 	}
 	l := Line{Raw: string(b), Read: read, Type: w.Type, Node: w.Node, Value: w.Value, DataType: w.DataType,
-		Status: w.Status, Server: w.Server, URL: w.URL, From: w.From, To: w.To, Reason: w.Reason, Transferred: w.Transferred}
+		Status: w.Status, Server: w.Server, URL: w.URL, From: w.From, To: w.To, Reason: w.Reason, Transferred: w.Transferred, Security: w.Security}
 	var err error
 	if l.Time, err = parseTime("time", w.Time, true); err != nil {
 		return Line{}, err

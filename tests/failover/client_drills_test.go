@@ -29,6 +29,9 @@ import (
 //	C3 the client starts on the Secondary (the Primary unreachable for it
 //	   only) → once the Primary is reachable, one failover after
 //	   --prefer-hold (not before, not much later), then no flapping
+//	C5 (client_secure_test.go) C1 with --security
+//	   Basic256Sha256:SignAndEncrypt: the CLI's events say the secured
+//	   policy, each node's certificate is trusted once
 
 // moveWithin bounds a failover for a level that left the healthy band,
 // from when the rig's own watcher saw the drop: the client sees the level
