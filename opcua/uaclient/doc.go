@@ -1,6 +1,8 @@
 // Package uaclient is otopcua's lean OPC UA client transport: one secure
 // channel with security policy None over gopcua's uacp transport, framed
-// with gopcua's uasc message types, anonymous sessions, plus a decoder for
+// with gopcua's uasc message types, sessions activated anonymously or with
+// a UserName token (the password encrypted for the server certificate,
+// never sent in clear text), plus a decoder for
 // PublishResponse bodies that reads only what the subscription benchmark
 // needs. The failover client (opcua/client) and the benchmarks build on it.
 //
