@@ -39,7 +39,9 @@ func (d directory) Verify(_ context.Context, name, password, _ string) (string, 
 	return "Operator", ua.StatusOK
 }
 
-func (directory) Role(context.Context, string) (string, ua.StatusCode) { return "", ua.StatusBadUserAccessDenied }
+func (directory) Role(context.Context, string) (string, ua.StatusCode) {
+	return "", ua.StatusBadUserAccessDenied
+}
 
 // userSet starts servers a (250) and b (240), each with its own
 // certificate, that check UserName tokens against one directory; checks
