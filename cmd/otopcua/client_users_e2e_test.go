@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +23,10 @@ import (
 // test rig's.
 
 const (
+	// userTimeout is the client's --timeout: the node checks a password
+	// with bcrypt, which under -race on a loaded two-core machine takes
+	// seconds.
+	userTimeout      = "30s"
 	operatorPassword = "otto-operator-pw"
 	viewerPassword   = "vera-viewer-pw1"
 )
@@ -116,7 +121,7 @@ func setpointNode(t *testing.T, url, password string) string {
 // ""): its value when Good, else nil.
 func readValue(t *testing.T, url, node, password string) any {
 	t.Helper()
-	args := []string{"-u", url, "--no-discovery", "--json"}
+	args := []string{"-u", url, "--no-discovery", "--json", "--timeout", userTimeout}
 	if password != "" {
 		args = append(args, "--user", "otto")
 	}
@@ -148,7 +153,7 @@ func TestClientUsers(t *testing.T) {
 	n := procs.Start(t, "solo", cfgs["solo"])
 	n.WaitReady(30 * time.Second)
 	url := n.Endpoint()
-	u := []string{"-u", url, "--no-discovery", "--timeout", "5s"}
+	u := []string{"-u", url, "--no-discovery", "--timeout", userTimeout}
 	node := setpointNode(t, url, "")
 	waitPrimary(t, url)
 
@@ -210,7 +215,7 @@ func TestClientUserWithoutCertificate(t *testing.T) {
 	cfg["OpcUa"].(map[string]any)["Security"] = map[string]any{"PkiDir": filepath.Join(t.TempDir(), "pki")}
 	n := procs.Start(t, "nocert", cfg)
 	n.WaitReady(30 * time.Second)
-	r := runAs(t, operatorPassword, "-u", n.Endpoint(), "--no-discovery", "--timeout", "5s", "--user", "otto", "read", "i=2267")
+	r := runAs(t, operatorPassword, "-u", n.Endpoint(), "--no-discovery", "--timeout", userTimeout, "--user", "otto", "read", "i=2267")
 	if r.code != exitFailure || !strings.Contains(r.stderr, "the server offers no UserName token; it needs an application instance certificate") {
 		t.Fatalf("want exit 1 explaining the missing UserName token; %s", r)
 	}
@@ -226,7 +231,7 @@ func TestClientUserFollowsAFailover(t *testing.T) {
 	a.WaitReady(30 * time.Second)
 	b := procs.Start(t, "b", cfgs["b"])
 	b.WaitReady(30 * time.Second)
-	fu := []string{"-F", a.Endpoint() + "," + b.Endpoint(), "--timeout", "5s", "--lost-after", "1s"}
+	fu := []string{"-F", a.Endpoint() + "," + b.Endpoint(), "--timeout", userTimeout, "--lost-after", "2s"}
 
 	r := runAs(t, "", append(fu, "read", "i=2267")...)
 	if r.code != exitFailure || !strings.Contains(r.stderr, "BadIdentityTokenRejected") {
@@ -246,8 +251,8 @@ func TestClientUserFollowsAFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -297,4 +302,22 @@ func TestClientUserFollowsAFailover(t *testing.T) {
 	if l := r.jsonLines(t); r.code != 0 || len(l) != 1 || l[0]["status"] != "Good" || l[0]["server"] != "urn:b:otopcua" {
 		t.Fatalf("write as otto after the failover: want Good from b; %s", r)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer // mu must be held.
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
