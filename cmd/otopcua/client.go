@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,9 +13,11 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/opcua/client"
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // session is what the client commands use of *client.Client. Tests replace
@@ -62,7 +65,10 @@ type clientFlags struct {
 	json        bool
 	noDiscovery bool
 
-	sec securityFlags // client_security.go
+	sec  securityFlags // client_security.go
+	user string
+	// password returns the password of user (see clientPassword).
+	password func(user string) (string, error)
 }
 
 // durationFlag is a pflag.Value that takes a Go duration ("10s") or a .NET
@@ -97,7 +103,10 @@ connects to the server with the highest ServiceLevel among the URLs given
 (-u, -F) and the servers they name, and moves to another server when the
 active one fails or another has held a higher ServiceLevel for --prefer-hold.
 Security None by default; --security Policy:Mode with --cert/--key and
---trust-server or --trust-dir for signed and encrypted endpoints. See
+--trust-server or --trust-dir for signed and encrypted endpoints.
+--user NAME activates the sessions as an admin user (the password from
+OTOPCUA_PASSWORD, or asked for on a terminal; never from the command
+line), encrypted for each server. See
 docs/client.md.
 
 Exit codes: 0 ok, 1 runtime error (no server reachable, a request failed, a
@@ -123,6 +132,8 @@ read or write result that is not Good), 2 usage error.`,
 	durationVar(&g.preferHold, client.DefaultPreferHold, "prefer-hold", "how long another server must hold a higher ServiceLevel before the client moves to it")
 	durationVar(&g.lostAfter, client.DefaultLostAfter, "lost-after", "a server silent for this long is lost")
 	f.BoolVar(&g.noDiscovery, "no-discovery", false, "use only the given URLs; do not follow ServerArray, ServerUriArray or FindServers")
+	f.StringVar(&g.user, "user", "", "activate the sessions as this user; the password from $"+passwordEnv+" or a prompt on a terminal")
+	g.password = func(user string) (string, error) { return clientPassword(c.environ, os.Stdin, c.stderr, user) }
 	cmd.AddCommand(c.clientReadCmd(g), c.clientWriteCmd(g), c.clientBrowseCmd(g),
 		c.clientSubscribeCmd(g), c.clientRedundancyCmd(g))
 	return cmd
@@ -183,7 +194,16 @@ func (g *clientFlags) options() (client.Options, error) {
 			return client.Options{}, usageErr("--%s %s: must be positive", d.name, d.v)
 		}
 	}
+	var user *uaclient.UserName
+	if g.user != "" {
+		pw, err := g.password(g.user)
+		if err != nil {
+			return client.Options{}, usageErr("--user %s: %v", g.user, err)
+		}
+		user = &uaclient.UserName{Name: g.user, Password: pw}
+	}
 	return client.Options{
+		User:            user,
 		URLs:            urls,
 		PreferHold:      g.preferHold,
 		Timeout:         g.timeout,
@@ -240,4 +260,36 @@ func parseNodes(args []string) ([]*ua.NodeID, error) {
 		nodes = append(nodes, n)
 	}
 	return nodes, nil
+}
+
+// passwordEnv is the environment variable --user takes its password from.
+const passwordEnv = "OTOPCUA_PASSWORD"
+
+// clientPassword is user's password: $OTOPCUA_PASSWORD when set, else
+// asked for without echo when in is a terminal. A password is never read
+// from the command line, nor from a non-terminal stdin (that is the
+// commands' own input).
+func clientPassword(environ []string, in *os.File, prompt io.Writer, user string) (string, error) {
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, passwordEnv+"="); ok {
+			if v == "" {
+				return "", errors.New(passwordEnv + " is set but empty")
+			}
+			return v, nil
+		}
+	}
+	fd := int(in.Fd())
+	if !term.IsTerminal(fd) {
+		return "", errors.New("no password: set " + passwordEnv + ", or run on a terminal to be asked for it")
+	}
+	fmt.Fprintf(prompt, "Password for %s: ", user)
+	pw, err := term.ReadPassword(fd)
+	fmt.Fprintln(prompt)
+	if err != nil {
+		return "", fmt.Errorf("read the password: %w", err)
+	}
+	if len(pw) == 0 {
+		return "", errors.New("no password typed")
+	}
+	return string(pw), nil
 }

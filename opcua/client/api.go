@@ -8,10 +8,14 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // ErrNoServer: no server of the set could be reached. The error wrapping it
-// names every URL tried and why it failed.
+// names every URL tried and why it failed, and wraps each server's last
+// error too (errors.As finds a *uaclient.ActivationError when a server
+// refused the user).
 var ErrNoServer = errors.New("no server of the redundant set is reachable")
 
 // ErrClosed: the Client was closed.
@@ -62,6 +66,13 @@ type Options struct {
 	// Security signs (and encrypts) every connection; see Security.
 	// Default (nil): security None.
 	Security *Security
+
+	// User activates every session (on every server of the set, and again
+	// after each reconnect and failover) with this user's UserName token,
+	// the password encrypted with each server's own certificate and nonce.
+	// A server that offers no encrypted UserName token is not used
+	// (uaclient.ErrNoUserNameToken). nil: anonymous sessions.
+	User *uaclient.UserName
 }
 
 // ServerRef names one server of the set.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // Client is a redundancy-aware OPC UA client. Safe for concurrent use.
@@ -53,6 +55,7 @@ type server struct {
 	level      byte
 	levelKnown bool
 	err        string // why the last attempt or session failed; "" while none has
+	lastErr    error  // the error err describes
 	dropped    bool   // merged into another record; its loop ends
 	running    bool
 }
@@ -226,6 +229,11 @@ func (c *Client) serverLoop(s *server) {
 				err = fmt.Errorf("%s: %w", url, err)
 			}
 			c.post(msgFailed{srv: s, err: err})
+			if refusedIdentity(err) {
+				// Asking again at once would only count against the
+				// client's address at the server (its lockout).
+				backoff = c.opts.MaxBackoff
+			}
 			select {
 			case <-c.clock.After(backoff):
 			case <-c.ctx.Done():
@@ -323,4 +331,11 @@ func (c *Client) emit(ev Event) {
 	if c.opts.OnEvent != nil {
 		c.opts.OnEvent(ev)
 	}
+}
+
+// refusedIdentity reports whether err is a server refusing the client's
+// identity, or unable to take it: not fixed by retrying soon.
+func refusedIdentity(err error) bool {
+	var ae *uaclient.ActivationError
+	return errors.As(err, &ae) || errors.Is(err, uaclient.ErrNoUserNameToken)
 }

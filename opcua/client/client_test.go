@@ -28,6 +28,12 @@ import (
 // others as peers (with their URLs when discoverable).
 func startSet(t *testing.T, discoverable bool, levels map[string]byte, uris ...string) map[string]*opcua.Server {
 	t.Helper()
+	return startSetWith(t, discoverable, levels, nil, uris...)
+}
+
+// startSetWith is startSet with setup applied to each server's Config.
+func startSetWith(t *testing.T, discoverable bool, levels map[string]byte, setup func(uri string, c *opcua.Config), uris ...string) map[string]*opcua.Server {
+	t.Helper()
 	ports := map[string]int{}
 	for _, u := range uris {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -48,9 +54,13 @@ func startSet(t *testing.T, discoverable bool, levels map[string]byte, uris ...s
 				}
 			}
 		}
-		s, err := opcua.New(opcua.Config{ListenHost: "127.0.0.1", PublicHostname: "127.0.0.1", Port: ports[u],
+		cfg := opcua.Config{ListenHost: "127.0.0.1", PublicHostname: "127.0.0.1", Port: ports[u],
 			ApplicationURI: u, PeerApplicationURIs: peers, PeerDiscoveryURLs: urls, Clock: clockwork.NewRealClock(),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		if setup != nil {
+			setup(u, &cfg)
+		}
+		s, err := opcua.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,6 +66,7 @@ func openConn(ctx context.Context, c *Client, srv *server, url string) (*conn, e
 		Application: c.app,
 		Timeout:     sessionTimeout,
 		CallTimeout: c.opts.Timeout,
+		User:        c.opts.User,
 	})
 	if err != nil {
 		ch.Close()

@@ -92,6 +92,7 @@ func (c *Client) noServerError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var why []string
+	causes := []error{ErrNoServer}
 	for _, s := range c.servers {
 		if s.dropped || len(s.urls) == 0 {
 			continue
@@ -101,9 +102,22 @@ func (c *Client) noServerError() error {
 			e = strings.Join(s.urls, ", ") + ": no answer within " + c.opts.Timeout.String()
 		}
 		why = append(why, e)
+		if s.lastErr != nil {
+			causes = append(causes, s.lastErr)
+		}
 	}
-	return fmt.Errorf("%w: %s", ErrNoServer, strings.Join(why, "; "))
+	return &noServerError{text: fmt.Sprintf("%v: %s", ErrNoServer, strings.Join(why, "; ")), causes: causes}
 }
+
+// noServerError is ErrNoServer with every server's reason; it unwraps to
+// ErrNoServer and each server's last error.
+type noServerError struct {
+	text   string
+	causes []error
+}
+
+func (e *noServerError) Error() string   { return e.text }
+func (e *noServerError) Unwrap() []error { return e.causes }
 
 // handle applies one message to the set.
 func (c *Client) handle(m any) {
@@ -114,7 +128,7 @@ func (c *Client) handle(m any) {
 		c.mu.Lock()
 		if s := m.cn.srv; s.conn == m.cn {
 			s.conn, s.levelKnown = nil, false
-			s.err = fmt.Sprintf("%s: %v", m.cn.url, m.cn.lostErr)
+			s.err, s.lastErr = fmt.Sprintf("%s: %v", m.cn.url, m.cn.lostErr), m.cn.lostErr
 			if c.active == s {
 				c.lastLost = m.cn
 			}
@@ -122,7 +136,7 @@ func (c *Client) handle(m any) {
 		c.mu.Unlock()
 	case msgFailed:
 		c.mu.Lock()
-		m.srv.err = m.err.Error()
+		m.srv.err, m.srv.lastErr = m.err.Error(), m.err
 		c.mu.Unlock()
 	case msgDiscovered:
 		c.discovered(m)
@@ -193,7 +207,7 @@ func (c *Client) up(cn *conn) {
 		}
 	}
 	s.uri = cn.uri
-	s.conn, s.err = cn, ""
+	s.conn, s.err, s.lastErr = cn, "", nil
 	c.mu.Unlock()
 	if !c.opts.NoDiscovery {
 		go c.discover(cn)

@@ -3,7 +3,9 @@
 // types, with security policy None or (Options.Security) Basic256Sha256,
 // Aes128_Sha256_RsaOaep or Aes256_Sha256_RsaPss in Sign or SignAndEncrypt
 // mode — the primitives are gopcua's uapolicy, the chunk layout
-// opcua/chunksec, shared with otopcua's server — anonymous sessions, plus a decoder for
+// opcua/chunksec, shared with otopcua's server — sessions activated
+// anonymously or with a UserName token (the password encrypted for the
+// server certificate, never sent in clear text), plus a decoder for
 // PublishResponse bodies that reads only what the subscription benchmark
 // needs. The failover client (opcua/client) and the benchmarks build on it.
 //

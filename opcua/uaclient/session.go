@@ -3,13 +3,14 @@ package uaclient
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 )
 
-// Session is an activated anonymous session on a Channel.
+// Session is an activated session on a Channel.
 type Session struct {
 	ch   *Channel
 	auth *ua.NodeID
@@ -32,6 +33,10 @@ type SessionParams struct {
 	Timeout time.Duration
 	// CallTimeout bounds CreateSession and ActivateSession each.
 	CallTimeout time.Duration
+	// User activates the session with a UserNameIdentityToken, its
+	// password encrypted for the server (see ErrNoUserNameToken). nil:
+	// anonymous.
+	User *UserName
 }
 
 // Auth is the session's authentication token, for Channel.Request.
@@ -56,7 +61,11 @@ func NewSession(ctx context.Context, ch *Channel, name string, sessionTimeout, c
 	})
 }
 
-// OpenSession creates and activates an anonymous session described by p.
+// OpenSession creates and activates a session described by p: anonymous,
+// or as p.User. A refused identity is an *ActivationError; a server that
+// cannot take an encrypted password fails with ErrNoUserNameToken before
+// anything about the user is sent. A session that was created but not
+// activated is closed.
 func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, error) {
 	nonce := make([]byte, 32)
 	if _, err := rand.Read(nonce); err != nil {
@@ -103,16 +112,39 @@ func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, e
 			break
 		}
 	}
-	_, err = ch.Call(ctx, &ua.ActivateSessionRequest{
-		ClientSignature:    clientSig,
-		LocaleIDs:          []string{},
-		UserIdentityToken:  ua.NewExtensionObject(&ua.AnonymousIdentityToken{PolicyID: anonymousPolicyID(cs.ServerEndpoints)}),
-		UserTokenSignature: &ua.SignatureData{},
-	}, s.auth, callTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("ActivateSession: %w", err)
+	if err := s.activate(ctx, cs, p.User, clientSig, callTimeout); err != nil {
+		_ = s.Close(ctx, callTimeout)
+		return nil, err
 	}
 	return s, nil
+}
+
+// activate sends ActivateSession with the identity token of user (nil:
+// anonymous).
+func (s *Session) activate(ctx context.Context, cs *ua.CreateSessionResponse, user *UserName, clientSig *ua.SignatureData, timeout time.Duration) error {
+	var tok any = &ua.AnonymousIdentityToken{PolicyID: anonymousPolicyID(cs.ServerEndpoints)}
+	name := ""
+	if user != nil {
+		t, err := userNameToken(user, cs)
+		if err != nil {
+			return fmt.Errorf("user %q: %w", user.Name, err)
+		}
+		tok, name = t, user.Name
+	}
+	_, err := s.ch.Call(ctx, &ua.ActivateSessionRequest{
+		ClientSignature:    clientSig,
+		LocaleIDs:          []string{},
+		UserIdentityToken:  ua.NewExtensionObject(tok),
+		UserTokenSignature: &ua.SignatureData{},
+	}, s.auth, timeout)
+	var code ua.StatusCode
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &code) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrTimeout):
+		return &ActivationError{User: name, Code: code}
+	}
+	return fmt.Errorf("ActivateSession: %w", err)
 }
 
 // anonymousPolicyID is the PolicyId of the anonymous token of a None
