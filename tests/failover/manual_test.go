@@ -1,7 +1,9 @@
 package failover
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha1"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -455,6 +457,7 @@ func TestDrill10RequestServerStateChange(t *testing.T) {
 	want := healthyRig(t, r)
 	p, s := pairRoles(t, want)
 	r.users(t)
+	certBefore := serverCertificate(t, r.node(p).Endpoint())
 
 	ed, err := connectUser(t, r.node(p).Endpoint(), editor, password)
 	if err != nil {
@@ -499,5 +502,33 @@ func TestDrill10RequestServerStateChange(t *testing.T) {
 		t.Fatalf("audit_log: %+v, want one cluster.manual-failover by opcua:%s on %s", rows, operator, r.addr(p))
 	}
 	t.Logf("RequestServerStateChange → %s exited 0 after %v", p, time.Since(asked).Round(time.Millisecond))
+
+	// Restarted, it serves the same application instance certificate
+	// (generated once in its PkiDir, never again).
+	r.node(p).Restart()
+	r.waitLevels(formTimeout, map[string]byte{p: Secondary, s: Primary})
+	if after := serverCertificate(t, r.node(p).Endpoint()); !bytes.Equal(after, certBefore) {
+		t.Fatalf("%s serves another certificate after its restart (thumbprint %X, was %X)", p, sha1.Sum(after), sha1.Sum(certBefore))
+	}
+	t.Logf("%s restarted with the same certificate, thumbprint %X", p, sha1.Sum(certBefore))
 	r.assertInvariant()
+}
+
+// serverCertificate is the ServerCertificate endpoint's GetEndpoints
+// lists for its secured endpoint.
+func serverCertificate(t *testing.T, endpoint string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eps, err := gopcua.GetEndpoints(ctx, endpoint)
+	if err != nil {
+		t.Fatalf("GetEndpoints %s: %v", endpoint, err)
+	}
+	for _, e := range eps {
+		if e.SecurityMode != ua.MessageSecurityModeNone && len(e.ServerCertificate) > 0 {
+			return e.ServerCertificate
+		}
+	}
+	t.Fatalf("%s lists no secured endpoint with a certificate", endpoint)
+	return nil
 }
