@@ -198,6 +198,12 @@ type Engine struct {
 	queued   atomic.Int64       // responses queued or being sent
 	counts   counters
 
+	// hookNoRequest, when set (tests only, before any subscription
+	// exists), is called by the engine goroutine, with subscription.mu
+	// held, when a subscription that has something to send finds no
+	// queued Publish request.
+	hookNoRequest func()
+
 	mu sync.Mutex
 	// Everything below is guarded by mu.
 	closed     bool

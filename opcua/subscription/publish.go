@@ -206,12 +206,21 @@ func (e *Engine) publishCycle(s *subscription, now time.Time, cycles int) (expir
 		s.late.Store(false)
 		return cycles > 0 && e.lifetimeOver(s, now)
 	}
+	// late is raised before the request queue is looked at. Publish
+	// queues its request under session.mu and then reads late, so a
+	// request that the look misses finds late set and schedules s at once.
+	// Raised after the look, a request queued in between found late still
+	// clear and waited for the next publishing tick: a whole interval,
+	// up to MaxPublishingInterval.
+	s.late.Store(true)
 	var pr *publishReq
 	if s.sess != nil {
 		pr = s.sess.popRequest()
 	}
 	if pr == nil {
-		s.late.Store(true)
+		if e.hookNoRequest != nil {
+			e.hookNoRequest()
+		}
 		return cycles > 0 && e.lifetimeOver(s, now)
 	}
 	s.late.Store(false)

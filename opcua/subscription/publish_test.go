@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -629,5 +630,47 @@ func TestNoExpiryDuringCreateMonitoredItems(t *testing.T) {
 	v.advance(100 * time.Millisecond)
 	if _, err := v.e.SetPublishingMode(sessA, &ua.SetPublishingModeRequest{SubscriptionIDs: []uint32{sub}, PublishingEnabled: true}); err != nil {
 		t.Fatalf("subscription gone two intervals after the call: %v", err)
+	}
+}
+
+// TestPublishArrivingAsLateSubscriptionFindsNoRequest: a Publish request
+// queued while the engine goroutine is between finding the session's
+// request queue empty and marking the subscription late must be answered
+// at once, not at the next publishing tick. The engine used to mark the
+// subscription late only after the look, so Publish saw it not late and
+// did not schedule it: the request waited a whole publishing interval.
+func TestPublishArrivingAsLateSubscriptionFindsNoRequest(t *testing.T) {
+	v := newEnv(t, Options{})
+	reached, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	v.e.hookNoRequest = func() {
+		once.Do(func() {
+			close(reached)
+			<-resume
+		})
+	}
+	sub := v.createSub(sessA, subParams{interval: 1000}).SubscriptionID
+	v.createItems(sessA, sub, ua.TimestampsToReturnBoth, itemSpec{node: 1})
+
+	// The first publishing tick has the initial value to send and no
+	// request: hold the engine goroutine right after it looked.
+	v.clock.Advance(time.Second)
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the publishing tick did not look for a Publish request")
+	}
+	snd := &fakeSender{}
+	v.publish(sessA, snd, 1)
+	close(resume)
+
+	// Same instant: no publishing tick is due.
+	v.settle()
+	got := snd.all()
+	if len(got) != 1 {
+		t.Fatalf("%d responses without advancing the clock, want the queued request answered at once", len(got))
+	}
+	if ns := notifications(t, got[0].resp); len(ns) != 1 || ns[0].ClientHandle != 1001 {
+		t.Fatalf("notifications %+v, want the initial value of item 1001", ns)
 	}
 }
