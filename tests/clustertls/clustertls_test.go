@@ -75,23 +75,31 @@ func notMember(t *testing.T, addr string, nodes ...*procs.Node) {
 	})
 }
 
-// TestAuthenticatedCluster runs the whole story on one pair, since each
-// node start costs seconds.
-func TestAuthenticatedCluster(t *testing.T) {
-	ca := testcert.NewCA(t, "site-a cluster ca")
-	ports := procs.NewPortSet(t, 4)
-	pa, pb, px, py := ports[0], ports[1], ports[2], ports[3]
-	seeds := []string{clusterAddr(pa), clusterAddr(pb)}
-
-	// 1. Two nodes with TLS and the same secret form a cluster.
-	a := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
-	b := procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
+// startPair starts a and b on ports pa, pb with certificates of ca and the
+// shared secret, and waits until they form one cluster.
+func startPair(t *testing.T, ca *testcert.CA, pa, pb procs.Ports) (a, b *procs.Node, seeds []string) {
+	t.Helper()
+	seeds = []string{clusterAddr(pa), clusterAddr(pb)}
+	a = procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
+	b = procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
 	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
 		if err := upMembers(a, seeds...); err != nil {
 			return err
 		}
 		return upMembers(b, seeds...)
 	})
+	return a, b, seeds
+}
+
+// TestAuthenticatedCluster runs the whole story on one pair, since each
+// node start costs seconds.
+func TestAuthenticatedCluster(t *testing.T) {
+	ca := testcert.NewCA(t, "site-a cluster ca")
+	ports := procs.NewPortSet(t, 4)
+	pa, pb, px, py := ports[0], ports[1], ports[2], ports[3]
+
+	// 1. Two nodes with TLS and the same secret form a cluster.
+	a, b, seeds := startPair(t, ca, pa, pb)
 
 	// 2. A third node with a valid certificate but another secret is
 	// refused; both sides say so.

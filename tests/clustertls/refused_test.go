@@ -42,6 +42,45 @@ func claimsPrimary(n *procs.Node, members int) error {
 	return nil
 }
 
+// pairWithoutA forms the pair a, b (startPair), then stops a gracefully
+// and waits until b is the Primary alone.
+func pairWithoutA(t *testing.T, ca *testcert.CA, pa, pb procs.Ports) (a, b *procs.Node, seeds []string) {
+	t.Helper()
+	a, b, seeds = startPair(t, ca, pa, pb)
+	a.Signal(syscall.SIGTERM)
+	a.WaitExit(30 * time.Second)
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return claimsPrimary(b, 1) })
+	return a, b, seeds
+}
+
+// staysOut waits until the just started refused node answers HTTP, then
+// checks until seed-node-timeout + the self-form window (+10 s) have
+// passed since then that it has no membership at all while b stays the
+// Primary alone. It returns when the refused node answered first.
+func staysOut(t *testing.T, refused, b *procs.Node) (started time.Time) {
+	t.Helper()
+	started = time.Now()
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, err := refused.Members()
+		return err
+	})
+	watch := seedNodeTimeout + selfFormAfter + 10*time.Second - time.Since(started)
+	procs.Holds(t, watch, 200*time.Millisecond, func() error {
+		v, err := refused.Members()
+		if err != nil {
+			return err
+		}
+		if v.SelfStatus != procs.StatusNone || len(v.Members) != 0 {
+			return fmt.Errorf("%s, refused by %s, has a cluster of its own: %s\n%s", refused.Name, b.Name, v, refused.Log())
+		}
+		return claimsPrimary(b, 1)
+	})
+	if time.Since(started) < seedNodeTimeout+selfFormAfter {
+		t.Fatalf("watched %s for only %v", refused.Name, time.Since(started))
+	}
+	return started
+}
+
 // TestRefusedFirstSeedNeverFormsItsOwnCluster: the first seed a of a
 // running pair is stopped and restarted with another Cluster:Secret. b
 // refuses it; a hears no InitJoinAck, yet long past seed-node-timeout and
@@ -52,43 +91,12 @@ func TestRefusedFirstSeedNeverFormsItsOwnCluster(t *testing.T) {
 	ca := testcert.NewCA(t, "site-a cluster ca")
 	ports := procs.NewPortSet(t, 2)
 	pa, pb := ports[0], ports[1]
-	seeds := []string{clusterAddr(pa), clusterAddr(pb)}
-	a := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
-	b := procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
-	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
-		if err := upMembers(a, seeds...); err != nil {
-			return err
-		}
-		return upMembers(b, seeds...)
-	})
-
-	// a stops gracefully; b is left the Primary alone.
-	a.Signal(syscall.SIGTERM)
-	a.WaitExit(30 * time.Second)
-	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return claimsPrimary(b, 1) })
+	a, b, seeds := pairWithoutA(t, ca, pa, pb)
 
 	// a comes back with the wrong secret.
 	a.Env = []string{secretEnv + otherSecret}
 	a.Restart()
-	started := time.Now()
-	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		_, err := a.Members()
-		return err
-	})
-	watch := seedNodeTimeout + selfFormAfter + 10*time.Second - time.Since(started)
-	procs.Holds(t, watch, 200*time.Millisecond, func() error {
-		v, err := a.Members()
-		if err != nil {
-			return err
-		}
-		if v.SelfStatus != procs.StatusNone || len(v.Members) != 0 {
-			return fmt.Errorf("a, refused by b, has a cluster of its own: %s\n%s", v, a.Log())
-		}
-		return claimsPrimary(b, 1)
-	})
-	if time.Since(started) < seedNodeTimeout+selfFormAfter {
-		t.Fatalf("watched a for only %v", time.Since(started))
-	}
+	started := staysOut(t, a, b)
 	want := daemon.LogNotFormingAlone + ": " + clusterAddr(pb) + " refused this node (wrong Cluster:Secret)"
 	if n := strings.Count(a.Log(), want); n != 1 {
 		t.Fatalf("a logged %q %d times in %v, want once:\n%s", want, n, time.Since(started).Round(time.Second), a.Log())
@@ -126,36 +134,10 @@ func TestFirstSeedWithAnotherCANeverFormsItsOwnCluster(t *testing.T) {
 	ca, other := testcert.NewCA(t, "site-a cluster ca"), testcert.NewCA(t, "another site's ca")
 	ports := procs.NewPortSet(t, 2)
 	pa, pb := ports[0], ports[1]
-	seeds := []string{clusterAddr(pa), clusterAddr(pb)}
-	a := procs.Start(t, "a", nodeConfig(t, "a", pa, seeds, ca), secretEnv+secret)
-	b := procs.Start(t, "b", nodeConfig(t, "b", pb, seeds, ca), secretEnv+secret)
-	procs.CheckFor(t, 40*time.Second, 100*time.Millisecond, func() error {
-		if err := upMembers(a, seeds...); err != nil {
-			return err
-		}
-		return upMembers(b, seeds...)
-	})
-	a.Signal(syscall.SIGTERM)
-	a.WaitExit(30 * time.Second)
-	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return claimsPrimary(b, 1) })
+	_, b, seeds := pairWithoutA(t, ca, pa, pb)
 
 	stranger := procs.Start(t, "a-other-ca", nodeConfig(t, "a", pa, seeds, other), secretEnv+secret)
-	started := time.Now()
-	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		_, err := stranger.Members()
-		return err
-	})
-	watch := seedNodeTimeout + selfFormAfter + 10*time.Second - time.Since(started)
-	procs.Holds(t, watch, 200*time.Millisecond, func() error {
-		v, err := stranger.Members()
-		if err != nil {
-			return err
-		}
-		if v.SelfStatus != procs.StatusNone || len(v.Members) != 0 {
-			return fmt.Errorf("a with another CA's certificate has a cluster of its own: %s\n%s", v, stranger.Log())
-		}
-		return claimsPrimary(b, 1)
-	})
+	staysOut(t, stranger, b)
 	if want := daemon.LogNotFormingAlone + ": " + clusterAddr(pb) + " refused this node"; !strings.Contains(stranger.Log(), want) {
 		t.Fatalf("a's log lacks %q:\n%s", want, stranger.Log())
 	}

@@ -392,11 +392,16 @@ func TestClientDrill04ManualFailover(t *testing.T) {
 	r.assertInvariant()
 }
 
+// userTimeout bounds a UserName session's activation: the node checks the
+// password with bcrypt at cost 12, seconds in a race-detector build on two
+// loaded cores.
+const userTimeout = 60 * time.Second
+
 // connectUser opens a gopcua session to endpoint on a None channel with a
 // UserName token (the password encrypted with the server's certificate).
 func connectUser(t *testing.T, endpoint, name, password string) (*gopcua.Client, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), userTimeout)
 	defer cancel()
 	eps, err := gopcua.GetEndpoints(ctx, endpoint)
 	if err != nil {
@@ -412,7 +417,7 @@ func connectUser(t *testing.T, endpoint, name, password string) (*gopcua.Client,
 		t.Fatalf("%s offers no None endpoint: %v", endpoint, eps)
 	}
 	c, err := gopcua.NewClient(endpoint, gopcua.SecurityMode(ua.MessageSecurityModeNone), gopcua.AutoReconnect(false),
-		gopcua.AuthUsername(name, password), gopcua.SecurityFromEndpoint(ep, ua.UserTokenTypeUserName))
+		gopcua.RequestTimeout(userTimeout), gopcua.AuthUsername(name, password), gopcua.SecurityFromEndpoint(ep, ua.UserTokenTypeUserName))
 	if err != nil {
 		t.Fatal(err)
 	}
