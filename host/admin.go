@@ -14,7 +14,7 @@ import (
 // the live state and the manual failover from b. The HTTP server's own
 // bounds (Http:ReadTimeout, Http:WriteTimeout, Http:MaxBodyBytes, the
 // header limits) already cut off a client that never finishes a request.
-func mountAdmin(web *health.HTTPServer, b *adminBackend, users *auth.Service, h config.HttpConfig, logger *slog.Logger) error {
+func mountAdmin(web *health.HTTPServer, b *adminBackend, users *auth.Service, h config.HttpConfig, logger *slog.Logger) {
 	admin.New(admin.Options{
 		Backend: b, Auth: users, TLS: h.Tls.Enabled(), Loopback: h.Loopback(),
 		Logger: logger.With("part", "admin"),
@@ -23,5 +23,4 @@ func mountAdmin(web *health.HTTPServer, b *adminBackend, users *auth.Service, h 
 		logger.Warn("admin pages served without TLS on a non-loopback address: passwords travel in clear text; set Http:Tls:CertFile and Http:Tls:KeyFile",
 			"addr", h.Addr())
 	}
-	return nil
 }

@@ -206,11 +206,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			web.Handle("POST /debug/service-level", levels.debugHandler())
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
 		}
-		if err := mountAdmin(web, backend, users, cfg.Http, logger); err != nil {
-			web = nil
-			stopAll()
-			return err
-		}
+		mountAdmin(web, backend, users, cfg.Http, logger)
 		if err := web.Start(); err != nil {
 			web = nil
 			stopAll()
