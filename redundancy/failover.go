@@ -65,11 +65,6 @@ func PlanFailover(members []MemberView, clusterID string) (MemberView, error) {
 	case len(upDrivers) == 1:
 		return refuse(fmt.Sprintf("only one Up driver member (%s): a failover would be a shutdown", upDrivers[0]))
 	}
-	primary := Elect(members)[clusterID].Primary
-	for _, m := range members {
-		if m.NodeID == primary && m.ClusterID == clusterID && m.Up && m.HasRole(RoleDriver) {
-			return m, nil
-		}
-	}
-	panic(fmt.Sprintf("redundancy: Elect named %q Primary of %q, which is not an Up driver member of it", primary, clusterID))
+	primary, _ := oldestDriver(members, clusterID) // Elect's Primary
+	return primary, nil
 }
