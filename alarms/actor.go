@@ -123,8 +123,8 @@ func (c *core) stop() {
 func (c *core) onRoleTick() {
 	o := &c.e.o
 	c.refreshRole()
+	now := o.Clock.Now()
 	if c.member() {
-		now := o.Clock.Now()
 		for _, name := range c.order {
 			if a := c.alarms[name]; a.deferred {
 				a.deferred = false
@@ -133,7 +133,6 @@ func (c *core) onRoleTick() {
 		}
 	}
 	if c.primary {
-		now := o.Clock.Now()
 		for _, name := range c.order {
 			c.repair(c.alarms[name], now)
 		}
