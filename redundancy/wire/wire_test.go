@@ -1,9 +1,11 @@
 package wire_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
@@ -72,6 +74,26 @@ func TestNewFieldsDecodeFromAnOlderSender(t *testing.T) {
 	var back wire.NodeStatus
 	if err := proto.Unmarshal(b, &back); err != nil || back.GetServiceLevel() != 7 || back.GetConfigdbError() != "x" {
 		t.Fatalf("round trip: %v, %v", &back, err)
+	}
+	// An older reader knows only fields 1..7 and skips the rest: what it
+	// keeps of the new message must be service_level 7 alone.
+	var known []byte
+	for rest := b; len(rest) > 0; {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 {
+			t.Fatalf("bad tag in %x", b)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, rest[n:])
+		if m < 0 {
+			t.Fatalf("bad field %d in %x", num, b)
+		}
+		if num <= 7 {
+			known = append(known, rest[:n+m]...)
+		}
+		rest = rest[n+m:]
+	}
+	if want := protowire.AppendVarint(protowire.AppendTag(nil, 6, protowire.VarintType), 7); !bytes.Equal(known, want) {
+		t.Fatalf("an older reader would see %x, want %x (service_level 7 only)", known, want)
 	}
 }
 
