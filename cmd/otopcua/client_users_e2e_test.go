@@ -1,19 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/otopcua/otopcua/internal/fielddevice"
+	"github.com/otopcua/otopcua/tests/clientproc"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -245,56 +241,23 @@ func TestClientUserFollowsAFailover(t *testing.T) {
 		return nil
 	})
 
-	cmd := exec.Command(binary, append(append([]string{"client"}, fu...), "--user", "otto", "--json", "subscribe", "i=2267", "--interval", "50ms")...)
-	cmd.Env = cleanEnv(passwordEnv + "=" + operatorPassword)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	lines := make(chan map[string]any, 256)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		close(lines)
-	}()
-	deadline := time.After(60 * time.Second)
-	waitFor := func(what string, match func(m map[string]any) bool) {
+	c := clientproc.StartEnv(t, cleanEnv(passwordEnv+"="+operatorPassword), append(fu, "--user", "otto", "--json", "subscribe", "i=2267", "--interval", "50ms")...)
+	deadline := time.Now().Add(60 * time.Second)
+	from := 0
+	waitFor := func(what string, match func(l clientproc.Line) bool) {
 		t.Helper()
-		for {
-			select {
-			case m, ok := <-lines:
-				if !ok {
-					t.Fatalf("output ended before %s; stderr:\n%s", what, stderr.String())
-				}
-				if match(m) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no %s in time; stderr:\n%s", what, stderr.String())
-			}
-		}
+		from = c.WaitFor(time.Until(deadline), from, what, match).Seq + 1
 	}
-	waitFor("notification from a", func(m map[string]any) bool {
-		return m["type"] == "notification" && m["server"] == "urn:a:otopcua"
+	waitFor("notification from a", func(l clientproc.Line) bool {
+		return l.Type == clientproc.Notification && l.Server == "urn:a:otopcua"
 	})
 	a.Signal(syscall.SIGKILL)
-	waitFor("failover to b", func(m map[string]any) bool {
-		to, _ := m["to"].(map[string]any)
-		return m["type"] == "failover" && to["uri"] == "urn:b:otopcua"
+	waitFor("failover to b", func(l clientproc.Line) bool {
+		return l.Type == clientproc.Failover && l.To.URI == "urn:b:otopcua"
 	})
-	waitFor("notification from b at 250", func(m map[string]any) bool {
-		return m["type"] == "notification" && m["server"] == "urn:b:otopcua" && m["value"] == float64(250)
+	waitFor("notification from b at 250", func(l clientproc.Line) bool {
+		lv, ok := l.Level()
+		return l.Type == clientproc.Notification && l.Server == "urn:b:otopcua" && ok && lv == 250
 	})
 
 	node := setpointNode(t, b.Endpoint(), operatorPassword)
@@ -302,22 +265,4 @@ func TestClientUserFollowsAFailover(t *testing.T) {
 	if l := r.jsonLines(t); r.code != 0 || len(l) != 1 || l[0]["status"] != "Good" || l[0]["server"] != "urn:b:otopcua" {
 		t.Fatalf("write as otto after the failover: want Good from b; %s", r)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer // mu must be held.
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

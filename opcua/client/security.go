@@ -39,16 +39,8 @@ type Security struct {
 	TokenLifetime time.Duration
 }
 
-// String names the policy and mode as OpcUa:Security:Policies does
-// ("Basic256Sha256:SignAndEncrypt"); "None:None" for a nil Security.
-func (s *Security) String() string {
-	if s == nil {
-		return "None:None"
-	}
-	return SecurityName(s.PolicyURI, s.Mode)
-}
-
-// SecurityName is "Policy:Mode" for a policy URI and a mode.
+// SecurityName is "Policy:Mode" for a policy URI and a mode, as
+// OpcUa:Security:Policies names it ("Basic256Sha256:SignAndEncrypt").
 func SecurityName(policyURI string, mode ua.MessageSecurityMode) string {
 	_, policy, ok := strings.Cut(policyURI, "#")
 	if !ok {

@@ -41,8 +41,15 @@ type Proc struct {
 // logged, and a line that broke the JSON contract fails the test.
 func Start(t testing.TB, args ...string) *Proc {
 	t.Helper()
+	return StartEnv(t, nil, args...)
+}
+
+// StartEnv is Start with the process environment env (nil: the test's).
+func StartEnv(t testing.TB, env []string, args ...string) *Proc {
+	t.Helper()
 	p := &Proc{t: t, argv: append([]string{procs.Binary(t), "client"}, args...), done: make(chan struct{})}
 	p.cmd = exec.Command(p.argv[0], p.argv[1:]...)
+	p.cmd.Env = env
 	p.cmd.Stderr = &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := p.cmd.StdoutPipe()
