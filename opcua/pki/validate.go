@@ -35,6 +35,11 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s: %s", codeName(e.Code), e.Reason)
 }
 
+// StatusCode is Code, so that a caller that only knows the error (the
+// secure channel's ValidateClientCertificate) answers the refusal's own
+// status rather than BadSecurityChecksFailed.
+func (e *ValidationError) StatusCode() ua.StatusCode { return e.Code }
+
 func codeName(c ua.StatusCode) string {
 	if d, ok := ua.StatusCodes[c]; ok {
 		return d.Name
