@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -147,10 +148,8 @@ func (s *Store) verifyDynamic(a *accepted, appURI string) *ValidationError {
 		return nil
 	}
 	uris := ApplicationURIs(a.leaf)
-	for _, u := range uris {
-		if u == appURI {
-			return nil
-		}
+	if slices.Contains(uris, appURI) {
+		return nil
 	}
 	return refuse(ua.StatusBadCertificateURIInvalid, "the certificate's ApplicationUri %q is not the client's %q", uris, appURI)
 }
