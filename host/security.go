@@ -92,7 +92,7 @@ func newOpcuaSecurity(cfg *config.Config, users *auth.Service, logger *slog.Logg
 	logger.Info("OPC UA application instance certificate", "thumbprint", fmt.Sprintf("%X", id.Thumbprint[:]),
 		"applicationUri", cfg.OpcUa.ApplicationUri, "pkiDir", store.Dir())
 	out.channel.Certificate, out.channel.PrivateKey = id.Certificate, id.Key
-	out.channel.ValidateClientCertificate = validateWithStatus(store.Validate)
+	out.channel.ValidateClientCertificate = store.Validate
 	userStore, err := pki.Open(filepath.Join(sc.PkiDir, UsersPkiDir), pki.Options{Logger: logger.With("part", "pki-users")})
 	if err != nil {
 		return out, fmt.Errorf("OpcUa:Security:PkiDir %s: %w", sc.PkiDir, err)
@@ -109,32 +109,6 @@ func newOpcuaSecurity(cfg *config.Config, users *auth.Service, logger *slog.Logg
 	}
 	return out, nil
 }
-
-// validateWithStatus adapts the trust store's Validate to
-// uaserver.Security.ValidateClientCertificate: a *pki.ValidationError
-// becomes an error with a StatusCode() method, so that the client gets
-// the refusal's own code (BadCertificateUntrusted, BadCertificateRevoked,
-// …) rather than BadSecurityChecksFailed.
-func validateWithStatus(validate func(der []byte, appURI string) error) func(der []byte, appURI string) error {
-	return func(der []byte, appURI string) error {
-		err := validate(der, appURI)
-		var verr *pki.ValidationError
-		if errors.As(err, &verr) {
-			return statusError{code: verr.Code, err: err}
-		}
-		return err
-	}
-}
-
-// statusError is an error that names its OPC UA status code.
-type statusError struct {
-	code ua.StatusCode
-	err  error
-}
-
-func (e statusError) Error() string             { return e.err.Error() }
-func (e statusError) Unwrap() error             { return e.err }
-func (e statusError) StatusCode() ua.StatusCode { return e.code }
 
 var rightOf = map[string]uaserver.Rights{
 	config.RightRead: uaserver.RightRead, config.RightWrite: uaserver.RightWrite,

@@ -30,7 +30,7 @@
 //     the endpoint listens; a failure stops start-up.
 //  2. Call Validate with the client's SenderCertificate and the
 //     ApplicationUri of its CreateSession request, and answer a
-//     *ValidationError with its Code.
+//     *ValidationError with its Code (its StatusCode method).
 //  3. Never cache Validate's answer: the store caches what can be cached
 //     and an operator's change must reach the next channel.
 package pki

@@ -1,7 +1,6 @@
 package pki
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
@@ -15,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/otopcua/otopcua/opcua/pki/certfile"
@@ -84,11 +84,7 @@ func (s *Store) ApplicationIdentity(appURI string, hosts []string, certFile, key
 func identityOf(chain []*x509.Certificate, key *rsa.PrivateKey, file, appURI string) (*Identity, error) {
 	leaf := chain[0]
 	uris := ApplicationURIs(leaf)
-	ok := false
-	for _, u := range uris {
-		ok = ok || u == appURI
-	}
-	if !ok {
+	if !slices.Contains(uris, appURI) {
 		return nil, fmt.Errorf("pki: %s has ApplicationUri %q but OpcUa:ApplicationUri is %q: %w; fix OpcUa:ApplicationUri, or remove the certificate to generate a new one (clients will have to trust it again)",
 			file, uris, appURI, ErrApplicationURIMismatch)
 	}
@@ -144,10 +140,10 @@ func (s *Store) template(appURI *url.URL, hosts []string, key *rsa.PrivateKey) (
 	var ips []net.IP
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
-			if !ip.IsUnspecified() && !containsIP(ips, ip) {
+			if !ip.IsUnspecified() && !slices.ContainsFunc(ips, ip.Equal) {
 				ips = append(ips, ip)
 			}
-		} else if h != "" && !contains(dns, h) {
+		} else if h != "" && !slices.Contains(dns, h) {
 			dns = append(dns, h)
 		}
 	}
@@ -172,22 +168,4 @@ func (s *Store) template(appURI *url.URL, hosts []string, key *rsa.PrivateKey) (
 		IPAddresses:           ips,
 		SignatureAlgorithm:    x509.SHA256WithRSA,
 	}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-func containsIP(list []net.IP, ip net.IP) bool {
-	for _, v := range list {
-		if bytes.Equal(v, ip) || v.Equal(ip) {
-			return true
-		}
-	}
-	return false
 }

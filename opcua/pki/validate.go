@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -34,6 +35,11 @@ type ValidationError struct {
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("%s: %s", codeName(e.Code), e.Reason)
 }
+
+// StatusCode is Code, so that a caller that only knows the error (the
+// secure channel's ValidateClientCertificate) answers the refusal's own
+// status rather than BadSecurityChecksFailed.
+func (e *ValidationError) StatusCode() ua.StatusCode { return e.Code }
 
 func codeName(c ua.StatusCode) string {
 	if d, ok := ua.StatusCodes[c]; ok {
@@ -142,10 +148,8 @@ func (s *Store) verifyDynamic(a *accepted, appURI string) *ValidationError {
 		return nil
 	}
 	uris := ApplicationURIs(a.leaf)
-	for _, u := range uris {
-		if u == appURI {
-			return nil
-		}
+	if slices.Contains(uris, appURI) {
+		return nil
 	}
 	return refuse(ua.StatusBadCertificateURIInvalid, "the certificate's ApplicationUri %q is not the client's %q", uris, appURI)
 }

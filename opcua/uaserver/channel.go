@@ -21,6 +21,7 @@ import (
 	"github.com/gopcua/opcua/uasc"
 	"github.com/otopcua/otopcua/opcua/uawire"
 
+	"github.com/otopcua/otopcua/opcua/chunksec"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver/uabin"
 )
@@ -295,7 +296,7 @@ func (ch *channel) sequence(p []byte) (reqID uint32, body []byte, err error) {
 	if err != nil {
 		return 0, nil, ch.abort(ua.StatusBadDecodingError, "sequence header")
 	}
-	if ch.opened && ch.sec.secured() && !seqFollows(ch.recvSeq, seq.SequenceNumber) {
+	if ch.opened && ch.sec.secured() && !chunksec.SeqFollows(ch.recvSeq, seq.SequenceNumber) {
 		ch.srv.counters.securityRefusals.Add(1)
 		return 0, nil, ch.abort(ua.StatusBadSequenceNumberInvalid,
 			fmt.Sprintf("sequence number %d after %d", seq.SequenceNumber, ch.recvSeq))

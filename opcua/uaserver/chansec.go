@@ -54,9 +54,6 @@ func tokenExpiry(now time.Time, lifetime time.Duration) time.Time {
 	return now.Add(lifetime + lifetime/4)
 }
 
-// seqFollows reports whether next may follow prev on one channel.
-var seqFollows = chunksec.SeqFollows
-
 // errSecurity is a chunk that fails the security checks; it closes the
 // channel with code.
 type errSecurity struct {
@@ -70,11 +67,9 @@ func securityErr(code ua.StatusCode, format string, args ...any) *errSecurity {
 	return &errSecurity{code: code, reason: fmt.Sprintf(format, args...)}
 }
 
-// seal and unseal frame the chunk crypto the same way the client does
+// unseal frames the chunk crypto the same way the client does
 // (opcua/chunksec); a failed unseal closes the channel with
 // BadSecurityChecksFailed.
-var seal = chunksec.Seal
-
 func unseal(b []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, decrypt bool, blockSize, sigLen int, extra bool) ([]byte, *errSecurity) {
 	p, err := chunksec.Unseal(b, hdrLen, alg, decrypt, blockSize, sigLen, extra)
 	if err != nil {
@@ -83,18 +78,14 @@ func unseal(b []byte, hdrLen int, alg *uapolicy.EncryptionAlgorithm, decrypt boo
 	return p, nil
 }
 
-// seqHeaderLen is the size of a sequence header.
-const seqHeaderLen = 8
-
 // unsealSym verifies (and decrypts) a MSG or CLO chunk b secured with tok
 // and returns its sequence header and body.
 func (s *chanSecurity) unsealSym(tok *secToken, b []byte) ([]byte, *errSecurity) {
-	const hdrLen = 12 + 4
 	if !s.secured() {
-		return b[hdrLen:], nil
+		return b[chunksec.SymHeaderLen:], nil
 	}
 	a := tok.sym
-	return unseal(b, hdrLen, a, s.encrypted(), a.BlockSize(), a.RemoteSignatureLength(), false)
+	return unseal(b, chunksec.SymHeaderLen, a, s.encrypted(), a.BlockSize(), a.RemoteSignatureLength(), false)
 }
 
 // sealSym secures a MSG chunk (symHeaderLen bytes of headers, then body)
@@ -103,7 +94,7 @@ func (s *chanSecurity) sealSym(tok *secToken, chunk []byte) ([]byte, error) {
 	if !s.secured() {
 		return chunk, nil
 	}
-	return seal(chunk, 12+4, tok.sym, s.encrypted(), false)
+	return chunksec.Seal(chunk, chunksec.SymHeaderLen, tok.sym, s.encrypted(), false)
 }
 
 // symMaxBody is the most body bytes one MSG chunk of bufSize bytes carries
@@ -165,7 +156,7 @@ func (s *chanSecurity) sealOpen(chunk []byte, hdrLen int) ([]byte, error) {
 	if s.asym == nil {
 		return chunk, nil
 	}
-	return seal(chunk, hdrLen, s.asym, true, s.asym.BlockSize() > 256)
+	return chunksec.Seal(chunk, hdrLen, s.asym, true, s.asym.BlockSize() > 256)
 }
 
 // newSymmetric derives the keys of a token from the nonces.

@@ -15,6 +15,8 @@ import (
 	"github.com/gopcua/opcua/uacp"
 	"github.com/gopcua/opcua/uapolicy"
 	"github.com/gopcua/opcua/uasc"
+
+	"github.com/otopcua/otopcua/opcua/chunksec"
 )
 
 // deadConn is a peer that takes every write and has nothing to read.
@@ -50,7 +52,7 @@ func clientOpen(t testing.TB, policy string, mode ua.MessageSecurityMode, seq ui
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err = seal(b, 12+hdr.Len(), a, true, false)
+	b, err = chunksec.Seal(b, 12+hdr.Len(), a, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
