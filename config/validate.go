@@ -168,7 +168,7 @@ func (c *Config) validateClusterSecurity(p *problems) {
 		return
 	}
 	missing := false
-	for _, f := range []struct{ key, value, what string }{
+	for _, f := range []fileKey{
 		{"Cluster:Tls:CaFile", t.CaFile, "PEM certificate authority files"},
 		{"Cluster:Tls:CertFile", t.CertFile, "PEM certificate files"},
 		{"Cluster:Tls:KeyFile", t.KeyFile, "PEM private key files"},
@@ -324,19 +324,32 @@ func (c *Config) validateHTTPAndTelemetry(p *problems) {
 // hold a certificate and its key.
 func (c *Config) validateHTTPTLS(p *problems) {
 	t := c.Http.Tls
-	switch {
-	case !t.Enabled():
-		return
-	case t.CertFile == "":
-		p.add("Http:Tls:CertFile", "", "accepted values are PEM certificate files; it is required when Http:Tls:KeyFile is set")
-		return
-	case t.KeyFile == "":
-		p.add("Http:Tls:KeyFile", "", "accepted values are PEM private key files; it is required when Http:Tls:CertFile is set")
+	if !pairGiven(p, fileKey{"Http:Tls:CertFile", t.CertFile, "PEM certificate files"},
+		fileKey{"Http:Tls:KeyFile", t.KeyFile, "PEM private key files"}) {
 		return
 	}
 	if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
 		p.add("Http:Tls:CertFile", t.CertFile, "accepted values are a readable PEM certificate whose private key is Http:Tls:KeyFile ("+err.Error()+")")
 	}
+}
+
+// fileKey is a file setting: its key, its value and what files it accepts.
+type fileKey struct{ key, value, what string }
+
+// pairGiven checks that a certificate file setting and its key file
+// setting are given together. It reports whether both are set.
+func pairGiven(p *problems, cert, key fileKey) bool {
+	switch {
+	case cert.value == "" && key.value == "":
+		return false
+	case cert.value == "":
+		p.add(cert.key, "", "accepted values are "+cert.what+"; it is required when "+key.key+" is set")
+		return false
+	case key.value == "":
+		p.add(key.key, "", "accepted values are "+key.what+"; it is required when "+cert.key+" is set")
+		return false
+	}
+	return true
 }
 
 // validateSecurityFiles checks OpcUa:Security:PkiDir and that
@@ -346,14 +359,8 @@ func validateSecurityFiles(p *problems, s *SecurityConfig) {
 	if strings.TrimSpace(s.PkiDir) == "" {
 		p.add("OpcUa:Security:PkiDir", s.PkiDir, "accepted values are directory paths, such as pki (the default) or /var/lib/otopcua/pki")
 	}
-	switch {
-	case s.CertificateFile == "" && s.KeyFile == "":
-		return
-	case s.CertificateFile == "":
-		p.add("OpcUa:Security:CertificateFile", "", "accepted values are DER or PEM certificate files; it is required when OpcUa:Security:KeyFile is set")
-		return
-	case s.KeyFile == "":
-		p.add("OpcUa:Security:KeyFile", "", "accepted values are RSA private key files; it is required when OpcUa:Security:CertificateFile is set")
+	if !pairGiven(p, fileKey{"OpcUa:Security:CertificateFile", s.CertificateFile, "DER or PEM certificate files"},
+		fileKey{"OpcUa:Security:KeyFile", s.KeyFile, "RSA private key files"}) {
 		return
 	}
 	if _, _, err := certfile.LoadKeyPair(s.CertificateFile, s.KeyFile); err != nil {

@@ -667,7 +667,7 @@ func TestTLSServesHTTPSOnly(t *testing.T) {
 		t.Fatalf("GET /healthz over TLS: %d, TLS %+v", resp.StatusCode, resp.TLS)
 	}
 
-	old := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS11}}}
+	old := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}}}
 	if resp, err := old.Get(base + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Fatalf("a TLS 1.1 client was served: %d", resp.StatusCode)

@@ -105,24 +105,18 @@ func (a *daemonActor) refuseJoin(pm proto.Message, from m.UniqueAddress, err err
 		a.log.Warn(LogRefusedJoin+" "+from.NodeID()+": "+cause, "from", from.NodeID(), "uid", uidText(from),
 			"type", string(pm.ProtoReflect().Descriptor().Name()), "hint", "every node of the cluster needs the same Cluster:Secret")
 	}
-	self := a.self()
-	a.d.opts.Transport.Send(from.Address(), &wire.JoinRefused{
-		From:   &wire.UniqueAddress{Host: self.Host, Port: uint32(self.Port), Uid: self.UID},
-		To:     &wire.UniqueAddress{Host: from.Host, Port: uint32(from.Port), Uid: from.UID},
-		Reason: reason,
-	})
+	a.d.opts.Transport.Send(from.Address(), wire.NewJoinRefused(a.self(), from, reason))
 }
 
 // onJoinRefused feeds a peer's refusal of this node's handshake to the
 // core (which then never forms a cluster of its own) and logs it (rate
-// limited). A refusal addressed to another incarnation is ignored.
+// limited). A refusal addressed to another incarnation, or with an
+// invalid sender address, is ignored.
 func (a *daemonActor) onJoinRefused(r *wire.JoinRefused) {
-	self, to, from := a.self(), r.GetTo(), r.GetFrom()
-	if to.GetHost() != self.Host || int(to.GetPort()) != self.Port || to.GetUid() != self.UID ||
-		len(from.GetHost()) > wire.MaxStringLen || from.GetPort() > 65535 {
+	peer, ok := wire.RefusedBy(r, a.self())
+	if !ok {
 		return
 	}
-	peer := m.Address{Host: from.GetHost(), Port: int(from.GetPort())}
 	var cause string
 	kind := bootstrap.CauseWrongSecret
 	switch r.GetReason() {

@@ -5,6 +5,7 @@
 package testcert
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -24,38 +25,9 @@ import (
 // in a new temp dir. It returns the two paths.
 func Write(t testing.TB) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano()),
-		Subject:      pkix.Name{CommonName: "otopcua test"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "http.crt"), filepath.Join(dir, "http.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
+	key := newKey(t)
+	tmpl := leaf(t, "otopcua test", x509.ExtKeyUsageServerAuth)
+	return writePair(t, t.TempDir(), "http", create(t, tmpl, tmpl, key, key), key)
 }
 
 // CA is a test certificate authority that signs node certificates, for
@@ -84,10 +56,7 @@ func NewCA(t testing.TB, name string) *CA {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der := create(t, tmpl, tmpl, key, key)
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
@@ -105,26 +74,46 @@ func NewCA(t testing.TB, name string) *CA {
 func (ca *CA) Node(t testing.TB, name string) (certFile, keyFile string) {
 	t.Helper()
 	key := newKey(t)
+	tmpl := leaf(t, name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	return writePair(t, ca.dir, name, create(t, tmpl, ca.cert, key, ca.key), key)
+}
+
+// leaf is the template of an ECDSA leaf certificate for 127.0.0.1, ::1 and
+// localhost, valid for a day.
+func leaf(t testing.TB, name string, usage ...x509.ExtKeyUsage) *x509.Certificate {
+	t.Helper()
 	now := time.Now()
-	tmpl := &x509.Certificate{
+	return &x509.Certificate{
 		SerialNumber: serial(t),
 		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usage,
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+}
+
+// create signs tmpl for key's public half with parent and signer.
+func create(t testing.TB, tmpl, parent *x509.Certificate, key *ecdsa.PrivateKey, signer crypto.Signer) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return der
+}
+
+// writePair writes der and key as name.crt and name.key in dir and returns
+// the two paths.
+func writePair(t testing.TB, dir, name string, der []byte, key *ecdsa.PrivateKey) (certFile, keyFile string) {
+	t.Helper()
 	kder, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile = filepath.Join(ca.dir, name+".crt"), filepath.Join(ca.dir, name+".key")
+	certFile, keyFile = filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
 	writePEM(t, certFile, "CERTIFICATE", der, 0o644)
 	writePEM(t, keyFile, "PRIVATE KEY", kder, 0o600)
 	return certFile, keyFile
