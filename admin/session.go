@@ -31,22 +31,20 @@ func (h *Handler) sessionOf(r *http.Request) (Session, bool) {
 // served over TLS. It carries no expiry: the Authenticator expires the
 // session on the server, and the browser drops the cookie when it closes.
 func (h *Handler) setSessionCookie(w http.ResponseWriter, id string) {
-	http.SetCookie(w, &http.Cookie{
-		Name:     SessionCookie,
-		Value:    id,
-		Path:     "/",
-		HttpOnly: true,
-		Secure:   h.tls,
-		SameSite: http.SameSiteStrictMode,
-	})
+	h.sessionCookie(w, id, 0)
 }
 
+// clearSessionCookie tells the browser to drop the session cookie.
 func (h *Handler) clearSessionCookie(w http.ResponseWriter) {
+	h.sessionCookie(w, "", -1)
+}
+
+func (h *Handler) sessionCookie(w http.ResponseWriter, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name:     SessionCookie,
-		Value:    "",
+		Value:    value,
 		Path:     "/",
-		MaxAge:   -1,
+		MaxAge:   maxAge,
 		HttpOnly: true,
 		Secure:   h.tls,
 		SameSite: http.SameSiteStrictMode,

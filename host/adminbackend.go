@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -60,7 +61,10 @@ type adminBackend struct {
 	// turn serialises Failover: the re-plan, the audit row and the send
 	// of one request happen before the next request is planned.
 	turn chan struct{}
-	// sent is the last request sent per ClusterId; turn must be held.
+	// mu guards sent: plan also runs outside turn, for the answer of
+	// RequestServerStateChange.
+	mu sync.Mutex
+	// sent is the last request sent per ClusterId.
 	sent map[string]sentFailover
 }
 
@@ -118,11 +122,13 @@ func (b *adminBackend) Failover(ctx context.Context, id, actor string) (admin.Fa
 	case <-ctx.Done():
 		return admin.FailoverResult{}, ctx.Err()
 	}
+	b.mu.Lock()
 	for cid, p := range b.sent { // keeps sent to the requests that may be under way
 		if b.now().Sub(p.at) >= b.drain+ReturnAllowance {
 			delete(b.sent, cid)
 		}
 	}
+	b.mu.Unlock()
 	st := b.members.Snapshot()
 	target, err := b.plan(st, id)
 	if err != nil {
@@ -146,15 +152,18 @@ func (b *adminBackend) Failover(ctx context.Context, id, actor string) (admin.Fa
 	if err := b.send.SendTo(target, wire.FailoverTopic, msg); err != nil {
 		return admin.FailoverResult{}, fmt.Errorf("failover of %s audited but not sent: %w", res.Target, err)
 	}
+	b.mu.Lock()
 	b.sent[id] = sentFailover{target: target, actor: actor, at: now}
+	b.mu.Unlock()
 	return res, nil
 }
 
 // plan is the server-side peer guard: PlanFailover on live membership,
 // then the target must be reachable from here (the request would be
 // dropped otherwise) and no earlier request for id may still be under way
-// (its target still a member, within drain + ReturnAllowance). turn must
-// be held.
+// (its target still a member, within drain + ReturnAllowance). Failover
+// holds turn around it; RequestServerStateChange's check does not, so a
+// request may be under way unseen and Failover's own plan refuses it.
 func (b *adminBackend) plan(st membership.State, id string) (membership.UniqueAddress, error) {
 	ms, views := liveMembers(st)
 	t, err := redundancy.PlanFailover(views, id)
@@ -176,7 +185,10 @@ func (b *adminBackend) plan(st membership.State, id string) (membership.UniqueAd
 	if target != st.Self && !st.Gossip.IsReachable(st.Self, target) {
 		return membership.UniqueAddress{}, &admin.RefusedError{Reason: fmt.Sprintf("the Primary %s is unreachable from this node: the request could not reach it", t.NodeID)}
 	}
-	if prev, ok := b.sent[id]; ok && b.now().Sub(prev.at) < b.drain+ReturnAllowance && st.Gossip.HasMember(prev.target) &&
+	b.mu.Lock()
+	prev, ok := b.sent[id]
+	b.mu.Unlock()
+	if ok && b.now().Sub(prev.at) < b.drain+ReturnAllowance && st.Gossip.HasMember(prev.target) &&
 		st.Gossip.StatusOf(prev.target) != membership.Down && st.Gossip.StatusOf(prev.target) != membership.Removed {
 		return membership.UniqueAddress{}, &admin.RefusedError{Reason: fmt.Sprintf("a failover of %s requested by %s at %s is still under way",
 			prev.target.NodeID(), prev.actor, prev.at.UTC().Format(time.RFC3339))}

@@ -383,3 +383,23 @@ func BenchmarkBuildPanel(b *testing.B) {
 		}
 	}
 }
+
+// TestPlanBesideFailover: RequestServerStateChange's check calls plan
+// without turn while a Failover may record its request; under -race this
+// fails if sent is read and written unguarded.
+func TestPlanBesideFailover(t *testing.T) {
+	db := openTestConfigDb(t)
+	st := stateOf(nodeB, mem(nodeA, membership.Up, 1, "pair", "driver"), mem(nodeB, membership.Up, 2, "pair", "driver"))
+	b, _ := newTestBackend(t, st, db, db)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 50 {
+			_, _ = b.plan(st, "pair")
+		}
+	}()
+	if _, err := b.Failover(context.Background(), "pair", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}

@@ -150,17 +150,15 @@ func (c *cli) userPasswdCmd() *cobra.Command {
 		Args:  oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withUserDB(cmd, &f, "user passwd", func(ctx context.Context, db *configdb.DB) error {
-				if _, err := db.User(ctx, args[0]); errors.Is(err, configdb.ErrNotFound) {
-					return usageErr("user passwd: no user %q (otopcua user list shows them)", args[0])
-				} else if err != nil {
-					return err
+				if _, err := db.User(ctx, args[0]); err != nil {
+					return noSuchUser("user passwd", args[0], err)
 				}
 				hash, err := c.newPasswordHash(args[0], "user passwd")
 				if err != nil {
 					return err
 				}
 				if err := db.SetUserPassword(ctx, args[0], hash); err != nil {
-					return err
+					return noSuchUser("user passwd", args[0], err)
 				}
 				fmt.Fprintf(c.stdout, "password of %s changed; its sessions end within a minute\n", args[0])
 				return nil
@@ -179,12 +177,8 @@ func (c *cli) userRemoveCmd() *cobra.Command {
 		Args:  oneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withUserDB(cmd, &f, "user remove", func(ctx context.Context, db *configdb.DB) error {
-				err := db.RemoveUser(ctx, args[0])
-				if errors.Is(err, configdb.ErrNotFound) {
-					return usageErr("user remove: no user %q (otopcua user list shows them)", args[0])
-				}
-				if err != nil {
-					return err
+				if err := db.RemoveUser(ctx, args[0]); err != nil {
+					return noSuchUser("user remove", args[0], err)
 				}
 				fmt.Fprintf(c.stdout, "removed user %s; its sessions end within a minute\n", args[0])
 				return nil
@@ -208,12 +202,8 @@ earlier token, which stops working at once. Send it as
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.withUserDB(cmd, &f, "user token", func(ctx context.Context, db *configdb.DB) error {
 				token, hash := auth.NewToken()
-				err := db.SetUserTokenHash(ctx, args[0], hash)
-				if errors.Is(err, configdb.ErrNotFound) {
-					return usageErr("user token: no user %q (otopcua user list shows them)", args[0])
-				}
-				if err != nil {
-					return err
+				if err := db.SetUserTokenHash(ctx, args[0], hash); err != nil {
+					return noSuchUser("user token", args[0], err)
 				}
 				fmt.Fprintln(c.stdout, token)
 				fmt.Fprintf(c.stderr, "new API token for %s: it replaces any earlier one and is shown only this once\n", args[0])
@@ -223,6 +213,15 @@ earlier token, which stops working at once. Send it as
 	}
 	f.bind(cmd)
 	return cmd
+}
+
+// noSuchUser turns ErrNotFound from what's action on user name into a
+// usage error (exit 2); any other error is returned as it is.
+func noSuchUser(what, name string, err error) error {
+	if errors.Is(err, configdb.ErrNotFound) {
+		return usageErr("%s: no user %q (otopcua user list shows them)", what, name)
+	}
+	return err
 }
 
 // withUserDB loads the configuration, opens and migrates its Config DB
