@@ -220,9 +220,8 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 		}
 		return nil, nil, nil
 	}
-	listen := rc.Listen
 	opts := replication.Options{
-		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: listen, Peers: rc.Peers, APIKey: rc.APIKey,
+		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: rc.Listen, Peers: rc.Peers, APIKey: rc.APIKey,
 		Logger: logger.With("component", "localdb-sync"),
 	}
 	creds, err := clusterCredentials(cfg, "LocalDb replication", opts.Logger)
@@ -242,7 +241,7 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := r.Start(ctx); err != nil {
 		cancel()
-		return nil, nil, fmt.Errorf("LocalDb replication on %s (LocalDb:SyncListenPort): %w", listen, err)
+		return nil, nil, fmt.Errorf("LocalDb replication on %s (LocalDb:SyncListenPort): %w", rc.Listen, err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -260,7 +259,7 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 			}
 		}
 	}()
-	logger.Info("LocalDb replication on", "listen", listen, "peers", rc.Peers)
+	logger.Info("LocalDb replication on", "listen", rc.Listen, "peers", rc.Peers)
 	return r, func() { cancel(); r.Stop(); <-done }, nil
 }
 
