@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/url"
 	"slices"
@@ -47,9 +48,18 @@ type fakeUsers struct {
 	password map[string]string
 	role     map[string]string
 	checked  []string // "name/password" of every Verify
+	// slow, when set, is called by Verify before it checks: a check that
+	// takes as long as the test wants.
+	slow func()
 }
 
 func (f *fakeUsers) Verify(_ context.Context, name, password, _ string) (string, ua.StatusCode) {
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	if slow != nil {
+		slow()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checked = append(f.checked, name+"/"+password)
@@ -306,6 +316,81 @@ func TestFailedActivationsLockTheAddress(t *testing.T) {
 	if _, err := r.connect(t, ua.UserTokenTypeUserName, opcua.AuthUsername("otto", "otto-password")); err != nil {
 		t.Fatalf("after the lockout: %v", err)
 	}
+}
+
+// TestSlowPasswordCheckOutlastsTheUnactivatedDeadline: the unactivated
+// deadline counts to the arrival of ActivateSession; a password check
+// that runs past it (a bcrypt on a loaded machine) still activates the
+// session, and a refused one past it ends the session at once.
+func TestSlowPasswordCheckOutlastsTheUnactivatedDeadline(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	r := newIdentityRig(t, func(c *Config) { c.Clock = clock })
+	entered := make(chan struct{})
+	var release chan struct{}
+	var let func() // lets the held check go on; deferred so a failure does not hang the server's Close
+	hold := func() {
+		release = make(chan struct{})
+		let = sync.OnceFunc(func() { close(release) })
+	}
+	hold()
+	defer func() { let() }()
+	r.users.mu.Lock()
+	r.users.slow = func() {
+		r.users.mu.Lock()
+		ch := release
+		r.users.mu.Unlock()
+		entered <- struct{}{}
+		<-ch
+	}
+	r.users.mu.Unlock()
+
+	type result struct {
+		c   *opcua.Client
+		err error
+	}
+	connect := func(password string) chan result {
+		done := make(chan result, 1)
+		go func() {
+			c, err := r.connect(t, ua.UserTokenTypeUserName, opcua.AuthUsername("otto", password))
+			done <- result{c, err}
+		}()
+		return done
+	}
+	done := connect("otto-password")
+	<-entered
+	clock.Advance(DefaultUnactivatedSessionTimeout + time.Second)
+	// The expiry timer runs (on its own goroutine, within microseconds)
+	// while the check holds: the session stays through a window far longer.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if n := r.SessionCount(); n != 1 {
+			t.Fatalf("%d sessions while the password check runs past the deadline, want 1", n)
+		}
+	}
+	let()
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("a check past the unactivated deadline: %v, want the session activated", res.err)
+	}
+	if st := writeTemp(t, res.c, 31); st != ua.StatusOK {
+		t.Fatalf("write in the slowly activated session: %v", st)
+	}
+
+	r.users.mu.Lock()
+	hold()
+	r.users.mu.Unlock()
+	done = connect("wrong")
+	<-entered
+	clock.Advance(DefaultUnactivatedSessionTimeout + time.Second)
+	let()
+	if res := <-done; !errors.Is(res.err, ua.StatusBadUserAccessDenied) {
+		t.Fatalf("a wrong password: %v, want BadUserAccessDenied", res.err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		if n := r.SessionCount(); n != 1 {
+			return fmt.Errorf("%d sessions, want the refused one ended and the first kept", n)
+		}
+		return nil
+	})
 }
 
 func TestActivationLimiterIsBounded(t *testing.T) {

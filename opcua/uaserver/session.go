@@ -60,6 +60,7 @@ type session struct {
 	mu        sync.Mutex
 	closed    bool               // mu must be held.
 	activated bool               // sessionTable.mu and mu must be held to write; either to read.
+	checking  int                // ActivateSessions whose identity is being checked; mu must be held.
 	addr      string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
 	chID      uint32             // channel bound to (the creating one until activated); mu must be held.
 	nonce     []byte             // last server nonce; mu must be held.
@@ -215,7 +216,7 @@ func (t *sessionTable) expire(sess *session) {
 	idle := sess.clock.Since(sess.lastSeen)
 	left := sess.timeout - idle
 	unactivated := !sess.activated
-	if unactivated {
+	if unactivated && sess.checking == 0 {
 		left = min(left, t.srv.cfg.UnactivatedSessionTimeout-sess.clock.Since(sess.created))
 	}
 	if left > 0 {
@@ -304,6 +305,33 @@ func (s *session) may(want Rights) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.who.rights.Has(want)
+}
+
+// beginCheck records that an ActivateSession of sess arrived and its
+// identity is being checked: the unactivated deadline counts to the
+// arrival of the request, so a slow password check (a bcrypt on a loaded
+// machine) does not end the session under the client. The check itself is
+// bounded by the user directory. It reports false when sess has ended.
+func (t *sessionTable) beginCheck(sess *session) bool {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.closed {
+		return false
+	}
+	sess.checking++
+	return true
+}
+
+// endCheck undoes beginCheck. A session still unactivated gets its
+// unactivated deadline back (ended at once when it has passed).
+func (t *sessionTable) endCheck(sess *session) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	sess.checking--
+	if sess.closed || sess.activated || sess.checking > 0 {
+		return
+	}
+	sess.timer.Reset(max(0, t.srv.cfg.UnactivatedSessionTimeout-sess.clock.Since(sess.created)))
 }
 
 // activate binds sess to channel chID from client address addr as who and

@@ -88,6 +88,10 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 	if code := s.verifyClientSignature(c, sess, req); code != ua.StatusOK {
 		return nil, code
 	}
+	if !s.sessions.beginCheck(sess) {
+		return nil, ua.StatusBadSessionIDInvalid
+	}
+	defer s.sessions.endCheck(sess)
 	who, code := s.identify(c.ch.ctx, c.ch.addr, sess.serverNonce(), req)
 	if code != ua.StatusOK {
 		s.counters.rejectedSessions.Add(1)
