@@ -56,6 +56,22 @@ type DbHealth interface {
 	DbStatus() (st DbStatus, ok bool)
 }
 
+// DbHealthQuery asks the DB probe actor (health's db-health-probe) for
+// its last verdict; it answers with a *DbHealthReply at once, from memory.
+type DbHealthQuery struct{}
+
+// DbHealthReply answers DbHealthQuery: Known is false until the first
+// probe finished.
+type DbHealthReply struct {
+	Status DbStatus
+	Known  bool
+}
+
+// DbAskTimeout bounds the publish actor's Ask of the DB probe: no answer
+// within it (the probe actor is restarting, stopped or stuck) counts as
+// the Config DB unreachable, as the reference's Ask timeout does.
+const DbAskTimeout = time.Second
+
 // DbHealthFunc adapts a function to DbHealth.
 type DbHealthFunc func() (DbStatus, bool)
 
