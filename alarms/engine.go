@@ -90,8 +90,11 @@ type Options struct {
 	// UID is this process's incarnation uid (membership.UniqueAddress):
 	// TransitionIDs are unique across restarts.
 	UID uint64
-	// Root spawns the engine actor.
-	Root   *actor.RootContext
+	// Root sends to the engine actor.
+	Root *actor.RootContext
+	// Parent spawns it: the node's supervision tree. Default:
+	// actors.Plain(Root, Clock).
+	Parent actors.Parent
 	Values ValueSource
 	Roles  RoleSource
 	PubSub PubSub
@@ -188,9 +191,12 @@ func New(o Options) (*Engine, error) {
 	}
 	e.inst = inst
 	core := newCore(e)
-	props := actor.PropsFromProducer(func() actor.Actor { return &engineActor{c: core} },
-		actor.WithSupervisor(actors.DefaultSupervisor()))
-	pid, err := o.Root.SpawnNamed(props, ActorName)
+	parent := o.Parent
+	if parent == nil {
+		parent = actors.Plain(o.Root, o.Clock)
+	}
+	props := parent.Props("AlarmHostActor", func() actor.Actor { return &engineActor{c: core} })
+	pid, err := parent.SpawnNamed(props, ActorName)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: spawn %s: %w", ActorName, err)
 	}

@@ -40,7 +40,10 @@ func NewDriver(dev deployment.Device, opts drivers.Options) (drivers.Driver, err
 
 // HostOptions configure a driver host. Root, Space and Writes are required.
 type HostOptions struct {
-	Root   *actor.RootContext
+	Root *actor.RootContext
+	// Parent spawns the host actor and its device children: the node's
+	// supervision tree. Default: actors.Plain(Root, Clock).
+	Parent actors.Parent
 	Space  *Space
 	Writes *Writes
 	// NewDriver makes drivers. Default: NewDriver.
@@ -56,7 +59,7 @@ type HostOptions struct {
 // applied deployment. Each child polls its device every poll interval (on
 // the injected clock, as messages) and stores the readings in the Space;
 // writes reach the drivers through the Space's write hooks (Writes). A
-// child that panics is restarted (actors.DefaultSupervisor), keeping its
+// child that panics is restarted (the Parent's supervision), keeping its
 // driver. Apply and Stop may be called from any goroutine.
 type Host struct {
 	o   HostOptions
@@ -87,10 +90,12 @@ func StartHost(o HostOptions) (*Host, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Parent == nil {
+		o.Parent = actors.Plain(o.Root, o.Clock)
+	}
 	h := &Host{o: o, devices: map[string]*device{}}
-	props := actor.PropsFromProducer(func() actor.Actor { return &hostActor{h: h} },
-		actor.WithSupervisor(actors.DefaultSupervisor()))
-	pid, err := o.Root.SpawnNamed(props, HostName)
+	props := o.Parent.Props("DriverHostActor", func() actor.Actor { return &hostActor{h: h} })
+	pid, err := o.Parent.SpawnNamed(props, HostName)
 	if err != nil {
 		return nil, fmt.Errorf("dataplane: spawn %s: %w", HostName, err)
 	}
@@ -208,7 +213,7 @@ func (a *hostActor) apply(ctx actor.Context, doc *deployment.Document) (ApplyRep
 				continue
 			}
 			d = &device{def: def, spec: specOf(def), driver: drv}
-			child := actor.PropsFromProducer(func() actor.Actor { return &deviceActor{h: h, d: d} })
+			child := h.o.Parent.Props("DeviceActor", func() actor.Actor { return &deviceActor{h: h, d: d} })
 			// A stopped child's name is free only once it has stopped:
 			// every spawn gets a name of its own.
 			h.gen++

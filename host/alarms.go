@@ -38,7 +38,7 @@ type alarmPlane struct {
 
 // startAlarms starts the engine and, when the node has its LocalDb, the
 // historian. Deployments reach the engine through apply.
-func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
+func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
 	local *localdb.DB, view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
 	logger *slog.Logger) (*alarmPlane, error) {
 	ap := &alarmPlane{}
@@ -46,7 +46,7 @@ func startAlarms(cfg *config.Config, sys *actors.System, srv *opcua.Server, spac
 	ap.conds = conditions.NewManager(srv, act)
 	eng, err := alarms.New(alarms.Options{
 		ClusterID: cfg.Node.ClusterId, NodeID: cfg.Cluster.NodeID(), UID: self,
-		Root: sys.Root(), Values: tagValues{space}, Roles: view, PubSub: med,
+		Root: tree.Root(), Parent: tree, Values: tagValues{space}, Roles: view, PubSub: med,
 		Sink:    conditionSink{m: ap.conds, space: space, log: logger},
 		Logger:  logger.With("component", "alarms"),
 		Metrics: alarms.Metrics{Meter: metrics.Meter(), GateDenied: metrics.PrimaryGateDenied},

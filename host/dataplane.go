@@ -58,7 +58,7 @@ func newSpace(srv *opcua.Server, cfg *config.Config) *dataplane.Space {
 // runs without the cache.
 //
 // A node without the driver role serves no devices: it returns nil.
-func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
+func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
 	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
@@ -77,7 +77,7 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 	if err != nil {
 		return nil, err
 	}
-	host, err := dataplane.StartHost(dataplane.HostOptions{Root: sys.Root(), Space: space, Writes: writes, OnPoll: dm.OnPoll, Logger: logger})
+	host, err := dataplane.StartHost(dataplane.HostOptions{Root: tree.Root(), Parent: tree, Space: space, Writes: writes, OnPoll: dm.OnPoll, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func startDataPlane(cfg *config.Config, sys *actors.System, srv *opcua.Server, d
 		}
 		dp.repl, dp.stopRepl = r, stop
 	}
-	ap, err := startAlarms(cfg, sys, srv, space, db, dp.cache, view, med, self, metrics, logger)
+	ap, err := startAlarms(cfg, tree, srv, space, db, dp.cache, view, med, self, metrics, logger)
 	if err != nil {
 		dp.release()
 		return nil, fmt.Errorf("alarms: %w", err)

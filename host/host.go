@@ -80,6 +80,11 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			sys.Shutdown(false)
 		}
 	}()
+	started := time.Now()
+	tree, err := startTree(sys, opts.TestHooks, metrics.Meter(), logger)
+	if err != nil {
+		return err
+	}
 
 	// The Config DB opens before anything listens: a bad provider or
 	// connection string, or a database newer than this otopcua, stops
@@ -139,7 +144,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	dp, err := startDataPlane(cfg, sys, srv, db, space, red.view, red.med, cluster.d.Self().UID, metrics, logger)
+	dp, err := startDataPlane(cfg, tree, srv, db, space, red.view, red.med, cluster.d.Self().UID, metrics, logger)
 	if err != nil {
 		red.stop()
 		cluster.stop()
@@ -169,6 +174,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		dp.stop()
 		red.stop()
 		_ = srv.Close()
+		tree.Shutdown()
 		cluster.stop()
 	}
 	if addr := cfg.Http.Addr(); addr != "" {
@@ -185,6 +191,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		}, probes(sys, cluster, srv, red.probe, shown), metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
 		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
+		web.Handle("GET /api/actors", actorsHandler(tree, cluster.d, started))
 		if dp != nil {
 			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
 			web.Handle("GET /alerts", dp.alarms.alertsHandler())
@@ -204,7 +211,8 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		}
 		if opts.TestHooks {
 			web.Handle("POST /debug/service-level", levels.debugHandler())
-			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime; never enable this in production", "env", EnvTestHooks)
+			web.Handle("POST /debug/actor-fault", actorFaultHandler(tree))
+			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime, POST /debug/actor-fault?actor=PATH makes an actor panic; never enable this in production", "env", EnvTestHooks)
 		}
 		mountAdmin(web, backend, users, cfg.Http, logger)
 		if err := web.Start(); err != nil {
@@ -233,6 +241,14 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		defer stopWatchdog()
 		stopAll()
 		return ended(r)
+	case f := <-tree.Failed():
+		logger.Error("an actor failed past its restart limit: leaving the cluster and exiting with code 1 for the service supervisor to restart this node",
+			"actor", f.Path, "reason", f.Reason)
+		stopWatchdog := startWatchdog(WatchdogTimeout, 1, logger, exit)
+		defer stopWatchdog()
+		cluster.leave(LeaveTimeout)
+		stopAll()
+		return fmt.Errorf("actor %s failed past its restart limit: %s", f.Path, f.Reason)
 	case m := <-failover.Requested():
 		if red.pub != nil {
 			red.pub.Pin(0) // peers and the admin panel see the 0 too
