@@ -77,4 +77,9 @@
 //  2. Add application namespaces and nodes through AddressSpace before or
 //     after Start; install write hooks (the primary gate) there.
 //  3. Close the Server; it ends every session before stopping the engine.
+//
+// The server's goroutines (listener, one reader per secure channel, the
+// diagnostics tick) are socket I/O loops owned by the Server, outside the
+// node's actor tree: a client cannot panic them (malformed requests get a
+// status code), and Close ends them all.
 package opcua

@@ -36,4 +36,9 @@
 //
 // Lock: Replicator.mu guards the key and the status maps; nothing is
 // called while it is held (no I/O under the lock).
+//
+// Why goroutines and not actors: each peer loop is a gRPC client stream
+// (socket I/O with its own back-off), and the server side is gRPC's; the
+// host owns both and stops them before the LocalDb closes. State that
+// matters (the cursors) is in the LocalDb, not in the loops.
 package replication

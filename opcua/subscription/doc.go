@@ -174,4 +174,11 @@
 //  7. Set Options.Events to the EventSource for event items to work; the
 //     engine calls WatchEvents and the Check methods with no engine lock
 //     held.
+//
+// Why goroutines and not actors: the engine is the OPC UA server's publish
+// scheduler, on the hot path of every client (one send loop per session
+// that writes to its socket, and the sampling loop). It is not part of the
+// node's supervision tree (package actors): its limits and deadlines bound
+// what a client can make it do, and a failure there is a server bug that
+// ends the process rather than a component to restart under live sessions.
 package subscription
