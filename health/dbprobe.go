@@ -81,7 +81,6 @@ type DbProbeConfig struct {
 	Logger *slog.Logger
 }
 
-
 // DbProbe is the DbHealthProbeActor of the design: an actor (DbProbeName,
 // kind DbProbeKind) that probes the Config DB on a timer, and a façade
 // that keeps the last result and answers "is the Config DB reachable from
