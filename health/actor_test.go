@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
+	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
 // newTestTree is a node's supervision tree with the fault hook on and a
@@ -105,5 +108,142 @@ func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
 	r.noCall("one tick, one Ping")
 	if m := pinger.maxInFlight.Load(); m != 1 {
 		t.Fatalf("%d Ping calls overlapped", m)
+	}
+}
+
+// peerRig is a PeerProbeSupervisor under a tree, on a fake clock, with two
+// peers (h:2 and h:3) from a snapshot.
+type peerRig struct {
+	tree   *actors.Tree
+	clock  *clockwork.FakeClock
+	bus    *fakeBus
+	prober *fakeProber
+	sup    *PeerProbeSupervisor
+}
+
+const (
+	peerEpB = "opc.tcp://127.0.0.1:4842"
+	peerEpC = "opc.tcp://127.0.0.1:4843"
+)
+
+func newPeerRig(t *testing.T, treeName string) *peerRig {
+	t.Helper()
+	r := &peerRig{tree: newTestTree(t, treeName), clock: clockwork.NewFakeClockAt(probeT0),
+		bus: &fakeBus{subs: map[int]func(m.UniqueAddress, proto.Message){}}, prober: &fakeProber{calls: map[string]int{}, bad: map[string]bool{}}}
+	self := m.UniqueAddress{Host: "127.0.0.1", Port: 4001, UID: 1}
+	members := &fakeMembers{st: m.State{Self: self}, subs: map[int]func(m.Event){}}
+	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 2, m.Up), upMember("127.0.0.1", 4003, 3, m.Up))
+	r.sup = NewPeerProbeSupervisor(PeerProbeOptions{Membership: members, PubSub: r.bus, Probe: r.prober.probe,
+		Clock: r.clock, Parent: r.tree})
+	r.sup.Start(context.Background())
+	t.Cleanup(r.sup.Stop)
+	_ = r.bus.Publish(wire.Topic, snap(entry("127.0.0.1:4001", 1, redundancy.RolePrimary, "opc.tcp://127.0.0.1:4841"),
+		entry("127.0.0.1:4002", 2, redundancy.RoleSecondary, peerEpB),
+		entry("127.0.0.1:4003", 3, redundancy.RoleSecondary, peerEpC)).ToWire())
+	waitFor(t, "both peers probed", func() bool { return r.prober.count(peerEpB) == 1 && r.prober.count(peerEpC) == 1 })
+	return r
+}
+
+// results counts the published results about target.
+func (r *peerRig) results(target string) int {
+	n := 0
+	for _, res := range r.bus.results() {
+		if res.GetTarget() == target {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPeerProbeChildRestartKeepsItsSiblings: a panic in one peer's probe
+// actor restarts that actor alone — the supervisor and the other probe
+// keep their incarnations — and the restarted one probes and publishes
+// again at once; Probing lists both peers throughout.
+func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
+	r := newPeerRig(t, "n2")
+	const supPath = "n2/" + PeerProbeSupervisorName
+	pathB, pathC := supPath+"/"+PeerProbeName("127.0.0.1:4002"), supPath+"/"+PeerProbeName("127.0.0.1:4003")
+	if pathB != "n2/peer-probe-supervisor/peer-127.0.0.1:4002" {
+		t.Fatalf("path %s", pathB)
+	}
+	waitFor(t, "both results", func() bool { return r.results("127.0.0.1:4002") == 1 && r.results("127.0.0.1:4003") == 1 })
+	before := map[string]actors.ActorInfo{}
+	for _, p := range []string{supPath, pathB, pathC} {
+		i, ok := actorInfo(r.tree, p)
+		if !ok {
+			t.Fatalf("the tree does not list %s: %+v", p, r.tree.Actors())
+		}
+		before[p] = i
+	}
+	if before[supPath].Kind != PeerProbeSupervisorKind || before[pathB].Kind != PeerProbeKind {
+		t.Fatalf("kinds %+v", before)
+	}
+
+	time.Sleep(5 * time.Millisecond) // so that a new start time differs
+	if err := r.tree.Fault(pathB, "x"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the faulted probe restarted", func() bool { i, _ := actorInfo(r.tree, pathB); return i.Restarts == 1 })
+	waitFor(t, "it probes and publishes again at once", func() bool {
+		return r.prober.count(peerEpB) == 2 && r.results("127.0.0.1:4002") == 2
+	})
+	if i, _ := actorInfo(r.tree, pathB); !i.StartedAt.After(before[pathB].StartedAt) {
+		t.Fatalf("the faulted probe kept its start time: %+v", i)
+	}
+	for _, p := range []string{supPath, pathC} {
+		if i, _ := actorInfo(r.tree, p); i.Restarts != 0 || !i.StartedAt.Equal(before[p].StartedAt) {
+			t.Fatalf("%s changed incarnation: %+v, was %+v", p, i, before[p])
+		}
+	}
+	if n := r.prober.count(peerEpC); n != 1 {
+		t.Fatalf("the sibling probed %d times without a tick", n)
+	}
+	if got := r.sup.Probing(); len(got) != 2 || got["127.0.0.1:4002"] != peerEpB || got["127.0.0.1:4003"] != peerEpC {
+		t.Fatalf("probing %v", got)
+	}
+
+	// Both keep their period: one tick, one probe each.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	if err := r.clock.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(ProbeInterval)
+	waitFor(t, "one more probe each", func() bool { return r.prober.count(peerEpB) == 3 && r.prober.count(peerEpC) == 2 })
+	time.Sleep(20 * time.Millisecond)
+	if b, c := r.prober.count(peerEpB), r.prober.count(peerEpC); b != 3 || c != 2 {
+		t.Fatalf("after one tick: %d and %d probes, want 3 and 2 (the old incarnation's timer must be gone)", b, c)
+	}
+}
+
+// TestPeerProbeSupervisorRestartRebuildsItsChildren: a panic in the
+// supervisor restarts it; protoactor stops its children, and the new
+// incarnation spawns them again from the snapshot the façade kept, at
+// once (no new snapshot is published).
+func TestPeerProbeSupervisorRestartRebuildsItsChildren(t *testing.T) {
+	r := newPeerRig(t, "n3")
+	const supPath = "n3/" + PeerProbeSupervisorName
+	pathB := supPath + "/" + PeerProbeName("127.0.0.1:4002")
+	waitFor(t, "the children are listed", func() bool { _, ok := actorInfo(r.tree, pathB); return ok })
+	before, _ := actorInfo(r.tree, pathB)
+	time.Sleep(5 * time.Millisecond)
+	if err := r.tree.Fault(supPath, "x"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the supervisor restarted", func() bool { i, _ := actorInfo(r.tree, supPath); return i.Restarts == 1 })
+	waitFor(t, "both peers probed again", func() bool { return r.prober.count(peerEpB) == 2 && r.prober.count(peerEpC) == 2 })
+	waitFor(t, "new child incarnations", func() bool {
+		i, ok := actorInfo(r.tree, pathB)
+		return ok && i.StartedAt.After(before.StartedAt)
+	})
+	if got := r.sup.Probing(); len(got) != 2 {
+		t.Fatalf("probing %v", got)
+	}
+	r.sup.Stop()
+	if _, ok := actorInfo(r.tree, supPath); ok {
+		t.Fatal("Stop left the supervisor in the tree")
+	}
+	if _, ok := actorInfo(r.tree, pathB); ok {
+		t.Fatal("Stop left a probe in the tree")
 	}
 }
