@@ -1,7 +1,41 @@
 // Package health owns the node's health surface: the HTTP endpoint
-// (/healthz, /readyz, /metrics and any handler the host mounts) and, in
-// later work, the probe actors (DbHealthProbeActor, PeerProbeSupervisor and
-// PeerOpcUaProbeActor) whose results feed ServiceLevel.
+// (/healthz, /readyz, /metrics and any handler the host mounts) and the
+// probe actors whose results feed ServiceLevel.
+//
+// Probe actors (protoactor-go, spawned by Start under the Parent of their
+// options — the node's actors.Tree, which restarts a failed actor one for
+// one with back-off and lists it in GET /api/actors; with no Parent, on a
+// private actor system that Stop shuts down):
+//
+//   - "db-health-probe", kind DbHealthProbeActor (DbProbe): pings the
+//     Config DB every Interval and answers redundancy.DbHealthQuery from
+//     memory.
+//   - "peer-probe-supervisor", kind PeerProbeSupervisor
+//     (PeerProbeSupervisor), with one child per other driver peer,
+//     "peer-<NodeId>" (e.g. peer-127.0.0.1:4053), kind PeerOpcUaProbeActor:
+//     each sends an OPC UA Hello to its peer every Interval and publishes
+//     the wire.OpcUaProbeResult.
+//
+// Timers reach these actors as messages (actors.Every) and the blocking
+// I/O — a DB ping, an OPC UA dial — runs on a goroutine the actor owns,
+// its result coming back as a message tagged with the incarnation and
+// attempt; a result of an earlier incarnation or a superseded attempt is
+// ignored. A Receive never blocks.
+//
+// What survives a restart, and why:
+//
+//   - DB probe: the last verdict, held by the DbProbe façade, so Last,
+//     Ready and the actor's DbHealthQuery answers keep it, with its AsOf
+//     (staleness rules still apply); and a Ping in flight, which the new
+//     incarnation adopts rather than overlap (probes never overlap). The
+//     new incarnation probes at once, so the verdict is refreshed from its
+//     source rather than trusted for one more Interval.
+//   - Peer probes: a failed child restarts alone (its siblings and the
+//     supervisor keep their incarnations) and probes at once. A failed
+//     supervisor restarts with fresh children (protoactor stops them
+//     first), rebuilt at once from the latest snapshot the façade keeps and
+//     the current membership — it does not wait for the next snapshot.
+//     Probing keeps listing the peers meanwhile.
 //
 // HTTP semantics:
 //

@@ -5,17 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
+
+// The supervisor actor's name under its Parent, its kind, and its
+// children's kind; a child is named PeerProbeName(NodeId).
+const (
+	PeerProbeSupervisorName = "peer-probe-supervisor"
+	PeerProbeSupervisorKind = "PeerProbeSupervisor"
+	PeerProbeKind           = "PeerOpcUaProbeActor"
+)
+
+// PeerProbeName is the name of the probe actor of peer nodeID under the
+// supervisor: "peer-" + nodeID, e.g. peer-127.0.0.1:4053.
+func PeerProbeName(nodeID string) string { return "peer-" + nodeID }
 
 // Peer probe timings.
 const (
@@ -62,10 +78,15 @@ type PeerProbeOptions struct {
 	Interval time.Duration
 	// Timeout of one probe. Default ProbeTimeout.
 	Timeout time.Duration
-	// Clock drives the probe period and stamps results. Default: the wall
-	// clock. (The probe's own timeout is a network deadline on the wall
-	// clock.)
+	// Clock drives the probe period and stamps results. Default: Parent's
+	// clock, or the wall clock without a Parent. (The probe's own timeout
+	// is a network deadline on the wall clock.)
 	Clock clockwork.Clock
+	// Parent is where Start spawns the supervisor actor
+	// (PeerProbeSupervisorName, kind PeerProbeSupervisorKind): the node's
+	// *actors.Tree. Nil: a private local actor system (actors.Plain on
+	// Clock), shut down by Stop — for unit tests and tools.
+	Parent actors.Parent
 	// Logger receives probe state changes. Default: discard.
 	Logger *slog.Logger
 }
@@ -79,18 +100,41 @@ type PeerProbeOptions struct {
 // peer's incarnation or endpoint changes. Each probe publishes an
 // OpcUaProbeResult about its peer on wire.Topic; the peer's
 // OpcUaPublishActor takes the results about itself.
+//
+// It is an actor (PeerProbeSupervisorName, kind PeerProbeSupervisorKind)
+// with one child per peer (PeerProbeName(NodeId), kind PeerProbeKind),
+// spawned with the Parent's props so that a failing child is restarted
+// alone, after the tree's back-off, while its siblings and the supervisor
+// keep their incarnations. Snapshots and membership events reach the
+// supervisor as messages; the supervisor reconciles its children on each.
+//
+// What survives a restart: the façade keeps the latest snapshot (and the
+// map Probing returns). A restarted child probes its peer at once. A
+// restarted supervisor — protoactor stops its children first — rebuilds
+// every child from that kept snapshot and the current membership at once,
+// without waiting for the next snapshot; Probing keeps listing the peers
+// meanwhile.
 type PeerProbeSupervisor struct {
-	o      PeerProbeOptions
-	self   membership.UniqueAddress
-	inbox  chan redundancy.Snapshot
-	kick   chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	o    PeerProbeOptions
+	self membership.UniqueAddress
+	once sync.Once
+	gen  atomic.Uint64 // incarnations of the probe actors so far
 
-	mu     sync.Mutex
-	probes map[string]*PeerOpcUaProbeActor // by NodeId; mu must be held.
+	mu      sync.Mutex
+	parent  actors.Parent  // mu must be held.
+	own     *actors.System // the private actor system without a Parent; mu must be held.
+	pid     *actor.PID     // mu must be held.
+	unsubs  []func()       // mu must be held.
+	quit    chan struct{}  // closed by Stop; mu must be held.
+	last    redundancy.Snapshot
+	probing map[string]string // NodeId → endpoint; mu must be held.
 }
+
+// Messages of the supervisor actor.
+type (
+	peerSnapshotArrived struct{} // a new snapshot is in the façade
+	peerMembersChanged  struct{}
+)
 
 // NewPeerProbeSupervisor returns a stopped supervisor.
 func NewPeerProbeSupervisor(o PeerProbeOptions) *PeerProbeSupervisor {
@@ -107,45 +151,90 @@ func NewPeerProbeSupervisor(o PeerProbeOptions) *PeerProbeSupervisor {
 		o.Timeout = ProbeTimeout
 	}
 	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
+		if o.Parent != nil {
+			o.Clock = o.Parent.Clock()
+		} else {
+			o.Clock = clockwork.NewRealClock()
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &PeerProbeSupervisor{
-		o: o, self: o.Membership.Self(), inbox: make(chan redundancy.Snapshot, 16), kick: make(chan struct{}, 1),
-		done: make(chan struct{}), probes: map[string]*PeerOpcUaProbeActor{},
-	}
+	return &PeerProbeSupervisor{o: o, self: o.Membership.Self(), probing: map[string]string{}}
 }
 
-// Start subscribes to the topic and to membership and runs until Stop or
-// ctx ends.
+// Start spawns the supervisor actor under Parent (or on a private actor
+// system), subscribes to the topic and to membership, and runs until Stop
+// or ctx ends. A failed spawn (the name is taken) is logged as an Error.
 func (s *PeerProbeSupervisor) Start(ctx context.Context) {
-	ctx, s.cancel = context.WithCancel(ctx)
-	unsubTopic := s.o.PubSub.Subscribe(wire.Topic, s.handle)
-	_, unsubMembers := s.o.Membership.Subscribe(func(membership.Event) {
-		select {
-		case s.kick <- struct{}{}:
-		default:
+	s.mu.Lock()
+	if s.quit != nil {
+		s.mu.Unlock()
+		return // started already
+	}
+	s.quit = make(chan struct{})
+	s.parent = s.o.Parent
+	if s.parent == nil {
+		s.own = actors.NewLocal(slog.New(slog.DiscardHandler))
+		s.parent = actors.Plain(s.own.Root(), s.o.Clock)
+	}
+	parent, quit := s.parent, s.quit
+	s.mu.Unlock()
+
+	pid, err := parent.SpawnNamed(parent.Props(PeerProbeSupervisorKind, func() actor.Actor { return &peerSupervisorActor{s: s} }),
+		PeerProbeSupervisorName)
+	if err != nil {
+		s.o.Logger.Error("peer probe supervisor not started", "err", err)
+		return
+	}
+	root := parent.Root()
+	unsubTopic := s.o.PubSub.Subscribe(wire.Topic, func(_ membership.UniqueAddress, msg proto.Message) {
+		if s.handle(msg) {
+			root.Send(pid, peerSnapshotArrived{})
 		}
 	})
+	_, unsubMembers := s.o.Membership.Subscribe(func(membership.Event) { root.Send(pid, peerMembersChanged{}) })
+	s.mu.Lock()
+	s.pid = pid
+	s.unsubs = []func(){unsubTopic, unsubMembers}
+	s.mu.Unlock()
 	go func() {
-		defer close(s.done)
-		defer unsubTopic()
-		defer unsubMembers()
-		s.run(ctx)
+		select {
+		case <-ctx.Done():
+			s.Stop()
+		case <-quit:
+		}
 	}()
+}
+
+// PID is the supervisor actor's (nil before Start).
+func (s *PeerProbeSupervisor) PID() *actor.PID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pid
 }
 
 // Stop stops every probe and the supervisor, and waits for them.
 func (s *PeerProbeSupervisor) Stop() {
 	s.once.Do(func() {
-		if s.cancel == nil {
-			close(s.done)
-			return
+		s.mu.Lock()
+		parent, pid, own, unsubs, quit := s.parent, s.pid, s.own, s.unsubs, s.quit
+		s.mu.Unlock()
+		for _, u := range unsubs {
+			u()
 		}
-		s.cancel()
-		<-s.done
+		if quit != nil {
+			close(quit)
+		}
+		if pid != nil {
+			_ = parent.Root().StopFuture(pid).Wait() // and its children
+		}
+		if own != nil {
+			own.Shutdown(false)
+		}
+		s.mu.Lock()
+		s.probing = map[string]string{}
+		s.mu.Unlock()
 	})
 }
 
@@ -153,63 +242,108 @@ func (s *PeerProbeSupervisor) Stop() {
 func (s *PeerProbeSupervisor) Probing() map[string]string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]string, len(s.probes))
-	for id, p := range s.probes {
-		out[id] = p.peer.Endpoint
-	}
-	return out
+	return maps.Clone(s.probing)
 }
 
-func (s *PeerProbeSupervisor) handle(_ membership.UniqueAddress, msg proto.Message) {
+// handle keeps a snapshot from the topic; true when msg was one.
+func (s *PeerProbeSupervisor) handle(msg proto.Message) bool {
 	m, ok := msg.(*wire.RedundancyStateChanged)
 	if !ok {
-		return
+		return false
 	}
 	snap, err := redundancy.SnapshotFromWire(m)
 	if err != nil {
-		return
+		return false
 	}
-	select {
-	case s.inbox <- snap:
-	default: // the next snapshot (at most RepublishEvery away) will do
-	}
+	s.mu.Lock()
+	s.last = snap
+	s.mu.Unlock()
+	return true
 }
 
-func (s *PeerProbeSupervisor) run(ctx context.Context) {
-	var last redundancy.Snapshot
-	defer s.reconcile(ctx, nil)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case last = <-s.inbox:
-		case <-s.kick:
-		}
-		s.reconcile(ctx, DesiredPeers(last, s.self, s.o.Membership.Snapshot()))
-	}
-}
-
-// reconcile stops the probes not in want (or whose peer changed) and
-// starts the missing ones.
-func (s *PeerProbeSupervisor) reconcile(ctx context.Context, want map[string]Peer) {
+func (s *PeerProbeSupervisor) latest() redundancy.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for id, p := range s.probes {
-		if w, ok := want[id]; !ok || w != p.peer {
-			p.stop()
-			delete(s.probes, id)
-			s.o.Logger.Info("peer probe stopped", "peer", id, "endpoint", p.peer.Endpoint)
+	return s.last
+}
+
+// peerSupervisorActor is one incarnation of the supervisor actor.
+type peerSupervisorActor struct {
+	s       *PeerProbeSupervisor
+	kids    map[string]*peerKid // by NodeId: running or stopping
+	closing bool                // restarting or stopping: its children's ends must not respawn them
+}
+
+// peerKid is one child of the supervisor.
+type peerKid struct {
+	peer     Peer
+	pid      *actor.PID
+	stopping bool // stopped; its name is free once it has terminated
+}
+
+func (a *peerSupervisorActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.kids = map[string]*peerKid{}
+		a.reconcile(c)
+	case peerSnapshotArrived, peerMembersChanged:
+		a.reconcile(c)
+	case *actor.Terminated:
+		if a.closing {
+			return
+		}
+		for id, k := range a.kids {
+			if k.pid.Equal(m.Who) {
+				delete(a.kids, id)
+				if k.stopping { // a replaced peer: its name is free now
+					a.reconcile(c)
+				}
+				break
+			}
+		}
+	case *actor.Restarting, *actor.Stopping:
+		a.closing = true // protoactor stops the children
+	}
+}
+
+// reconcile stops the children not wanted (or whose peer changed) and
+// spawns the missing ones; a replacement waits until the child it
+// replaces has terminated.
+func (a *peerSupervisorActor) reconcile(c actor.Context) {
+	if a.closing {
+		return
+	}
+	s := a.s
+	want := DesiredPeers(s.latest(), s.self, s.o.Membership.Snapshot())
+	for id, k := range a.kids {
+		if w, ok := want[id]; !k.stopping && (!ok || w != k.peer) {
+			c.Stop(k.pid)
+			k.stopping = true
+			s.o.Logger.Info("peer probe stopped", "peer", id, "endpoint", k.peer.Endpoint)
 		}
 	}
 	for id, w := range want {
-		if _, ok := s.probes[id]; ok {
+		if _, ok := a.kids[id]; ok {
 			continue
 		}
-		p := newProbeActor(s.o, s.self.NodeID(), w)
-		p.start(ctx)
-		s.probes[id] = p
+		props := s.parent.Props(PeerProbeKind, func() actor.Actor { return &PeerOpcUaProbeActor{s: s, peer: w} })
+		pid, err := c.SpawnNamed(props, PeerProbeName(id))
+		if err != nil {
+			s.o.Logger.Error("peer probe not started", "peer", id, "err", err)
+			continue
+		}
+		a.kids[id] = &peerKid{peer: w, pid: pid}
 		s.o.Logger.Info("peer probe started", "peer", id, "endpoint", w.Endpoint, "interval", s.o.Interval.String())
 	}
+	probing := map[string]string{}
+	for id, k := range a.kids {
+		if !k.stopping {
+			probing[id] = k.peer.Endpoint
+		}
+	}
+	s.mu.Lock()
+	s.probing = probing
+	s.mu.Unlock()
 }
 
 // Peer is a driver peer to probe.
@@ -244,72 +378,93 @@ func DesiredPeers(snap redundancy.Snapshot, self membership.UniqueAddress, membe
 }
 
 // PeerOpcUaProbeActor probes one peer's OPC UA endpoint every Interval
-// (the first probe at once) and publishes each result.
+// (the first probe at once, at every incarnation) and publishes each
+// result. The probe runs on a goroutine the actor owns and its result
+// comes back as a message tagged with the incarnation and attempt: the
+// result of a probe started by an earlier incarnation, or superseded, is
+// dropped unpublished. A tick that finds a probe still running is skipped.
 type PeerOpcUaProbeActor struct {
-	o      PeerProbeOptions
-	prober string
-	peer   Peer
-	cancel context.CancelFunc
-	done   chan struct{}
+	s         *PeerProbeSupervisor
+	peer      Peer
+	gen       uint64 // this incarnation
+	attempt   uint64 // probes started by it
+	busy      bool   // a probe is running
+	wasOk     bool
+	stopTicks func()
+	cancel    context.CancelFunc // of the probe running
 }
 
-func newProbeActor(o PeerProbeOptions, prober string, peer Peer) *PeerOpcUaProbeActor {
-	return &PeerOpcUaProbeActor{o: o, prober: prober, peer: peer, done: make(chan struct{})}
+// Messages of a probe actor.
+type (
+	peerTick   struct{ gen uint64 }
+	peerResult struct {
+		gen, attempt uint64
+		err          error
+	}
+)
+
+func (p *PeerOpcUaProbeActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		p.gen, p.wasOk = p.s.gen.Add(1), true
+		p.stopTicks = actors.Every(p.s.parent.Root(), p.s.o.Clock, c.Self(), p.s.o.Interval, peerTick{gen: p.gen})
+		p.probe(c)
+	case peerTick:
+		if m.gen == p.gen && !p.busy {
+			p.probe(c)
+		}
+	case peerResult:
+		if m.gen != p.gen || m.attempt != p.attempt || !p.busy {
+			return // stale
+		}
+		p.busy = false
+		p.cancel()
+		p.publish(m.err)
+	case *actor.Restarting, *actor.Stopping:
+		if p.stopTicks != nil {
+			p.stopTicks()
+		}
+		if p.cancel != nil {
+			p.cancel()
+		}
+		p.busy = false
+	}
 }
 
-func (p *PeerOpcUaProbeActor) start(ctx context.Context) {
-	ctx, p.cancel = context.WithCancel(ctx)
+// probe starts one probe on its goroutine.
+func (p *PeerOpcUaProbeActor) probe(c actor.Context) {
+	p.attempt++
+	p.busy = true
+	ctx, cancel := context.WithTimeout(context.Background(), p.s.o.Timeout)
+	p.cancel = cancel
+	root, self, gen, attempt, probe, endpoint := p.s.parent.Root(), c.Self(), p.gen, p.attempt, p.s.o.Probe, p.peer.Endpoint
 	go func() {
-		defer close(p.done)
-		p.run(ctx)
+		err := probe(ctx, endpoint)
+		root.Send(self, peerResult{gen: gen, attempt: attempt, err: err})
 	}()
 }
 
-func (p *PeerOpcUaProbeActor) stop() {
-	p.cancel()
-	<-p.done
-}
-
-func (p *PeerOpcUaProbeActor) run(ctx context.Context) {
-	tick := p.o.Clock.NewTicker(p.o.Interval)
-	defer tick.Stop()
-	wasOk := true
-	for {
-		wasOk = p.probeOnce(ctx, wasOk)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.Chan():
-		}
-	}
-}
-
-// probeOnce probes, publishes the result and logs a change of verdict.
-func (p *PeerOpcUaProbeActor) probeOnce(ctx context.Context, wasOk bool) bool {
-	pctx, cancel := context.WithTimeout(ctx, p.o.Timeout)
-	err := p.o.Probe(pctx, p.peer.Endpoint)
-	cancel()
-	if ctx.Err() != nil {
-		return wasOk // stopped mid-probe: no verdict
-	}
+// publish publishes the result and logs a change of verdict.
+func (p *PeerOpcUaProbeActor) publish(err error) {
+	o := p.s.o
 	res := &wire.OpcUaProbeResult{
-		Target: p.peer.NodeID, Ok: err == nil, AtUnixMs: wire.UnixMs(p.o.Clock.Now()),
-		Prober: p.prober, Endpoint: p.peer.Endpoint,
+		Target: p.peer.NodeID, Ok: err == nil, AtUnixMs: wire.UnixMs(o.Clock.Now()),
+		Prober: p.s.self.NodeID(), Endpoint: p.peer.Endpoint,
 	}
 	if err != nil {
 		res.Error = err.Error()
 		if errors.Is(err, context.DeadlineExceeded) {
-			res.Error = fmt.Sprintf("no Acknowledge within %v: %v", p.o.Timeout, err)
+			res.Error = fmt.Sprintf("no Acknowledge within %v: %v", o.Timeout, err)
 		}
 	}
-	if err := p.o.PubSub.Publish(wire.Topic, res); err != nil {
-		p.o.Logger.Error("peer probe result not published", "peer", p.peer.NodeID, "err", err)
+	if err := o.PubSub.Publish(wire.Topic, res); err != nil {
+		o.Logger.Error("peer probe result not published", "peer", p.peer.NodeID, "err", err)
 	}
 	switch {
-	case wasOk && err != nil:
-		p.o.Logger.Warn("peer OPC UA probe failed", "peer", p.peer.NodeID, "endpoint", p.peer.Endpoint, "err", res.Error)
-	case !wasOk && err == nil:
-		p.o.Logger.Info("peer OPC UA probe answers again", "peer", p.peer.NodeID, "endpoint", p.peer.Endpoint)
+	case p.wasOk && err != nil:
+		o.Logger.Warn("peer OPC UA probe failed", "peer", p.peer.NodeID, "endpoint", p.peer.Endpoint, "err", res.Error)
+	case !p.wasOk && err == nil:
+		o.Logger.Info("peer OPC UA probe answers again", "peer", p.peer.NodeID, "endpoint", p.peer.Endpoint)
 	}
-	return err == nil
+	p.wasOk = err == nil
 }

@@ -41,16 +41,35 @@
 //   - The queue is the LocalDb file: a restarted process drains what the
 //     old one left.
 //
-// Concurrency: one drain goroutine (Start … Stop) owns the drain and trim
-// state; Enqueue, Status, Handler and the metrics callback may run on any
-// goroutine. Historian.mu guards Status and the start/stop fields; it is
-// the package's only lock and is never held across a database call.
+// Concurrency: the drain is an actor, named "historian" (ActorName, kind
+// "HistorianAdapter"), spawned by Start under Options.Parent — the node's
+// supervision tree, which restarts it one for one with back-off — or, with
+// no Parent, on a private actor system that Stop shuts down. Its timer
+// (DrainEvery) reaches it as messages; each tick's database calls run on a
+// goroutine the actor owns, and the tick's end comes back as a message
+// tagged with the incarnation and the tick number, so the actor never
+// blocks on a database. Ticks never overlap: a timer tick while one runs
+// is kept (one, as a ticker's channel would) and run at its end, and the
+// tick goroutine holds Historian.tickMu, so a new incarnation's tick waits
+// for the old one's. The drain and trim state (back-off, trim position,
+// the last gate verdict) is owned by the goroutine holding tickMu.
+// Enqueue, Status, Handler and the metrics callback may run on any
+// goroutine. Historian.mu guards Status and the start/stop fields; no lock
+// is held across a database call except tickMu, which only ticks take.
+//
+// What survives a restart of the actor, and why: the queue (it is the
+// LocalDb file) and Status (the Historian, not the actor, holds it), so
+// nothing queued is lost and /api/historian keeps answering. The tick in
+// flight is cancelled — its rows stay queued, its end is ignored — and the
+// new incarnation reads the queue's size and ticks at once, not one
+// DrainEvery later, so a drain resumes as soon as the actor does; the old
+// incarnation's timer messages are ignored (generation).
 //
 // Duties of the caller (the host):
 //
 //  1. Open the LocalDb and the Config DB (migrated), build one Historian
-//     per node with New, mount Handler at APIPath, RegisterMetrics, and
-//     Start it.
+//     per node with New (Options.Parent: the node's actors.Tree), mount
+//     Handler at APIPath, RegisterMetrics, and Start it.
 //  2. Feed Gate from the Primary gate (gate.ShouldServiceAsPrimary with the
 //     live role and driver member count); it must answer at once.
 //  3. Call Enqueue for every transition the node receives on the alerts

@@ -6,12 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/localdb"
+)
+
+// The drain actor's name under its Parent and its kind (GET /api/actors).
+const (
+	ActorName = "historian"
+	ActorKind = "HistorianAdapter"
 )
 
 // Defaults of Options.
@@ -77,13 +86,19 @@ type Options struct {
 	Central *configdb.DB
 	// Gate is the Primary gate's verdict for the historian drain
 	// (gate.ShouldServiceAsPrimary): true → this node drains. reason is
-	// shown while it is false. Called from the drain goroutine once per
-	// tick and between batches, never concurrently; it must not block.
+	// shown while it is false. Called from the drain's tick goroutine once
+	// per tick and between batches, never concurrently; it must not block.
 	// Required.
 	Gate func() (ok bool, reason string)
 	// Clock drives the drain and trim timers, the back-off and the queue
-	// stamps of Status. Default: the real clock.
+	// stamps of Status. Default: Parent's clock, or the real clock without
+	// a Parent.
 	Clock clockwork.Clock
+	// Parent is where Start spawns the drain actor (ActorName, kind
+	// ActorKind): the node's *actors.Tree. Nil: a private local actor
+	// system (actors.Plain on Clock), shut down by Stop — for unit tests
+	// and tools.
+	Parent actors.Parent
 	// DrainEvery is the drain's tick. Default 500 ms.
 	DrainEvery time.Duration
 	// BatchSize is the most rows one Config DB insert carries, and one
@@ -142,7 +157,8 @@ const refusalLogEvery = 10 * time.Second
 
 // Historian is one node's alarm historian: it queues every alarm transition
 // in the LocalDb and, while this node is Primary, drains the queue into the
-// Config DB's alarm_history. Its methods are safe for concurrent use.
+// Config DB's alarm_history. Its methods are safe for concurrent use. The
+// drain is an actor (ActorName, kind ActorKind, see the package doc).
 type Historian struct {
 	opts Options
 	log  *slog.Logger
@@ -150,19 +166,27 @@ type Historian struct {
 	mu             sync.Mutex // guards the fields below
 	st             Status
 	started        bool
+	ctx            context.Context // Start's; the parent of every tick's
 	cancel         context.CancelFunc
-	done           chan struct{} // closed when the drain goroutine has returned
-	refusalLogged  time.Time     // when the last refusal was logged
-	refusedUnknown uint64        // refusals since then, not yet logged
+	parent         actors.Parent
+	own            *actors.System // the private actor system without a Parent
+	pid            *actor.PID
+	refusalLogged  time.Time // when the last refusal was logged
+	refusedUnknown uint64    // refusals since then, not yet logged
 
-	// Owned by the drain goroutine (no lock).
+	stopOnce sync.Once
+	gen      atomic.Uint64  // incarnations of the drain actor so far
+	running  sync.WaitGroup // tick goroutines not yet returned
+	tickMu   sync.Mutex     // held by the tick goroutine: ticks never overlap, across incarnations too
+
+	// Owned by the tick goroutine holding tickMu (no other lock).
 	failures  int       // drain failures in a row
 	retryAt   time.Time // no drain before this (back-off)
 	nextTrim  time.Time // the next trim on a node that is not Primary
 	trimAfter int64     // the trim's position: the last Seq it looked at
 	primary   bool      // the gate's verdict at the last tick
 
-	// ticked, when set (tests), is called after each tick.
+	// ticked, when set (tests), is called after each tick, by the actor.
 	ticked func()
 }
 
@@ -226,7 +250,11 @@ func fill(o *Options) error {
 		o.MaxBackoff = o.DrainEvery
 	}
 	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
+		if o.Parent != nil {
+			o.Clock = o.Parent.Clock()
+		} else {
+			o.Clock = clockwork.NewRealClock()
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -290,35 +318,75 @@ func (h *Historian) refuse(err error) error {
 	return err
 }
 
-// Start reads the queue's size, runs the first tick now and then one every
-// DrainEvery until Stop or until ctx ends. It returns at once; ErrStarted
-// on a second call.
+// Start spawns the drain actor under Options.Parent (or on a private actor
+// system): it reads the queue's size, runs the first tick now and then one
+// every DrainEvery until Stop or until ctx ends. It returns once the actor
+// is spawned; ErrStarted on a second call.
 func (h *Historian) Start(ctx context.Context) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.started {
+		h.mu.Unlock()
 		return ErrStarted
 	}
 	h.started = true
-	ctx, h.cancel = context.WithCancel(ctx)
-	h.done = make(chan struct{})
-	ticker := h.opts.Clock.NewTicker(h.opts.DrainEvery)
-	go h.run(ctx, ticker, h.done)
+	h.ctx, h.cancel = context.WithCancel(ctx)
+	h.parent = h.opts.Parent
+	if h.parent == nil {
+		h.own = actors.NewLocal(slog.New(slog.DiscardHandler))
+		h.parent = actors.Plain(h.own.Root(), h.opts.Clock)
+	}
+	parent, hctx := h.parent, h.ctx
+	h.mu.Unlock()
+
+	pid, err := parent.SpawnNamed(parent.Props(ActorKind, func() actor.Actor { return &drainActor{h: h} }), ActorName)
+	if err != nil {
+		h.Stop()
+		return fmt.Errorf("historian: drain actor %q: %w", ActorName, err)
+	}
+	h.mu.Lock()
+	h.pid = pid
+	h.mu.Unlock()
+	go func() {
+		<-hctx.Done() // Stop, or the caller's ctx
+		h.stopOnce.Do(h.shutdown)
+	}()
 	return nil
 }
 
+// PID is the drain actor's (nil before Start).
+func (h *Historian) PID() *actor.PID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pid
+}
+
 // Stop ends the drain and waits for it (a Config DB call in flight is
-// cancelled). Queued rows stay in the LocalDb. It may be called more than
-// once, and before Start.
+// cancelled, and its tick goroutine awaited). Queued rows stay in the
+// LocalDb. It may be called more than once, and before Start.
 func (h *Historian) Stop() {
 	h.mu.Lock()
-	cancel, done := h.cancel, h.done
+	cancel := h.cancel
 	h.mu.Unlock()
 	if cancel == nil {
 		return
 	}
 	cancel()
-	<-done
+	h.stopOnce.Do(h.shutdown)
+}
+
+// shutdown stops the actor, waits for its tick goroutine and stops the
+// private actor system.
+func (h *Historian) shutdown() {
+	h.mu.Lock()
+	parent, pid, own := h.parent, h.pid, h.own
+	h.mu.Unlock()
+	if pid != nil {
+		_ = parent.Root().StopFuture(pid).Wait()
+	}
+	h.running.Wait() // no tick starts once the actor has stopped
+	if own != nil {
+		own.Shutdown(false)
+	}
 	h.mu.Lock()
 	h.st.State, h.st.GateReason = StateStopped, ""
 	h.mu.Unlock()
@@ -331,19 +399,86 @@ func (h *Historian) Status() Status {
 	return h.st
 }
 
-func (h *Historian) run(ctx context.Context, ticker clockwork.Ticker, done chan struct{}) {
-	defer close(done)
-	defer ticker.Stop()
-	h.refreshStats(ctx)
-	for {
-		h.tick(ctx)
+// Messages of the drain actor.
+type (
+	drainTick struct{ gen uint64 } // the DrainEvery timer of incarnation gen
+	tickDone  struct{ gen, attempt uint64 }
+)
+
+// drainActor is one incarnation of the drain actor. It runs each tick (the
+// database calls) on a goroutine of its own and hears of its end as a
+// message; the drain state lives in the Historian.
+type drainActor struct {
+	h         *Historian
+	gen       uint64
+	attempt   uint64 // ticks started by this incarnation
+	busy      bool   // a tick goroutine runs
+	pending   bool   // a timer tick came while busy: tick again at its end
+	stopTicks func()
+	cancel    context.CancelFunc // of the tick running
+}
+
+func (a *drainActor) Receive(c actor.Context) {
+	h := a.h
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.gen = h.gen.Add(1)
+		a.stopTicks = actors.Every(h.parent.Root(), h.opts.Clock, c.Self(), h.opts.DrainEvery, drainTick{gen: a.gen})
+		a.startTick(c, true) // at once, the first incarnation and every restart
+	case drainTick:
+		switch {
+		case m.gen != a.gen: // the timer of an earlier incarnation
+		case a.busy:
+			a.pending = true // as a ticker's one-slot channel would
+		default:
+			a.startTick(c, false)
+		}
+	case tickDone:
+		if m.gen != a.gen || m.attempt != a.attempt {
+			return // a tick of an earlier incarnation, cancelled
+		}
+		a.busy = false
+		a.cancel()
 		if h.ticked != nil {
 			h.ticked()
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.Chan():
+		if a.pending {
+			a.pending = false
+			a.startTick(c, false)
+		}
+	case *actor.Restarting, *actor.Stopping:
+		if a.stopTicks != nil {
+			a.stopTicks()
+		}
+		if a.cancel != nil {
+			a.cancel() // the tick running ends soon; the next waits for it (tickMu)
 		}
 	}
+}
+
+// startTick runs one tick on a goroutine; refresh reads the queue's size
+// first (an incarnation's first tick).
+func (a *drainActor) startTick(c actor.Context, refresh bool) {
+	h := a.h
+	if h.ctx.Err() != nil {
+		return // stopping
+	}
+	a.attempt++
+	a.busy = true
+	ctx, cancel := context.WithCancel(h.ctx)
+	a.cancel = cancel
+	root, self, done := h.parent.Root(), c.Self(), tickDone{gen: a.gen, attempt: a.attempt}
+	h.running.Add(1)
+	go func() {
+		defer h.running.Done()
+		h.tickMu.Lock()
+		if ctx.Err() == nil {
+			if refresh {
+				h.refreshStats(ctx)
+			}
+			h.tick(ctx)
+		}
+		h.tickMu.Unlock()
+		root.Send(self, done)
+	}()
 }
