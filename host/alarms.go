@@ -62,7 +62,7 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 		return ap, nil
 	}
 	h, err := historian.New(historian.Options{
-		ClusterID: cfg.Node.ClusterId, Local: local, Central: db,
+		ClusterID: cfg.Node.ClusterId, Local: local, Central: db, Parent: tree,
 		Gate: func() (bool, string) {
 			ok, reason := gate.ShouldServiceAsPrimary(view.State())
 			if !ok {

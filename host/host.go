@@ -139,7 +139,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	red, err := startRedundancy(cfg, sys, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
+	red, err := startRedundancy(cfg, sys, tree, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
 	if err != nil {
 		cluster.stop()
 		return err

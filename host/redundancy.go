@@ -109,7 +109,7 @@ type redundancyRuntime struct {
 // The parts run on their own contexts and stop in stop(), after the
 // graceful leave: a SIGTERM must not silence them while the node still
 // hands its singleton over. exits is the daemon's exiting group.
-func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, db *configdb.DB,
+func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, d *daemon.Daemon, db *configdb.DB,
 	srv *opcua.Server, levels opcua.ServiceLevelPublisher, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
 	ctx := context.Background()
 	r := &redundancyRuntime{}
@@ -171,6 +171,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, d
 		})
 	}
 	probe, err = health.NewDbProbe(db, health.DbProbeConfig{
+		Parent: tree,
 		Logger: logger,
 		OnChange: func(health.DbProbeResult) {
 			if pub != nil {
@@ -196,7 +197,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, d *daemon.Daemon, d
 		pub.Start(ctx)
 		r.pub = pub
 		r.stops = append(r.stops, pub.Stop)
-		sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: d, PubSub: med, Logger: logger})
+		sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: d, PubSub: med, Logger: logger, Parent: tree})
 		sup.Start(ctx)
 		r.sup = sup
 		r.stops = append(r.stops, sup.Stop)
