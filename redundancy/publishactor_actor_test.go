@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 
-	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/actors"
+	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -129,7 +129,7 @@ func TestPublishActorDbProbeSilent(t *testing.T) {
 	bus, lv := newFakeBus(), &levels{}
 	parent := actors.Plain(sys.Root(), nil)
 	a := NewPublishActor(PublishActorOptions{Parent: parent, Membership: members, PubSub: bus, Publisher: lv, DbProbe: silent,
-		DbHealth: DbHealthFunc(func() (DbStatus, bool) { return DbStatus{Reachable: true, AsOf: time.Now()}, true }),
+		DbHealth:  DbHealthFunc(func() (DbStatus, bool) { return DbStatus{Reachable: true, AsOf: time.Now()}, true }),
 		ClusterID: "pair", Clock: clockwork.NewRealClock()})
 	begin := time.Now()
 	a.Start(context.Background())
