@@ -267,9 +267,7 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i, ok := treeInfo(tree, pid.Id); !ok || i.Kind != StateActorKind {
-		t.Fatalf("tree lists %+v", tree.Actors())
-	}
+	eventually(t, "the tree lists the actor", func() bool { i, ok := treeInfo(tree, pid.Id); return ok && i.Kind == StateActorKind })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := clock.BlockUntilContext(ctx, 2); err != nil { // republish ticker + debounce timer
