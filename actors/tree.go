@@ -364,8 +364,8 @@ func (m *mailboxStats) MessageReceived(msg any) {
 		m.n.Add(-1)
 	}
 }
-func (m *mailboxStats) MailboxEmpty()       {}
-func (m *mailboxStats) len() int64          { return max(0, m.n.Load()) }
+func (m *mailboxStats) MailboxEmpty() {}
+func (m *mailboxStats) len() int64    { return max(0, m.n.Load()) }
 
 // Parent is where a component spawns its actors: the node's Tree, or
 // Plain for a unit test without one.
