@@ -43,6 +43,42 @@
 //     peers learn whom to probe (package health, PeerProbeSupervisor).
 //   - RoleView holds the role of the last snapshot for the primary gate.
 //
+// # Actors, and what survives a restart
+//
+// Both runtimes are protoactor-go actors of the node's supervision tree
+// (package actors): a panic restarts the actor after a back-off, and too
+// many end the node. Their timers are messages from the injected clock
+// (actors.Every; the state actor's debounce is a one-shot clock.AfterFunc
+// whose message carries a generation, so a stale firing is ignored).
+//
+//   - The OpcUaPublishActor is node/opcua-publish (PublishActorName, kind
+//     PublishActorKind), spawned by Start under PublishActorOptions.Parent.
+//     The PublishActor value is its façade: it subscribes to the topic and
+//     to membership once, and the callbacks only send to the actor's PID
+//     (unbounded mailbox, never blocking, never dropping). The façade keeps
+//     what a restart must not lose: the pin (a manual failover's 0 stays
+//     pinned), the last published level (Level), and what the node learned
+//     about itself — its latest snapshot entry with its arrival time and
+//     the peers' probe results about it — so that a restart does not drop
+//     the node into the stale band (200) until the next snapshot. The
+//     peers' NodeStatus is rebuilt from the next ones (every HealthTick).
+//     Each incarnation computes at once when it starts (why "start", then
+//     "restart") and hands its level to the Publisher and advertises its
+//     NodeStatus even when the level did not change: the Publisher
+//     suppresses repeats downstream. With DbProbe set, every compute Asks
+//     the DB probe actor (DbHealthQuery, at most DbAskTimeout); no answer
+//     counts as the Config DB unreachable.
+//   - The RedundancyStateActor (StateActorName, kind StateActorKind) runs
+//     in the host as the singleton manager's actor child,
+//     node/redundancy-state-manager/redundancy-state (StateActorChild);
+//     StateActor wraps it as a singleton Instance for tests and callers
+//     without a tree. Each incarnation subscribes to membership and the
+//     Tracker itself, rebuilds its epoch book from the Tracker (which every
+//     publish feeds, so a restart continues the epochs) and starts with a
+//     debounce like a membership event; the snapshot sequence lives in the
+//     holder StateActorChild creates once per singleton instance, so it
+//     keeps increasing across restarts of the actor.
+//
 // # Ownership epoch
 //
 // Each ClusterId carries an epoch that increases whenever its Primary (its
@@ -70,9 +106,12 @@
 // # Duties of the caller (package host)
 //
 //  1. Subscribe a Tracker to wire.Topic from process start on admin nodes,
-//     and give it to every StateActor the singleton manager creates.
-//  2. On driver nodes start a PublishActor (Publisher: the repeat-
-//     suppressing, counting publisher in front of the OPC UA server) and
-//     call NotifyDbChanged from the DB probe's change callback.
+//     and give it to the state actor: singleton.Options{Name:
+//     StateActorName, Parent: tree, Child: func() (string, actor.Producer)
+//     { return StateActorChild(opts) }}.
+//  2. On driver nodes start a PublishActor with Parent: the node's tree
+//     (Publisher: the repeat-suppressing, counting publisher in front of
+//     the OPC UA server; DbProbe: the DB probe actor's PID) and call
+//     NotifyDbChanged from the DB probe's change callback.
 //  3. Stop the actors before the pub/sub mediator and the daemon.
 package redundancy

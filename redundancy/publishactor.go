@@ -2,15 +2,20 @@ package redundancy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -22,8 +27,14 @@ type PublishActorOptions struct {
 	// PubSub carries snapshots, probe results and NodeStatus on
 	// wire.Topic. Required.
 	PubSub PubSub
-	// DbHealth is the Config DB probe. Nil: never known (the legacy
-	// role-only mapping applies).
+	// DbProbe is the Config DB probe actor (health's db-health-probe):
+	// every compute Asks it with a *DbHealthQuery and waits at most
+	// DbAskTimeout for its *DbHealthReply; no answer in time counts as the
+	// Config DB known and unreachable. It wins over DbHealth.
+	DbProbe *actor.PID
+	// DbHealth is the Config DB probe as a function call, for tests and
+	// callers without the probe actor. Nil (and no DbProbe): never known
+	// (the legacy role-only mapping applies).
 	DbHealth DbHealth
 	// Publisher receives each new level (repeats are suppressed here).
 	// Required.
@@ -53,30 +64,71 @@ type PublishActorOptions struct {
 	// time to a join, crash, downing or leave). Called on the actor
 	// goroutine; must not block.
 	AfterMembershipChange func(level byte, since time.Duration)
-	// Clock drives HealthTick and timestamps. Default: the wall clock.
+	// Parent is where the actor is spawned (the node's actors.Tree, which
+	// supervises it). Nil: Start creates a private local actor system
+	// (actors.NewLocal, actors.Plain on Clock) and Stop shuts it down.
+	Parent actors.Parent
+	// Clock drives HealthTick and timestamps. Default: Parent's clock, or
+	// the wall clock without a Parent.
 	Clock clockwork.Clock
 	// Logger. Default: discard.
 	Logger *slog.Logger
 }
 
-// PublishActor is the OpcUaPublishActor of a driver node. On every
-// HealthTick, every snapshot, every DB probe change (NotifyDbChanged),
-// every probe result about this node and every membership event it
-// gathers its inputs (Observed.Inputs), computes ComputeServiceLevel and
-// hands a changed level to the Publisher; the first level goes out at
-// Start, even 0. It also publishes this node's NodeStatus at Start, on
-// every level change and on every HealthTick.
+// Names of the OpcUaPublishActor in the actor tree.
+const (
+	PublishActorName = "opcua-publish"
+	PublishActorKind = "OpcUaPublishActor"
+)
+
+// PublishActor is the OpcUaPublishActor of a driver node, a protoactor
+// actor (PublishActorName) under Options.Parent. On every HealthTick,
+// every snapshot, every DB probe change (NotifyDbChanged), every probe
+// result about this node and every membership event it gathers its inputs
+// (Observed.Inputs), computes ComputeServiceLevel and hands a changed
+// level to the Publisher; the first level goes out at Start, even 0. It
+// also publishes this node's NodeStatus at Start, on every level change
+// and on every HealthTick.
+//
+// The PublishActor value is the façade: it subscribes to the topic and to
+// membership once (the callbacks send messages to the actor's PID, which a
+// restart keeps) and holds what must survive a restart of the actor (see
+// the package documentation). Each incarnation of the actor recomputes at
+// once when it starts and hands its level to the Publisher even when it
+// equals the previous one.
 type PublishActor struct {
-	o      PublishActorOptions
-	inbox  chan any
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	o PublishActorOptions
 
-	level   atomic.Int32 // last published level, -1 before the first
-	dropped atomic.Uint64
+	sys       *actors.System // private system without a Parent; nil otherwise
+	parent    actors.Parent
+	pid       atomic.Pointer[actor.PID]
+	ready     chan struct{} // closed after the first compute
+	readyOnce sync.Once
+	stopCh    chan struct{} // closed by Stop
+	once      sync.Once
+	unsub     []func()
 
-	// Owned by the run goroutine.
+	level        atomic.Int32 // last published level, -1 before the first
+	pinned       atomic.Int32 // -1, or the level Pin fixed until the actor stops
+	incarnations atomic.Uint32
+
+	// mem is what this node learned about itself, kept across restarts of
+	// the actor: its latest snapshot entry and the peers' probe results.
+	mu  sync.Mutex
+	mem struct {
+		entry   Entry
+		entryAt time.Time
+		probes  map[string]ProbeSeen
+	}
+}
+
+// publishIncarnation is one incarnation of the actor; its state starts
+// over at a restart, except what it reads back from the façade.
+type publishIncarnation struct {
+	a        *PublishActor
+	ctx      actor.Context // of the message being handled
+	stopTick func()
+
 	obs       Observed
 	last      int
 	missed    int  // consecutive snapshots without this node while Up
@@ -84,7 +136,6 @@ type PublishActor struct {
 	peers     map[string]peerSeen
 	snapshots uint64
 	memberAt  time.Time // latest membership event not yet followed by a level change
-	pinned    int       // -1, or the level Pin fixed until the actor stops
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -98,6 +149,7 @@ type peerSeen struct {
 	gone bool      // reported not alive
 }
 
+// Messages of the OpcUaPublishActor.
 type (
 	snapshotIn struct{ s Snapshot }
 	probeIn    struct {
@@ -107,13 +159,9 @@ type (
 	statusIn    struct{ i NodeInfo }
 	recompute   struct{}
 	memberEvent struct{ at time.Time }
-	pinIn       struct{ level byte }
+	pinIn       struct{}
+	healthTick  struct{}
 )
-
-// inboxSize bounds the messages waiting for the actor; a full inbox drops
-// (counted): a lost snapshot is repeated within RepublishEvery, a lost
-// probe result within the probe period.
-const inboxSize = 1024
 
 // NewPublishActor returns a stopped actor.
 func NewPublishActor(o PublishActorOptions) *PublishActor {
@@ -121,43 +169,75 @@ func NewPublishActor(o PublishActorOptions) *PublishActor {
 		panic("redundancy: PublishActorOptions needs Membership, PubSub and Publisher")
 	}
 	if o.Clock == nil {
-		o.Clock = clockwork.NewRealClock()
+		if o.Parent != nil {
+			o.Clock = o.Parent.Clock()
+		} else {
+			o.Clock = clockwork.NewRealClock()
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &PublishActor{o: o, inbox: make(chan any, inboxSize), done: make(chan struct{}), last: -1, pinned: -1, peers: map[string]peerSeen{}}
+	a := &PublishActor{o: o, ready: make(chan struct{}), stopCh: make(chan struct{})}
 	a.level.Store(-1)
-	a.obs = Observed{Self: o.Membership.Self(), ConfiguredRoles: slices.Clone(o.ConfiguredRoles), Probes: map[string]ProbeSeen{}}
+	a.pinned.Store(-1)
+	a.mem.probes = map[string]ProbeSeen{}
 	return a
 }
 
-// Start subscribes to the topic and to membership, publishes the first
-// level at once and runs until Stop or ctx ends.
+// Start spawns the actor, subscribes to the topic and to membership, and
+// returns once the first level has been handed to the Publisher. The actor
+// runs until Stop or ctx ends. A failed spawn (the name is taken) is
+// logged at Error and leaves the actor stopped.
 func (a *PublishActor) Start(ctx context.Context) {
-	ctx, a.cancel = context.WithCancel(ctx)
-	unsubTopic := a.o.PubSub.Subscribe(wire.Topic, a.handle)
+	a.parent = a.o.Parent
+	if a.parent == nil {
+		a.sys = actors.NewLocal(slog.New(slog.DiscardHandler))
+		a.parent = actors.Plain(a.sys.Root(), a.o.Clock)
+	}
+	pid, err := a.parent.SpawnNamed(a.parent.Props(PublishActorKind, func() actor.Actor { return a.incarnation() }), PublishActorName)
+	if err != nil {
+		a.o.Logger.Error("OpcUaPublishActor not started", "err", err)
+		if a.sys != nil {
+			a.sys.Shutdown(false)
+		}
+		return
+	}
+	a.pid.Store(pid)
+	a.unsub = append(a.unsub, a.o.PubSub.Subscribe(wire.Topic, a.handle))
 	_, unsubMembers := a.o.Membership.Subscribe(func(membership.Event) { a.send(memberEvent{at: a.o.Clock.Now()}) })
-	a.compute("start")
+	a.unsub = append(a.unsub, unsubMembers)
+	select {
+	case <-a.ready:
+	case <-a.stopCh:
+	}
 	go func() {
-		defer close(a.done)
-		defer unsubTopic()
-		defer unsubMembers()
-		a.run(ctx)
+		select {
+		case <-ctx.Done():
+			a.Stop()
+		case <-a.stopCh:
+		}
 	}()
 }
 
 // Stop ends the actor and waits for it.
 func (a *PublishActor) Stop() {
 	a.once.Do(func() {
-		if a.cancel == nil {
-			close(a.done)
-			return
+		close(a.stopCh)
+		for _, fn := range a.unsub {
+			fn()
 		}
-		a.cancel()
-		<-a.done
+		if pid := a.pid.Load(); pid != nil {
+			_ = a.parent.Root().StopFuture(pid).Wait()
+		}
+		if a.sys != nil {
+			a.sys.Shutdown(false)
+		}
 	})
 }
+
+// PID is the actor's (nil before Start): the same across its restarts.
+func (a *PublishActor) PID() *actor.PID { return a.pid.Load() }
 
 // NotifyDbChanged asks for a recomputation after the DB probe's verdict
 // changed. It never blocks.
@@ -173,24 +253,30 @@ func (a *PublishActor) Level() (level byte, ok bool) {
 // Pin fixes the level this node computes, publishes and advertises in its
 // NodeStatus to level until the actor stops, whatever its inputs say: a
 // node draining for a manual failover shows 0 to its peers and the admin
-// panel as well as on its Server object. It does not block.
-func (a *PublishActor) Pin(level byte) { a.send(pinIn{level: level}) }
+// panel as well as on its Server object. The pin is held by the façade, so
+// it survives a restart of the actor. It does not block.
+func (a *PublishActor) Pin(level byte) {
+	a.pinned.Store(int32(level))
+	a.send(pinIn{})
+}
 
-// Dropped counts messages lost to a full inbox.
-func (a *PublishActor) Dropped() uint64 { return a.dropped.Load() }
+// Dropped counts messages lost on the way to the actor. It is always 0
+// now: the actor's mailbox is unbounded and a send never blocks nor drops
+// (a message sent while the actor restarts waits in its mailbox).
+func (a *PublishActor) Dropped() uint64 { return 0 }
 
+// send posts m to the actor without blocking; before Start and after Stop
+// it goes nowhere.
 func (a *PublishActor) send(m any) {
-	select {
-	case a.inbox <- m:
-	default:
-		a.dropped.Add(1)
+	if pid := a.pid.Load(); pid != nil {
+		a.parent.Root().Send(pid, m)
 	}
 }
 
 // handle is the topic subscriber: it decodes and filters on the mediator's
 // goroutine and never blocks.
 func (a *PublishActor) handle(_ membership.UniqueAddress, msg proto.Message) {
-	self := a.obs.Self.NodeID()
+	self := a.o.Membership.Self().NodeID()
 	switch m := msg.(type) {
 	case *wire.RedundancyStateChanged:
 		s, err := SnapshotFromWire(m)
@@ -210,54 +296,75 @@ func (a *PublishActor) handle(_ membership.UniqueAddress, msg proto.Message) {
 	}
 }
 
-func (a *PublishActor) run(ctx context.Context) {
-	tick := a.o.Clock.NewTicker(HealthTick)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.Chan():
-			a.refreshPeers()
-			a.compute("tick")
-			a.advertise()
-		case m := <-a.inbox:
-			a.receive(m)
-		}
-	}
+// incarnation makes a fresh actor, seeded from what the façade kept.
+func (a *PublishActor) incarnation() *publishIncarnation {
+	c := &publishIncarnation{a: a, last: -1, peers: map[string]peerSeen{}}
+	c.obs = Observed{Self: a.o.Membership.Self(), ConfiguredRoles: slices.Clone(a.o.ConfiguredRoles)}
+	a.mu.Lock()
+	c.obs.Entry, c.obs.EntryAt, c.obs.Probes = a.mem.entry, a.mem.entryAt, maps.Clone(a.mem.probes)
+	a.mu.Unlock()
+	return c
 }
 
-func (a *PublishActor) receive(m any) {
+// Receive handles one message.
+func (c *publishIncarnation) Receive(ctx actor.Context) {
+	c.ctx = ctx
+	defer func() { c.ctx = nil }()
+	a := c.a
 	now := a.o.Clock.Now()
-	switch m := m.(type) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		n := a.incarnations.Add(1)
+		why := "start"
+		if n > 1 {
+			why = "restart"
+		}
+		c.compute(why) // last is -1: published and advertised whatever the level
+		c.stopTick = actors.Every(ctx.ActorSystem().Root, a.o.Clock, ctx.Self(), HealthTick, healthTick{})
+		a.readyOnce.Do(func() { close(a.ready) })
+	case *actor.Stopping, *actor.Restarting:
+		if c.stopTick != nil {
+			c.stopTick()
+		}
+	case healthTick:
+		c.refreshPeers()
+		c.compute("tick")
+		c.advertise()
 	case snapshotIn:
-		a.onSnapshot(m.s, now)
-		a.compute("snapshot")
+		c.onSnapshot(m.s, now)
+		c.compute("snapshot")
 	case probeIn:
-		a.obs.Probes[m.prober] = ProbeSeen{Ok: m.ok, At: now}
-		a.compute("probe")
+		p := ProbeSeen{Ok: m.ok, At: now}
+		c.obs.Probes[m.prober] = p
+		a.mu.Lock()
+		a.mem.probes[m.prober] = p
+		a.mu.Unlock()
+		c.compute("probe")
 	case statusIn:
-		a.onPeerStatus(m.i, now)
+		c.onPeerStatus(m.i, now)
 	case recompute:
-		a.compute("event")
+		c.compute("event")
 	case memberEvent:
-		a.memberAt = m.at
-		a.compute("membership")
+		c.memberAt = m.at
+		c.compute("membership")
 	case pinIn:
-		a.pinned = int(m.level)
-		a.compute("pinned")
+		c.compute("pinned")
 	}
 }
 
 // onSnapshot keeps this incarnation's entry, updates the role view and
 // warns once when snapshots keep omitting this node while a driver peer
 // exists.
-func (a *PublishActor) onSnapshot(s Snapshot, now time.Time) {
-	a.snapshots++
-	e, ok := s.Entries[a.obs.Self.NodeID()]
-	if ok && e.UID == a.obs.Self.UID {
-		a.obs.Entry, a.obs.EntryAt = e, now
-		a.missed = 0
+func (c *publishIncarnation) onSnapshot(s Snapshot, now time.Time) {
+	a := c.a
+	c.snapshots++
+	e, ok := s.Entries[c.obs.Self.NodeID()]
+	if ok && e.UID == c.obs.Self.UID {
+		c.obs.Entry, c.obs.EntryAt = e, now
+		a.mu.Lock()
+		a.mem.entry, a.mem.entryAt = e, now
+		a.mu.Unlock()
+		c.missed = 0
 		if a.o.RoleView != nil {
 			a.o.RoleView.SetRole(e.Role, s.Epochs[e.ClusterID].Epoch)
 		}
@@ -271,11 +378,11 @@ func (a *PublishActor) onSnapshot(s Snapshot, now time.Time) {
 	if !member || self.Status != membership.Up || CountDriverMembers(st.Gossip.Members, self.ClusterID) < 2 {
 		return
 	}
-	a.missed++
-	if a.missed >= 2 && !a.warned {
-		a.warned = true
+	c.missed++
+	if c.missed >= 2 && !c.warned {
+		c.warned = true
 		a.o.Logger.Warn("redundancy snapshots do not name this node while a driver peer exists: its ServiceLevel stays stale and the gate denies; check that Cluster:PublicHostname and Cluster:Port give the same NodeId on every node",
-			"nodeId", a.obs.Self.NodeID(), "uid", a.obs.Self.UID, "publisher", s.Publisher, "entries", keysOf(s.Entries))
+			"nodeId", c.obs.Self.NodeID(), "uid", c.obs.Self.UID, "publisher", s.Publisher, "entries", keysOf(s.Entries))
 	}
 }
 
@@ -288,52 +395,82 @@ func keysOf[V any](m map[string]V) []string {
 	return out
 }
 
-// compute gathers the inputs, computes the level and publishes a change.
-func (a *PublishActor) compute(why string) {
-	now := a.o.Clock.Now()
-	a.obs.Members = a.o.Membership.Snapshot()
-	a.obs.DbKnown = false
+// dbStatus is the Config DB verdict of one compute: the probe actor's
+// answer (an Ask, at most DbAskTimeout), else DbHealth's.
+func (c *publishIncarnation) dbStatus(now time.Time) (DbStatus, bool) {
+	a := c.a
+	if a.o.DbProbe != nil && c.ctx != nil {
+		res, err := c.ctx.RequestFuture(a.o.DbProbe, &DbHealthQuery{}, DbAskTimeout).Result()
+		if err == nil {
+			switch r := res.(type) {
+			case *DbHealthReply:
+				return r.Status, r.Known
+			case DbHealthReply:
+				return r.Status, r.Known
+			}
+			err = fmt.Errorf("answered %T", res)
+		}
+		why := fmt.Sprintf("the Config DB probe failed: %v", err)
+		if errors.Is(err, actor.ErrTimeout) {
+			why = fmt.Sprintf("the Config DB probe did not answer within %v", DbAskTimeout)
+		}
+		return DbStatus{Reachable: false, AsOf: now, Err: why}, true
+	}
 	if a.o.DbHealth != nil {
-		a.obs.Db, a.obs.DbKnown = a.o.DbHealth.DbStatus()
+		return a.o.DbHealth.DbStatus()
 	}
-	in := a.obs.Inputs(now)
+	return DbStatus{}, false
+}
+
+// compute gathers the inputs, computes the level and publishes a change.
+func (c *publishIncarnation) compute(why string) {
+	a := c.a
+	now := a.o.Clock.Now()
+	c.obs.Members = a.o.Membership.Snapshot()
+	c.obs.Db, c.obs.DbKnown = c.dbStatus(now)
+	in := c.obs.Inputs(now)
 	level := ComputeServiceLevel(in)
-	if a.pinned >= 0 {
-		level = byte(a.pinned)
+	if p := a.pinned.Load(); p >= 0 {
+		level = byte(p)
 	}
-	if int(level) == a.last {
+	if int(level) == c.last {
 		return
 	}
-	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", a.last, "why", why,
+	previous := c.last
+	if previous < 0 {
+		previous = int(a.level.Load()) // the level before a restart, -1 at the start
+	}
+	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", previous, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
 		"stale", in.DbHealthKnown && Stale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk)
-	first := a.last < 0
-	a.last = int(level)
+	first := c.last < 0
+	c.last = int(level)
 	a.level.Store(int32(level))
 	a.o.Publisher.Publish(level)
-	if !a.memberAt.IsZero() {
-		since := now.Sub(a.memberAt)
+	if !c.memberAt.IsZero() {
+		since := now.Sub(c.memberAt)
 		if a.o.AfterMembershipChange != nil && !first && since <= MembershipCauseWindow {
 			a.o.AfterMembershipChange(level, since)
 		}
-		a.memberAt = time.Time{}
+		c.memberAt = time.Time{}
 	}
 	if why != "tick" {
-		a.advertise()
+		c.advertise()
 	}
 }
 
 // advertise publishes this node's NodeStatus, with the Config DB health
 // of the latest compute.
-func (a *PublishActor) advertise() {
-	if a.last < 0 {
+func (c *publishIncarnation) advertise() {
+	a := c.a
+	if c.last < 0 {
 		return
 	}
-	db, dbErr := ConfigDbStateOf(a.obs.Db, a.obs.DbKnown)
+	db, dbErr := ConfigDbStateOf(c.obs.Db, c.obs.DbKnown)
 	err := a.o.PubSub.Publish(wire.Topic, NodeInfo{
-		NodeID: a.obs.Self.NodeID(), UID: a.obs.Self.UID, ClusterID: a.o.ClusterID,
+		NodeID: c.obs.Self.NodeID(), UID: c.obs.Self.UID, ClusterID: a.o.ClusterID,
 		ApplicationURI: a.o.ApplicationURI, OpcUaEndpoint: a.o.OpcUaEndpoint,
-		ServiceLevel: byte(a.last), At: a.o.Clock.Now(), ConfigDb: db, ConfigDbError: dbErr,
+		ServiceLevel: byte(c.last), At: a.o.Clock.Now(), ConfigDb: db, ConfigDbError: dbErr,
 	}.ToWire())
 	if err != nil {
 		a.o.Logger.Error("NodeStatus not published", "err", err)
@@ -341,25 +478,26 @@ func (a *PublishActor) advertise() {
 }
 
 // onPeerStatus records a peer's NodeStatus and reports it to PeerStatus.
-func (a *PublishActor) onPeerStatus(i NodeInfo, now time.Time) {
+func (c *publishIncarnation) onPeerStatus(i NodeInfo, now time.Time) {
+	a := c.a
 	if a.o.PeerStatus == nil || !slices.Contains(a.o.PeerApplicationURIs, i.ApplicationURI) {
 		return
 	}
-	old, had := a.peers[i.ApplicationURI]
-	a.peers[i.ApplicationURI] = peerSeen{info: i, at: now}
+	old, had := c.peers[i.ApplicationURI]
+	c.peers[i.ApplicationURI] = peerSeen{info: i, at: now}
 	if !had || old.gone || old.info.ServiceLevel != i.ServiceLevel {
 		a.o.PeerStatus(i.ApplicationURI, i.ServiceLevel, true)
 	}
 }
 
 // refreshPeers reports peers without fresh news as not alive, once.
-func (a *PublishActor) refreshPeers() {
-	now := a.o.Clock.Now()
-	for uri, p := range a.peers {
+func (c *publishIncarnation) refreshPeers() {
+	now := c.a.o.Clock.Now()
+	for uri, p := range c.peers {
 		if !p.gone && !Fresh(p.at, now) {
 			p.gone = true
-			a.peers[uri] = p
-			a.o.PeerStatus(uri, 0, false)
+			c.peers[uri] = p
+			c.a.o.PeerStatus(uri, 0, false)
 		}
 	}
 }

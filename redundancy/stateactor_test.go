@@ -252,3 +252,81 @@ func TestStateActorGreetsNewSubscribers(t *testing.T) {
 		t.Fatalf("%d snapshots, want 2", len(snapshots(bus)))
 	}
 }
+
+// TestStateActorRestartKeepsEpochsAndSequence: the state actor as the
+// host runs it (StateActorChild under the tree) fails and is restarted;
+// its next snapshot continues the sequence and keeps the epoch, rebuilt
+// from the Tracker.
+func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
+	tree, gaveUp := testTree(t)
+	clock := clockwork.NewFakeClockAt(tEpoch)
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
+	pid, err := tree.Spawn(tree.Props(StateActorChild(StateActorOptions{Membership: r.members, PubSub: bus, Tracker: r.tracker, Clock: clock})), StateActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the tree lists the actor", func() bool { i, ok := treeInfo(tree, pid.Id); return ok && i.Kind == StateActorKind })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := clock.BlockUntilContext(ctx, 2); err != nil { // republish ticker + debounce timer
+		t.Fatal(err)
+	}
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	clock.Advance(RepublishEvery)
+	eventually(t, "the heartbeat", func() bool { return len(snapshots(bus)) == 2 })
+	before, _ := SnapshotFromWire(snapshots(bus)[1])
+	if before.Sequence != 2 || before.Epochs["pair"].Epoch == 0 {
+		t.Fatalf("before the fault: #%d %v", before.Sequence, before.Epochs)
+	}
+
+	if err := tree.Fault(pid.Id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the restart counted", func() bool { i, _ := treeInfo(tree, pid.Id); return i.Restarts == 1 })
+	// The new incarnation publishes after its quiet period (or at its
+	// first heartbeat); the clock moves until it did.
+	eventually(t, "a snapshot after the restart", func() bool {
+		clock.Advance(50 * time.Millisecond)
+		return len(snapshots(bus)) > 2
+	})
+	clock.Advance(RepublishEvery)
+	eventually(t, "the next heartbeat", func() bool { return len(snapshots(bus)) > 3 })
+	prev := before
+	for _, w := range snapshots(bus)[2:] {
+		s, err := SnapshotFromWire(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Sequence <= prev.Sequence {
+			t.Fatalf("sequence %d after %d: it went back in the restart", s.Sequence, prev.Sequence)
+		}
+		if s.Epochs["pair"].Epoch < prev.Epochs["pair"].Epoch {
+			t.Fatalf("epoch %d after %d: it went back in the restart", s.Epochs["pair"].Epoch, prev.Epochs["pair"].Epoch)
+		}
+		if s.Epochs["pair"] != before.Epochs["pair"] {
+			t.Fatalf("epoch %+v after the restart, want %+v (the Primary did not change)", s.Epochs["pair"], before.Epochs["pair"])
+		}
+		prev = s
+	}
+	if gaveUp.Load() != nil {
+		t.Fatal("the tree gave up")
+	}
+	// A membership event still reaches the new incarnation.
+	n := len(snapshots(bus))
+	r.members.set(ms[1])
+	eventually(t, "a snapshot after the membership event", func() bool {
+		clock.Advance(50 * time.Millisecond)
+		return len(snapshots(bus)) > n
+	})
+	last, _ := SnapshotFromWire(snapshots(bus)[len(snapshots(bus))-1])
+	if ep := last.Epochs["pair"]; ep.Primary != "127.0.0.1:4002" || ep.Epoch <= before.Epochs["pair"].Epoch {
+		t.Fatalf("epoch after the Primary changed %+v, before %+v", ep, before.Epochs["pair"])
+	}
+	_ = tree.Root().StopFuture(pid).Wait()
+	if r.members.subscribers() != 0 {
+		t.Fatal("the stopped actor left its membership subscription")
+	}
+}

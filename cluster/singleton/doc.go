@@ -7,10 +7,29 @@
 //
 // The decision core (Placement, JudgePrevious, and the machine behind
 // Manager) is pure: membership views, hand-over messages, ticks and
-// instance stops in; effects out. The Manager is the loop around it: one
-// goroutine that takes the inputs in order and carries the effects out
-// (start the Instance, stop it on a goroutine, send a hand-over message
-// through the pub/sub mediator, log).
+// instance stops in; effects out. The Manager runs it in a protoactor
+// actor of kind ManagerKind ("ClusterSingletonManager") named
+// Name+ManagerSuffix (e.g. redundancy-state-manager), spawned under
+// Options.Parent — the node's actors.Tree, or a private local actor system
+// when nil. The actor takes the inputs in order (membership events and
+// hand-over messages are sent to it, the retry tick is a message from the
+// injected clock) and carries the effects out: start the instance, stop
+// it, send a hand-over message through the pub/sub mediator, log.
+//
+// The instance is either an Instance from Options.Factory (started in the
+// actor, stopped on a goroutine) or, with Options.Child, an actor child
+// of the manager named Name: under the tree its path is
+// node/<Name>-manager/<Name>, supervised by the tree's strategy (a failing
+// instance restarts; one failing past the tree's limit ends the node). Its
+// stop is the child's termination.
+//
+// What survives a restart of the manager actor: the machine, the running
+// instance's handle and the leave waiters live in the Manager value, not
+// in the incarnation, so a restarted manager continues where it was and
+// never forgets that this node runs the singleton. protoactor stops an
+// actor's children when it restarts, so the new incarnation starts a
+// Child instance again at once (or counts it stopped when a stop was under
+// way); a Factory instance is no actor and keeps running.
 //
 // Hand-over on a graceful leave (Leave → Exiting → Removed): the leaving
 // oldest's manager sees itself Exiting (or its exit task runs) and offers
@@ -50,11 +69,11 @@
 // Caller's duties (package host): create an ExitGroup and put its Task in
 // the daemon's ExitingTasks before starting the daemon; start the
 // mediator; Start one Manager per singleton on every node with the role,
-// with the group as Exit; on shutdown, after the leave, Stop every
+// with the group as Exit and the node's tree as Parent; on shutdown, after the leave, Stop every
 // manager before the mediator and the actor system.
 //
-// Concurrency: the machine lives on the manager's goroutine; Active and
-// Phase read atomics; OnChange is called from that goroutine and must not
-// block; Instance.Start is called from it too and must return promptly,
+// Concurrency: the machine lives in the manager actor; Active and Phase
+// read atomics; OnChange is called from the actor and must not block;
+// Instance.Start is called from it too and must return promptly,
 // Instance.Stop runs on its own goroutine.
 package singleton

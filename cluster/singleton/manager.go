@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jonboulle/clockwork"
+	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
@@ -72,8 +72,20 @@ type Options struct {
 	// and node), e.g. "redundancy-state". Required.
 	Name string
 	// Factory makes the instance each time this node starts the
-	// singleton. Required.
+	// singleton. Required unless Child is set.
 	Factory func() Instance
+	// Child, instead of Factory, makes the instance an actor: each time
+	// this node starts the singleton it is called once, and the manager
+	// spawns the producer (with Parent.Props(kind, producer), so the tree
+	// supervises it) as its child Name — node/<Name>-manager/<Name> under
+	// the tree. Stopping the instance stops that child; it counts as
+	// stopped once it terminated. A producer is called again at each
+	// restart of the child.
+	Child func() (kind string, producer actor.Producer)
+	// Parent is where the manager actor is spawned (the node's
+	// actors.Tree). Nil: Start creates a private local actor system
+	// (actors.Plain on Clock) and Stop shuts it down.
+	Parent actors.Parent
 	// OnChange is called with true when the instance is about to start
 	// and with false once its Stop returned — from the manager's
 	// goroutine, in order, never concurrently with itself; it must not
@@ -113,8 +125,10 @@ func (o *Options) defaults() error {
 		return errors.New("singleton: Options.Mediator is required")
 	case o.Name == "":
 		return errors.New("singleton: Options.Name is required")
-	case o.Factory == nil:
-		return errors.New("singleton: Options.Factory is required")
+	case o.Factory == nil && o.Child == nil:
+		return errors.New("singleton: Options.Factory or Options.Child is required")
+	case o.Factory != nil && o.Child != nil:
+		return errors.New("singleton: set Options.Factory or Options.Child, not both")
 	}
 	if o.Clock == nil {
 		o.Clock = actors.RealClock()
@@ -145,7 +159,13 @@ func ticks(d, interval time.Duration) int {
 // Topic is the mediator topic of the managers of the singleton name.
 func Topic(name string) string { return "otopcua-singleton/" + name }
 
-// Inputs of the manager's loop.
+// Names of the manager actor: ManagerKind, spawned as Name+ManagerSuffix.
+const (
+	ManagerKind   = "ClusterSingletonManager"
+	ManagerSuffix = "-manager"
+)
+
+// Inputs of the manager actor.
 type (
 	viewIn struct{}
 	recvIn struct {
@@ -160,48 +180,61 @@ type (
 )
 
 // Manager runs one singleton on this node while this node is its
-// Placement, and hands it over (Akka's ClusterSingletonManager). Its
-// methods are safe for concurrent use.
+// Placement, and hands it over (Akka's ClusterSingletonManager). It is a
+// protoactor actor (ManagerKind, Name+ManagerSuffix under Options.Parent);
+// the Manager value is its façade. Its methods are safe for concurrent
+// use.
+//
+// The machine, the running instance and the leave waiters live in the
+// façade, touched only by the running incarnation of the actor, so that a
+// restart of the manager actor keeps them (see the package documentation).
 type Manager struct {
 	opts  Options
 	self  membership.UniqueAddress
 	topic string
 	log   *slog.Logger
 
-	mu    sync.Mutex // guards queue, closed
-	queue []any
-	wake  chan struct{}
-	done  chan struct{} // closed when the loop returned
+	sys    *actors.System // private system without a Parent
+	parent actors.Parent
+	pid    *actor.PID
+	ready  chan struct{} // closed when the first incarnation started
+	done   chan struct{} // closed when the manager actor stopped
+	doneMu sync.Once
+	rdyMu  sync.Once
 
 	active atomic.Bool
 	phase  atomic.Uint32
 
-	// loop goroutine only
-	mach    *machine
-	inst    Instance
-	cancel  context.CancelFunc
-	waiters []chan struct{}
+	// Owned by the manager actor (one incarnation at a time).
+	mach          *machine
+	running       bool               // an instance runs (or is being stopped)
+	inst          Instance           // Factory's instance
+	cancel        context.CancelFunc // of inst's context
+	child         *actor.PID         // Child's instance
+	childStopping bool               // stopInstance asked the child to stop
+	waiters       []chan struct{}
+	closing       bool
+	incarnations  int
 
 	unsubMembers, unsubMessages func()
-	stopTick                    chan struct{}
 	closeOnce                   sync.Once
 }
 
-// Start starts a manager: it subscribes to the membership and to the
-// hand-over topic, and starts the instance at once if this node is
-// already the placement and nobody may be running it elsewhere.
+// Start starts a manager: it spawns the manager actor, subscribes to the
+// membership and to the hand-over topic, and starts the instance at once
+// if this node is already the placement and nobody may be running it
+// elsewhere.
 func Start(o Options) (*Manager, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	m := &Manager{
-		opts:     o,
-		self:     o.Daemon.Self(),
-		topic:    Topic(o.Name),
-		log:      o.Logger.With("singleton", o.Name, "role", o.Role),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		stopTick: make(chan struct{}),
+		opts:  o,
+		self:  o.Daemon.Self(),
+		topic: Topic(o.Name),
+		log:   o.Logger.With("singleton", o.Name, "role", o.Role),
+		ready: make(chan struct{}),
+		done:  make(chan struct{}),
 	}
 	interval := o.HandOverRetryInterval
 	m.mach = newMachine(machineConfig{
@@ -210,6 +243,20 @@ func Start(o Options) (*Manager, error) {
 		takeOverTicks: ticks(o.TakeOverTimeout, interval),
 		exitTicks:     ticks(o.ExitingTakeOverWait, interval),
 	})
+	m.parent = o.Parent
+	if m.parent == nil {
+		m.sys = actors.NewLocal(slog.New(slog.DiscardHandler))
+		m.parent = actors.Plain(m.sys.Root(), o.Clock)
+	}
+	pid, err := m.parent.SpawnNamed(m.parent.Props(ManagerKind, func() actor.Actor { return &managerActor{m: m} }), o.Name+ManagerSuffix)
+	if err != nil {
+		if m.sys != nil {
+			m.sys.Shutdown(false)
+		}
+		return nil, fmt.Errorf("singleton %s: manager actor: %w", o.Name, err)
+	}
+	m.pid = pid
+	<-m.ready // its ticker runs from now on
 	m.unsubMessages = o.Mediator.Subscribe(m.topic, m.onMessage)
 	_, m.unsubMembers = o.Daemon.Subscribe(func(ev membership.Event) {
 		if ev.Kind == membership.SelfRemoved {
@@ -222,12 +269,13 @@ func Start(o Options) (*Manager, error) {
 		o.Exit.add(m)
 	}
 	m.post(viewIn{})
-	go m.tickLoop(o.Clock.NewTicker(interval))
-	go m.loop()
 	return m, nil
 }
 
-// onMessage runs on the mediator's goroutine: it only queues.
+// PID is the manager actor's.
+func (m *Manager) PID() *actor.PID { return m.pid }
+
+// onMessage runs on the mediator's goroutine: it only sends.
 func (m *Manager) onMessage(from membership.UniqueAddress, msg proto.Message) {
 	x, ok := msg.(*wire.SingletonHandOver)
 	if !ok || x.GetName() != m.opts.Name {
@@ -236,56 +284,78 @@ func (m *Manager) onMessage(from membership.UniqueAddress, msg proto.Message) {
 	m.post(recvIn{from: from, sig: x.GetSignal()})
 }
 
-func (m *Manager) post(in any) {
-	m.mu.Lock()
-	m.queue = append(m.queue, in)
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
+// post sends an input to the manager actor; it never blocks (the mailbox
+// is unbounded). After the actor stopped the input is dropped.
+func (m *Manager) post(in any) { m.parent.Root().Send(m.pid, in) }
+
+// managerActor is one incarnation of the manager actor.
+type managerActor struct {
+	m          *Manager
+	stopTick   func()
+	restarting bool
+}
+
+func (a *managerActor) Receive(ctx actor.Context) {
+	m := a.m
+	switch x := ctx.Message().(type) {
+	case *actor.Started:
+		a.stopTick = actors.Every(ctx.ActorSystem().Root, m.opts.Clock, ctx.Self(), m.opts.HandOverRetryInterval, tickIn{})
+		m.incarnations++
+		if m.incarnations > 1 {
+			m.restarted(ctx)
+		}
+		m.rdyMu.Do(func() { close(m.ready) })
+		return
+	case *actor.Restarting:
+		a.restarting = true
+		a.stopTick()
+		return
+	case *actor.Stopping:
+		a.stopTick()
+		return
+	case *actor.Stopped:
+		m.doneMu.Do(func() { close(m.done) })
+		return
+	case *actor.Terminated:
+		if a.restarting || m.child == nil || !x.Who.Equal(m.child) {
+			return // the restart stopped the child: the next incarnation reconciles
+		}
+		m.child = nil
+		if !m.childStopping {
+			m.log.Error("singleton instance actor stopped on its own (it failed past its restart limit)")
+		}
+		m.handle(ctx, stoppedIn{})
+	case closeIn:
+		m.closing = true
+		m.handle(ctx, x)
 	default:
+		m.handle(ctx, x)
+	}
+	if m.closing && m.mach.phase == Ended {
+		m.release()
+		ctx.Stop(ctx.Self())
 	}
 }
 
-func (m *Manager) tickLoop(t clockwork.Ticker) {
-	defer t.Stop()
-	for {
-		select {
-		case <-t.Chan():
-			m.post(tickIn{})
-		case <-m.stopTick:
-			return
-		}
+// restarted reconciles a new incarnation of the manager actor with the
+// instance: the restart stopped the child actor (protoactor stops an
+// actor's children when it restarts), so it is started again, or counted
+// as stopped when a stop was under way. A Factory instance is no actor
+// and kept running.
+func (m *Manager) restarted(ctx actor.Context) {
+	if m.opts.Child == nil || !m.running {
+		return
 	}
+	m.child = nil
+	if m.childStopping {
+		m.handle(ctx, stoppedIn{})
+		return
+	}
+	m.log.Warn("singleton manager restarted: starting its instance actor again")
+	m.spawnChild(ctx)
 }
 
-// loop handles the inputs one at a time until the manager ended after
-// Stop.
-func (m *Manager) loop() {
-	defer close(m.done)
-	closing := false
-	for range m.wake {
-		for {
-			m.mu.Lock()
-			if len(m.queue) == 0 {
-				m.mu.Unlock()
-				break
-			}
-			in := m.queue[0]
-			m.queue = m.queue[1:]
-			m.mu.Unlock()
-			if _, ok := in.(closeIn); ok {
-				closing = true
-			}
-			m.handle(in)
-			if closing && m.mach.phase == Ended {
-				m.release()
-				return
-			}
-		}
-	}
-}
-
-func (m *Manager) handle(in any) {
+func (m *Manager) handle(ctx actor.Context, in any) {
 	var effects []effect
 	switch x := in.(type) {
 	case viewIn:
@@ -305,7 +375,7 @@ func (m *Manager) handle(in any) {
 		effects = m.mach.onClose()
 	}
 	for _, e := range effects {
-		m.run(e)
+		m.run(ctx, e)
 	}
 	m.phase.Store(uint32(m.mach.phase))
 	m.release()
@@ -325,7 +395,7 @@ func (m *Manager) release() {
 
 func (m *Manager) onInstanceStopped() []effect {
 	stopping := m.mach.phase == Stopping
-	m.inst, m.cancel = nil, nil
+	m.running, m.inst, m.cancel, m.child, m.childStopping = false, nil, nil, nil, false
 	m.active.Store(false)
 	if m.opts.OnChange != nil {
 		m.opts.OnChange(false)
@@ -336,12 +406,12 @@ func (m *Manager) onInstanceStopped() []effect {
 	return m.mach.onStopped()
 }
 
-func (m *Manager) run(e effect) {
+func (m *Manager) run(ctx actor.Context, e effect) {
 	switch e := e.(type) {
 	case startInstance:
-		m.startInstance(e)
+		m.startInstance(ctx, e)
 	case stopInstance:
-		m.stopInstance(e)
+		m.stopInstance(ctx, e)
 	case sendSignal:
 		if err := m.opts.Mediator.SendTo(e.to, m.topic, &wire.SingletonHandOver{Name: m.opts.Name, Signal: e.sig}); err != nil {
 			m.log.Warn("singleton hand-over message not sent", "to", e.to.String(), "signal", e.sig.String(), "err", err)
@@ -359,8 +429,8 @@ func (m *Manager) run(e effect) {
 	}
 }
 
-func (m *Manager) startInstance(e startInstance) {
-	if m.inst != nil {
+func (m *Manager) startInstance(ctx actor.Context, e startInstance) {
+	if m.running {
 		panic(fmt.Sprintf("singleton %s: invariant violated: start while an instance runs", m.opts.Name))
 	}
 	prev := ""
@@ -370,33 +440,66 @@ func (m *Manager) startInstance(e startInstance) {
 	if e.how == startTakeOver {
 		m.log.Warn(LogTakenOver, "previous", prev, "detail", e.detail)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.inst, m.cancel = m.opts.Factory(), cancel
-	if m.opts.OnChange != nil {
-		m.opts.OnChange(true) // before Active turns true: a reader of Active sees its effects
-	}
-	m.active.Store(true)
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				m.log.Error("singleton instance panicked in Start", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			}
+	m.running = true
+	if m.opts.Child == nil {
+		var ictx context.Context
+		ictx, m.cancel = context.WithCancel(context.Background())
+		m.inst = m.opts.Factory()
+		if m.opts.OnChange != nil {
+			m.opts.OnChange(true) // before Active turns true: a reader of Active sees its effects
+		}
+		m.active.Store(true)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					m.log.Error("singleton instance panicked in Start", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				}
+			}()
+			m.inst.Start(ictx)
 		}()
-		m.inst.Start(ctx)
-	}()
+	} else {
+		if m.opts.OnChange != nil {
+			m.opts.OnChange(true)
+		}
+		m.active.Store(true)
+		m.spawnChild(ctx)
+	}
 	m.log.Info(LogStarted, "reason", e.how, "previous", prev, "self", m.self.NodeID())
 }
 
-// stopInstance stops the instance on a goroutine: Stop may take a while
-// and the manager keeps answering meanwhile.
-func (m *Manager) stopInstance(e stopInstance) {
-	inst, cancel := m.inst, m.cancel
-	if inst == nil {
+// spawnChild spawns the Child instance actor. A failed spawn is logged;
+// the instance then counts as running until it is stopped.
+func (m *Manager) spawnChild(ctx actor.Context) {
+	kind, producer := m.opts.Child()
+	pid, err := ctx.SpawnNamed(m.parent.Props(kind, producer), m.opts.Name)
+	if err != nil {
+		m.log.Error("singleton instance actor not spawned", "err", err)
+		return
+	}
+	m.child = pid
+}
+
+// stopInstance stops the instance without holding the manager: a Factory
+// instance's Stop runs on a goroutine, a Child actor is told to stop; the
+// manager keeps answering meanwhile and takes stoppedIn once it stopped.
+func (m *Manager) stopInstance(ctx actor.Context, e stopInstance) {
+	if !m.running {
 		panic(fmt.Sprintf("singleton %s: invariant violated: stop without an instance", m.opts.Name))
 	}
 	m.log.Info("singleton stopping", "reason", e.why)
+	if m.opts.Child != nil {
+		m.childStopping = true
+		if m.child == nil {
+			ctx.Send(ctx.Self(), stoppedIn{})
+			return
+		}
+		ctx.Stop(m.child) // its Terminated is stoppedIn
+		return
+	}
+	inst, cancel := m.inst, m.cancel
+	root, self := ctx.ActorSystem().Root, ctx.Self()
 	go func() {
-		defer m.post(stoppedIn{})
+		defer root.Send(self, stoppedIn{})
 		defer func() {
 			if p := recover(); p != nil {
 				m.log.Error("singleton instance panicked in Stop", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
@@ -408,7 +511,8 @@ func (m *Manager) stopInstance(e stopInstance) {
 }
 
 // Active reports whether the instance runs on this node: true from just
-// before its Start until its Stop returned.
+// before its Start until its Stop returned (for a Child: from just before
+// its spawn until it terminated).
 func (m *Manager) Active() bool { return m.active.Load() }
 
 // Phase is the manager's current phase.
@@ -431,17 +535,19 @@ func (m *Manager) HandOver(ctx context.Context) error {
 }
 
 // Stop stops the instance if it runs (without a hand-over: call HandOver
-// first on a graceful leave) and the manager, and returns once both have
-// stopped. Later calls return at once.
+// first on a graceful leave) and the manager actor, and returns once both
+// have stopped. Later calls return at once.
 func (m *Manager) Stop() {
 	m.closeOnce.Do(func() {
 		m.unsubMembers()
 		m.post(closeIn{})
 		<-m.done
 		m.unsubMessages()
-		close(m.stopTick)
 		if m.opts.Exit != nil {
 			m.opts.Exit.remove(m)
+		}
+		if m.sys != nil {
+			m.sys.Shutdown(false)
 		}
 	})
 }
