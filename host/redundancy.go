@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/gopcua/opcua/ua"
 	"go.opentelemetry.io/otel/metric"
 
@@ -127,8 +129,9 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 		tracker := r.tracker
 		m, err := singleton.Start(singleton.Options{
 			Daemon: d, Mediator: med, Role: config.RoleAdmin, Name: StateSingletonName, Exit: exits, Logger: logger,
-			Factory: func() singleton.Instance {
-				return redundancy.NewStateActor(redundancy.StateActorOptions{
+			Parent: tree,
+			Child: func() (string, actor.Producer) {
+				return redundancy.StateActorChild(redundancy.StateActorOptions{
 					Membership: d, PubSub: med, Tracker: tracker, Logger: logger,
 					Subscribers: func() []membership.UniqueAddress { return med.Registry().Nodes(wire.Topic) },
 				})
@@ -142,39 +145,14 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	}
 
 	r.view = redundancy.NewRoleView(d, cfg.Node.ClusterId)
-	var probe *health.DbProbe
-	var pub *redundancy.PublishActor
-	if slices.Contains(roles, config.RoleDriver) {
-		rm, err := redundancy.RegisterMetrics(meter, cfg.Node.ClusterId, func() (byte, bool) { return pub.Level() }, r.view)
-		if err != nil {
-			r.stop()
-			return nil, err
-		}
-		pub = redundancy.NewPublishActor(redundancy.PublishActorOptions{
-			AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
-			Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
-			DbHealth: redundancy.DbHealthFunc(func() (redundancy.DbStatus, bool) {
-				res, ok := probe.Last()
-				return redundancy.DbStatus{Reachable: res.Reachable, AsOf: res.AsOf, Err: res.Err}, ok
-			}),
-			PeerStatus: func(uri string, level byte, alive bool) {
-				state := ua.ServerStateUnknown
-				if alive {
-					state = ua.ServerStateRunning
-				}
-				srv.SetPeerStatus(uri, level, state)
-			},
-			PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
-			ConfiguredRoles:     roles, ClusterID: cfg.Node.ClusterId,
-			ApplicationURI: srv.ApplicationURI(), OpcUaEndpoint: srv.EndpointURL(),
-			Logger: logger,
-		})
-	}
-	probe, err = health.NewDbProbe(db, health.DbProbeConfig{
+	// The DB probe starts first: the publish actor Asks it (DbAskTimeout),
+	// and its verdict changes wake the publish actor up.
+	var pubRef atomic.Pointer[redundancy.PublishActor]
+	probe, err := health.NewDbProbe(db, health.DbProbeConfig{
 		Parent: tree,
 		Logger: logger,
 		OnChange: func(health.DbProbeResult) {
-			if pub != nil {
+			if pub := pubRef.Load(); pub != nil {
 				pub.NotifyDbChanged()
 			}
 		},
@@ -193,18 +171,46 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	}
 	r.probe = probe
 	r.stops = append(r.stops, probe.Stop)
-	if pub != nil {
-		pub.Start(ctx)
-		r.pub = pub
-		r.stops = append(r.stops, pub.Stop)
-		sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: d, PubSub: med, Logger: logger, Parent: tree})
-		sup.Start(ctx)
-		r.sup = sup
-		r.stops = append(r.stops, sup.Stop)
-	} else {
+	if !slices.Contains(roles, config.RoleDriver) {
 		// A node without the driver role serves ServiceLevel 0 (Detached).
 		levels.Publish(redundancy.LevelDown)
+		return r, nil
 	}
+	rm, err := redundancy.RegisterMetrics(meter, cfg.Node.ClusterId, func() (byte, bool) {
+		if pub := pubRef.Load(); pub != nil {
+			return pub.Level()
+		}
+		return 0, false
+	}, r.view)
+	if err != nil {
+		r.stop()
+		return nil, err
+	}
+	pub := redundancy.NewPublishActor(redundancy.PublishActorOptions{
+		Parent:                tree,
+		DbProbe:               probe.PID(),
+		AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
+		Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
+		PeerStatus: func(uri string, level byte, alive bool) {
+			state := ua.ServerStateUnknown
+			if alive {
+				state = ua.ServerStateRunning
+			}
+			srv.SetPeerStatus(uri, level, state)
+		},
+		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
+		ConfiguredRoles:     roles, ClusterID: cfg.Node.ClusterId,
+		ApplicationURI: srv.ApplicationURI(), OpcUaEndpoint: srv.EndpointURL(),
+		Logger: logger,
+	})
+	pubRef.Store(pub)
+	pub.Start(ctx)
+	r.pub = pub
+	r.stops = append(r.stops, pub.Stop)
+	sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: d, PubSub: med, Logger: logger, Parent: tree})
+	sup.Start(ctx)
+	r.sup = sup
+	r.stops = append(r.stops, sup.Stop)
 	return r, nil
 }
 
