@@ -52,7 +52,18 @@ func pair(t *testing.T) (a, b *procs.Node) {
 	a.WaitReady(30 * time.Second)
 	b = procs.Start(t, "b", mk("b", pb, "a"), hooks)
 	b.WaitReady(30 * time.Second)
+	runtimeLevels(t, a)
+	runtimeLevels(t, b)
 	return a, b
+}
+
+// runtimeLevels hands n's ServiceLevel to its redundancy runtime: with the
+// test hooks on, the hook owns it until told so.
+func runtimeLevels(t *testing.T, n *procs.Node) {
+	t.Helper()
+	if _, err := n.Post("/debug/service-level?level=runtime"); err != nil {
+		t.Fatalf("%s: %v", n.Name, err)
+	}
 }
 
 func actorsOf(n *procs.Node) (host.ActorsReport, error) {
@@ -170,6 +181,28 @@ func TestActorsMatchTheMembership(t *testing.T) {
 	})
 }
 
+// levels is nil when a reads 250 and b 240.
+func levels(a, b *procs.Node) error {
+	la, err := readLevel(a.Endpoint())
+	if err != nil {
+		return err
+	}
+	lb, err := readLevel(b.Endpoint())
+	if err != nil {
+		return err
+	}
+	if la != 250 || lb != 240 {
+		return fmt.Errorf("levels a=%d b=%d, want 250/240", la, lb)
+	}
+	return nil
+}
+
+// healthy waits for a at 250 and b at 240.
+func healthy(t *testing.T, a, b *procs.Node) {
+	t.Helper()
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error { return levels(a, b) })
+}
+
 // runStatus runs `otopcua status --url` against n.
 func runStatus(t *testing.T, n *procs.Node) string {
 	t.Helper()
@@ -275,6 +308,7 @@ func TestFaultsRestartOneActor(t *testing.T) {
 	t.Parallel()
 	a, b := pair(t)
 	settled(t, a, b)
+	healthy(t, a, b)
 	// b is the youngest: the Secondary.
 	before, err := actorsOf(b)
 	if err != nil {
@@ -306,20 +340,7 @@ func TestFaultsRestartOneActor(t *testing.T) {
 	if !b.Alive() || !a.Alive() {
 		t.Fatal("a node ended after one fault")
 	}
-	procs.Holds(t, 6*time.Second, 500*time.Millisecond, func() error {
-		la, err := readLevel(a.Endpoint())
-		if err != nil {
-			return err
-		}
-		lb, err := readLevel(b.Endpoint())
-		if err != nil {
-			return err
-		}
-		if la != 250 || lb != 240 {
-			return fmt.Errorf("levels a=%d b=%d after the restarts, want 250/240", la, lb)
-		}
-		return nil
-	})
+	procs.Holds(t, 6*time.Second, 500*time.Millisecond, func() error { return levels(a, b) })
 
 	for _, p := range []struct {
 		path    string
@@ -328,7 +349,9 @@ func TestFaultsRestartOneActor(t *testing.T) {
 		past(t, b, p.path, p.already)
 		b.Restart()
 		b.WaitReady(30 * time.Second)
+		runtimeLevels(t, b)
 		settled(t, a, b)
+		healthy(t, a, b)
 	}
 	if !a.Alive() {
 		t.Fatal("the Primary ended while the Secondary's actors failed")
