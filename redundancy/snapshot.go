@@ -218,6 +218,29 @@ func BuildSnapshot(members []membership.Member, infos map[string]NodeInfo, book 
 	return s, next
 }
 
+// PrimaryChanged reports whether the Primary that members elect differs,
+// for some ClusterId, from the one book records: a snapshot that must go
+// out at once instead of after the debounce, so that a failover reaches
+// clients in about the detection time. An empty book (nothing published
+// yet) reports false.
+func PrimaryChanged(members []membership.Member, book EpochBook) bool {
+	if len(book) == 0 {
+		return false
+	}
+	var views []MemberView
+	for _, m := range members {
+		if m.Status != membership.Down && m.Status != membership.Removed {
+			views = append(views, MemberViewOf(m))
+		}
+	}
+	for cid, e := range Elect(views) {
+		if old, ok := book[cid]; e.Primary != "" && (!ok || old.Primary != e.Primary) {
+			return true
+		}
+	}
+	return false
+}
+
 var roleToWire = map[Role]wire.Role{
 	RolePrimary: wire.Role_ROLE_PRIMARY, RoleSecondary: wire.Role_ROLE_SECONDARY, RoleDetached: wire.Role_ROLE_DETACHED,
 }

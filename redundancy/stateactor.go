@@ -227,9 +227,21 @@ func (c *stateIncarnation) start(ctx actor.Context) {
 	o.Logger.Info("redundancy state singleton started", "self", o.Membership.Self().NodeID(),
 		"seedEpochs", len(c.book), "sequence", c.sh.seq.Load())
 	// The start counts as a membership event: the first snapshot waits
-	// for the quiet period like any other.
+	// for the quiet period like any other — unless the Primary moved from
+	// the one the previous instance published (this instance took over
+	// from a crashed oldest): that goes out at once.
 	c.pendingSince = o.Clock.Now()
 	c.arm(ctx, DebounceQuiet)
+	c.publishPrimaryChange()
+}
+
+// publishPrimaryChange publishes at once when the membership elects
+// another Primary than the last snapshot named (PrimaryChanged); the
+// debounce still runs and publishes the settled view after it.
+func (c *stateIncarnation) publishPrimaryChange() {
+	if PrimaryChanged(c.sh.o.Membership.Snapshot().Gossip.Members, c.book) {
+		c.publish("primary-changed")
+	}
 }
 
 func (c *stateIncarnation) stop() {
@@ -263,6 +275,7 @@ func (c *stateIncarnation) debounce(ctx actor.Context) {
 		c.pendingSince = now
 	}
 	c.arm(ctx, max(0, DebounceDeadline(c.pendingSince, now, DebounceQuiet, DebounceMax).Sub(now)))
+	c.publishPrimaryChange()
 	c.sh.kicks.Add(1)
 }
 

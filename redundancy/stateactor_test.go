@@ -330,3 +330,39 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 		t.Fatal("the stopped actor left its membership subscription")
 	}
 }
+
+// TestStateActorPublishesAPrimaryChangeAtOnce: a membership event that
+// moves the Primary goes out without waiting for the debounce (the clock
+// does not move); the debounce still publishes the settled view after
+// it. An event that keeps the Primary waits as before.
+func TestStateActorPublishesAPrimaryChangeAtOnce(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(tEpoch)
+	bus := newFakeBus()
+	ms := pairMembers(1, 2)
+	r := newStateRig(t, clock, bus, ms[1].Address, ms...)
+	r.start(t)
+	count := func() int { return len(snapshots(bus)) }
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the first snapshot", func() bool { return count() == 1 })
+
+	// The same Primary: debounced.
+	r.event(t, ms...)
+	never(t, "an immediate snapshot without a Primary change", func() bool { return count() > 1 })
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the debounced snapshot", func() bool { return count() == 2 })
+
+	// The Primary (4001) is downed: 4002 is Primary at once.
+	down := ms[0]
+	down.Status = m.Down
+	r.event(t, down, ms[1])
+	eventually(t, "the Primary change without the debounce", func() bool { return count() == 3 })
+	s, err := SnapshotFromWire(snapshots(bus)[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Epochs["pair"].Primary != "127.0.0.1:4002" || !s.AsOf.Equal(clock.Now()) {
+		t.Fatalf("snapshot %+v at %v, want Primary 4002 at once", s.Epochs, s.AsOf)
+	}
+	clock.Advance(DebounceQuiet)
+	eventually(t, "the settled snapshot after the debounce", func() bool { return count() == 4 })
+}
