@@ -100,7 +100,18 @@ type RedundancyConfig struct {
 	// clients move to the other server while this one still answers.
 	// Accepted 0 s to 60 s (0: leave at once). Default 2 s.
 	ManualFailoverDrain time.Duration
+
+	// PromotionHold is how long a node that becomes Primary after its
+	// peer was downed while it may still be alive (silence, a partition)
+	// waits before it advertises 250 and services writes, acks, alerts and
+	// the historian drain: at least the time the losing side needs to fail
+	// its own lease attempt and stop. A peer proven dead by the crash fast
+	// path is taken over without it. Accepted 0 s to 30 s; default 2 s.
+	PromotionHold time.Duration
 }
+
+// MaxPromotionHold is the longest Redundancy:PromotionHold accepted.
+const MaxPromotionHold = 30 * time.Second
 
 // MaxManualFailoverDrain is the longest Redundancy:ManualFailoverDrain
 // accepted.
@@ -200,6 +211,42 @@ type ClusterConfig struct {
 	// it out of the file. Never printed: `config check` shows "(set)".
 	// Default empty: no join check.
 	Secret string
+
+	// Lease is the shared lease lease-majority decides with (required by
+	// it): the Config DB or an etcd cluster that every node of the set
+	// reaches.
+	Lease LeaseConfig
+}
+
+// Lease providers accepted by Cluster:Lease:Provider.
+const (
+	LeaseConfigDb = "configdb"
+	LeaseEtcd     = "etcd"
+)
+
+// LeaseProviders lists the accepted Cluster:Lease:Provider values ("" is
+// none).
+var LeaseProviders = []string{LeaseConfigDb, LeaseEtcd}
+
+// Cluster:Lease:Ttl bounds.
+const (
+	DefaultLeaseTtl = 6 * time.Second
+	MinLeaseTtl     = 2 * time.Second
+	MaxLeaseTtl     = 60 * time.Second
+)
+
+// LeaseConfig is the "Cluster:Lease" section.
+type LeaseConfig struct {
+	// Provider is "configdb" (a row per ClusterId in the Config DB: a
+	// networked PostgreSQL or SQL Server both nodes reach) or "etcd"
+	// (Endpoints). Default "" (none): lease-majority refuses to start.
+	Provider string
+	// Ttl is how long a held lease lasts without renewal, on the store's
+	// clock. Accepted 2 s to 60 s; default 6 s.
+	Ttl time.Duration
+	// Endpoints are the etcd client URLs (http://host:2379), tried in turn.
+	// Required for etcd.
+	Endpoints []string
 }
 
 // MinClusterSecretLen is the shortest Cluster:Secret accepted.
@@ -507,6 +554,7 @@ func staticDefaults() *Config {
 			AutoDownUnreachableAfter:   15 * time.Second,
 			StableAfter:                15 * time.Second,
 			DownIfAlone:                true,
+			Lease:                      LeaseConfig{Ttl: DefaultLeaseTtl, Endpoints: []string{}},
 			FailureDetector: FailureDetectorConfig{
 				HeartbeatInterval:        time.Second,
 				AcceptableHeartbeatPause: 3 * time.Second,
@@ -527,7 +575,7 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
-		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},

@@ -134,8 +134,11 @@ func (c *Config) resolve(baseDir string) {
 	if cl.SelfFormAfter < 0 {
 		cl.SelfFormAfter = 0
 	}
+	cl.Lease.Provider = strings.ToLower(strings.TrimSpace(cl.Lease.Provider))
 	if cl.DownOnConnectionRefused == nil {
-		on := cl.SplitBrainResolverStrategy == StrategyAutoDown
+		// lease-majority downs a refusing peer at once too, but only
+		// after this side acquired the shared lease.
+		on := cl.SplitBrainResolverStrategy == StrategyAutoDown || cl.SplitBrainResolverStrategy == StrategyLeaseMajority
 		cl.DownOnConnectionRefused = &on
 	}
 	if cl.AkkaConfigPath != "" && baseDir != "" && !filepath.IsAbs(cl.AkkaConfigPath) {

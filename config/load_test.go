@@ -748,3 +748,34 @@ func TestOpcUaAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseKeys: lease-majority without a shared lease stops start-up
+// naming Cluster:Lease:Provider; a provider, its TTL and its endpoints are
+// checked; the fast path is on by default under lease-majority.
+func TestLeaseKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name, json, key string
+	}{
+		{"lease-majority without a provider", `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority"}}`, "Cluster:Lease:Provider"},
+		{"unknown provider", `{"Cluster": {"Lease": {"Provider": "zookeeper"}}}`, "Cluster:Lease:Provider"},
+		{"etcd without endpoints", `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "etcd"}}}`, "Cluster:Lease:Endpoints"},
+		{"bad endpoint", `{"Cluster": {"Lease": {"Provider": "etcd", "Endpoints": ["127.0.0.1:2379"]}}}`, "Cluster:Lease:Endpoints:0"},
+		{"ttl too short", `{"Cluster": {"Lease": {"Ttl": "1s"}}}`, "Cluster:Lease:Ttl"},
+		{"hold too long", `{"Redundancy": {"PromotionHold": "31s"}}`, "Redundancy:PromotionHold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items := loadItems(t, tc.json)
+			found := false
+			for _, it := range items {
+				found = found || it.Key == tc.key
+			}
+			if !found {
+				t.Fatalf("problems %v, want one for %s", items, tc.key)
+			}
+		})
+	}
+	c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "ETCD", "Endpoints": ["http://127.0.0.1:2379"]}}}`)
+	if c.Cluster.Lease.Provider != LeaseEtcd || c.Cluster.Lease.Ttl != DefaultLeaseTtl || !c.Cluster.DownOnConnectionRefusedEnabled() || c.Redundancy.PromotionHold != 2*time.Second {
+		t.Fatalf("lease %+v fast path %v hold %v", c.Cluster.Lease, c.Cluster.DownOnConnectionRefusedEnabled(), c.Redundancy.PromotionHold)
+	}
+}

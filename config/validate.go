@@ -137,6 +137,7 @@ func (c *Config) validateCluster(p *problems) {
 	if !contains(Strategies, cl.SplitBrainResolverStrategy) {
 		p.add("Cluster:SplitBrainResolverStrategy", cl.SplitBrainResolverStrategy, oneOf(Strategies))
 	}
+	c.validateLease(p)
 	checkPositive(p, "Cluster:AutoDownUnreachableAfter", cl.AutoDownUnreachableAfter)
 	checkPositive(p, "Cluster:StableAfter", cl.StableAfter)
 	if cl.SplitBrainResolverStrategy == StrategyStaticQuorum && cl.StaticQuorumSize < 1 {
@@ -283,6 +284,31 @@ func (c *Config) validateOpcUa(p *problems) {
 	checkPositive(p, "Deployment:PollInterval", c.Deployment.PollInterval)
 	if d := c.Redundancy.ManualFailoverDrain; d < 0 || d > MaxManualFailoverDrain {
 		p.add("Redundancy:ManualFailoverDrain", d.String(), "accepted values are durations from 0s to 60s, as "+DurationFormat)
+	}
+	if d := c.Redundancy.PromotionHold; d < 0 || d > MaxPromotionHold {
+		p.add("Redundancy:PromotionHold", d.String(), "accepted values are durations from 0s to 30s, as "+DurationFormat)
+	}
+}
+
+// validateLease checks Cluster:Lease: lease-majority needs a shared lease.
+func (c *Config) validateLease(p *problems) {
+	cl, l := &c.Cluster, &c.Cluster.Lease
+	switch {
+	case l.Provider != "" && !contains(LeaseProviders, l.Provider):
+		p.add("Cluster:Lease:Provider", l.Provider, oneOf(LeaseProviders))
+	case l.Provider == "" && cl.SplitBrainResolverStrategy == StrategyLeaseMajority:
+		p.add("Cluster:Lease:Provider", "", "lease-majority needs a lease every node of the set shares: accepted values are configdb (the Config DB, networked) or etcd (with Cluster:Lease:Endpoints)")
+	}
+	if l.Ttl < MinLeaseTtl || l.Ttl > MaxLeaseTtl {
+		p.add("Cluster:Lease:Ttl", l.Ttl.String(), "accepted values are durations from 2s to 60s, as "+DurationFormat)
+	}
+	if l.Provider == LeaseEtcd && len(l.Endpoints) == 0 {
+		p.add("Cluster:Lease:Endpoints", "", "accepted values are one or more etcd client URLs such as http://10.0.0.5:2379 (required by the etcd lease)")
+	}
+	for i, e := range l.Endpoints {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.add(fmt.Sprintf("Cluster:Lease:Endpoints:%d", i), e, "accepted values are etcd client URLs such as http://10.0.0.5:2379")
+		}
 	}
 }
 

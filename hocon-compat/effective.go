@@ -69,6 +69,8 @@ type JSONCluster struct {
 	Roles                    []string
 	// SelfFormAfter is 0 when self-forming is disabled.
 	SelfFormAfter time.Duration
+	// Lease is Cluster:Lease (appsettings only).
+	Lease config.LeaseConfig
 }
 
 // FromConfig copies the fields Effective needs from a loaded
@@ -92,6 +94,7 @@ func FromConfig(c *config.ClusterConfig) JSONCluster {
 		SeedNodes:                  slices.Clone(c.SeedNodes),
 		Roles:                      slices.Clone(c.Roles),
 		SelfFormAfter:              c.SelfFormAfter,
+		Lease:                      config.LeaseConfig{Provider: c.Lease.Provider, Ttl: c.Lease.Ttl, Endpoints: slices.Clone(c.Lease.Endpoints)},
 	}
 }
 
@@ -133,6 +136,12 @@ type EffectiveCluster struct {
 	StaticQuorumSize int
 	// LeaseImplementation for lease-majority. Default "".
 	LeaseImplementation string
+	// LeaseProvider, LeaseTtl and LeaseEndpoints are Cluster:Lease (set in
+	// appsettings.json only): the shared lease otopcua's lease-majority
+	// uses, whatever LeaseImplementation names.
+	LeaseProvider  string
+	LeaseTtl       time.Duration
+	LeaseEndpoints []string
 	// AcquireLeaseDelayForMinority for lease-majority. Default 2s.
 	AcquireLeaseDelayForMinority time.Duration
 	// DownOnConnectionRefused downs a peer whose port refuses connections
@@ -191,6 +200,10 @@ func Effective(json JSONCluster, explicit map[string]bool, h ClusterSettings) (E
 		e.Role = only(r, path, "", role)
 	}
 	e.LeaseImplementation = only(r, PathLeaseImplementation, "", h.LeaseImplementation)
+	e.LeaseProvider, e.LeaseTtl, e.LeaseEndpoints = json.Lease.Provider, json.Lease.Ttl, slices.Clone(json.Lease.Endpoints)
+	if e.LeaseTtl == 0 {
+		e.LeaseTtl = config.DefaultLeaseTtl
+	}
 	e.AcquireLeaseDelayForMinority = only(r, PathAcquireLeaseDelayForMinority, DefaultAcquireLeaseDelayForMinority, h.AcquireLeaseDelayForMinority)
 	e.DownOnConnectionRefused = r.downOnConnectionRefused(json, h, e.Strategy)
 	e.FailureDetector = FailureDetector{
@@ -250,7 +263,7 @@ func only[T any](r *precedence, path string, def T, h Setting[T]) T {
 }
 
 func (r *precedence) downOnConnectionRefused(json JSONCluster, h ClusterSettings, strategy string) bool {
-	def := strategy == config.StrategyAutoDown
+	def := strategy == config.StrategyAutoDown || strategy == config.StrategyLeaseMajority
 	val := def
 	if json.DownOnConnectionRefused != nil {
 		val = *json.DownOnConnectionRefused

@@ -50,6 +50,17 @@ func Render(e EffectiveCluster) string {
 	w.raw(0, "otopcua.cluster {")
 	w.set(1, "self-form-after", formatOffDuration(e.SelfFormAfter), PathSelfFormAfter, "")
 	w.set(1, "down-on-connection-refused", formatBool(e.DownOnConnectionRefused), PathDownOnConnectionRefused, "")
+	// Cluster:Lease is set in appsettings.json only; a comment, so the
+	// output stays an akka.conf otopcua reads back unchanged.
+	provider := e.LeaseProvider
+	if provider == "" {
+		provider = "none"
+	}
+	lease := "# Cluster:Lease (the shared lease of lease-majority): provider = " + provider + ", ttl = " + FormatDuration(e.LeaseTtl)
+	if len(e.LeaseEndpoints) > 0 {
+		lease += ", endpoints = " + showList(e.LeaseEndpoints)
+	}
+	w.raw(1, lease)
 	w.raw(0, "}")
 	return w.b.String()
 }

@@ -43,6 +43,7 @@ akka.cluster {
 otopcua.cluster {
   self-form-after = 10s
   down-on-connection-refused = on
+  # Cluster:Lease (the shared lease of lease-majority): provider = none, ttl = 6s
 }
 `
 	if got := Render(e); got != want {
@@ -106,6 +107,7 @@ func genEffective(t *rapid.T) EffectiveCluster {
 		SeedNodeTimeout:            dur("seed-timeout"),
 		RetryUnsuccessfulJoinAfter: offOr("retry"),
 		SelfFormAfter:              offOr("self-form"),
+		LeaseTtl:                   config.DefaultLeaseTtl, // appsettings only: not in the HOCON
 	}
 	if e.Strategy == config.StrategyStaticQuorum && e.StaticQuorumSize == 0 {
 		e.StaticQuorumSize = 1
@@ -151,6 +153,9 @@ func normal(e EffectiveCluster) EffectiveCluster {
 	}
 	if len(e.Roles) == 0 {
 		e.Roles = nil
+	}
+	if len(e.LeaseEndpoints) == 0 {
+		e.LeaseEndpoints = nil
 	}
 	return e
 }

@@ -110,6 +110,11 @@ func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Cred
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
+	if nc.Downing.Strategy == node.LeaseMajority && cfg.Cluster.Lease.Provider == "" {
+		// Cluster:AkkaConfigPath chose lease-majority; the appsettings
+		// check covers Cluster:SplitBrainResolverStrategy.
+		return nil, fmt.Errorf("cluster: Cluster:Lease:Provider is empty but the downing strategy is lease-majority (from %s): accepted values are configdb or etcd, a lease every node of the set shares", cfg.Cluster.AkkaConfigPath)
+	}
 	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger, Secret: cfg.Cluster.Secret,
 		ExitingTasks: []func(context.Context) error{exits.Task}})
 	if err != nil {
