@@ -34,6 +34,10 @@ type (
 	}
 	seedProbeDone struct{ anyAccepted bool }
 	leaseDone     struct{ acquired bool }
+	fastLeaseDone struct {
+		peer     m.UniqueAddress
+		acquired bool
+	}
 	exitingDone   struct{}
 	leaveCmd      struct{}
 	downCmd       struct{ addr m.Address }
@@ -73,6 +77,7 @@ type daemonActor struct {
 	wasMember  bool
 	probing    map[m.UniqueAddress]bool
 	refused    map[m.UniqueAddress]bool // the fast path found no process listening
+	leasing    map[m.UniqueAddress]bool // the fast path is acquiring the lease before it downs
 	quarantine map[m.UniqueAddress]bool
 	qOrder     []m.UniqueAddress
 	noticed    map[m.UniqueAddress]node.Instant // last quarantine notice
@@ -91,6 +96,7 @@ func newActor(d *Daemon) *daemonActor {
 		log:        d.opts.Logger,
 		probing:    map[m.UniqueAddress]bool{},
 		refused:    map[m.UniqueAddress]bool{},
+		leasing:    map[m.UniqueAddress]bool{},
 		quarantine: map[m.UniqueAddress]bool{},
 		noticed:    map[m.UniqueAddress]node.Instant{},
 		retried:    map[m.UniqueAddress]bool{},
@@ -127,6 +133,8 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 		a.step(node.SeedProbeResult{Header: a.local(), AnyAccepted: msg.anyAccepted})
 	case leaseDone:
 		a.step(node.LeaseResult{Header: a.local(), Acquired: msg.acquired})
+	case fastLeaseDone:
+		a.onFastLeaseDone(msg)
 	case exitingDone:
 		a.step(node.ExitingCompleted{Header: a.local()})
 	case leaveCmd:
@@ -233,6 +241,7 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 			return
 		}
 	}
+	a.d.heard.Store(h.From, a.d.opts.Clock.Now())
 	a.step(msg)
 }
 
@@ -425,6 +434,7 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 	switch {
 	case v == fastpath.MarkUnreachableNow:
 		a.refused[p.peer] = true
+		a.d.proven.Store(p.peer, true)
 		a.downRefused()
 	case p.trigger == byConnection && !retried && slices.Contains(p.results, fastpath.Accepted):
 		// The connection broke, yet the port accepted: a process that is
@@ -453,11 +463,41 @@ func (a *daemonActor) downRefused() {
 		if !keep {
 			delete(a.refused, u)
 		}
-		if down {
-			a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections",
-				"member", u.NodeID(), "uid", uidText(u))
-			a.step(node.Down{Header: a.local(), Node: u.Address()})
+		if !down {
+			continue
 		}
+		if lease := a.d.opts.FastPathLease; lease != nil {
+			if !a.leasing[u] {
+				a.leasing[u] = true
+				a.log.Info("cluster crash fast path: acquiring the lease before downing a member whose cluster port refuses connections",
+					"member", u.NodeID(), "uid", uidText(u))
+				go func() { a.tell(fastLeaseDone{peer: u, acquired: lease(u)}) }()
+			}
+			continue
+		}
+		a.downRefusing(u)
+	}
+}
+
+func (a *daemonActor) downRefusing(u m.UniqueAddress) {
+	a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections",
+		"member", u.NodeID(), "uid", uidText(u))
+	a.step(node.Down{Header: a.local(), Node: u.Address()})
+}
+
+// onFastLeaseDone downs a refusing member once the lease was acquired; a
+// refused lease leaves it to the split-brain strategy (which downs this
+// side when the lease stays with the other).
+func (a *daemonActor) onFastLeaseDone(r fastLeaseDone) {
+	delete(a.leasing, r.peer)
+	if !r.acquired {
+		a.log.Warn("cluster crash fast path: the lease was not acquired; the split-brain strategy decides",
+			"member", r.peer.NodeID(), "uid", uidText(r.peer))
+		delete(a.refused, r.peer)
+		return
+	}
+	if down, _ := DownNow(a.n.State(), r.peer); down {
+		a.downRefusing(r.peer)
 	}
 }
 

@@ -50,8 +50,15 @@ type Options struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// Lease is the split-brain lease of lease-majority. Default: an
-	// in-memory lease private to this process.
+	// in-memory lease private to this process (tests; the host refuses
+	// lease-majority without a shared one).
 	Lease downing.Lease
+	// FastPathLease, when set, is asked (on a goroutine of its own)
+	// before the crash fast path downs a member whose port refuses
+	// connections: the member is downed only when it returns true — under
+	// lease-majority, once this side holds the shared lease (taking it
+	// over from the dead member if that one held it).
+	FastPathLease func(dead membership.UniqueAddress) bool
 	// ExitingTasks run when this node is Exiting (a graceful leave), in
 	// order, before the node confirms its exit: singleton hand-over and
 	// the like. Each gets a context cancelled after ExitingTimeout.
@@ -171,6 +178,27 @@ type Daemon struct {
 	result   atomic.Pointer[Result]
 	epoch    time.Time    // Instant 0 on the clock
 	lastTick atomic.Int64 // Instant of the last processed tick
+
+	heard  sync.Map // membership.UniqueAddress → time.Time of the last admitted message from it
+	proven sync.Map // membership.UniqueAddress → true: the crash fast path found its port refusing
+}
+
+// LastHeard is when this node last admitted a cluster message (heartbeat,
+// gossip) from u, on the daemon's clock; ok is false when never. A process
+// that was frozen sees at once, on waking, that its peers went silent.
+func (d *Daemon) LastHeard(u membership.UniqueAddress) (at time.Time, ok bool) {
+	v, ok := d.heard.Load(u)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+// ProvenDead reports whether the crash fast path found u's cluster port
+// refusing connections: the process is gone, not silent.
+func (d *Daemon) ProvenDead(u membership.UniqueAddress) bool {
+	_, ok := d.proven.Load(u)
+	return ok
 }
 
 // Start spawns the daemon actor, which starts joining at once (seed join,
