@@ -21,6 +21,8 @@ const (
 	// DeniedRoleUnknown: no snapshot has named this node yet while a driver
 	// peer exists (the boot window).
 	DeniedRoleUnknown
+	// DeniedFenced: the elected Primary has no licence (RoleFencedPrimary).
+	DeniedFenced
 )
 
 // String is the reason as written into an AuditWriteUpdateEvent.
@@ -30,6 +32,8 @@ func (r Reason) String() string {
 		return "not primary"
 	case DeniedRoleUnknown:
 		return "not primary (role unknown)"
+	case DeniedFenced:
+		return "not primary (no lease or promotion hold)"
 	default:
 		return "primary"
 	}
@@ -44,6 +48,8 @@ func (r Reason) Label() string {
 		return "detached"
 	case DeniedRoleUnknown:
 		return "role-unknown"
+	case DeniedFenced:
+		return "fenced"
 	default:
 		return ""
 	}
@@ -53,6 +59,7 @@ func (r Reason) Label() string {
 //
 //	Primary               any driver count → service
 //	Secondary / Detached  any driver count → deny
+//	FencedPrimary         any driver count → deny (no licence: see Licence)
 //	Unknown               ≤ 1 driver member → service (single node, boot on a lone driver)
 //	Unknown               ≥ 2 driver members → deny (a Primary peer exists)
 //
@@ -66,6 +73,8 @@ func ShouldServiceAsPrimary(role Role, driverMemberCount int) (bool, Reason) {
 		return false, DeniedSecondary
 	case RoleDetached:
 		return false, DeniedDetached
+	case RoleFencedPrimary:
+		return false, DeniedFenced
 	}
 	if driverMemberCount <= 1 {
 		return true, Allowed

@@ -16,6 +16,10 @@ const (
 	RoleSecondary
 	// RoleDetached: a member without the driver role.
 	RoleDetached
+	// RoleFencedPrimary: the elected Primary without its licence under
+	// lease-majority (Licence): its set is split and it does not hold the
+	// shared lease, or it waits out its promotion hold. It must not act.
+	RoleFencedPrimary
 )
 
 func (r Role) String() string {
@@ -26,6 +30,8 @@ func (r Role) String() string {
 		return "Secondary"
 	case RoleDetached:
 		return "Detached"
+	case RoleFencedPrimary:
+		return "FencedPrimary"
 	default:
 		return "Unknown"
 	}

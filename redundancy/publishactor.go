@@ -17,6 +17,7 @@ import (
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -68,6 +69,10 @@ type PublishActorOptions struct {
 	// supervises it). Nil: Start creates a private local actor system
 	// (actors.NewLocal, actors.Plain on Clock) and Stop shuts it down.
 	Parent actors.Parent
+	// Licence, if set, is the elected Primary's lease-majority licence
+	// (gate.LicenceOf); its level is capped by WithLicence. Called on the
+	// actor; must be quick. Call NotifyDbChanged when it changes.
+	Licence func() gate.Licence
 	// Clock drives HealthTick and timestamps. Default: Parent's clock, or
 	// the wall clock without a Parent.
 	Clock clockwork.Clock
@@ -430,6 +435,11 @@ func (c *publishIncarnation) compute(why string) {
 	c.obs.Db, c.obs.DbKnown = c.dbStatus(now)
 	in := c.obs.Inputs(now)
 	level := ComputeServiceLevel(in)
+	licence := gate.Licensed
+	if a.o.Licence != nil && in.IsDriverPrimary {
+		licence = a.o.Licence()
+		level = WithLicence(level, licence)
+	}
 	if p := a.pinned.Load(); p >= 0 {
 		level = byte(p)
 	}
@@ -442,7 +452,7 @@ func (c *publishIncarnation) compute(why string) {
 	}
 	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", previous, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
-		"stale", in.DbHealthKnown && Stale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk)
+		"stale", in.DbHealthKnown && Stale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", licence.String())
 	first := c.last < 0
 	c.last = int(level)
 	a.level.Store(int32(level))

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/gate"
 )
 
 // RoleView is what data-plane code asks before it acts as Primary: this
@@ -19,7 +20,13 @@ type RoleView struct {
 	clusterID string
 	role      atomic.Int32  // a Role
 	epoch     atomic.Uint64 // epoch of the snapshot that set role
+	fence     atomic.Pointer[func() bool]
 }
+
+// SetFence installs the licence check of lease-majority: State reports
+// RoleFencedPrimary for the Primary while licensed returns false (see
+// gate.LicenceOf). It must be safe for concurrent use and quick.
+func (v *RoleView) SetFence(licensed func() bool) { v.fence.Store(&licensed) }
 
 // NewRoleView returns a view with role RoleUnknown. members may be nil (a
 // node without cluster membership: driver count 0, the single-node posture).
@@ -61,4 +68,10 @@ func (v *RoleView) DriverMemberCount() int {
 }
 
 // State returns Role and DriverMemberCount together.
-func (v *RoleView) State() (Role, int) { return v.Role(), v.DriverMemberCount() }
+func (v *RoleView) State() (Role, int) {
+	r := v.Role()
+	if f := v.fence.Load(); r == RolePrimary && f != nil && !(*f)() {
+		r = gate.RoleFencedPrimary
+	}
+	return r, v.DriverMemberCount()
+}

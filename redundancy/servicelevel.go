@@ -1,5 +1,7 @@
 package redundancy
 
+import "github.com/otopcua/otopcua/gate"
+
 import "time"
 
 // The ServiceLevel bytes otopcua publishes (Part 5 §6.3.34 bands: 0 maintenance,
@@ -147,4 +149,19 @@ func legacyLevel(in Inputs) byte {
 	default:
 		return LevelDown
 	}
+}
+
+// WithLicence caps the level of an elected Primary by its lease-majority
+// licence (gate.LicenceOf): during its promotion hold it shows a
+// follower's 240, without its licence (its set split and no lease) it
+// drops out of the Healthy band to 100. A licensed node, and every level
+// at or below the cap, is unchanged.
+func WithLicence(level byte, l gate.Licence) byte {
+	switch l {
+	case gate.Holding:
+		return min(level, LevelFollower)
+	case gate.Unlicensed:
+		return min(level, LevelCritical)
+	}
+	return level
 }

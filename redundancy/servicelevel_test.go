@@ -2,6 +2,7 @@ package redundancy
 
 import (
 	"fmt"
+	"github.com/otopcua/otopcua/gate"
 	"testing"
 	"time"
 )
@@ -181,5 +182,24 @@ func TestStale(t *testing.T) {
 	in.DbReachable = false
 	if !Stale(in) {
 		t.Fatal("unreachable DB must be stale")
+	}
+}
+
+func TestWithLicence(t *testing.T) {
+	for _, tc := range []struct {
+		level byte
+		l     gate.Licence
+		want  byte
+	}{
+		{LevelPrimary, gate.Licensed, LevelPrimary},
+		{LevelPrimary, gate.Holding, LevelFollower},
+		{LevelPrimary, gate.Unlicensed, LevelCritical},
+		{LevelStale, gate.Holding, LevelStale},
+		{LevelStale, gate.Unlicensed, LevelCritical},
+		{LevelDown, gate.Unlicensed, LevelDown},
+	} {
+		if got := WithLicence(tc.level, tc.l); got != tc.want {
+			t.Errorf("WithLicence(%d, %v) = %d, want %d", tc.level, tc.l, got, tc.want)
+		}
 	}
 }
