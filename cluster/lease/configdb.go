@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/otopcua/otopcua/configdb"
@@ -25,6 +26,9 @@ var _ Lease = (*configDBLease)(nil)
 // (configdb.DB.Migrate) before the first call; the lease does not close db.
 // ttl is at least MinConfigDBTTL (microsecond resolution).
 func NewConfigDB(db *configdb.DB, clusterID string, ttl time.Duration) (Lease, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: no Config DB", ErrInvalid)
+	}
 	if err := checkNew(clusterID, ttl, MinConfigDBTTL); err != nil {
 		return nil, err
 	}

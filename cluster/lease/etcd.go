@@ -29,6 +29,7 @@ const EtcdKeyPrefix = "/otopcua/lease/"
 type etcdLease struct {
 	endpoints []string
 	key       string
+	epochKey  string // key + "/epoch": the last epoch granted
 	ttl       time.Duration
 	ttlSec    int64
 	hc        *http.Client
@@ -64,7 +65,7 @@ func NewEtcd(endpoints []string, clusterID string, ttl time.Duration, client *ht
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
 	}
 	sec := int64((ttl + time.Second - 1) / time.Second)
-	return &etcdLease{endpoints: eps, key: EtcdKeyPrefix + clusterID, ttl: ttl, ttlSec: sec, hc: client}, nil
+	return &etcdLease{endpoints: eps, key: EtcdKeyPrefix + clusterID, epochKey: EtcdKeyPrefix + clusterID + "/epoch", ttl: ttl, ttlSec: sec, hc: client}, nil
 }
 
 // etcdValue is the key's value.
@@ -87,7 +88,9 @@ func (n *i64) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-func (n i64) MarshalJSON() ([]byte, error) { return []byte(`"` + strconv.FormatInt(int64(n), 10) + `"`), nil }
+func (n i64) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatInt(int64(n), 10) + `"`), nil
+}
 
 type etcdHeader struct {
 	Revision i64 `json:"revision"`
@@ -113,6 +116,10 @@ type observed struct {
 	mod   int64 // mod_revision
 	lease int64
 	val   etcdValue
+	// The epoch key (no etcd lease: it outlives every holder).
+	efound bool
+	emod   int64
+	epoch  uint64
 }
 
 // Acquire implements Lease. A take (free, or evicting) grants a new etcd
@@ -123,7 +130,7 @@ func (e *etcdLease) Acquire(ctx context.Context, owner string, evict ...string) 
 	if err := checkOwner(owner); err != nil {
 		return Grant{}, err
 	}
-	for attempt := 0; attempt < 4; attempt++ {
+	for attempt := 0; attempt < 10; attempt++ {
 		o, err := e.read(ctx)
 		if err != nil {
 			return Grant{}, err
@@ -166,16 +173,18 @@ func (e *etcdLease) renew(ctx context.Context, o observed) (Grant, bool, error) 
 	if err != nil {
 		return Grant{}, false, err
 	}
-	if !o2.found || o2.mod != o.mod || o2.lease != o.lease {
+	if !o2.found || o2.lease != o.lease || o2.val != o.val {
 		return Grant{}, false, nil
 	}
 	return Grant{Holder: o.val.Holder, Epoch: o.val.Epoch, TTL: time.Duration(ka.Result.TTL) * time.Second}, true, nil
 }
 
-// take grants a new etcd lease and puts the key on it for owner unless the
-// key changed since o. The new epoch is o's revision + 1: the put lands at a
-// later revision than the read, and every earlier epoch was at most the
-// revision of its own put, so epochs rise with every change of holder.
+// take grants a new etcd lease and puts the key on it for owner, with the
+// epoch key raised by 1, unless either key changed since o. Comparing the
+// epoch key too rules out an A-B-A history (the key absent at the read,
+// taken and released by another owner meanwhile, absent again): every take
+// rewrites the epoch key, so two takes can never both succeed from one read
+// and no epoch is granted twice.
 func (e *etcdLease) take(ctx context.Context, owner string, o observed) (Grant, bool, error) {
 	var gr struct {
 		ID  i64 `json:"ID"`
@@ -187,18 +196,14 @@ func (e *etcdLease) take(ctx context.Context, owner string, o observed) (Grant, 
 	if gr.ID == 0 || gr.TTL <= 0 {
 		return Grant{}, false, fmt.Errorf("lease: etcd: lease grant answered ID %d TTL %d", gr.ID, gr.TTL)
 	}
-	epoch := uint64(o.rev) + 1
-	if epoch <= o.val.Epoch { // cannot happen with etcd's revisions; kept monotonic regardless
-		epoch = o.val.Epoch + 1
-	}
+	epoch := max(o.epoch, o.val.Epoch) + 1
 	val, _ := json.Marshal(etcdValue{Holder: owner, Epoch: epoch})
-	cmp := map[string]any{"key": []byte(e.key), "result": "EQUAL", "target": "MOD", "mod_revision": i64(o.mod)}
-	if !o.found {
-		cmp = map[string]any{"key": []byte(e.key), "result": "EQUAL", "target": "CREATE", "create_revision": i64(0)}
-	}
 	req := map[string]any{
-		"compare": []any{cmp},
-		"success": []any{map[string]any{"request_put": map[string]any{"key": []byte(e.key), "value": val, "lease": gr.ID}}},
+		"compare": []any{unchanged(e.key, o.found, o.mod), unchanged(e.epochKey, o.efound, o.emod)},
+		"success": []any{
+			map[string]any{"request_put": map[string]any{"key": []byte(e.key), "value": val, "lease": gr.ID}},
+			map[string]any{"request_put": map[string]any{"key": []byte(e.epochKey), "value": []byte(strconv.FormatUint(epoch, 10))}},
+		},
 	}
 	var tr struct {
 		Succeeded bool `json:"succeeded"`
@@ -214,6 +219,15 @@ func (e *etcdLease) take(ctx context.Context, owner string, o observed) (Grant, 
 		e.revoke(ctx, o.lease) // the evicted holder's etcd lease holds no key of ours any more
 	}
 	return Grant{Holder: owner, Epoch: epoch, TTL: time.Duration(gr.TTL) * time.Second}, true, nil
+}
+
+// unchanged is the txn comparison "key is still as read": its mod_revision
+// when it was there, its absence (create_revision 0) when not.
+func unchanged(key string, found bool, mod int64) map[string]any {
+	if !found {
+		return map[string]any{"key": []byte(key), "result": "EQUAL", "target": "CREATE", "create_revision": i64(0)}
+	}
+	return map[string]any{"key": []byte(key), "result": "EQUAL", "target": "MOD", "mod_revision": i64(mod)}
 }
 
 // revoke revokes an etcd lease, best effort (an unused lease expires by
@@ -271,17 +285,38 @@ func (e *etcdLease) Holder(ctx context.Context) (Grant, error) {
 	return g, nil
 }
 
-// read ranges the key (a linearizable read).
+// read ranges the key and its epoch key in one transaction (one
+// linearizable snapshot).
 func (e *etcdLease) read(ctx context.Context) (observed, error) {
-	var rr etcdRangeResp
-	if err := e.call(ctx, "/v3/kv/range", map[string]any{"key": []byte(e.key)}, &rr); err != nil {
+	var tr struct {
+		Header    etcdHeader `json:"header"`
+		Responses []struct {
+			ResponseRange etcdRangeResp `json:"response_range"`
+		} `json:"responses"`
+	}
+	req := map[string]any{"success": []any{
+		map[string]any{"request_range": map[string]any{"key": []byte(e.key)}},
+		map[string]any{"request_range": map[string]any{"key": []byte(e.epochKey)}},
+	}}
+	if err := e.call(ctx, "/v3/kv/txn", req, &tr); err != nil {
 		return observed{}, err
 	}
-	o := observed{rev: int64(rr.Header.Revision)}
-	if len(rr.Kvs) == 0 {
+	if len(tr.Responses) != 2 {
+		return observed{}, fmt.Errorf("lease: etcd: read %s: %d answers to 2 ranges", e.key, len(tr.Responses))
+	}
+	o := observed{rev: int64(tr.Header.Revision)}
+	if kvs := tr.Responses[1].ResponseRange.Kvs; len(kvs) > 0 {
+		ep, err := strconv.ParseUint(string(kvs[0].Value), 10, 64)
+		if err != nil {
+			return observed{}, fmt.Errorf("lease: etcd: key %s holds %q, not an epoch: %w", e.epochKey, kvs[0].Value, err)
+		}
+		o.efound, o.emod, o.epoch = true, int64(kvs[0].ModRevision), ep
+	}
+	kvs := tr.Responses[0].ResponseRange.Kvs
+	if len(kvs) == 0 {
 		return o, nil
 	}
-	kv := rr.Kvs[0]
+	kv := kvs[0]
 	o.found, o.mod, o.lease = true, int64(kv.ModRevision), int64(kv.Lease)
 	if err := json.Unmarshal(kv.Value, &o.val); err != nil {
 		return observed{}, fmt.Errorf("lease: etcd: key %s holds %q, not a lease value: %w", e.key, kv.Value, err)
