@@ -34,7 +34,7 @@
 //     UserByTokenHash, ListUsers, CountUsers). Passwords and tokens
 //     themselves are never stored.
 //   - cluster_leases (version 5): cluster_id (the key, Node:ClusterId),
-//     holder ('' when free), epoch (the fencing token, +1 each time the
+//     holder (empty when free), epoch (the fencing token, +1 each time the
 //     holder changes), expires_at (microseconds since the Unix epoch on
 //     the DATABASE's clock). The shared lease of lease-majority
 //     (AcquireLease, ReleaseLease, LeaseHolder; cluster/lease wraps them):
