@@ -56,6 +56,16 @@ type dialect struct {
 	// statement runs (not when its transaction began).
 	dbNow string
 
+	// dbNowMicros is the database's clock as a BIGINT: microseconds since
+	// the Unix epoch, UTC, read when the statement runs. cluster_leases
+	// stores its expiry in this unit so that every comparison and every
+	// sum is plain integer arithmetic on the database's own clock.
+	dbNowMicros string
+
+	// key is a short string (at most maxKeyLen characters) compared byte
+	// for byte (SQL Server's default collation would fold case).
+	key string
+
 	// renameTable renders the statements that rename a table (and, where
 	// the name of its primary key follows the table's, the key too).
 	renameTable func(from, to string) []string
@@ -89,6 +99,10 @@ var (
 			return "CREATE TABLE IF NOT EXISTS " + table + " (" + cols + ")"
 		},
 		dbNow: "strftime('%Y-%m-%d %H:%M:%f', 'now')",
+		// julianday('now') has millisecond precision and is the same for
+		// every use within one statement.
+		dbNowMicros: "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)",
+		key:         "TEXT", // compared with the BINARY collation
 		renameTable: func(from, to string) []string {
 			return []string{"ALTER TABLE " + from + " RENAME TO " + to}
 		},
@@ -113,7 +127,9 @@ var (
 		createIfMissing: func(table, cols string) string {
 			return "CREATE TABLE IF NOT EXISTS " + table + " (" + cols + ")"
 		},
-		dbNow: "clock_timestamp()",
+		dbNow:       "clock_timestamp()",
+		dbNowMicros: "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
+		key:         "VARCHAR(200)", // equality is byte for byte under any deterministic collation
 		renameTable: func(from, to string) []string {
 			return []string{"ALTER TABLE " + from + " RENAME TO " + to, "ALTER INDEX " + from + "_pkey RENAME TO " + to + "_pkey"}
 		},
@@ -139,7 +155,9 @@ var (
 		createIfMissing: func(table, cols string) string {
 			return "IF OBJECT_ID(N'" + table + "', N'U') IS NULL CREATE TABLE " + table + " (" + cols + ")"
 		},
-		dbNow: "TODATETIMEOFFSET(SYSUTCDATETIME(), 0)",
+		dbNow:       "TODATETIMEOFFSET(SYSUTCDATETIME(), 0)",
+		dbNowMicros: "DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME())",
+		key:         "NVARCHAR(200) COLLATE Latin1_General_100_BIN2",
 		renameTable: func(from, to string) []string {
 			return []string{"EXEC sp_rename N'" + from + "', N'" + to + "'"}
 		},
@@ -258,4 +276,42 @@ func (d *dialect) insertUserIfMissing() string {
 	}
 	return "INSERT INTO admin_users (name, role, password_hash, token_hash, created_at, updated_at) " +
 		"VALUES ($1, $2, $3, NULL, $4, $4) ON CONFLICT (name) DO NOTHING"
+}
+
+// insertLeaseIfMissing: $1 cluster_id. Inserts a free cluster_leases row
+// (holder ”, epoch 0, expired) unless the cluster has one; an existing row
+// is left as it is, whichever node or how many nodes call it at once.
+func (d *dialect) insertLeaseIfMissing() string {
+	if d == sqlServerDialect {
+		return "MERGE cluster_leases WITH (HOLDLOCK) AS t USING (SELECT $1 AS cluster_id) AS s ON t.cluster_id = s.cluster_id " +
+			"WHEN NOT MATCHED THEN INSERT (cluster_id, holder, epoch, expires_at) VALUES ($1, N'', 0, 0);"
+	}
+	return "INSERT INTO cluster_leases (cluster_id, holder, epoch, expires_at) VALUES ($1, '', 0, 0) " +
+		"ON CONFLICT (cluster_id) DO NOTHING"
+}
+
+// acquireLease: $1 cluster_id, $2 owner, $3 time to live in microseconds,
+// $4 … $(3+evict) the holders the caller may evict. One conditional UPDATE:
+// it takes the row when it is free, expired, held by $2 (a renewal: the
+// epoch stays) or held by one of the evicted, with the expiry and the
+// expiry test both on the database's clock; the epoch rises by 1 when the
+// holder changes. It returns the new epoch, or no row when refused (or
+// when the cluster has no row yet).
+func (d *dialect) acquireLease(evict int) string {
+	now := d.dbNowMicros
+	cond := "holder = $2 OR holder = '' OR expires_at <= " + now
+	if evict > 0 {
+		ph := make([]string, evict)
+		for i := range ph {
+			ph[i] = "$" + strconv.Itoa(4+i)
+		}
+		cond += " OR holder IN (" + strings.Join(ph, ", ") + ")"
+	}
+	set := "UPDATE cluster_leases SET epoch = CASE WHEN holder = $2 THEN epoch ELSE epoch + 1 END, " +
+		"holder = $2, expires_at = " + now + " + $3"
+	where := " WHERE cluster_id = $1 AND (" + cond + ")"
+	if d == sqlServerDialect {
+		return d.bind(set + " OUTPUT inserted.epoch" + where)
+	}
+	return d.bind(set + where + " RETURNING epoch")
 }

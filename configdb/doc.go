@@ -33,6 +33,13 @@
 //     (AddUser, SetUserPassword, SetUserTokenHash, RemoveUser, User,
 //     UserByTokenHash, ListUsers, CountUsers). Passwords and tokens
 //     themselves are never stored.
+//   - cluster_leases (version 5): cluster_id (the key, Node:ClusterId),
+//     holder (empty when free), epoch (the fencing token, +1 each time the
+//     holder changes), expires_at (microseconds since the Unix epoch on
+//     the DATABASE's clock). The shared lease of lease-majority
+//     (AcquireLease, ReleaseLease, LeaseHolder; cluster/lease wraps them):
+//     a take is one conditional UPDATE whose expiry and expiry test use
+//     the database's clock, never a node's.
 //
 // Invariants:
 //

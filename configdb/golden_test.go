@@ -34,6 +34,7 @@ func renderSQL(d *dialect) string {
 		b.WriteString("-- " + nq[0] + "\n" + nq[1] + "\n\n")
 	}
 	b.WriteString("-- hasAlarmHistory (2 keys; up to 200 per statement)\n" + d.hasAlarmHistory(2) + "\n")
+	b.WriteString("\n-- acquireLease (2 holders to evict; up to MaxLeaseEvict)\n" + d.acquireLease(2) + "\n")
 	return b.String()
 }
 

@@ -23,6 +23,7 @@ var migrations = []migration{
 	{2, "deployments: a version per cluster, sha256, created_at by the database's clock", schemaV2, hashDeployments},
 	{3, "alarm_history", schemaV3, nil},
 	{4, "admin_users", schemaV4, nil},
+	{5, "cluster_leases", schemaV5, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -134,6 +135,23 @@ func schemaV4(d *dialect) []string {
 			"created_at " + d.ts + " NOT NULL, " +
 			"updated_at " + d.ts + " NOT NULL)",
 		"CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL",
+	}
+}
+
+// schemaV5 adds cluster_leases: the lease-majority lease of each cluster
+// (AcquireLease). holder is the owner holding it (” when free), compared
+// byte for byte; epoch is the fencing token, raised by 1 each time the
+// holder changes; expires_at is microseconds since the Unix epoch on the
+// DATABASE's clock (dialect.dbNowMicros), never a node's. cluster_id does
+// not reference clusters: the lease must work before the cluster row is
+// written.
+func schemaV5(d *dialect) []string {
+	return []string{
+		"CREATE TABLE cluster_leases (" +
+			"cluster_id " + d.key + " NOT NULL PRIMARY KEY, " +
+			"holder " + d.key + " NOT NULL, " +
+			"epoch BIGINT NOT NULL, " +
+			"expires_at BIGINT NOT NULL)",
 	}
 }
 

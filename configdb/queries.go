@@ -39,6 +39,10 @@ type queries struct {
 	userByName          string // $1 name → the row
 	userByToken         string // $1 token_hash → the row
 	countUsers          string // → count
+	insertLease         string // $1 cluster_id: a free row unless present
+	acquireLease        string // $1 cluster_id, $2 owner, $3 ttl µs → epoch (no evict list; see dialect.acquireLease)
+	releaseLease        string // $1 cluster_id, $2 owner: free the row if $2 holds it
+	readLease           string // $1 cluster_id → holder, epoch, microseconds left (database's clock)
 }
 
 // adminUserCols are the columns an AdminUser is scanned from.
@@ -95,6 +99,11 @@ func buildQueries(d *dialect) *queries {
 		userByName:      d.bind("SELECT " + adminUserCols + " FROM admin_users WHERE name = $1"),
 		userByToken:     d.bind("SELECT " + adminUserCols + " FROM admin_users WHERE token_hash = $1"),
 		countUsers:      d.bind("SELECT COUNT(*) FROM admin_users"),
+		insertLease:     d.bind(d.insertLeaseIfMissing()),
+		acquireLease:    d.acquireLease(0),
+		releaseLease: d.bind("UPDATE cluster_leases SET holder = '', expires_at = 0 " +
+			"WHERE cluster_id = $1 AND holder = $2"),
+		readLease: d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
 	}
 }
 
@@ -147,5 +156,9 @@ func (q *queries) named() [][2]string {
 		{"userByName", q.userByName},
 		{"userByToken", q.userByToken},
 		{"countUsers", q.countUsers},
+		{"insertLease", q.insertLease},
+		{"acquireLease", q.acquireLease},
+		{"releaseLease", q.releaseLease},
+		{"readLease", q.readLease},
 	}
 }

@@ -159,7 +159,8 @@ var (
 func TestSQLServerStatementText(t *testing.T) {
 	d := sqlServerDialect
 	q := buildQueries(d)
-	for _, nq := range append(q.named(), [2]string{"hasAlarmHistory", d.hasAlarmHistory(alarmKeyChunk)}) {
+	for _, nq := range append(q.named(), [2]string{"hasAlarmHistory", d.hasAlarmHistory(alarmKeyChunk)},
+		[2]string{"acquireLease(evict)", d.acquireLease(MaxLeaseEvict)}) {
 		name, stmt := nq[0], nq[1]
 		if dollarParam.MatchString(stmt) || qmarkParam.MatchString(stmt) {
 			t.Errorf("%s: placeholder of another dialect in %q", name, stmt)
@@ -218,9 +219,51 @@ func TestSQLServerStatementText(t *testing.T) {
 		t.Errorf("admin_users_token is not a filtered unique index:\n%s", schema)
 	}
 	// The MERGE upserts must end with the semicolon T-SQL requires.
-	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster, q.insertAlarmHistory, q.insertUser} {
+	for _, stmt := range []string{q.upsertCluster, q.upsertNode, q.ensureCluster, q.insertAlarmHistory, q.insertUser, q.insertLease} {
 		if !strings.HasPrefix(stmt, "MERGE ") || !strings.HasSuffix(stmt, ";") {
 			t.Errorf("upsert is not a terminated MERGE: %q", stmt)
+		}
+	}
+}
+
+// TestSQLServerLeaseStatements checks the cluster_leases T-SQL (version 5)
+// that no SQL Server here can run: the expiry is SQL Server's UTC clock in
+// microseconds (DATEDIFF_BIG, SQL Server 2016 and later), the take is one
+// UPDATE that returns the epoch with OUTPUT (placed between SET and WHERE),
+// the row is created by a MERGE WITH (HOLDLOCK) so two nodes cannot both
+// insert it, and holders compare byte for byte.
+func TestSQLServerLeaseStatements(t *testing.T) {
+	d := sqlServerDialect
+	q := buildQueries(d)
+	const now = "DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME())"
+	for _, stmt := range []string{q.acquireLease, q.readLease, d.acquireLease(3)} {
+		if !strings.Contains(stmt, now) {
+			t.Errorf("lease statement does not use SQL Server's clock in microseconds: %q", stmt)
+		}
+	}
+	for _, stmt := range []string{q.acquireLease, d.acquireLease(3)} {
+		set, out, where := strings.Index(stmt, " SET "), strings.Index(stmt, " OUTPUT inserted.epoch "), strings.Index(stmt, " WHERE ")
+		if !strings.HasPrefix(stmt, "UPDATE cluster_leases SET ") || set < 0 || out < set || where < out {
+			t.Errorf("acquireLease is not UPDATE … SET … OUTPUT inserted.epoch WHERE …: %q", stmt)
+		}
+		if strings.Count(stmt, ";") != 0 {
+			t.Errorf("acquireLease is more than one statement: %q", stmt)
+		}
+	}
+	if got := d.acquireLease(3); !strings.HasSuffix(got, "OR holder IN (@p4, @p5, @p6))") {
+		t.Errorf("acquireLease(3) evict list: %q", got)
+	}
+	if !strings.HasPrefix(q.insertLease, "MERGE cluster_leases WITH (HOLDLOCK) ") {
+		t.Errorf("insertLease is not a locked MERGE: %q", q.insertLease)
+	}
+	schema := strings.Join(schemaV5(d), "\n")
+	for _, want := range []string{
+		"cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY",
+		"holder NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL",
+		"epoch BIGINT NOT NULL", "expires_at BIGINT NOT NULL",
+	} {
+		if !strings.Contains(schema, want) {
+			t.Errorf("cluster_leases lacks %q:\n%s", want, schema)
 		}
 	}
 }

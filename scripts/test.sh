@@ -2,9 +2,10 @@
 # otopcua's test command (the README names it; .ci/run runs it on a fresh machine).
 #
 # Installs what the tests need when it is missing (Node.js + npm for the
-# interop client, iptables and PostgreSQL for the drills, systemd-analyze for
-# the unit check, Prometheus and promtool for tests/deploy and tests/rig,
-# Chromium for tests/browser),
+# interop client, iptables and PostgreSQL for the drills, etcd-server for
+# tests/etcd and the etcd lease, systemd-analyze for the unit check,
+# Prometheus and promtool for tests/deploy and tests/rig, Chromium for
+# tests/browser),
 # then vets and runs every Go test with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
+# etcd-server for tests/etcd and the etcd lease (cluster/lease).
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
 # promtool for tests/deploy (the Prometheus configuration, alert rules and dashboard queries).
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 # A headless browser for tests/browser (the admin pages, driven with chromedp).

@@ -29,6 +29,9 @@ CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
 CREATE TABLE admin_users (name VARCHAR(64) NOT NULL PRIMARY KEY, role VARCHAR(200) NOT NULL, password_hash VARCHAR(200) NOT NULL, token_hash CHAR(64) NULL, created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL);
 CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL;
 
+-- version 5: cluster_leases
+CREATE TABLE cluster_leases (cluster_id VARCHAR(200) NOT NULL PRIMARY KEY, holder VARCHAR(200) NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1
 
@@ -119,5 +122,20 @@ SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_
 -- countUsers
 SELECT COUNT(*) FROM admin_users
 
+-- insertLease
+INSERT INTO cluster_leases (cluster_id, holder, epoch, expires_at) VALUES ($1, '', 0, 0) ON CONFLICT (cluster_id) DO NOTHING
+
+-- acquireLease
+UPDATE cluster_leases SET epoch = CASE WHEN holder = $2 THEN epoch ELSE epoch + 1 END, holder = $2, expires_at = CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) + $3 WHERE cluster_id = $1 AND (holder = $2 OR holder = '' OR expires_at <= CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)) RETURNING epoch
+
+-- releaseLease
+UPDATE cluster_leases SET holder = '', expires_at = 0 WHERE cluster_id = $1 AND holder = $2
+
+-- readLease
+SELECT holder, epoch, expires_at - CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) FROM cluster_leases WHERE cluster_id = $1
+
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = $1 AND ((alarm = $2 AND transition_id = $3) OR (alarm = $4 AND transition_id = $5))
+
+-- acquireLease (2 holders to evict; up to MaxLeaseEvict)
+UPDATE cluster_leases SET epoch = CASE WHEN holder = $2 THEN epoch ELSE epoch + 1 END, holder = $2, expires_at = CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) + $3 WHERE cluster_id = $1 AND (holder = $2 OR holder = '' OR expires_at <= CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT) OR holder IN ($4, $5)) RETURNING epoch

@@ -28,6 +28,9 @@ CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
 CREATE TABLE admin_users (name TEXT NOT NULL PRIMARY KEY, role TEXT NOT NULL, password_hash TEXT NOT NULL, token_hash CHAR(64) NULL, created_at TIMESTAMP NOT NULL, updated_at TIMESTAMP NOT NULL);
 CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL;
 
+-- version 5: cluster_leases
+CREATE TABLE cluster_leases (cluster_id TEXT NOT NULL PRIMARY KEY, holder TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -118,5 +121,20 @@ SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_
 -- countUsers
 SELECT COUNT(*) FROM admin_users
 
+-- insertLease
+INSERT INTO cluster_leases (cluster_id, holder, epoch, expires_at) VALUES (?1, '', 0, 0) ON CONFLICT (cluster_id) DO NOTHING
+
+-- acquireLease
+UPDATE cluster_leases SET epoch = CASE WHEN holder = ?2 THEN epoch ELSE epoch + 1 END, holder = ?2, expires_at = CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) + ?3 WHERE cluster_id = ?1 AND (holder = ?2 OR holder = '' OR expires_at <= CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)) RETURNING epoch
+
+-- releaseLease
+UPDATE cluster_leases SET holder = '', expires_at = 0 WHERE cluster_id = ?1 AND holder = ?2
+
+-- readLease
+SELECT holder, epoch, expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) FROM cluster_leases WHERE cluster_id = ?1
+
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))
+
+-- acquireLease (2 holders to evict; up to MaxLeaseEvict)
+UPDATE cluster_leases SET epoch = CASE WHEN holder = ?2 THEN epoch ELSE epoch + 1 END, holder = ?2, expires_at = CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) + ?3 WHERE cluster_id = ?1 AND (holder = ?2 OR holder = '' OR expires_at <= CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) OR holder IN (?4, ?5)) RETURNING epoch

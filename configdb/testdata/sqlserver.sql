@@ -28,6 +28,9 @@ CREATE INDEX alarm_history_time ON alarm_history (cluster_id, event_time);
 CREATE TABLE admin_users (name VARCHAR(64) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, role NVARCHAR(200) NOT NULL, password_hash NVARCHAR(200) NOT NULL, token_hash CHAR(64) NULL, created_at DATETIMEOFFSET(6) NOT NULL, updated_at DATETIMEOFFSET(6) NOT NULL);
 CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_hash IS NOT NULL;
 
+-- version 5: cluster_leases
+CREATE TABLE cluster_leases (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, holder NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -118,5 +121,20 @@ SELECT name, role, password_hash, token_hash, created_at, updated_at FROM admin_
 -- countUsers
 SELECT COUNT(*) FROM admin_users
 
+-- insertLease
+MERGE cluster_leases WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id) AS s ON t.cluster_id = s.cluster_id WHEN NOT MATCHED THEN INSERT (cluster_id, holder, epoch, expires_at) VALUES (@p1, N'', 0, 0);
+
+-- acquireLease
+UPDATE cluster_leases SET epoch = CASE WHEN holder = @p2 THEN epoch ELSE epoch + 1 END, holder = @p2, expires_at = DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()) + @p3 OUTPUT inserted.epoch WHERE cluster_id = @p1 AND (holder = @p2 OR holder = '' OR expires_at <= DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()))
+
+-- releaseLease
+UPDATE cluster_leases SET holder = '', expires_at = 0 WHERE cluster_id = @p1 AND holder = @p2
+
+-- readLease
+SELECT holder, epoch, expires_at - DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()) FROM cluster_leases WHERE cluster_id = @p1
+
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))
+
+-- acquireLease (2 holders to evict; up to MaxLeaseEvict)
+UPDATE cluster_leases SET epoch = CASE WHEN holder = @p2 THEN epoch ELSE epoch + 1 END, holder = @p2, expires_at = DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()) + @p3 OUTPUT inserted.epoch WHERE cluster_id = @p1 AND (holder = @p2 OR holder = '' OR expires_at <= DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()) OR holder IN (@p4, @p5))
