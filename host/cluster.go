@@ -62,7 +62,9 @@ type clusterRuntime struct {
 	sys *actors.System
 	d   *daemon.Daemon
 	nc  node.Config // the settings the daemon was started with
-	log *slog.Logger
+	// lease is lease-majority's shared lease; nil under other strategies.
+	lease *leaseKeeper
+	log   *slog.Logger
 }
 
 // startTransport starts the actor system and its remote on Cluster:Port;
@@ -105,7 +107,7 @@ func clusterCredentials(cfg *config.Config, purpose string, logger *slog.Logger)
 // graceful leave waits for their hand-over. creds (nil without
 // Cluster:Tls) tell the daemon of peers whose certificate this node
 // refused, which keeps it from forming a cluster of its own beside them.
-func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Credentials, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
+func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Credentials, keeper *leaseKeeper, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
 	nc, err := daemon.NodeConfig(cfg, daemon.NewUID())
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
@@ -115,10 +117,22 @@ func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Cred
 		// check covers Cluster:SplitBrainResolverStrategy.
 		return nil, fmt.Errorf("cluster: Cluster:Lease:Provider is empty but the downing strategy is lease-majority (from %s): accepted values are configdb or etcd, a lease every node of the set shares", cfg.Cluster.AkkaConfigPath)
 	}
-	d, err := daemon.Start(daemon.Options{Node: nc, System: sys, Logger: logger, Secret: cfg.Cluster.Secret,
-		ExitingTasks: []func(context.Context) error{exits.Task}})
+	o := daemon.Options{Node: nc, System: sys, Logger: logger, Secret: cfg.Cluster.Secret,
+		ExitingTasks: []func(context.Context) error{exits.Task}}
+	if nc.Downing.Strategy != node.LeaseMajority {
+		keeper = nil // Cluster:Lease is read by lease-majority only
+	}
+	if keeper != nil {
+		o.Lease, o.FastPathLease = keeper, keeper.fastPath
+		logger.Info("lease-majority with a shared lease", "provider", keeper.l.Name(), "ttl", keeper.ttl.String(),
+			"promotionHold", cfg.Redundancy.PromotionHold.String())
+	}
+	d, err := daemon.Start(o)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if keeper != nil {
+		keeper.bind(d)
 	}
 	if creds != nil {
 		creds.OnPeerRejected(func(authority string) {
@@ -132,7 +146,7 @@ func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Cred
 		d.Stop()
 		return nil, err
 	}
-	return &clusterRuntime{sys: sys, d: d, nc: nc, log: logger}, nil
+	return &clusterRuntime{sys: sys, d: d, nc: nc, lease: keeper, log: logger}, nil
 }
 
 // leave leaves the cluster gracefully, waiting at most timeout.

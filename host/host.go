@@ -129,8 +129,16 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 	}
 	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
 
+	var keeper *leaseKeeper
+	if cfg.Cluster.Lease.Provider != "" {
+		l, err := openLease(cfg, db)
+		if err != nil {
+			return fmt.Errorf("Cluster:Lease: %w", err)
+		}
+		keeper = newLeaseKeeper(l, cfg, actors.RealClock(), logger)
+	}
 	var exits singleton.ExitGroup
-	cluster, err = startCluster(cfg, sys, creds, metrics, &exits, logger)
+	cluster, err = startCluster(cfg, sys, creds, keeper, metrics, &exits, logger)
 	if err != nil {
 		return err
 	}
@@ -139,7 +147,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	red, err := startRedundancy(cfg, sys, tree, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
+	red, err := startRedundancy(cfg, sys, tree, cluster.lease, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
 	if err != nil {
 		cluster.stop()
 		return err

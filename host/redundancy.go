@@ -21,6 +21,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
@@ -111,7 +112,7 @@ type redundancyRuntime struct {
 // The parts run on their own contexts and stop in stop(), after the
 // graceful leave: a SIGTERM must not silence them while the node still
 // hands its singleton over. exits is the daemon's exiting group.
-func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, d *daemon.Daemon, db *configdb.DB,
+func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, keeper *leaseKeeper, d *daemon.Daemon, db *configdb.DB,
 	srv *opcua.Server, levels opcua.ServiceLevelPublisher, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
 	ctx := context.Background()
 	r := &redundancyRuntime{}
@@ -145,6 +146,16 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	}
 
 	r.view = redundancy.NewRoleView(d, cfg.Node.ClusterId)
+	var licence func() gate.Licence
+	if keeper != nil {
+		if err := keeper.start(tree, r.view); err != nil {
+			r.stop()
+			return nil, fmt.Errorf("lease keeper: %w", err)
+		}
+		r.stops = append(r.stops, func() { keeper.stop(tree) })
+		r.view.SetFence(keeper.licensed)
+		licence = keeper.licence
+	}
 	// The DB probe starts first: the publish actor Asks it (DbAskTimeout),
 	// and its verdict changes wake the publish actor up.
 	var pubRef atomic.Pointer[redundancy.PublishActor]
@@ -189,6 +200,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	pub := redundancy.NewPublishActor(redundancy.PublishActorOptions{
 		Parent:                tree,
 		DbProbe:               probe.PID(),
+		Licence:               licence,
 		AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
 		Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
 		PeerStatus: func(uri string, level byte, alive bool) {
@@ -204,6 +216,9 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 		Logger: logger,
 	})
 	pubRef.Store(pub)
+	if keeper != nil {
+		keeper.setOnChange(pub.NotifyDbChanged)
+	}
 	pub.Start(ctx)
 	r.pub = pub
 	r.stops = append(r.stops, pub.Stop)
