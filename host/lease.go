@@ -252,7 +252,13 @@ func (k *leaseKeeper) fastPath(dead membership.UniqueAddress) bool {
 
 // whole reports whether every node of the set is an Up, reachable driver
 // member of the ClusterId heard from within the acceptable pause.
-func (k *leaseKeeper) whole(now time.Time) bool {
+func (k *leaseKeeper) whole(now time.Time) bool { return k.wholeWithin(now, k.pause) }
+
+// wholeWithin is whole with another silence bound: the keeper takes the
+// lease for its Primary when a peer has been silent for a third of the
+// pause, so the lease is held before the set stops being whole and the
+// Primary's licence never lapses on a split it wins.
+func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
 	st := k.d.Snapshot()
 	n := 0
 	for _, m := range st.Gossip.Members {
@@ -263,7 +269,7 @@ func (k *leaseKeeper) whole(now time.Time) bool {
 			if st.Gossip.Reachability.StatusFrom(st.Self, m.Address) != membership.Reachable {
 				continue
 			}
-			if at, ok := k.d.LastHeard(m.Address); !ok || now.Sub(at) > k.pause {
+			if at, ok := k.d.LastHeard(m.Address); !ok || now.Sub(at) > pause {
 				continue
 			}
 		}
@@ -330,6 +336,7 @@ func (k *leaseKeeper) tick() {
 	}
 	now := k.clock.Now()
 	whole := k.whole(now)
+	suspect := !k.wholeWithin(now, k.pause/3)
 	primary := k.view.Role() == redundancy.RolePrimary
 	k.mu.Lock()
 	mine := k.holder == k.owner && now.Before(k.validUntil.Add(k.ttl/6))
@@ -349,9 +356,15 @@ func (k *leaseKeeper) tick() {
 		}
 	case mine && now.Sub(k.renewedAt) >= k.ttl/3:
 		call = func() { k.acquire() }
-	case !mine && primary && !whole && now.Sub(k.renewedAt) >= 500*time.Millisecond:
+	case !mine && primary && suspect && now.Sub(k.renewedAt) >= 500*time.Millisecond:
 		k.renewedAt = now // paces the attempts
-		call = func() { k.acquire() }
+		call = func() {
+			if k.acquire() { // its own: freed again once the set is whole
+				k.mu.Lock()
+				k.wantFree = true
+				k.mu.Unlock()
+			}
+		}
 	}
 	if call != nil {
 		k.busy = true
