@@ -380,7 +380,8 @@ func (s StaticQuorum) decide(w *view) Outcome {
 }
 
 // LeaseMajority keeps the side that acquires the lease. The minority side
-// (by KeepMajority's counting, ties to the side with the lowest address)
+// (by KeepMajority's counting; an even split counts the side without the
+// oldest member as the minority, where Akka takes the lowest address)
 // waits AcquireLeaseDelayForMinority ms before trying, so the majority
 // normally wins.
 type LeaseMajority struct {
@@ -412,7 +413,11 @@ func (s LeaseMajority) inMinority(w *view) bool {
 	unreachable := len(w.unreachableWithRole(false, false))
 	switch {
 	case unreachable*2 == len(ms):
-		return w.isUnreachable(ms[0])
+		// An even split: the side with the oldest member (the Primary of
+		// a pair, under otopcua's election) tries at once, the other
+		// delays — Akka keeps the lowest address instead; for a pair this
+		// keeps a partition from moving the Primary.
+		return w.isUnreachable(slices.MinFunc(ms, m.CompareByAge))
 	case unreachable*2 < len(ms):
 		return false
 	default:

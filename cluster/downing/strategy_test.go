@@ -332,9 +332,12 @@ func TestLeaseMajorityAndDownAllAkkaSpec(t *testing.T) {
 		{"AcquireLeaseAndDownUnreachable, DownReachable as reverse", lm, "A C E | B D", "", []sideCheck{
 			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "B D", reverse: "A C E"},
 			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "A C E", reverse: "B D"}}},
-		{"try to keep half with lowest address", LeaseMajority{Role: "role2", AcquireLeaseDelayForMinority: 2000}, "A D E | B C", "", []sideCheck{
-			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "B C", reverse: "A D E"},
-			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "A D E", reverse: "B C"}}},
+		// Akka keeps the half with the lowest address (B, side 1, would try
+		// at once); otopcua keeps the half with the oldest member, the
+		// Primary of a pair, so that a partition never moves it.
+		{"try to keep half with the oldest (Akka: lowest address)", LeaseMajority{Role: "role2", AcquireLeaseDelayForMinority: 2000}, "A D E | B C", "", []sideCheck{
+			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "B C", reverse: "A D E"},
+			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "A D E", reverse: "B C"}}},
 		{"down indirectly connected A B, keep C", lm, "A B C", "A>B B>A", []sideCheck{
 			{side: 0, decision: AcquireLeaseAndDownIndirectlyConnected, down: "A B", reverse: "A B C"}}},
 		{"indirectly connected with clean partition: side 1", lm, "A B C | D E", "B>C C>B", []sideCheck{
