@@ -61,9 +61,6 @@ func (t trigger) String() string {
 	return "detector"
 }
 
-// quarantineSize bounds the set of removed incarnations remembered.
-const quarantineSize = 256
-
 // daemonActor owns the node. Every field is touched only on the actor's
 // goroutine.
 type daemonActor struct {
@@ -72,35 +69,28 @@ type daemonActor struct {
 	epoch time.Time
 	log   *slog.Logger
 
-	events     []m.Event
-	later      []func() // run once the state of this message is published
-	wasMember  bool
-	probing    map[m.UniqueAddress]bool
-	refused    map[m.UniqueAddress]bool // the fast path found no process listening
-	leasing    map[m.UniqueAddress]bool // the fast path is acquiring the lease before it downs
-	quarantine map[m.UniqueAddress]bool
-	qOrder     []m.UniqueAddress
-	noticed    map[m.UniqueAddress]node.Instant // last quarantine notice
-	retried    map[m.UniqueAddress]bool         // fast path already looked twice
-	leave      bool
-	stopped    *node.ShutdownReason
-	crashed    bool
-	auth       joinAuth
+	events    []m.Event
+	later     []func() // run once the state of this message is published
+	wasMember bool
+	probing   map[m.UniqueAddress]bool
+	refused   map[m.UniqueAddress]bool // the fast path found no process listening
+	retried   map[m.UniqueAddress]bool // fast path already looked twice
+	leave     bool
+	stopped   *node.ShutdownReason
+	crashed   bool
+	auth      joinAuth
 }
 
 func newActor(d *Daemon) *daemonActor {
 	return &daemonActor{
-		d:          d,
-		n:          node.New(d.opts.Node),
-		epoch:      d.epoch,
-		log:        d.opts.Logger,
-		probing:    map[m.UniqueAddress]bool{},
-		refused:    map[m.UniqueAddress]bool{},
-		leasing:    map[m.UniqueAddress]bool{},
-		quarantine: map[m.UniqueAddress]bool{},
-		noticed:    map[m.UniqueAddress]node.Instant{},
-		retried:    map[m.UniqueAddress]bool{},
-		auth:       newJoinAuth(d.opts.Secret),
+		d:       d,
+		n:       node.New(d.opts.Node),
+		epoch:   d.epoch,
+		log:     d.opts.Logger,
+		probing: map[m.UniqueAddress]bool{},
+		refused: map[m.UniqueAddress]bool{},
+		retried: map[m.UniqueAddress]bool{},
+		auth:    newJoinAuth(d.opts.Secret),
 	}
 }
 
@@ -122,7 +112,6 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 	case tickMsg:
 		t := a.now()
 		a.run(a.n.Tick(t))
-		a.downRefused()
 		a.watchSeeds(t)
 		a.d.lastTick.Store(int64(t))
 	case connLost:
@@ -134,7 +123,7 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 	case leaseDone:
 		a.step(node.LeaseResult{Header: a.local(), Acquired: msg.acquired})
 	case fastLeaseDone:
-		a.onFastLeaseDone(msg)
+		a.step(node.FastPathLeaseResult{Header: a.local(), Dead: msg.peer, Acquired: msg.acquired})
 	case exitingDone:
 		a.step(node.ExitingCompleted{Header: a.local()})
 	case leaveCmd:
@@ -226,10 +215,6 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 		a.log.Debug("cluster message dropped: for another incarnation", "type", fmt.Sprintf("%T", msg),
 			"from", h.From.String(), "to", h.To.String())
 		return
-	case a.quarantine[h.From]:
-		c.quarantined.Add(1)
-		a.noticeRemoved(h.From)
-		return
 	case !a.admit(pm, h):
 		return
 	}
@@ -241,24 +226,13 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 			return
 		}
 	}
-	a.d.heard.Store(h.From, a.d.opts.Clock.Now())
+	q := a.n.Dropped().Quarantined
 	a.step(msg)
-}
-
-// noticeRemoved tells a removed incarnation that still talks to this node
-// that it is no longer a member (Akka's quarantine notice), at most once
-// per second: a Down naming its own address, which makes it down itself
-// and stop, so that its supervisor restarts it as a new incarnation. A
-// process paused past its removal (SIGSTOP, a VM freeze) thus stops
-// instead of running on alone.
-func (a *daemonActor) noticeRemoved(u m.UniqueAddress) {
-	t := a.now()
-	if last, ok := a.noticed[u]; ok && t-last < 1000 {
+	if a.n.Dropped().Quarantined > q {
+		c.quarantined.Add(1) // a removed incarnation: the core told it so
 		return
 	}
-	a.noticed[u] = t
-	a.log.Info("cluster told a removed incarnation it is no longer a member", "member", u.NodeID(), "uid", uidText(u))
-	a.send(node.Down{Header: node.Header{From: a.self(), To: u}, Node: u.Address()})
+	a.d.heard.Store(h.From, a.d.opts.Clock.Now())
 }
 
 func isInitJoin(msg node.Message) bool {
@@ -284,12 +258,32 @@ func (a *daemonActor) run(effects []node.Effect) {
 			go func() { a.tell(leaseDone{a.d.opts.Lease.Acquire(e.Owner)}) }()
 		case node.ReleaseLease:
 			go a.d.opts.Lease.Release(e.Owner)
+		case node.AcquireFastPathLease:
+			a.acquireFastPathLease(e)
 		case node.StartExiting:
 			a.startExiting()
 		case node.Shutdown:
 			a.onShutdown(e.Reason)
 		}
 	}
+}
+
+// acquireFastPathLease runs the fast path's lease acquisition on a
+// goroutine (Options.FastPathLease, else the plain lease) and steps the
+// result.
+func (a *daemonActor) acquireFastPathLease(e node.AcquireFastPathLease) {
+	a.log.Info("cluster crash fast path: acquiring the lease before downing a member whose cluster port refuses connections",
+		"member", e.Dead.NodeID(), "uid", uidText(e.Dead))
+	fast, plain := a.d.opts.FastPathLease, a.d.opts.Lease
+	go func() {
+		var ok bool
+		if fast != nil {
+			ok = fast(e.Dead)
+		} else {
+			ok = plain.Acquire(e.Owner)
+		}
+		a.tell(fastLeaseDone{peer: e.Dead, acquired: ok})
+	}()
 }
 
 func (a *daemonActor) send(msg node.Message) {
@@ -313,6 +307,14 @@ func (a *daemonActor) onNote(n node.Note) {
 		a.log.Warn(LogSelfFormed, "detail", n.Text)
 	case node.NoteNewIncarnation:
 		a.log.Warn(LogNewIncarnation, "detail", n.Text)
+	case node.NoteQuarantineNotice:
+		a.log.Info("cluster told a removed incarnation it is no longer a member", "detail", n.Text)
+	case node.NoteFastPathDown:
+		a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections", "detail", n.Text)
+	case node.NoteFastPathLease:
+		a.log.Debug("cluster decision", "detail", n.Text)
+	case node.NoteFastPathNoLease:
+		a.log.Warn("cluster crash fast path: the lease was not acquired; the split-brain strategy decides", "detail", n.Text)
 	case node.NoteNotFormingAlone:
 		a.log.Warn("cluster: "+n.Text, "self", a.self().NodeID(),
 			"hint", "this node keeps asking to join; give it the Cluster:Secret and Cluster:Tls of the running nodes and restart it")
@@ -344,9 +346,6 @@ func (a *daemonActor) onEvent(ev m.Event) {
 		a.log.Warn(LogDowned, memberAttrs(mb)...)
 	case m.MemberRemoved:
 		a.log.Info(LogRemoved, append(memberAttrs(mb), "previousStatus", ev.PreviousStatus.String())...)
-		if mb.Address != a.self() {
-			a.quarantineAdd(mb.Address)
-		}
 	case m.UnreachableMember:
 		a.log.Warn(LogUnreachable, memberAttrs(mb)...)
 		a.detectorSuspects(mb.Address)
@@ -367,19 +366,6 @@ func leaderName(ev m.Event) string {
 		return ""
 	}
 	return ev.Leader.NodeID()
-}
-
-func (a *daemonActor) quarantineAdd(u m.UniqueAddress) {
-	if a.quarantine[u] {
-		return
-	}
-	a.quarantine[u] = true
-	a.qOrder = append(a.qOrder, u)
-	if len(a.qOrder) > quarantineSize {
-		delete(a.quarantine, a.qOrder[0])
-		delete(a.noticed, a.qOrder[0])
-		a.qOrder = a.qOrder[1:]
-	}
 }
 
 func (a *daemonActor) probeSeeds(seeds []m.Address) {
@@ -435,7 +421,6 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 	case v == fastpath.MarkUnreachableNow:
 		a.refused[p.peer] = true
 		a.d.proven.Store(p.peer, true)
-		a.downRefused()
 	case p.trigger == byConnection && !retried && slices.Contains(p.results, fastpath.Accepted):
 		// The connection broke, yet the port accepted: a process that is
 		// still going away, or a live one whose stream broke. Look once
@@ -452,71 +437,9 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 // connection broke but whose port still accepted.
 const RecheckAfter = 300 * time.Millisecond
 
-// downRefused downs, on the leader, the members whose port refused the
-// fast path's probes (see DownNow).
-func (a *daemonActor) downRefused() {
-	if !a.d.opts.Node.CrashFastPath {
-		return
-	}
-	for u := range a.refused {
-		down, keep := DownNow(a.n.State(), u)
-		if !keep {
-			delete(a.refused, u)
-		}
-		if !down {
-			continue
-		}
-		if lease := a.d.opts.FastPathLease; lease != nil {
-			if !a.leasing[u] {
-				a.leasing[u] = true
-				a.log.Info("cluster crash fast path: acquiring the lease before downing a member whose cluster port refuses connections",
-					"member", u.NodeID(), "uid", uidText(u))
-				go func() { a.tell(fastLeaseDone{peer: u, acquired: lease(u)}) }()
-			}
-			continue
-		}
-		a.downRefusing(u)
-	}
-}
-
-func (a *daemonActor) downRefusing(u m.UniqueAddress) {
-	a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections",
-		"member", u.NodeID(), "uid", uidText(u))
-	a.step(node.Down{Header: a.local(), Node: u.Address()})
-}
-
-// onFastLeaseDone downs a refusing member once the lease was acquired; a
-// refused lease leaves it to the split-brain strategy (which downs this
-// side when the lease stays with the other).
-func (a *daemonActor) onFastLeaseDone(r fastLeaseDone) {
-	delete(a.leasing, r.peer)
-	if !r.acquired {
-		a.log.Warn("cluster crash fast path: the lease was not acquired; the split-brain strategy decides",
-			"member", r.peer.NodeID(), "uid", uidText(r.peer))
-		delete(a.refused, r.peer)
-		return
-	}
-	if down, _ := DownNow(a.n.State(), r.peer); down {
-		a.downRefusing(r.peer)
-	}
-}
-
-// DownNow is the crash fast path's down-at-once rule, decided on this
-// node's view st for a peer u whose cluster port refused every probe:
-// down it now when this node is the leader, u is still the member at its
-// address, this node holds it unreachable, and it is neither Down nor
-// Exiting (a graceful leaver is removed by its exit, not downed). keep
-// reports whether the rule may apply later (this node may become leader).
-func DownNow(st m.State, u m.UniqueAddress) (down, keep bool) {
-	mb, ok := st.Gossip.Member(u)
-	if !ok || mb.Status == m.Down || mb.Status == m.Exiting || st.Gossip.Reachability.StatusFrom(st.Self, u) == m.Reachable {
-		return false, false
-	}
-	if !st.IsLeader(st.Self) {
-		return false, true
-	}
-	return true, false
-}
+// DownNow is the crash fast path's down-at-once rule (node.DownNow): the
+// core applies it.
+func DownNow(st m.State, u m.UniqueAddress) (down, keep bool) { return node.DownNow(st, u) }
 
 func (a *daemonActor) startExiting() {
 	a.log.Info("cluster exiting: running the leave tasks", "tasks", len(a.d.opts.ExitingTasks))

@@ -48,7 +48,7 @@ func due(last map[string]node.Instant, addr m.Address, cause string, t node.Inst
 	if p, ok := last[key]; ok && t-p < refusalLogEvery {
 		return false
 	}
-	if len(last) > quarantineSize {
+	if len(last) > node.QuarantineSize {
 		for k, v := range last {
 			if t-v >= refusalLogEvery {
 				delete(last, k)

@@ -52,3 +52,15 @@ func (l *MemLease) Holder() string {
 	defer l.mu.Unlock()
 	return l.holder
 }
+
+// Evict gives the lease to owner when dead holds it (the crash fast path
+// proved dead gone): true when owner holds it afterwards.
+func (l *MemLease) Evict(dead, owner string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holder == dead || l.holder == "" || l.holder == owner {
+		l.holder = owner
+		return true
+	}
+	return false
+}

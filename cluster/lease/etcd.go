@@ -334,15 +334,35 @@ func (e *etcdLease) call(ctx context.Context, path string, req, resp any) error 
 	if err != nil {
 		return err
 	}
+	var errs []error
+	// A pass over every endpoint; passes repeat, 50 ms apart, while ctx
+	// lasts: during a leader election every member answers "leader
+	// changed" (HTTP 503) for a moment.
+	for pass := 0; ; pass++ {
+		done, err := e.pass(ctx, path, body, resp, &errs)
+		if done {
+			return err
+		}
+		wait := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return fmt.Errorf("lease: etcd %s: %w", path, errors.Join(append(errs, ctx.Err())...))
+		case <-wait.C:
+		}
+	}
+}
+
+// pass is one round of call over the endpoints; done is false when every
+// endpoint failed with an error worth retrying.
+func (e *etcdLease) pass(ctx context.Context, path string, body []byte, resp any, errs *[]error) (done bool, err error) {
 	e.mu.Lock()
 	start := e.next
 	e.mu.Unlock()
 	n := len(e.endpoints)
-	var errs []error
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			break
+			return true, fmt.Errorf("lease: etcd %s: %w", path, errors.Join(append(*errs, err)...))
 		}
 		idx := (start + i) % n
 		actx, cancel := ctx, context.CancelFunc(func() {})
@@ -357,14 +377,17 @@ func (e *etcdLease) call(ctx context.Context, path string, req, resp any) error 
 				e.next = idx
 				e.mu.Unlock()
 			}
-			return nil
+			return true, nil
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", e.endpoints[idx], err))
+		*errs = append(*errs, fmt.Errorf("%s: %w", e.endpoints[idx], err))
 		if a := (*answerError)(nil); errors.As(err, &a) && a.final() {
-			break
+			return true, fmt.Errorf("lease: etcd %s: %w", path, errors.Join(*errs...))
 		}
 	}
-	return fmt.Errorf("lease: etcd %s: %w", path, errors.Join(errs...))
+	if len(*errs) > 3*n { // keep the error readable
+		*errs = (*errs)[len(*errs)-n:]
+	}
+	return false, nil
 }
 
 func (e *etcdLease) post(ctx context.Context, endpoint, path string, body []byte, resp any) error {

@@ -227,6 +227,11 @@ func TestEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Members[0].Kill() // the first endpoint, the one the lease talks to
+		defer func() { // a failure below must not leave it dead for the next subtest
+			if !c.Members[0].Running() {
+				c.Members[0].Restart()
+			}
+		}()
 		for i := 0; i < 3; i++ {
 			start := time.Now()
 			g, err := l.Acquire(ctx(), "node-a")

@@ -38,6 +38,18 @@ const (
 	// seed or self-form fallback) but a member of the mesh refused it; it
 	// keeps asking to join. At most once per bootstrap.RefusalNoteEvery.
 	NoteNotFormingAlone
+	// NoteFastPathDown: the crash fast path downs a member whose cluster
+	// port refuses connections.
+	NoteFastPathDown
+	// NoteFastPathLease: under lease-majority the fast path acquires the
+	// lease before it downs such a member.
+	NoteFastPathLease
+	// NoteFastPathNoLease: the lease was not acquired; the split-brain
+	// strategy decides.
+	NoteFastPathNoLease
+	// NoteQuarantineNotice: a removed incarnation that still talks to this
+	// node was told it is no longer a member.
+	NoteQuarantineNotice
 )
 
 // ProbeSeeds asks the driver to TCP-probe the seed addresses and step a
@@ -55,6 +67,15 @@ type AcquireLease struct{ Owner string }
 
 // ReleaseLease asks the driver to release the lease held by Owner.
 type ReleaseLease struct{ Owner string }
+
+// AcquireFastPathLease asks the driver, under lease-majority, to acquire
+// the lease for Owner before the crash fast path downs Dead (whose port
+// refuses connections), taking it over from Dead if Dead held it, and to
+// step a FastPathLeaseResult.
+type AcquireFastPathLease struct {
+	Owner string
+	Dead  m.UniqueAddress
+}
 
 // StartExiting asks the driver to run the cluster-leave tasks (singleton
 // hand-over) and then step ExitingCompleted.
@@ -98,5 +119,7 @@ func (ProbeSeeds) isEffect()   {}
 func (ProbePeer) isEffect()    {}
 func (AcquireLease) isEffect() {}
 func (ReleaseLease) isEffect() {}
-func (StartExiting) isEffect() {}
-func (Shutdown) isEffect()     {}
+
+func (AcquireFastPathLease) isEffect() {}
+func (StartExiting) isEffect()         {}
+func (Shutdown) isEffect()             {}

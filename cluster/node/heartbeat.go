@@ -4,6 +4,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/fastpath"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/phi"
+	"slices"
 )
 
 // hbState is the heartbeat sender side: one phi detector per monitored
@@ -14,6 +15,8 @@ type hbState struct {
 	firstSent map[m.UniqueAddress]Instant
 	forced    map[m.UniqueAddress]bool
 	probing   map[m.UniqueAddress]bool
+	refused   map[m.UniqueAddress]bool // the fast path found no process at its port
+	leasing   map[m.UniqueAddress]bool // an AcquireFastPathLease for it is out
 	seq       uint64
 }
 
@@ -23,6 +26,8 @@ func newHBState() hbState {
 		firstSent: map[m.UniqueAddress]Instant{},
 		forced:    map[m.UniqueAddress]bool{},
 		probing:   map[m.UniqueAddress]bool{},
+		refused:   map[m.UniqueAddress]bool{},
+		leasing:   map[m.UniqueAddress]bool{},
 	}
 }
 
@@ -142,10 +147,89 @@ func (n *Node) onPeerProbeResult(peer m.UniqueAddress, results []fastpath.ProbeR
 	}
 	v := fastpath.Decide(fastpath.Input{ConnectionBroken: true, Probes: results})
 	n.note("crash fast path for %v: probes %v: %v", peer, results, v)
-	if v != fastpath.MarkUnreachableNow || !n.state.Gossip.Reachability.IsReachableFrom(n.cfg.Self, peer) {
+	if v != fastpath.MarkUnreachableNow {
+		delete(n.hb.refused, peer)
 		return
 	}
-	n.hb.forced[peer] = true
-	g := n.state.Gossip
-	n.updateLatestGossip(g.WithReachability(g.Reachability.Unreachable(n.cfg.Self, peer)))
+	n.hb.refused[peer] = true
+	if n.state.Gossip.Reachability.IsReachableFrom(n.cfg.Self, peer) {
+		n.hb.forced[peer] = true
+		g := n.state.Gossip
+		n.updateLatestGossip(g.WithReachability(g.Reachability.Unreachable(n.cfg.Self, peer)))
+	}
+	n.downRefused()
+}
+
+// DownNow is the crash fast path's down-at-once rule, decided on the view
+// st for a peer u whose cluster port refused every probe: down it now when
+// st.Self is the leader, u is still the member at its address, st.Self
+// holds it unreachable, and it is neither Down nor Exiting (a graceful
+// leaver is removed by its exit, not downed). keep reports whether the
+// rule may apply later (this node may become leader).
+func DownNow(st m.State, u m.UniqueAddress) (down, keep bool) {
+	mb, ok := st.Gossip.Member(u)
+	if !ok || mb.Status == m.Down || mb.Status == m.Exiting || st.Gossip.Reachability.StatusFrom(st.Self, u) == m.Reachable {
+		return false, false
+	}
+	if !st.IsLeader(st.Self) {
+		return false, true
+	}
+	return true, false
+}
+
+// downRefused applies DownNow to every member the fast path found dead, on
+// every probe result and tick: at once, or under lease-majority once this
+// side acquired the lease (AcquireFastPathLease).
+func (n *Node) downRefused() {
+	if !n.cfg.CrashFastPath || n.phase != Initialized {
+		return
+	}
+	for _, u := range sortedKeys(n.hb.refused) {
+		down, keep := DownNow(n.state, u)
+		if !keep {
+			delete(n.hb.refused, u)
+		}
+		if !down {
+			continue
+		}
+		if n.cfg.Downing.Strategy == LeaseMajority {
+			if !n.hb.leasing[u] {
+				n.hb.leasing[u] = true
+				n.noteKind(NoteFastPathLease, "crash fast path: acquiring the lease before downing %v, whose port refuses connections", u)
+				n.out = append(n.out, AcquireFastPathLease{Owner: n.leaseOwner(), Dead: u})
+			}
+			continue
+		}
+		n.noteKind(NoteFastPathDown, "crash fast path: downing %v, whose port refuses connections", u)
+		n.downing(u.Address())
+	}
+}
+
+// onFastPathLease downs dead once the lease was acquired; without it the
+// split-brain strategy decides.
+func (n *Node) onFastPathLease(dead m.UniqueAddress, acquired bool) {
+	delete(n.hb.leasing, dead)
+	if n.phase != Initialized {
+		return
+	}
+	if !acquired {
+		delete(n.hb.refused, dead)
+		n.noteKind(NoteFastPathNoLease, "crash fast path: the lease was not acquired; the split-brain strategy decides about %v", dead)
+		return
+	}
+	if down, _ := DownNow(n.state, dead); down {
+		n.noteKind(NoteFastPathDown, "crash fast path: downing %v, whose port refuses connections (lease acquired)", dead)
+		n.downing(dead.Address())
+	}
+}
+
+// sortedKeys returns the members of set in address order (a deterministic
+// order for effects and notes).
+func sortedKeys(set map[m.UniqueAddress]bool) []m.UniqueAddress {
+	out := make([]m.UniqueAddress, 0, len(set))
+	for u := range set {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, m.UniqueAddress.Compare)
+	return out
 }

@@ -79,6 +79,16 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 			e.nw.Restart(n)
 		}
 		e.printLog(&out, d)
+	case "freeze":
+		for _, n := range names(d) {
+			e.nw.Freeze(n)
+		}
+		e.printLog(&out, d)
+	case "thaw":
+		for _, n := range names(d) {
+			e.nw.Thaw(n)
+		}
+		e.printLog(&out, d)
 	case "leave":
 		for _, n := range names(d) {
 			e.nw.Leave(n)

@@ -70,6 +70,11 @@ type Host struct {
 	Exit ShutdownReason
 	// Secret models Cluster:Secret ("" for none), read at each delivery.
 	Secret string
+	// Frozen: the process is stopped (SIGSTOP): it neither ticks nor
+	// receives; its port still accepts (the kernel's backlog), and what is
+	// sent to it waits in frozenIn until Thaw.
+	Frozen   bool
+	frozenIn []Message
 }
 
 // LogLine is one thing that happened on a host: a published event, a note
@@ -181,9 +186,34 @@ func (nw *Network) Kill(name string) {
 	if !h.Alive {
 		return
 	}
-	h.Alive = false
+	h.Alive, h.Frozen, h.frozenIn = false, false, nil
 	nw.logf(name, "killed")
 	nw.connectionLost(h)
+}
+
+// Freeze stops the host's process without killing it (SIGSTOP).
+func (nw *Network) Freeze(name string) {
+	h := nw.Host(name)
+	if h.Alive && !h.Frozen {
+		h.Frozen = true
+		nw.logf(name, "frozen")
+	}
+}
+
+// Thaw resumes a frozen process (SIGCONT): it receives what was sent to it
+// meanwhile, then ticks again, at the current time.
+func (nw *Network) Thaw(name string) {
+	h := nw.Host(name)
+	if !h.Frozen {
+		return
+	}
+	h.Frozen = false
+	nw.logf(name, "thawed")
+	msgs := h.frozenIn
+	h.frozenIn = nil
+	for _, msg := range msgs {
+		nw.deliver(msg)
+	}
 }
 
 // Restart kills the host's process if it runs and starts a new one.
@@ -242,7 +272,7 @@ func (nw *Network) StepOnce() {
 	nw.now += Instant(nw.StepMs)
 	nw.Deliver()
 	for _, name := range nw.names {
-		if h := nw.hosts[name]; h.Alive && h.Node != nil {
+		if h := nw.hosts[name]; h.Alive && h.Node != nil && !h.Frozen {
 			nw.process(h, h.Node.Tick(nw.now))
 		}
 	}
@@ -288,6 +318,12 @@ func (nw *Network) deliver(msg Message) {
 	from := nw.hostAt(r.From.Address())
 	if from != nil && nw.partitioned(from.Name, to.Name) {
 		nw.lost++
+		return
+	}
+	if to.Frozen {
+		if len(to.frozenIn) < 10000 {
+			to.frozenIn = append(to.frozenIn, msg)
+		}
 		return
 	}
 	if from != nil && from != to && to.Secret != "" && from.Secret != to.Secret {
@@ -350,6 +386,9 @@ func (nw *Network) process(h *Host, effects []Effect) {
 			nw.Send(LeaseResult{Header: Local(self), Acquired: nw.Lease.Acquire(e.Owner)})
 		case ReleaseLease:
 			nw.Lease.Release(e.Owner)
+		case AcquireFastPathLease:
+			ok := nw.Lease.Evict(e.Dead.String(), e.Owner)
+			nw.Send(FastPathLeaseResult{Header: Local(self), Dead: e.Dead, Acquired: ok})
 		case StartExiting:
 			nw.Send(ExitingCompleted{Header: Local(self)})
 		case Shutdown:

@@ -106,6 +106,12 @@ type (
 		Header
 		Acquired bool
 	}
+	// FastPathLeaseResult answers AcquireFastPathLease.
+	FastPathLeaseResult struct {
+		Header
+		Dead     m.UniqueAddress
+		Acquired bool
+	}
 	// JoinRefused: the peer at By refused this node's join handshake
 	// (its JoinRefused answer, or a refused TLS handshake). While the
 	// refusal stands the node never forms a cluster of its own (see

@@ -36,6 +36,37 @@ type DropStats struct {
 	WrongIncarnation int
 	// Misaddressed: To named another host:port.
 	Misaddressed int
+	// Quarantined: sent by an incarnation this node saw removed (it was
+	// told so, at most once a second).
+	Quarantined int
+}
+
+// QuarantineSize bounds the removed incarnations a node remembers.
+const QuarantineSize = 256
+
+// quarantine is the removed incarnations (Akka's quarantine): their
+// messages are dropped and answered with a Down naming their own address,
+// so that a process paused past its removal stops instead of running on.
+type quarantine struct {
+	set     map[m.UniqueAddress]bool
+	order   []m.UniqueAddress
+	noticed map[m.UniqueAddress]Instant
+}
+
+func (q *quarantine) add(u m.UniqueAddress) {
+	if q.set == nil {
+		q.set, q.noticed = map[m.UniqueAddress]bool{}, map[m.UniqueAddress]Instant{}
+	}
+	if q.set[u] {
+		return
+	}
+	q.set[u] = true
+	q.order = append(q.order, u)
+	if len(q.order) > QuarantineSize {
+		delete(q.set, q.order[0])
+		delete(q.noticed, q.order[0])
+		q.order = q.order[1:]
+	}
 }
 
 // Node is one cluster member's membership state machine (Akka's
@@ -72,6 +103,7 @@ type Node struct {
 	dn downState
 
 	dropped DropStats
+	quar    quarantine
 }
 
 // New returns an Idle node. It panics if cfg does not Validate: start-up
@@ -181,6 +213,22 @@ func (n *Node) Step(now Instant, msg Message) []Effect {
 	return n.end()
 }
 
+// admitSender drops a message from a removed incarnation and tells it,
+// at most once a second, that it is no longer a member: a Down naming its
+// own address, which makes it down itself and stop.
+func (n *Node) admitSender(from m.UniqueAddress) bool {
+	if from == n.cfg.Self || !n.quar.set[from] {
+		return true
+	}
+	n.dropped.Quarantined++
+	if last, ok := n.quar.noticed[from]; !ok || n.now-last >= 1000 {
+		n.quar.noticed[from] = n.now
+		n.noteKind(NoteQuarantineNotice, "told the removed incarnation %v it is no longer a member", from)
+		n.send(Down{Header: n.hdr(from), Node: from.Address()})
+	}
+	return false
+}
+
 // accept filters misaddressed and stale-incarnation messages.
 func (n *Node) accept(msg Message) bool {
 	to := msg.Route().To
@@ -189,7 +237,7 @@ func (n *Node) accept(msg Message) bool {
 		return false
 	}
 	if to.UID == n.cfg.Self.UID {
-		return true
+		return n.admitSender(msg.Route().From)
 	}
 	if _, ok := msg.(InitJoin); ok && to.UID == 0 {
 		return true
@@ -248,6 +296,8 @@ func (n *Node) dispatch(msg Message) {
 		n.onPeerProbeResult(msg.Peer, msg.Results)
 	case LeaseResult:
 		n.onLeaseResult(msg.Acquired)
+	case FastPathLeaseResult:
+		n.onFastPathLease(msg.Dead, msg.Acquired)
 	case JoinRefused:
 		n.onJoinRefused(msg.By, msg.Cause)
 	}
@@ -271,6 +321,7 @@ func (n *Node) Tick(now Instant) []Effect {
 		return n.end()
 	}
 	n.tickHeartbeat()
+	n.downRefused()
 	if n.now >= n.nextReap {
 		n.nextReap = n.now + Instant(n.cfg.UnreachableReaperInterval)
 		n.reapUnreachable()
@@ -309,6 +360,9 @@ func (n *Node) install(g m.Gossip) {
 	evs := m.Diff(old, n.state)
 	for _, ev := range evs {
 		n.out = append(n.out, Publish{Event: ev})
+		if ev.Kind == m.MemberRemoved && ev.Member.Address != n.cfg.Self {
+			n.quar.add(ev.Member.Address)
+		}
 	}
 	n.hb.sync(n)
 	n.dn.observe(n, evs)
