@@ -57,10 +57,15 @@ type AuditRecord struct {
 	// OK: the write was serviced; Status is then Good, else why not.
 	OK     bool
 	Status ua.StatusCode
-	// Message is "write serviced", the gate's reason ("not primary",
-	// "not primary (role unknown)") or the device's error.
+	// Message is "write serviced (epoch N)", the gate's reason ("not
+	// primary", "not primary (role unknown)", "not primary (no lease or
+	// promotion hold)") or the device's error.
 	Message string
-	At      time.Time
+	// Epoch is the ownership epoch of the snapshot that made this node
+	// Primary when the write was serviced (0 when it was not): a write is
+	// fenced by the promotion that allowed it.
+	Epoch uint64
+	At    time.Time
 }
 
 // Auditor raises AuditWriteUpdateEvents on the Server object. It must not
@@ -260,5 +265,10 @@ func (w *Writes) audit(t Target, old, next *ua.Variant, ok bool, st ua.StatusCod
 	if w.o.Auditor == nil {
 		return
 	}
-	w.o.Auditor.AuditWrite(AuditRecord{Node: t.V.NodeID(), Old: old, New: next, OK: ok, Status: st, Message: msg, At: w.o.Clock.Now()})
+	var epoch uint64
+	if ok {
+		epoch = w.o.Roles.Epoch()
+		msg = fmt.Sprintf("%s (epoch %d)", msg, epoch)
+	}
+	w.o.Auditor.AuditWrite(AuditRecord{Node: t.V.NodeID(), Old: old, New: next, OK: ok, Status: st, Message: msg, Epoch: epoch, At: w.o.Clock.Now()})
 }

@@ -173,6 +173,9 @@ func TestOptimisticWriteOnThePrimaryReachesTheDevice(t *testing.T) {
 		t.Fatal(st)
 	}
 	waitUntil(t, "the device write", func() bool { a, _ := r.rec.last(); return a.OK })
+	if a, _ := r.rec.last(); a.Epoch != 42 || a.Message != "write serviced (epoch 42)" {
+		t.Fatalf("serviced write audited as %q epoch %d, want the epoch of the promotion (42)", a.Message, a.Epoch)
+	}
 	if r.dev.count() != 1 || r.v.Value().Value.Value() != int16(77) {
 		t.Fatalf("device writes %d, value %v", r.dev.count(), r.v.Value().Value.Value())
 	}
