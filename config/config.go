@@ -171,7 +171,9 @@ type ClusterConfig struct {
 	AutoDownUnreachableAfter time.Duration
 
 	// StableAfter is how long membership must be stable before a split-brain
-	// resolver strategy decides. Default 15 s.
+	// resolver strategy decides. Default (absent or 0): 1 s under
+	// lease-majority, where the shared lease decides and a hasty decision
+	// can cost an unneeded failover but never dual-active, 15 s otherwise.
 	StableAfter time.Duration
 
 	// DownIfAlone applies to keep-oldest: the oldest member downs itself when
@@ -248,6 +250,12 @@ type LeaseConfig struct {
 	// Required for etcd.
 	Endpoints []string
 }
+
+// StableAfter defaults (Cluster:StableAfter absent or 0).
+const (
+	DefaultStableAfter              = 15 * time.Second
+	DefaultStableAfterLeaseMajority = time.Second
+)
 
 // MinClusterSecretLen is the shortest Cluster:Secret accepted.
 const MinClusterSecretLen = 16
@@ -552,7 +560,7 @@ func staticDefaults() *Config {
 			SelfFormAfter:              10 * time.Second,
 			SplitBrainResolverStrategy: StrategyAutoDown,
 			AutoDownUnreachableAfter:   15 * time.Second,
-			StableAfter:                15 * time.Second,
+			StableAfter:                0, // the strategy's default (resolve)
 			DownIfAlone:                true,
 			Lease:                      LeaseConfig{Ttl: DefaultLeaseTtl, Endpoints: []string{}},
 			FailureDetector: FailureDetectorConfig{

@@ -135,6 +135,12 @@ func (c *Config) resolve(baseDir string) {
 		cl.SelfFormAfter = 0
 	}
 	cl.Lease.Provider = strings.ToLower(strings.TrimSpace(cl.Lease.Provider))
+	if cl.StableAfter == 0 {
+		cl.StableAfter = DefaultStableAfter
+		if cl.SplitBrainResolverStrategy == StrategyLeaseMajority {
+			cl.StableAfter = DefaultStableAfterLeaseMajority
+		}
+	}
 	if cl.DownOnConnectionRefused == nil {
 		// lease-majority downs a refusing peer at once too, but only
 		// after this side acquired the shared lease.

@@ -775,6 +775,9 @@ func TestLeaseKeys(t *testing.T) {
 		})
 	}
 	c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "ETCD", "Endpoints": ["http://127.0.0.1:2379"]}}}`)
+	if c.Cluster.StableAfter != time.Second || mustLoad(t, `{}`).Cluster.StableAfter != 15*time.Second {
+		t.Fatalf("stable-after %v under lease-majority, want 1s (15s under auto-down)", c.Cluster.StableAfter)
+	}
 	if c.Cluster.Lease.Provider != LeaseEtcd || c.Cluster.Lease.Ttl != DefaultLeaseTtl || !c.Cluster.DownOnConnectionRefusedEnabled() || c.Redundancy.PromotionHold != 2*time.Second {
 		t.Fatalf("lease %+v fast path %v hold %v", c.Cluster.Lease, c.Cluster.DownOnConnectionRefusedEnabled(), c.Redundancy.PromotionHold)
 	}

@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,19 +11,18 @@ import (
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
-// leaseStableAfter is the stable-after the lease drills run with: with
-// the shared lease deciding, a wrong decision costs an unneeded failover,
-// never dual-active, so a pair under lease-majority may decide much
-// sooner than auto-down's 15 s (docs/redundancy.md).
-const leaseStableAfter = 3 * time.Second
+// leaseStableAfter is lease-majority's default stable-after: with the
+// shared lease deciding, a wrong decision costs an unneeded failover,
+// never dual-active, so a pair under lease-majority decides much sooner
+// than auto-down's 15 s (docs/redundancy.md).
+const leaseStableAfter = time.Second
 
 // leaseMajority configures every node of r for lease-majority on the
 // Config DB lease (the rig's shared Config DB).
 func leaseMajority(r *rig) {
 	r.configure("", func(cfg map[string]any) {
 		c := cfg["Cluster"].(map[string]any)
-		c["SplitBrainResolverStrategy"] = "lease-majority"
-		c["StableAfter"] = leaseStableAfter.String()
+		c["SplitBrainResolverStrategy"] = "lease-majority" // stable-after: its default
 		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
 	})
 }
@@ -69,6 +69,7 @@ func TestLeaseDrillFreezePrimary(t *testing.T) {
 	if !strings.Contains(r.node(s).Log(), `"msg":"promotion hold`) {
 		t.Fatalf("the survivor took over a frozen (maybe alive) Primary without its promotion hold")
 	}
+	timeline(t, r.node(s), frozen)
 	woke := kill(t, r.node(p), syscall.SIGCONT)
 	code := r.node(p).WaitExit(30 * time.Second)
 	t.Logf("lease drill b: SIGCONT of %s → exited with code %d after %v", p, code, time.Since(woke).Round(time.Millisecond))
@@ -110,6 +111,29 @@ func TestLeaseDrillPartition(t *testing.T) {
 		t.Fatalf("the Primary never acquired the lease\n%s", r.node(p).Log())
 	}
 	r.assertInvariant()
+}
+
+// timeline logs the survivor's steps from a failure to its 250, with
+// their offsets from since: detection, decision, lease, hold, level.
+func timeline(t *testing.T, n *procs.Node, since time.Time) {
+	t.Helper()
+	for _, line := range strings.Split(n.Log(), "\n") {
+		var rec struct {
+			Time   time.Time `json:"time"`
+			Msg    string    `json:"msg"`
+			Detail string    `json:"detail"`
+			To     any       `json:"to"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Time.Before(since) {
+			continue
+		}
+		for _, w := range []string{"unreachable", "SBR", "lease", "promotion hold", "ServiceLevel changed", "Primary licence", "downed", "Primary changed"} {
+			if strings.Contains(rec.Msg, w) || strings.Contains(rec.Detail, w) {
+				t.Logf("  +%v %s %s %v", rec.Time.Sub(since).Round(time.Millisecond), rec.Msg, rec.Detail, rec.To)
+				break
+			}
+		}
+	}
 }
 
 // kill sends sig to n and returns when.
