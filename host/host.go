@@ -198,7 +198,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			TLS:          tlsCfg,
 		}, probes(sys, cluster, srv, red.probe, shown), metrics.Handler(), logger)
 		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
-		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc))
+		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc, cluster.lease))
 		web.Handle("GET /api/actors", actorsHandler(tree, cluster.d, started))
 		if dp != nil {
 			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))

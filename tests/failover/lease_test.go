@@ -36,6 +36,11 @@ func TestLeaseDrillKillPrimary(t *testing.T) {
 	leaseMajority(r)
 	want := healthyRig(t, r)
 	p, s := pairRoles(t, want)
+	if body, err := r.node(p).Get("/api/cluster/config"); err != nil ||
+		!strings.Contains(body, "# Cluster:Lease (the shared lease of lease-majority): provider = configdb (sqlite), ttl = 6s") ||
+		!strings.Contains(body, "stable-after = 1s") {
+		t.Fatalf("/api/cluster/config does not show the installed lease and stable-after: %v\n%s", err, body)
+	}
 	killed := kill(t, r.node(p), syscall.SIGKILL)
 	rd := r.waitFirst(20*time.Second, s, killed, "250", is(Primary))
 	t.Logf("lease drill a: SIGKILL of %s → %s at 250 after %v", p, s, rd.At.Sub(killed).Round(time.Millisecond))
