@@ -54,7 +54,7 @@ func openLease(cfg *config.Config, db *configdb.DB) (lease.Lease, error) {
 // lease-keeper of the node's tree; the store calls run on goroutines.
 type leaseKeeper struct {
 	l        lease.Lease
-	d        *daemon.Daemon
+	d        leaseMembers
 	view     *redundancy.RoleView
 	owner    string
 	cluster  string
@@ -81,6 +81,18 @@ type leaseKeeper struct {
 	unsub      func()
 }
 
+// leaseMembers is what the keeper reads of the membership daemon
+// (*daemon.Daemon).
+type leaseMembers interface {
+	Self() membership.UniqueAddress
+	Snapshot() membership.State
+	Subscribe(fn func(membership.Event)) (membership.State, func())
+	LastHeard(u membership.UniqueAddress) (time.Time, bool)
+	ProvenDead(u membership.UniqueAddress) bool
+}
+
+var _ leaseMembers = (*daemon.Daemon)(nil)
+
 type downedPeer struct {
 	at     time.Time
 	proven bool // the crash fast path found its port refusing
@@ -99,7 +111,7 @@ func newLeaseKeeper(l lease.Lease, cfg *config.Config, clock actors.Clock, logge
 
 // bind gives the keeper its daemon (before any split decision: right
 // after the daemon starts).
-func (k *leaseKeeper) bind(d *daemon.Daemon) {
+func (k *leaseKeeper) bind(d leaseMembers) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.d, k.owner = d, d.Self().String()
@@ -116,6 +128,19 @@ func (k *leaseKeeper) bound() bool {
 // start spawns the keeper's actor and follows the membership; view is the
 // node's role view.
 func (k *leaseKeeper) start(tree *actors.Tree, view *redundancy.RoleView) error {
+	k.follow(view)
+	pid, err := tree.Spawn(tree.Props("LeaseKeeper", func() actor.Actor { return &leaseKeeperActor{k: k} }), LeaseKeeperName)
+	if err != nil {
+		k.unsub()
+		return err
+	}
+	k.pid = pid
+	return nil
+}
+
+// follow gives the keeper the node's role view and records the downings
+// of the set's driver peers (for the promotion hold).
+func (k *leaseKeeper) follow(view *redundancy.RoleView) {
 	k.mu.Lock()
 	k.view = view
 	k.mu.Unlock()
@@ -127,13 +152,6 @@ func (k *leaseKeeper) start(tree *actors.Tree, view *redundancy.RoleView) error 
 		k.downed[ev.Member.Address.NodeID()] = downedPeer{at: k.clock.Now(), proven: k.d.ProvenDead(ev.Member.Address)}
 		k.mu.Unlock()
 	})
-	pid, err := tree.Spawn(tree.Props("LeaseKeeper", func() actor.Actor { return &leaseKeeperActor{k: k} }), LeaseKeeperName)
-	if err != nil {
-		k.unsub()
-		return err
-	}
-	k.pid = pid
-	return nil
 }
 
 // stop releases a held lease (a graceful stop hands the decision back).

@@ -1,0 +1,224 @@
+package host
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/cluster/lease"
+	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/redundancy"
+)
+
+// keeperMembers is the membership the keeper reads, set by the test.
+type keeperMembers struct {
+	mu     sync.Mutex
+	st     membership.State
+	heard  map[membership.UniqueAddress]time.Time
+	proven map[membership.UniqueAddress]bool
+	subs   []func(membership.Event)
+}
+
+func (f *keeperMembers) Self() membership.UniqueAddress { return f.st.Self }
+func (f *keeperMembers) Snapshot() membership.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+func (f *keeperMembers) Subscribe(fn func(membership.Event)) (membership.State, func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs = append(f.subs, fn)
+	return f.st, func() {}
+}
+func (f *keeperMembers) LastHeard(u membership.UniqueAddress) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.heard[u]
+	return t, ok
+}
+func (f *keeperMembers) ProvenDead(u membership.UniqueAddress) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.proven[u]
+}
+func (f *keeperMembers) hear(u membership.UniqueAddress, at time.Time) {
+	f.mu.Lock()
+	f.heard[u] = at
+	f.mu.Unlock()
+}
+func (f *keeperMembers) emit(ev membership.Event) {
+	f.mu.Lock()
+	subs := append([]func(membership.Event){}, f.subs...)
+	f.mu.Unlock()
+	for _, fn := range subs {
+		fn(ev)
+	}
+}
+
+type keeperRig struct {
+	clock *clockwork.FakeClock
+	store lease.Lease
+	ms    *keeperMembers
+	view  *redundancy.RoleView
+	k     *leaseKeeper
+	peer  membership.UniqueAddress
+}
+
+// newKeeperRig is node A (self) of a pair with peer B, both Up drivers of
+// ClusterId site, A Primary; the lease is a memory lease on the rig's clock.
+func newKeeperRig(t *testing.T) *keeperRig {
+	t.Helper()
+	clock := clockwork.NewFakeClockAt(tNow)
+	a, b := nodeA, nodeB
+	ms := &keeperMembers{st: stateOf(a, mem(a, membership.Up, 1, "site", "driver"), mem(b, membership.Up, 2, "site", "driver")),
+		heard: map[membership.UniqueAddress]time.Time{b: clock.Now()}, proven: map[membership.UniqueAddress]bool{}}
+	cfg := config.Default()
+	cfg.Node.ClusterId = "site"
+	cfg.OpcUa.PeerApplicationUris = []string{"urn:b"}
+	cfg.Cluster.FailureDetector.AcceptableHeartbeatPause = 3 * time.Second
+	cfg.Redundancy.PromotionHold = 2 * time.Second
+	store := lease.NewMemory("site", 6*time.Second, clock)
+	k := newLeaseKeeper(store, cfg, clock, slog.New(slog.DiscardHandler))
+	k.bind(ms)
+	view := redundancy.NewRoleView(ms, "site")
+	view.SetRole(redundancy.RolePrimary, 7)
+	k.follow(view)
+	view.SetFence(k.licensed) // as startRedundancy does
+	return &keeperRig{clock: clock, store: store, ms: ms, view: view, k: k, peer: b}
+}
+
+// settle runs one tick and waits for its store call.
+func (r *keeperRig) settle(t *testing.T) {
+	t.Helper()
+	r.k.tick()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r.k.mu.Lock()
+		busy := r.k.busy
+		r.k.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the keeper's store call did not end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (r *keeperRig) holder(t *testing.T) string {
+	t.Helper()
+	g, err := r.store.Holder(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Holder
+}
+
+// TestLeaseKeeperLicence: a whole set needs no lease; a peer silent for a
+// third of the pause makes the keeper take the lease, which licenses the
+// Primary once the set stops being whole; held elsewhere (or the store
+// gone) the Primary is fenced; whole again, the keeper frees what it took.
+func TestLeaseKeeperLicence(t *testing.T) {
+	r := newKeeperRig(t)
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Licensed || r.holder(t) != "" {
+		t.Fatalf("whole set: licence %v, holder %q; want licensed without the lease", l, r.holder(t))
+	}
+	if role, _ := r.view.State(); role != gate.RolePrimary {
+		t.Fatalf("whole set: role %v", role)
+	}
+
+	r.clock.Advance(1100 * time.Millisecond) // the peer silent for > pause/3
+	r.settle(t)
+	if h := r.holder(t); h != nodeA.String() {
+		t.Fatalf("after a third of the pause the holder is %q, want this node", h)
+	}
+	r.clock.Advance(2 * time.Second) // silent past the pause: not whole
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Licensed {
+		t.Fatalf("split with the lease: licence %v, want licensed", l)
+	}
+	// Renewals keep it for as long as the split lasts.
+	for range 10 {
+		r.clock.Advance(time.Second)
+		r.settle(t)
+	}
+	if l := r.k.licence(); l != gate.Licensed || r.holder(t) != nodeA.String() {
+		t.Fatalf("after 10 s split: licence %v, holder %q", l, r.holder(t))
+	}
+
+	// The peer is heard again: whole; the keeper frees the lease it took.
+	r.ms.hear(r.peer, r.clock.Now())
+	r.settle(t)
+	if h := r.holder(t); h != "" {
+		t.Fatalf("whole again: the lease is still held by %q", h)
+	}
+	if l := r.k.licence(); l != gate.Licensed {
+		t.Fatalf("whole again: licence %v", l)
+	}
+
+	// Another node holds the lease: a split fences this Primary (100, gate
+	// denies with "fenced").
+	if _, err := r.store.Acquire(t.Context(), "other#9"); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(4 * time.Second)
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("split, lease held elsewhere: licence %v, want unlicensed", l)
+	}
+	if role, _ := r.view.State(); role != gate.RoleFencedPrimary {
+		t.Fatalf("the gate sees role %v, want FencedPrimary", role)
+	}
+	if lvl := redundancy.WithLicence(redundancy.LevelPrimary, r.k.licence()); lvl != redundancy.LevelCritical {
+		t.Fatalf("level %d, want 100", lvl)
+	}
+}
+
+// TestLeaseKeeperPromotionHold: becoming Primary after the downing of a
+// peer that may be alive holds 240 and the gate for PromotionHold; after a
+// peer the fast path proved dead there is no hold.
+func TestLeaseKeeperPromotionHold(t *testing.T) {
+	for _, proven := range []bool{false, true} {
+		t.Run(fmt.Sprintf("proven=%v", proven), func(t *testing.T) {
+			r := newKeeperRig(t)
+			r.view.SetRole(redundancy.RoleSecondary, 7)
+			_ = r.k.licence() // a Secondary: no hold
+			r.ms.mu.Lock()
+			r.ms.proven[r.peer] = proven
+			r.ms.mu.Unlock()
+			r.ms.emit(membership.Event{Kind: membership.MemberDowned, Member: mem(r.peer, membership.Down, 2, "site", "driver")})
+			if _, err := r.store.Acquire(t.Context(), nodeA.String()); err != nil {
+				t.Fatal(err)
+			}
+			r.k.Acquire(nodeA.String()) // the core's decision took the lease
+			r.view.SetRole(redundancy.RolePrimary, 8)
+			want := gate.Holding
+			if proven {
+				want = gate.Licensed
+			}
+			r.clock.Advance(4 * time.Second) // the peer is silent: not whole
+			if l := r.k.licence(); l != want {
+				t.Fatalf("just promoted: licence %v, want %v", l, want)
+			}
+			if lvl := redundancy.WithLicence(redundancy.LevelPrimary, r.k.licence()); !proven && lvl != redundancy.LevelFollower {
+				t.Fatalf("level in the hold %d, want 240", lvl)
+			}
+			r.clock.Advance(1 * time.Second)
+			r.settle(t) // renews the lease meanwhile
+			r.clock.Advance(1100 * time.Millisecond)
+			r.settle(t)
+			if l := r.k.licence(); l != gate.Licensed {
+				t.Fatalf("after the hold: licence %v, want licensed", l)
+			}
+		})
+	}
+}
