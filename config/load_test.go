@@ -782,3 +782,14 @@ func TestLeaseKeys(t *testing.T) {
 		t.Fatalf("lease %+v fast path %v hold %v", c.Cluster.Lease, c.Cluster.DownOnConnectionRefusedEnabled(), c.Redundancy.PromotionHold)
 	}
 }
+
+func TestLeaseWarnings(t *testing.T) {
+	c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "configdb"}}}`)
+	if !strings.Contains(strings.Join(c.Warnings(), "\n"), "Cluster:Lease:Provider is configdb on a SQLite Config DB") {
+		t.Fatalf("no warning for a lease on a local SQLite file: %v", c.Warnings())
+	}
+	c = mustLoad(t, `{"Cluster": {"Lease": {"Provider": "etcd", "Endpoints": ["http://127.0.0.1:2379"]}}}`)
+	if !strings.Contains(strings.Join(c.Warnings(), "\n"), "only lease-majority uses the lease") {
+		t.Fatalf("no warning for an unused lease: %v", c.Warnings())
+	}
+}

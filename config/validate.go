@@ -470,6 +470,12 @@ func (c *Config) Warnings() []string {
 	if cl.PublicHostname == "0.0.0.0" || cl.PublicHostname == "::" {
 		w = append(w, "Cluster:PublicHostname is a wildcard address; peers cannot reach this node through it")
 	}
+	if cl.Lease.Provider == LeaseConfigDb && c.ConfigDb.Provider == ProviderSQLite {
+		w = append(w, "Cluster:Lease:Provider is configdb on a SQLite Config DB: the lease is shared only by nodes on this machine that open the same file; a pair on two machines needs a networked Config DB (postgres, sqlserver) or Cluster:Lease:Provider etcd")
+	}
+	if cl.Lease.Provider != "" && cl.SplitBrainResolverStrategy != StrategyLeaseMajority {
+		w = append(w, fmt.Sprintf("Cluster:Lease:Provider is %s but Cluster:SplitBrainResolverStrategy is %s: only lease-majority uses the lease", cl.Lease.Provider, cl.SplitBrainResolverStrategy))
+	}
 	if c.OpcUa.Security.AutoAcceptUntrusted {
 		w = append(w, "OpcUa:Security:AutoAcceptUntrusted is true: every unknown client certificate is trusted on first contact; set it to false once the clients are commissioned")
 	}
