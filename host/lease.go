@@ -353,7 +353,6 @@ func (k *leaseKeeper) tick() {
 		return
 	}
 	now := k.clock.Now()
-	whole := k.whole(now)
 	suspect := !k.wholeWithin(now, k.pause/3)
 	primary := k.view.Role() == redundancy.RolePrimary
 	k.mu.Lock()
@@ -361,7 +360,10 @@ func (k *leaseKeeper) tick() {
 	var call func()
 	switch {
 	case k.busy:
-	case mine && whole && k.wantFree:
+	case mine && !suspect && k.wantFree:
+		// Free only once every peer is heard again within a third of the
+		// pause: freeing while one is still suspect would be taken back at
+		// once, and could lapse the licence when the set stops being whole.
 		call = func() {
 			ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
 			defer cancel()

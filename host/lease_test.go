@@ -141,6 +141,15 @@ func TestLeaseKeeperLicence(t *testing.T) {
 	if h := r.holder(t); h != nodeA.String() {
 		t.Fatalf("after a third of the pause the holder is %q, want this node", h)
 	}
+	// Still whole (silent less than the pause): the keeper keeps what it
+	// took instead of freeing it and taking it again on every tick.
+	for range 6 {
+		r.clock.Advance(250 * time.Millisecond)
+		r.settle(t)
+		if h := r.holder(t); h != nodeA.String() {
+			t.Fatalf("%v of silence: the holder is %q, want this node throughout", r.clock.Since(tNow), h)
+		}
+	}
 	r.clock.Advance(2 * time.Second) // silent past the pause: not whole
 	r.settle(t)
 	if l := r.k.licence(); l != gate.Licensed {
