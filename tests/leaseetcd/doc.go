@@ -15,7 +15,9 @@
 //	c  partition between the nodes (iptables DROP both ways; the nodes and
 //	   the etcd members on test hosts of their own, etcd reachable from
 //	   both nodes; the member the nodes try first killed right after the
-//	   cut) → the Primary keeps 250 and the lease, the Secondary exits 3
+//	   cut) → the Primary keeps 250 and the lease, the Secondary exits 3;
+//	   "keeps 250" is strict: its subscribed client sees no other level
+//	   after the cut, not even a brief fence at 100
 //
 // Every drill runs the invariant sampler of tests/failover: every 50 ms
 // both nodes' ServiceLevel is read concurrently and the drill fails on any
