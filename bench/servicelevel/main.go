@@ -2,25 +2,35 @@
 // follows a failover, as a SCADA client subscribed to it sees it, with
 // real `otopcua host` processes on loopback:
 //
-//   - crash failover: a pair (seeds a, b; admin + driver; auto-down with
-//     the production defaults) publishes 250/240; the Primary gets
-//     SIGKILL; the clock runs until the survivor's 250 reaches an OPC UA
-//     client subscribed to i=2267 (publishing interval 50 ms). The killed
-//     node is then restarted at the same address and the next trial
-//     starts once the pair is back at 250/240 — so the Primary alternates.
-//     Measured with the crash fast path on (the auto-down default) and off
-//     (Cluster:DownOnConnectionRefused false: the failure detector, then
-//     AutoDownUnreachableAfter, 15 s).
+//   - failover: a pair (seeds a, b; admin + driver; one shared SQLite
+//     Config DB) publishes 250/240; the Primary gets SIGKILL (-signal
+//     kill, the default) or SIGSTOP (-signal stop); the clock runs until
+//     the survivor's 250 reaches an OPC UA client subscribed to i=2267
+//     (publishing interval 50 ms). A killed node is then restarted at the
+//     same address; a stopped node gets SIGCONT once the survivor reads
+//     250, must then exit on its own (it was downed: exit code 3) and is
+//     restarted. The next trial starts once the pair is back at 250/240
+//     and has held it for 3 s — so the Primary alternates.
+//     -strategy auto-down (the default: auto-down with the production
+//     defaults) or lease-majority (the Config DB lease on the pair's
+//     shared SQLite Config DB, Ttl 6 s, StableAfter 3 s). SIGKILL is
+//     measured with the crash fast path on (the default of both
+//     strategies) and off (Cluster:DownOnConnectionRefused false: the
+//     failure detector, then AutoDownUnreachableAfter or StableAfter).
 //   - topology change → every ServiceLevel updated: after each restart,
 //     from the moment the rejoining node is Up in the survivor's
 //     /api/cluster/members (polled every 10 ms) until the subscribed
 //     clients see every node at its new level (the rejoined node at 240,
 //     the survivor at 250).
+//   - -matrix: SIGKILL and SIGSTOP under auto-down and lease-majority,
+//     -trials each (fast path on), printed as one table.
 //
 // Usage:
 //
 //	go run ./bench/servicelevel -trials 20 -off-trials 5
 //	go run ./bench/servicelevel -trials 20 -off-trials 5 -doc docs/benchmarks-failover.md
+//	go run ./bench/servicelevel -strategy lease-majority -signal stop -trials 5 -off-trials 0
+//	go run ./bench/servicelevel -matrix -trials 20
 //
 // Results are printed as a Markdown table (median, p99 by nearest rank,
 // min, max); -doc also writes them, with the commands, into that file.
@@ -51,40 +61,112 @@ const (
 	secondary byte = 240
 )
 
+// Strategies (-strategy) and signals (-signal).
+const (
+	autoDown      = "auto-down"
+	leaseMajority = "lease-majority"
+	sigKill       = "kill"
+	sigStop       = "stop"
+)
+
+// leaseStableAfter is Cluster:StableAfter under lease-majority
+// (docs/redundancy.md: with the shared lease deciding, a pair may decide
+// much sooner than auto-down's 15 s).
+const leaseStableAfter = "3s"
+
+// mode is one measured configuration: the split-brain strategy, the
+// signal the Primary gets, and whether the crash fast path is off.
+type mode struct {
+	strategy    string
+	signal      string
+	fastPathOff bool
+}
+
+// tune edits a node's Cluster section for m.
+func (m mode) tune(c map[string]any) {
+	if m.strategy == leaseMajority {
+		c["SplitBrainResolverStrategy"] = leaseMajority
+		c["StableAfter"] = leaseStableAfter
+		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
+	}
+	if m.fastPathOff {
+		c["DownOnConnectionRefused"] = false
+	}
+}
+
+func (m mode) sig() syscall.Signal {
+	if m.signal == sigStop {
+		return syscall.SIGSTOP
+	}
+	return syscall.SIGKILL
+}
+
+func (m mode) sigName() string {
+	if m.signal == sigStop {
+		return "SIGSTOP"
+	}
+	return "SIGKILL"
+}
+
+func (m mode) strategyLabel() string {
+	if m.strategy == leaseMajority {
+		return "lease-majority (Config DB lease, StableAfter " + leaseStableAfter + ")"
+	}
+	return "auto-down"
+}
+
+// label names m in progress lines.
+func (m mode) label() string {
+	l := m.sigName() + ", " + m.strategy
+	if m.fastPathOff {
+		return l + ", fast path off"
+	}
+	return l + ", fast path on"
+}
+
+// rowLabel is the measurement column of m's failover row; auto-down with
+// SIGKILL keeps the labels of the runs before -strategy and -signal.
+func (m mode) rowLabel() string {
+	l := m.sigName() + " of the Primary → survivor's 250 seen by a subscribed client"
+	if m.strategy != autoDown || m.signal != sigKill {
+		l += ", " + m.strategyLabel()
+	}
+	if m.fastPathOff {
+		return l + ", fast path off (DownOnConnectionRefused=false)"
+	}
+	return l + ", fast path on (default)"
+}
+
 func main() {
-	trials := flag.Int("trials", 20, "crash failover trials with the fast path on")
-	offTrials := flag.Int("off-trials", 5, "crash failover trials with the fast path off (each takes ≈ 20 s)")
+	trials := flag.Int("trials", 20, "failover trials with the fast path on (with -matrix: per cell)")
+	offTrials := flag.Int("off-trials", 5, "SIGKILL trials with the fast path off (each takes ≈ 20 s under auto-down); ignored with -matrix and -signal stop")
+	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared SQLite Config DB, StableAfter 3s)")
+	signal := flag.String("signal", sigKill, "what the Primary gets: kill (SIGKILL) or stop (SIGSTOP; SIGCONT once the survivor reads 250, then it must exit with code 3 and is restarted)")
+	matrix := flag.Bool("matrix", false, "run SIGKILL and SIGSTOP under auto-down and lease-majority, -trials each, and print one table")
 	doc := flag.String("doc", "", "also write the results and the commands into this Markdown file")
 	verbose := flag.Bool("v", false, "log every step")
 	flag.Parse()
+	if *strategy != autoDown && *strategy != leaseMajority {
+		fmt.Fprintf(os.Stderr, "-strategy %q: accepted values are %s and %s\n", *strategy, autoDown, leaseMajority)
+		os.Exit(2)
+	}
+	if *signal != sigKill && *signal != sigStop {
+		fmt.Fprintf(os.Stderr, "-signal %q: accepted values are %s and %s\n", *signal, sigKill, sigStop)
+		os.Exit(2)
+	}
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if !*verbose {
 		log.SetOutput(io.Discard)
 	}
 	go procs.StopOnSignal()
 
-	var rows []string
-	var topo, rejoin []time.Duration
-	var topoN int
-	if *trials > 0 {
-		res := runTrials("fast path on (default)", *trials, nil)
-		rows = append(rows, row("SIGKILL of the Primary → survivor's 250 seen by a subscribed client, fast path on (default)", res.failover, *trials))
-		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
-		topoN += res.restarts
-	}
-	if *offTrials > 0 {
-		res := runTrials("fast path off", *offTrials, func(c map[string]any) { c["DownOnConnectionRefused"] = false })
-		rows = append(rows, row("SIGKILL of the Primary → survivor's 250 seen by a subscribed client, fast path off (DownOnConnectionRefused=false)", res.failover, *offTrials))
-		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
-		topoN += res.restarts
-	}
-	if topoN > 0 {
-		rows = append(rows,
-			row("topology change (restarted node Up in the survivor's view) → every ServiceLevel updated", topo, topoN),
-			row("restart of the killed node → its 240 seen (process start, join as youngest, snapshot)", rejoin, topoN))
+	var table string
+	if *matrix {
+		table = matrixTable(*trials)
+	} else {
+		table = singleTable(mode{strategy: *strategy, signal: *signal}, *trials, *offTrials)
 	}
 	env := measure.Machine(time.Now())
-	table := "| measurement | median | p99 | min | max | trials ok |\n| --- | --- | --- | --- | --- | --- |\n" + strings.Join(rows, "\n") + "\n"
 	fmt.Printf("\n%s\n\n%s", env, table)
 	if *doc != "" {
 		cmdline := "go run ./bench/servicelevel " + strings.Join(os.Args[1:], " ")
@@ -96,22 +178,71 @@ func main() {
 	}
 }
 
+const tableHead = "| measurement | median | p99 | min | max | trials ok |\n| --- | --- | --- | --- | --- | --- |\n"
+
+// singleTable measures one strategy and signal: the failover with the
+// fast path on (trials), with it off (offTrials, SIGKILL only), and the
+// topology and rejoin times of every restart.
+func singleTable(m mode, trials, offTrials int) string {
+	var rows []string
+	var topo, rejoin []time.Duration
+	var topoN int
+	if trials > 0 {
+		res := runTrials(m, trials)
+		rows = append(rows, row(m.rowLabel(), res.failover, trials))
+		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
+		topoN += res.restarts
+	}
+	if offTrials > 0 && m.signal == sigKill {
+		off := m
+		off.fastPathOff = true
+		res := runTrials(off, offTrials)
+		rows = append(rows, row(off.rowLabel(), res.failover, offTrials))
+		topo, rejoin = append(topo, res.topology...), append(rejoin, res.rejoin...)
+		topoN += res.restarts
+	}
+	if topoN > 0 {
+		rows = append(rows,
+			row("topology change (restarted node Up in the survivor's view) → every ServiceLevel updated", topo, topoN),
+			row("restart of the "+map[string]string{sigKill: "killed", sigStop: "downed"}[m.signal]+" node → its 240 seen (process start, join as youngest, snapshot)", rejoin, topoN))
+	}
+	return tableHead + strings.Join(rows, "\n") + "\n"
+}
+
+// matrixTable measures SIGKILL and SIGSTOP under auto-down and
+// lease-majority, trials each with the fast path on, and returns one
+// table with a row per cell.
+func matrixTable(trials int) string {
+	var rows []string
+	for _, sig := range []string{sigKill, sigStop} {
+		for _, st := range []string{autoDown, leaseMajority} {
+			m := mode{strategy: st, signal: sig}
+			res := runTrials(m, trials)
+			rows = append(rows, fmt.Sprintf("| %s of the Primary | %s | %s | %d/%d |", m.sigName(), m.strategyLabel(), summary(res.failover), len(res.failover), trials))
+		}
+	}
+	return "Failover: from the signal to the survivor's 250 seen by a subscribed client (crash fast path on, the default).\n\n" +
+		"| failure | strategy | median | p99 | min | max | trials ok |\n| --- | --- | --- | --- | --- | --- | --- |\n" +
+		strings.Join(rows, "\n") + "\n"
+}
+
 type result struct {
 	failover, topology, rejoin []time.Duration
 	restarts                   int
 }
 
-// runTrials runs n crash failovers on one pair, restarting the killed node
-// after each, and returns the times. A trial that fails is reported and
-// the pair is built afresh for the next one.
-func runTrials(label string, n int, tune func(cluster map[string]any)) result {
+// runTrials runs n failovers of mode m on one pair, restarting the killed
+// (or downed) node after each, and returns the times. A trial that fails
+// is reported and the pair is built afresh for the next one.
+func runTrials(m mode, n int) result {
+	label := m.label()
 	var res result
 	done := 0
 	for done < n {
 		err := run(func(t testing.TB) {
-			p := newPair(t, tune)
+			p := newPair(t, m.tune)
 			for done < n {
-				took, topo, rejoin := p.trial(t, label, done+1)
+				took, topo, rejoin := p.trial(t, m, done+1)
 				done++
 				res.failover = append(res.failover, took)
 				fmt.Fprintf(os.Stderr, "%s, trial %d/%d: failover %v, topology change → levels %v, rejoin %v\n",
@@ -222,35 +353,48 @@ func (p *pair) waitHealthy(t testing.TB, total time.Duration) (string, string) {
 	return pr, se
 }
 
-// trial kills the Primary, times the take-over, restarts the killed node
-// and times the rejoin.
-func (p *pair) trial(t testing.TB, label string, i int) (failover, topology, rejoin time.Duration) {
+// trial signals the Primary (m.sig), times the take-over, brings the
+// Primary back (SIGKILL: restart; SIGSTOP: SIGCONT, wait for its exit
+// with code 3, restart) and times the rejoin.
+func (p *pair) trial(t testing.TB, m mode, i int) (failover, topology, rejoin time.Duration) {
+	label := m.label()
 	pr, se := p.waitHealthy(t, 90*time.Second)
 	// Let the failure detectors collect heartbeats, as in a running pair,
 	// and check the levels hold meanwhile.
 	procs.Holds(t, 3*time.Second, 50*time.Millisecond, func() error {
 		if l := p.levels(); !l[pr].Known || l[pr].Level != primary || !l[se].Known || l[se].Level != secondary {
-			return fmt.Errorf("levels moved before the kill: %v", l)
+			return fmt.Errorf("levels moved before the %s: %v", m.sigName(), l)
 		}
 		return nil
 	})
-	p.nodes[pr].Signal(syscall.SIGKILL)
-	killed := time.Now()
+	p.nodes[pr].Signal(m.sig())
+	signalled := time.Now()
 	var seen demo.Reading
 	procs.CheckFor(t, 90*time.Second, 5*time.Millisecond, func() error {
 		if code, done := p.nodes[se].Exited(); done {
 			t.Fatalf("the survivor %s exited with code %d\n%s", se, code, p.nodes[se].Log())
 		}
-		r, ok := p.watch[se].first(killed, primary)
+		r, ok := p.watch[se].first(signalled, primary)
 		if !ok {
 			return fmt.Errorf("%s not at 250 yet: %v", se, p.watch[se].w.Current())
 		}
 		seen = r
 		return nil
 	})
-	failover = seen.At.Sub(killed)
-	log.Printf("%s trial %d: SIGKILL %s → %s at 250 after %v", label, i, pr, se, failover)
+	failover = seen.At.Sub(signalled)
+	log.Printf("%s trial %d: %s %s → %s at 250 after %v", label, i, m.sigName(), pr, se, failover)
 
+	if m.signal == sigStop {
+		// The frozen node wakes to find itself downed: it must leave on
+		// its own (exit code 3, for its supervisor to restart it).
+		p.nodes[pr].Signal(syscall.SIGCONT)
+		woke := time.Now()
+		code := p.nodes[pr].WaitExit(60 * time.Second)
+		log.Printf("%s trial %d: SIGCONT %s → exited with code %d after %v", label, i, pr, code, time.Since(woke))
+		if code != 3 {
+			t.Fatalf("the woken node %s exited with code %d, want 3 (downed)\n%s", pr, code, p.nodes[pr].Log())
+		}
+	}
 	p.nodes[pr].Restart()
 	restarted := time.Now()
 	before := p.nodes[pr].PID()
@@ -319,6 +463,19 @@ publishing interval 50 ms) that reconnects when its node restarts.
     probes of the dead peer's port down it at once.
   - *fast path off*: ` + "`Cluster:DownOnConnectionRefused: false`" + `: the phi-accrual detector notices the silence,
     then auto-down waits ` + "`AutoDownUnreachableAfter`" + ` (15 s).
+- **Strategy and signal** (` + "`-strategy`, `-signal`, `-matrix`" + `). The same pair, trial loop and client-side
+  clock, with:
+  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority`, `StableAfter: 3s`" + `,
+    ` + "`Lease: {Provider: configdb, Ttl: 6s}`" + ` — the lease is a row of the pair's shared SQLite Config DB
+    (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast path stays on (its default);
+    it takes the lease before downing.
+  - ` + "`-signal stop`" + `: the Primary gets SIGSTOP instead of SIGKILL (a frozen process: its port still accepts
+    connections, so only the failure detector and the strategy's wait can decide). Once the survivor's
+    250 is seen, the frozen node gets SIGCONT; it must then leave on its own — it was downed, exit code 3 —
+    within 60 s (a trial whose woken node exits otherwise fails), and is restarted at the same address.
+    The next trial again starts only from a 250/240 pair that held for 3 s.
+  - ` + "`-matrix`" + `: SIGKILL and SIGSTOP under ` + "`auto-down`" + ` and ` + "`lease-majority`" + `, ` + "`-trials`" + ` each (fast path on),
+    in that order, one table with a row per cell.
 - **Topology change → every ServiceLevel updated.** After each restart: from the moment the rejoining
   node is Up in the survivor's ` + "`GET /api/cluster/members`" + ` (polled every 10 ms) until the subscribed clients
   see the rejoined node at 240 with the survivor still at 250 (debounce, snapshot on pub/sub, publish).
@@ -331,7 +488,7 @@ median ≤ 1 s, p99 ≤ 2 s.
 
 ## Commands
 
-` + "```sh\n" + cmdline + "   # the run below\ngo run ./bench/servicelevel -trials 20 -off-trials 0   # fast path only, ≈ 4 min\ngo run ./bench/servicelevel -v ...                     # log every step\n```" + `
+` + "```sh\n" + cmdline + "   # the run below\ngo run ./bench/servicelevel -trials 20 -off-trials 0   # fast path only, ≈ 4 min\ngo run ./bench/servicelevel -matrix -trials 20         # SIGKILL/SIGSTOP × auto-down/lease-majority, ≈ 25 min\ngo run ./bench/servicelevel -strategy lease-majority -signal stop -trials 20 -off-trials 0   # one cell\ngo run ./bench/servicelevel -v ...                     # log every step\n```" + `
 
 The binary is built without the race detector. The command kills every process it started before it
 exits, Ctrl-C included.
