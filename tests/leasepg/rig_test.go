@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -115,6 +117,7 @@ func newRig(t *testing.T) *rig {
 		listenIn(t, h, dev.Addr(), dev.Addr())
 		r.ua[name] = "opc.tcp://" + forwardThrough(t, r.scada, h.Addr+":4840")
 	}
+	t.Cleanup(r.keepLogs)
 	r.sampler = newSampler(t, r.ua)
 	r.writer = newWriter(t, r.ua)
 	return r
@@ -356,6 +359,9 @@ func (r *rig) signal(node string, sig syscall.Signal) time.Time {
 func (r *rig) logLines(node string) string {
 	var out []string
 	for _, l := range strings.Split(r.nodes[node].Log(), "\n") {
+		if strings.Contains(l, "dataplane: write") {
+			continue
+		}
 		for _, m := range []string{"Primary licence", "lease acquired", "lease lost", "lease store did not answer", "promotion hold", "cluster crash fast path", "could not acquire the lease", "downing"} {
 			if strings.Contains(l, m) {
 				if len(l) > 400 {
@@ -370,6 +376,19 @@ func (r *rig) logLines(node string) string {
 		out = append(out[:20], append([]string{"…"}, out[len(out)-20:]...)...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// keepLogs copies the nodes' logs into $LEASEPG_LOGDIR, when set, as
+// <test>-<node>.log: the evidence of a passing drill too.
+func (r *rig) keepLogs() {
+	dir := os.Getenv("LEASEPG_LOGDIR")
+	if dir == "" {
+		return
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	for n, node := range r.nodes {
+		_ = os.WriteFile(filepath.Join(dir, r.t.Name()+"-"+n+".log"), []byte(node.Log()), 0o644)
+	}
 }
 
 // ---- forwarders ----
@@ -585,19 +604,29 @@ type round struct {
 	obs map[string]obs
 }
 
-// sampler reads Server.ServiceLevel of every node every 50 ms, each read
-// bounded by 300 ms, over sessions of its own.
+// sampler reads Server.ServiceLevel of every node every 50 ms over
+// sessions of its own: one loop per node (each read bounded by 300 ms, so
+// a stopped node stalls only its own loop), and every 50 ms a round takes
+// each node's latest answer, counting one older than 150 ms as no answer.
 type sampler struct {
 	conns map[string]*uaConn
 	stop  chan struct{}
-	done  chan struct{}
+	wg    sync.WaitGroup
 
 	mu     sync.Mutex
-	rounds []round // mu must be held.
+	latest map[string]sample // mu must be held.
+	rounds []round           // mu must be held.
+	reads  int               // answered reads; mu must be held.
+}
+
+type sample struct {
+	at    time.Time
+	level byte
+	ok    bool
 }
 
 func newSampler(t *testing.T, endpoints map[string]string) *sampler {
-	s := &sampler{conns: map[string]*uaConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{conns: map[string]*uaConn{}, stop: make(chan struct{}), latest: map[string]sample{}}
 	for n, e := range endpoints {
 		s.conns[n] = &uaConn{endpoint: e}
 	}
@@ -605,7 +634,58 @@ func newSampler(t *testing.T, endpoints map[string]string) *sampler {
 	return s
 }
 
-func (s *sampler) start() { go s.loop() }
+func (s *sampler) start() {
+	level := ua.NewNumericNodeID(0, id.Server_ServiceLevel)
+	for n, c := range s.conns {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				v, err := c.read(ctx, level)
+				cancel()
+				b, isByte := v.(byte)
+				s.mu.Lock()
+				if err == nil && isByte {
+					s.latest[n] = sample{at: time.Now(), level: b, ok: true}
+					s.reads++
+				} else {
+					s.latest[n] = sample{at: time.Now()}
+				}
+				s.mu.Unlock()
+				select {
+				case <-s.stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			rd := round{at: now, obs: map[string]obs{}}
+			s.mu.Lock()
+			for n := range s.conns {
+				l := s.latest[n]
+				rd.obs[n] = obs{level: l.level, ok: l.ok && now.Sub(l.at) <= 150*time.Millisecond}
+			}
+			s.rounds = append(s.rounds, rd)
+			s.mu.Unlock()
+		}
+	}()
+}
 
 func (s *sampler) close() {
 	select {
@@ -614,46 +694,14 @@ func (s *sampler) close() {
 	default:
 	}
 	close(s.stop)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
 	select {
-	case <-s.done:
+	case <-done:
 	case <-time.After(5 * time.Second):
 	}
 	for _, c := range s.conns {
 		c.close()
-	}
-}
-
-func (s *sampler) loop() {
-	defer close(s.done)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	level := ua.NewNumericNodeID(0, id.Server_ServiceLevel)
-	for {
-		rd := round{at: time.Now(), obs: map[string]obs{}}
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for n, c := range s.conns {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				v, err := c.read(ctx, level)
-				b, isByte := v.(byte)
-				mu.Lock()
-				rd.obs[n] = obs{level: b, ok: err == nil && isByte}
-				mu.Unlock()
-			}()
-		}
-		wg.Wait()
-		cancel()
-		s.mu.Lock()
-		s.rounds = append(s.rounds, rd)
-		s.mu.Unlock()
-		select {
-		case <-s.stop:
-			return
-		case <-tick.C:
-		}
 	}
 }
 
