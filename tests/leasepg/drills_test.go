@@ -184,6 +184,13 @@ func TestLeasePGPrimaryLosesPeerAndDB(t *testing.T) {
 	up := r.waitLevel(90*time.Second, s, primary, cut)
 	t.Logf("drill d: %s at 250 after %v", s, up.Sub(cut).Round(time.Millisecond))
 	r.waitWritesBy(20*time.Second, s, up)
+	// The cut-off node stays out while the new Primary serves.
+	procs.Holds(t, ttl, 100*time.Millisecond, func() error {
+		if n := r.countBy(p, cut.Add(fenceBound), time.Time{}); n > 0 {
+			return fmt.Errorf("%d of the cut-off Primary's values reached the device after the fence bound: %s", n, r.devSummary(cut))
+		}
+		return nil
+	})
 	last, ok := r.lastBy(p, cut)
 	if ok {
 		t.Logf("drill d: the cut-off Primary's last value at the device %v after the cut", last.At.Sub(cut).Round(time.Millisecond))
@@ -243,7 +250,11 @@ func TestLeasePGConfigDBDown(t *testing.T) {
 				return fmt.Errorf("%s exited with code %d during the Config DB outage", n, code)
 			}
 		}
-		rd := r.sampler.since(time.Now().Add(-200 * time.Millisecond))
+		from := time.Now().Add(-200 * time.Millisecond)
+		if from.Before(settled) {
+			from = settled
+		}
+		rd := r.sampler.since(from)
 		for _, x := range rd {
 			for _, n := range []string{p, s} {
 				if o := x.obs[n]; o.ok && o.level != degraded {

@@ -117,7 +117,6 @@ func newRig(t *testing.T) *rig {
 		listenIn(t, h, dev.Addr(), dev.Addr())
 		r.ua[name] = "opc.tcp://" + forwardThrough(t, r.scada, h.Addr+":4840")
 	}
-	t.Cleanup(r.keepLogs)
 	r.sampler = newSampler(t, r.ua)
 	r.writer = newWriter(t, r.ua)
 	return r
@@ -154,6 +153,7 @@ func (r *rig) healthy() (p, s string) {
 		r.nodes[name] = procs.StartWith(r.t, name, r.cfgs[name], procs.Options{Wrap: h.Wrap(), Client: h.HTTPClient()})
 		r.nodes[name].WaitReady(60 * time.Second)
 	}
+	r.t.Cleanup(r.keepLogs) // runs before the nodes' cleanups and their directories' removal
 	procs.Deploy(r.t, r.cfgs["a"], deviceDoc(r.dev.Addr()))
 	for _, n := range r.nodes {
 		waitDeployed(r.t, n, 1)
