@@ -28,8 +28,11 @@ func (r *rig) noWritesBy(node string, from time.Time, what string) {
 	r.t.Helper()
 	if n := r.countBy(node, from, time.Time{}); n > 0 {
 		w, _ := r.firstBy(node, from)
-		r.t.Fatalf("%s: %d of %s's values reached the device after %s, the first (%d) at %s (%v after)\n%s",
-			what, n, node, from.Format("15:04:05.000"), w.Value, w.At.Format("15:04:05.000"), w.At.Sub(from).Round(time.Millisecond), r.devSummary(from))
+		l, _ := r.lastBy(node, from)
+		r.report(from)
+		r.t.Fatalf("%s: %d of %s's values reached the device after %s, the first (%d, %s) at %s (%v after), the last (%d) at %s (%v after)\n%s",
+			what, n, node, from.Format("15:04:05.000"), w.Value, r.writer.attemptOf(w.Value), w.At.Format("15:04:05.000"), w.At.Sub(from).Round(time.Millisecond),
+			l.Value, l.At.Format("15:04:05.000"), l.At.Sub(from).Round(time.Millisecond), r.devSummary(from))
 	}
 }
 
@@ -196,8 +199,11 @@ func TestLeasePGPrimaryLosesPeerAndDB(t *testing.T) {
 		t.Logf("drill d: no value of the cut-off Primary's reached the device after the cut")
 	}
 	if ok && last.At.Sub(cut) > fenceBound {
-		t.Fatalf("the cut-off Primary's values reached the device until %v after the cut, beyond the fence bound %v (pause %v + slack)\n%s",
-			last.At.Sub(cut).Round(time.Millisecond), fenceBound, pause, r.devSummary(cut))
+		first, _ := r.firstBy(p, cut.Add(fenceBound))
+		r.report(cut)
+		t.Fatalf("the cut-off Primary's values reached the device until %v after the cut, beyond the fence bound %v (pause %v + slack): %d of them after the bound, the first (%d, %s) %v after the cut; the new Primary read 250 %v after the cut\n%s",
+			last.At.Sub(cut).Round(time.Millisecond), fenceBound, pause, r.countBy(p, cut.Add(fenceBound), time.Time{}), first.Value, r.writer.attemptOf(first.Value),
+			first.At.Sub(cut).Round(time.Millisecond), up.Sub(cut).Round(time.Millisecond), r.devSummary(cut))
 	}
 	if low.Sub(cut) > fenceBound {
 		t.Fatalf("the cut-off Primary read ≤ 100 only %v after the cut, beyond the fence bound %v", low.Sub(cut).Round(time.Millisecond), fenceBound)

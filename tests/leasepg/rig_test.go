@@ -874,3 +874,19 @@ func (w *writer) summary(node string, from time.Time) string {
 	}
 	return fmt.Sprint(cnt)
 }
+
+// attemptOf describes the write attempt that sent value, for a failure
+// message: when the writer sent it and what the node answered.
+func (w *writer) attemptOf(value uint16) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.attempts {
+		if uint16(a.value) == value {
+			if a.err != nil {
+				return fmt.Sprintf("sent to %s at %s, answered with error %v", a.node, a.at.Format("15:04:05.000"), a.err)
+			}
+			return fmt.Sprintf("sent to %s at %s, answered %v", a.node, a.at.Format("15:04:05.000"), a.status)
+		}
+	}
+	return "not among the writer's attempts"
+}
