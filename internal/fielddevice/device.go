@@ -17,6 +17,8 @@ type Device struct {
 	addr   string
 	srv    *mb.ModbusServer
 	writes atomic.Uint64
+	// onWrite is Options.OnWrite; called with mu held.
+	onWrite func(Write)
 
 	mu       sync.Mutex
 	holding  [65536]uint16 // mu must be held.
@@ -35,6 +37,14 @@ type Options struct {
 	// MaxClients is the number of concurrent client connections served;
 	// more are refused. Default 16.
 	MaxClients uint
+
+	// OnWrite, when set, receives every write request a client makes
+	// (holding registers: Words from Address on; coils: Bit at each
+	// Address, one call per coil), in the order the device applies them.
+	// It is called with the device's lock held, before the request is
+	// answered: it must be quick and must not call the Device's methods.
+	// Tests use it to log which client wrote what, and when.
+	OnWrite func(Write)
 }
 
 // Start serves a device on addr ("127.0.0.1:1502") with the default Options.
@@ -49,7 +59,7 @@ func StartWith(addr string, o Options) (*Device, error) {
 	if o.MaxClients == 0 {
 		o.MaxClients = 16
 	}
-	d := &Device{addr: addr}
+	d := &Device{addr: addr, onWrite: o.OnWrite}
 	srv, err := mb.NewServer(&mb.ServerConfiguration{
 		URL: "tcp://" + addr, Timeout: 5 * time.Minute, MaxClients: o.MaxClients,
 		Logger: o.Logger,
@@ -129,6 +139,11 @@ func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
 	if req.IsWrite {
 		d.writes.Add(1)
 		copy(d.coils[req.Addr:], req.Args)
+		if d.onWrite != nil {
+			for i, b := range req.Args {
+				d.onWrite(Write{Table: Coil, Address: req.Addr + uint16(i), Bit: b})
+			}
+		}
 		return nil, nil
 	}
 	return append([]bool(nil), d.coils[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
@@ -148,6 +163,9 @@ func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uin
 	if req.IsWrite {
 		d.writes.Add(1)
 		copy(d.holding[req.Addr:], req.Args)
+		if d.onWrite != nil {
+			d.onWrite(Write{Table: Holding, Address: req.Addr, Words: append([]uint16(nil), req.Args...)})
+		}
 		return nil, nil
 	}
 	return append([]uint16(nil), d.holding[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil

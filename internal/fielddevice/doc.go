@@ -2,7 +2,8 @@
 // its tests and `otopcua simulate modbus`: simonvetter/modbus's TCP server
 // over a register bank of 65,536 holding registers, input registers, coils
 // and discrete inputs, safe for concurrent use, counting the writes it
-// receives. It answers every unit id.
+// receives (Options.OnWrite reports each one, in order, for tests that must
+// tell which client wrote what). It answers every unit id.
 //
 // A Profile is a named register map whose values move with time (press,
 // tank). Its Step is a pure function of the time since start; Animate runs

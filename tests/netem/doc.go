@@ -21,7 +21,9 @@
 //     a TCP reset (a live host that looks dead). The harness reaches a host's
 //     own loopback through Host.DialContext, which opens the socket inside
 //     the namespace, so no address is ever added outside the namespaces the
-//     test created.
+//     test created; Host.Listen opens a listener inside a host's namespace
+//     (on its own loopback, say), so a test can give a process there a path
+//     of its own to a server on the machine's loopback, and cut it.
 //
 // Invariants: traffic only ever goes to loopback or to addresses inside the
 // namespaces a Net created; everything a test creates (listeners,

@@ -240,6 +240,22 @@ func (h *Host) DialContext(ctx context.Context, network, address string) (net.Co
 	return conn, err
 }
 
+// Listen opens a listener inside the host's namespace (address is as for
+// net.Listen, e.g. "127.0.0.1:5432": the host's own loopback). Connections
+// it accepts belong to the namespace; the caller may serve them from any
+// goroutine, and dial elsewhere (the machine's loopback) from an ordinary
+// goroutine. A test uses it to give a process on the host a path of its
+// own to a server on the machine's loopback, which the test can then cut.
+func (h *Host) Listen(network, address string) (net.Listener, error) {
+	var l net.Listener
+	err := h.inNamespace(func() error {
+		var err error
+		l, err = net.Listen(network, address)
+		return err
+	})
+	return l, err
+}
+
 // HTTPClient is an http.Client whose connections are made inside the
 // host's namespace, with a per-request timeout of 2 s (a stopped process
 // must not hang the caller).
