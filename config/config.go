@@ -251,10 +251,12 @@ type LeaseConfig struct {
 	Endpoints []string
 }
 
-// StableAfter defaults (Cluster:StableAfter absent or 0).
+// StableAfter and AcceptableHeartbeatPause defaults (absent or 0).
 const (
-	DefaultStableAfter              = 15 * time.Second
-	DefaultStableAfterLeaseMajority = time.Second
+	DefaultStableAfter                           = 15 * time.Second
+	DefaultStableAfterLeaseMajority              = time.Second
+	DefaultAcceptableHeartbeatPause              = 3 * time.Second
+	DefaultAcceptableHeartbeatPauseLeaseMajority = 2 * time.Second
 )
 
 // MinClusterSecretLen is the shortest Cluster:Secret accepted.
@@ -294,7 +296,8 @@ type FailureDetectorConfig struct {
 	HeartbeatInterval time.Duration
 
 	// AcceptableHeartbeatPause is the pause tolerated before phi grows
-	// quickly. Default 3 s.
+	// quickly. Default (absent or 0): 2 s under lease-majority, where a
+	// false suspicion costs at most an unneeded failover, 3 s otherwise.
 	AcceptableHeartbeatPause time.Duration
 
 	// Threshold is the phi value above which a peer is unreachable
@@ -565,7 +568,7 @@ func staticDefaults() *Config {
 			Lease:                      LeaseConfig{Ttl: DefaultLeaseTtl, Endpoints: []string{}},
 			FailureDetector: FailureDetectorConfig{
 				HeartbeatInterval:        time.Second,
-				AcceptableHeartbeatPause: 3 * time.Second,
+				AcceptableHeartbeatPause: 0, // the strategy's default (resolve)
 				Threshold:                10.0,
 			},
 		},

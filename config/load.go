@@ -135,10 +135,17 @@ func (c *Config) resolve(baseDir string) {
 		cl.SelfFormAfter = 0
 	}
 	cl.Lease.Provider = strings.ToLower(strings.TrimSpace(cl.Lease.Provider))
+	lm := cl.SplitBrainResolverStrategy == StrategyLeaseMajority
 	if cl.StableAfter == 0 {
 		cl.StableAfter = DefaultStableAfter
-		if cl.SplitBrainResolverStrategy == StrategyLeaseMajority {
+		if lm {
 			cl.StableAfter = DefaultStableAfterLeaseMajority
+		}
+	}
+	if cl.FailureDetector.AcceptableHeartbeatPause == 0 {
+		cl.FailureDetector.AcceptableHeartbeatPause = DefaultAcceptableHeartbeatPause
+		if lm {
+			cl.FailureDetector.AcceptableHeartbeatPause = DefaultAcceptableHeartbeatPauseLeaseMajority
 		}
 	}
 	if cl.DownOnConnectionRefused == nil {

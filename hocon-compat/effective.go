@@ -42,7 +42,12 @@ var JSONKeys = []string{
 // Akka's values).
 const (
 	DefaultDownAllWhenUnstable          = time.Duration(0) // on: max(4s, 3/4 of stable-after)
-	DefaultAcquireLeaseDelayForMinority = 2 * time.Second
+	// DefaultAcquireLeaseDelayForMinority is 1 s where Akka's is 2 s:
+	// otopcua's lease keeper takes the lease for a live Primary within a
+	// third of the heartbeat pause, seconds before any split-brain
+	// decision, so the other side's delay only orders a race that a live
+	// Primary has already won; 1 s shortens the takeover from a frozen one.
+	DefaultAcquireLeaseDelayForMinority = time.Second
 	DefaultMinStdDeviation              = 100 * time.Millisecond
 	DefaultMaxSampleSize                = 1000
 	DefaultSeedNodeTimeout              = 5 * time.Second
@@ -142,7 +147,7 @@ type EffectiveCluster struct {
 	LeaseProvider  string
 	LeaseTtl       time.Duration
 	LeaseEndpoints []string
-	// AcquireLeaseDelayForMinority for lease-majority. Default 2s.
+	// AcquireLeaseDelayForMinority for lease-majority. Default 1s.
 	AcquireLeaseDelayForMinority time.Duration
 	// DownOnConnectionRefused downs a peer whose port refuses connections
 	// at once. Default on for auto-down, off otherwise.

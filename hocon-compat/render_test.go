@@ -29,7 +29,7 @@ akka.cluster {
       down-if-alone = on
     }
     lease-majority {
-      acquire-lease-delay-for-minority = 2s
+      acquire-lease-delay-for-minority = 1s
     }
   }
   failure-detector {

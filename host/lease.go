@@ -77,6 +77,8 @@ type leaseKeeper struct {
 	wasPrimary bool                  // mu must be held
 	downed     map[string]downedPeer // by NodeId; mu must be held
 	last       gate.Licence          // mu must be held
+	lastTick   time.Time             // start of the last tick (or follow); mu must be held
+	suspectTil time.Time             // after a stall (frozen process): not whole before this; mu must be held
 	pid        *actor.PID
 	unsub      func()
 }
@@ -143,6 +145,7 @@ func (k *leaseKeeper) start(tree *actors.Tree, view *redundancy.RoleView) error 
 func (k *leaseKeeper) follow(view *redundancy.RoleView) {
 	k.mu.Lock()
 	k.view = view
+	k.lastTick = k.clock.Now()
 	k.mu.Unlock()
 	_, k.unsub = k.d.Subscribe(func(ev membership.Event) {
 		if ev.Kind != membership.MemberDowned || ev.Member.ClusterID != k.cluster || !ev.Member.HasRole(config.RoleDriver) {
@@ -277,6 +280,17 @@ func (k *leaseKeeper) whole(now time.Time) bool { return k.wholeWithin(now, k.pa
 // pause, so the lease is held before the set stops being whole and the
 // Primary's licence never lapses on a split it wins.
 func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
+	k.mu.Lock()
+	stalled := now.Sub(k.lastTick) > k.pause || now.Before(k.suspectTil)
+	k.mu.Unlock()
+	if stalled {
+		// This process did not run for a pause (SIGSTOP, a VM freeze) or
+		// has just woken from it: what it hears now may have waited in its
+		// sockets through the freeze, so it cannot tell whether its peers
+		// still count it. Until a pause has passed awake, only the lease
+		// licenses it.
+		return false
+	}
 	st := k.d.Snapshot()
 	n := 0
 	for _, m := range st.Gossip.Members {
@@ -353,6 +367,14 @@ func (k *leaseKeeper) tick() {
 		return
 	}
 	now := k.clock.Now()
+	k.mu.Lock()
+	if gap := now.Sub(k.lastTick); gap > k.pause {
+		k.suspectTil = now.Add(k.pause)
+		k.log.Warn("lease keeper: this process did not run for longer than the heartbeat pause (frozen?); the Primary acts only with the lease until a pause has passed",
+			"gap", gap.String())
+	}
+	k.lastTick = now
+	k.mu.Unlock()
 	suspect := !k.wholeWithin(now, k.pause/3)
 	primary := k.view.Role() == redundancy.RolePrimary
 	k.mu.Lock()

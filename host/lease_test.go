@@ -231,3 +231,42 @@ func TestLeaseKeeperPromotionHold(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseKeeperFencesAWokenProcess: a process frozen past the pause
+// that wakes to messages queued through its freeze (its peer looks heard
+// just now) is not licensed by that: without the lease it is fenced from
+// its first instant awake, before its keeper has even ticked.
+func TestLeaseKeeperFencesAWokenProcess(t *testing.T) {
+	r := newKeeperRig(t)
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Licensed {
+		t.Fatalf("before the freeze: %v", l)
+	}
+	// Frozen 10 s; meanwhile the peer downed it and took the lease.
+	r.clock.Advance(10 * time.Second)
+	if _, err := r.store.Acquire(t.Context(), nodeB.String()); err != nil {
+		t.Fatal(err)
+	}
+	r.ms.hear(r.peer, r.clock.Now()) // a heartbeat that waited in the socket
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("woken, peer just 'heard', lease elsewhere: %v, want unlicensed", l)
+	}
+	if role, _ := r.view.State(); role != gate.RoleFencedPrimary {
+		t.Fatalf("woken: the gate sees %v", role)
+	}
+	r.settle(t) // the first tick awake: still fenced for a pause
+	r.ms.hear(r.peer, r.clock.Now())
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("first tick awake: %v, want unlicensed", l)
+	}
+	// A live pair after a long stall of this process: the pause passes
+	// awake, the peer keeps talking, the set is whole again.
+	for range 13 { // ticks every 250 ms, the peer heartbeating
+		r.clock.Advance(250 * time.Millisecond)
+		r.ms.hear(r.peer, r.clock.Now())
+		r.settle(t)
+	}
+	if l := r.k.licence(); l != gate.Licensed {
+		t.Fatalf("a pause awake with the peer heard: %v, want licensed", l)
+	}
+}

@@ -69,9 +69,37 @@ func (v *RoleView) DriverMemberCount() int {
 
 // State returns Role and DriverMemberCount together.
 func (v *RoleView) State() (Role, int) {
+	if v.leaving() {
+		return RoleSecondary, v.DriverMemberCount()
+	}
 	r := v.Role()
 	if f := v.fence.Load(); r == RolePrimary && f != nil && !(*f)() {
 		r = gate.RoleFencedPrimary
 	}
 	return r, v.DriverMemberCount()
+}
+
+// leaving reports whether this node is on its way out of the cluster it
+// sees — Leaving, Exiting, Down, or no longer among the members — so that
+// it never acts as Primary between its downing (or leave) and its exit,
+// whatever the last snapshot said: the single-node posture of an unknown
+// role is for a node that has not joined yet, not for one that was
+// removed.
+func (v *RoleView) leaving() bool {
+	if v.members == nil {
+		return false
+	}
+	st := v.members.Snapshot()
+	if st.Gossip.IsEmpty() {
+		return false // not joined yet
+	}
+	self, ok := st.SelfMember()
+	if !ok {
+		return true
+	}
+	switch self.Status {
+	case membership.Leaving, membership.Exiting, membership.Down, membership.Removed:
+		return true
+	}
+	return false
 }

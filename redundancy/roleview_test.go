@@ -36,7 +36,7 @@ func up(host string, port int, uid uint64, cid string, roles ...string) m.Member
 // TestRoleViewFeedsTheGate: what data-plane code gets when it asks the gate
 // through the view, across the boot window and steady state.
 func TestRoleViewFeedsTheGate(t *testing.T) {
-	f := &members{}
+	f := &members{st: m.State{Self: m.UniqueAddress{Host: "a", Port: 1, UID: 1}}}
 	v := redundancy.NewRoleView(f, "pair")
 	ask := func() (bool, gate.Reason) { return gate.ShouldServiceAsPrimary(v.State()) }
 
@@ -64,6 +64,25 @@ func TestRoleViewFeedsTheGate(t *testing.T) {
 	v.SetRole(redundancy.RoleUnknown, 0)
 	if ok, r := ask(); ok || r != gate.DeniedRoleUnknown {
 		t.Fatalf("snapshot omitted this node: %v %v", ok, r)
+	}
+	// Downed (or leaving, or removed) after the last snapshot: never the
+	// Primary again, even as the lone driver it now sees.
+	for _, st := range []m.Status{m.Leaving, m.Exiting, m.Down} {
+		self := up("a", 1, 1, "pair", "driver")
+		self.Status = st
+		f.set(self, up("b", 1, 2, "pair", "driver"))
+		v.SetRole(redundancy.RoleUnknown, 0)
+		if ok, r := ask(); ok || r != gate.DeniedSecondary {
+			t.Fatalf("self %v: %v %v, want denied", st, ok, r)
+		}
+		v.SetRole(redundancy.RolePrimary, 9)
+		if ok, _ := ask(); ok {
+			t.Fatalf("self %v with a stale Primary snapshot: serviced", st)
+		}
+	}
+	f.set(up("b", 1, 2, "pair", "driver")) // removed: no longer a member
+	if ok, _ := ask(); ok {
+		t.Fatal("a node no longer among the members is serviced")
 	}
 	// No membership at all: driver count 0.
 	if ok, _ := gate.ShouldServiceAsPrimary(redundancy.NewRoleView(nil, "pair").State()); !ok {

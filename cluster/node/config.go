@@ -52,7 +52,7 @@ type DowningConfig struct {
 	Role string
 	// QuorumSize for static-quorum. No default: must be ≥ 1.
 	QuorumSize int
-	// AcquireLeaseDelayForMinority for lease-majority. Default 2000.
+	// AcquireLeaseDelayForMinority for lease-majority. Default 1000 (Akka's is 2000).
 	AcquireLeaseDelayForMinority int64
 	// ReleaseLeaseAfter: a held lease is released this long after it was
 	// acquired. Default 40000.
@@ -118,7 +118,7 @@ func DefaultConfig(self m.UniqueAddress, seeds []m.Address) Config {
 			AutoDownUnreachableAfter:     downing.DefaultAutoDownUnreachableAfter,
 			StableAfter:                  15000,
 			DownIfAlone:                  true,
-			AcquireLeaseDelayForMinority: 2000,
+			AcquireLeaseDelayForMinority: 1000, // Akka: 2000; see hocon-compat DefaultAcquireLeaseDelayForMinority
 			ReleaseLeaseAfter:            40000,
 		},
 		SelfFormAfter: bootstrap.DefaultSelfFormAfter,
