@@ -41,7 +41,7 @@ var JSONKeys = []string{
 // Defaults of the settings only akka.conf can give (otopcua's cluster uses
 // Akka's values).
 const (
-	DefaultDownAllWhenUnstable          = time.Duration(0) // on: max(4s, 3/4 of stable-after)
+	DefaultDownAllWhenUnstable = time.Duration(0) // on: max(4s, 3/4 of stable-after)
 	// DefaultAcquireLeaseDelayForMinority is 1 s where Akka's is 2 s:
 	// otopcua's lease keeper takes the lease for a live Primary within a
 	// third of the heartbeat pause, seconds before any split-brain

@@ -227,7 +227,7 @@ func TestEtcd(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Members[0].Kill() // the first endpoint, the one the lease talks to
-		defer func() { // a failure below must not leave it dead for the next subtest
+		defer func() {      // a failure below must not leave it dead for the next subtest
 			if !c.Members[0].Running() {
 				c.Members[0].Restart()
 			}
