@@ -13,7 +13,7 @@
 //     and has held it for 3 s — so the Primary alternates.
 //     -strategy auto-down (the default: auto-down with the production
 //     defaults) or lease-majority (the Config DB lease on the pair's
-//     shared SQLite Config DB, Ttl 6 s, StableAfter 3 s). SIGKILL is
+//     shared SQLite Config DB, Ttl 6 s, lease-majority's defaults). SIGKILL is
 //     measured with the crash fast path on (the default of both
 //     strategies) and off (Cluster:DownOnConnectionRefused false: the
 //     failure detector, then AutoDownUnreachableAfter or StableAfter).
@@ -69,10 +69,6 @@ const (
 	sigStop       = "stop"
 )
 
-// leaseStableAfter is Cluster:StableAfter under lease-majority
-// (docs/redundancy.md: with the shared lease deciding, a pair may decide
-// much sooner than auto-down's 15 s).
-const leaseStableAfter = "3s"
 
 // mode is one measured configuration: the split-brain strategy, the
 // signal the Primary gets, and whether the crash fast path is off.
@@ -85,8 +81,7 @@ type mode struct {
 // tune edits a node's Cluster section for m.
 func (m mode) tune(c map[string]any) {
 	if m.strategy == leaseMajority {
-		c["SplitBrainResolverStrategy"] = leaseMajority
-		c["StableAfter"] = leaseStableAfter
+		c["SplitBrainResolverStrategy"] = leaseMajority // its defaults: stable-after 1 s, heartbeat pause 2 s
 		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
 	}
 	if m.fastPathOff {
@@ -110,7 +105,7 @@ func (m mode) sigName() string {
 
 func (m mode) strategyLabel() string {
 	if m.strategy == leaseMajority {
-		return "lease-majority (Config DB lease, StableAfter " + leaseStableAfter + ")"
+		return "lease-majority (Config DB lease, its defaults)"
 	}
 	return "auto-down"
 }
@@ -140,7 +135,7 @@ func (m mode) rowLabel() string {
 func main() {
 	trials := flag.Int("trials", 20, "failover trials with the fast path on (with -matrix: per cell)")
 	offTrials := flag.Int("off-trials", 5, "SIGKILL trials with the fast path off (each takes ≈ 20 s under auto-down); ignored with -matrix and -signal stop")
-	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared SQLite Config DB, StableAfter 3s)")
+	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared SQLite Config DB, lease-majority's defaults)")
 	signal := flag.String("signal", sigKill, "what the Primary gets: kill (SIGKILL) or stop (SIGSTOP; SIGCONT once the survivor reads 250, then it must exit with code 3 and is restarted)")
 	matrix := flag.Bool("matrix", false, "run SIGKILL and SIGSTOP under auto-down and lease-majority, -trials each, and print one table")
 	doc := flag.String("doc", "", "also write the results and the commands into this Markdown file")
@@ -465,7 +460,7 @@ publishing interval 50 ms) that reconnects when its node restarts.
     then auto-down waits ` + "`AutoDownUnreachableAfter`" + ` (15 s).
 - **Strategy and signal** (` + "`-strategy`, `-signal`, `-matrix`" + `). The same pair, trial loop and client-side
   clock, with:
-  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority`, `StableAfter: 3s`" + `,
+  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority` with its defaults (stable-after 1 s, heartbeat pause 2 s)" + `,
     ` + "`Lease: {Provider: configdb, Ttl: 6s}`" + ` — the lease is a row of the pair's shared SQLite Config DB
     (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast path stays on (its default);
     it takes the lease before downing.
