@@ -280,6 +280,14 @@ func (k *leaseKeeper) whole(now time.Time) bool { return k.wholeWithin(now, k.pa
 // pause, so the lease is held before the set stops being whole and the
 // Primary's licence never lapses on a split it wins.
 func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
+	n, ok := k.side(now, pause)
+	return ok && n >= k.expected
+}
+
+// side counts the nodes of the set on this node's side — itself and the Up
+// driver peers it holds reachable and heard from within pause; ok is false
+// while it cannot tell (see the stall below).
+func (k *leaseKeeper) side(now time.Time, pause time.Duration) (n int, ok bool) {
 	k.mu.Lock()
 	stalled := now.Sub(k.lastTick) > k.pause || now.Before(k.suspectTil)
 	k.mu.Unlock()
@@ -289,10 +297,9 @@ func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
 		// sockets through the freeze, so it cannot tell whether its peers
 		// still count it. Until a pause has passed awake, only the lease
 		// licenses it.
-		return false
+		return 1, false
 	}
 	st := k.d.Snapshot()
-	n := 0
 	for _, m := range st.Gossip.Members {
 		if m.ClusterID != k.cluster || !m.HasRole(config.RoleDriver) || m.Status != membership.Up {
 			continue
@@ -307,7 +314,7 @@ func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
 		}
 		n++
 	}
-	return n >= k.expected
+	return n, true
 }
 
 // licence is the Primary's licence now (gate.LicenceOf); it also starts
@@ -376,6 +383,12 @@ func (k *leaseKeeper) tick() {
 	k.lastTick = now
 	k.mu.Unlock()
 	suspect := !k.wholeWithin(now, k.pause/3)
+	// The keeper takes the lease ahead of the split-brain decision only
+	// for a side that cannot be a minority (a pair's lone Primary, half or
+	// more of a larger set): a Primary cut off in the minority of three
+	// or more leaves the lease to the majority's decision.
+	mySide, _ := k.side(now, k.pause/3)
+	notMinority := mySide*2 >= k.expected
 	primary := k.view.Role() == redundancy.RolePrimary
 	k.mu.Lock()
 	mine := k.holder == k.owner && now.Before(k.validUntil.Add(k.ttl/6))
@@ -398,7 +411,7 @@ func (k *leaseKeeper) tick() {
 		}
 	case mine && now.Sub(k.renewedAt) >= k.ttl/3:
 		call = func() { k.acquire() }
-	case !mine && primary && suspect && now.Sub(k.renewedAt) >= 500*time.Millisecond:
+	case !mine && primary && suspect && notMinority && now.Sub(k.renewedAt) >= 500*time.Millisecond:
 		k.renewedAt = now // paces the attempts
 		call = func() {
 			if k.acquire() { // its own: freed again once the set is whole

@@ -270,3 +270,41 @@ func TestLeaseKeeperFencesAWokenProcess(t *testing.T) {
 		t.Fatalf("a pause awake with the peer heard: %v, want licensed", l)
 	}
 }
+
+// TestLeaseKeeperLeavesAMinorityToTheDecision: in a set of three, a
+// Primary cut off alone does not take the lease ahead of the decision (the
+// majority's resolver takes it); it is fenced meanwhile.
+func TestLeaseKeeperLeavesAMinorityToTheDecision(t *testing.T) {
+	r := newKeeperRig(t)
+	c := uaddr("10.0.0.3", 4053, 3)
+	r.ms.mu.Lock()
+	r.ms.st = stateOf(nodeA, mem(nodeA, membership.Up, 1, "site", "driver"), mem(nodeB, membership.Up, 2, "site", "driver"),
+		mem(c, membership.Up, 3, "site", "driver"))
+	r.ms.heard[c] = r.clock.Now()
+	r.ms.mu.Unlock()
+	r.k.expected = 3
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Licensed {
+		t.Fatalf("whole set of three: %v", l)
+	}
+	for range 14 { // both peers silent for 3.5 s, past the pause
+		r.clock.Advance(250 * time.Millisecond)
+		r.settle(t)
+	}
+	if h := r.holder(t); h != "" {
+		t.Fatalf("a lone Primary of three took the lease (%q)", h)
+	}
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("alone among three: %v, want unlicensed", l)
+	}
+	// One peer still heard: half or more of three is this side, so the
+	// keeper takes the lease ahead of the decision.
+	for range 4 {
+		r.clock.Advance(250 * time.Millisecond)
+		r.ms.hear(c, r.clock.Now())
+		r.settle(t)
+	}
+	if h := r.holder(t); h != nodeA.String() {
+		t.Fatalf("a Primary with one of two peers: holder %q, want this node", h)
+	}
+}
