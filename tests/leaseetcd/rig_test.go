@@ -3,8 +3,6 @@ package leaseetcd
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -150,7 +148,7 @@ func (r *rig) start(name string) {
 	}
 	endpoint := n.Endpoint()
 	if r.net != nil {
-		endpoint = "opc.tcp://" + forward(r.t, r.client, r.net.Host(name).Addr+":4840")
+		endpoint = "opc.tcp://" + netem.Forward(r.t, r.client, r.net.Host(name).Addr+":4840")
 	}
 	w := &watched{}
 	w.w = demo.Watch(context.Background(), endpoint, demo.WatchOptions{}, w.add)
@@ -307,66 +305,4 @@ func (r *rig) assertInvariant() {
 		r.t.Fatalf("invariant sampler: only %d of %d rounds read both nodes; the invariant was not checked", both, len(rounds))
 	}
 	r.t.Logf("invariant sampler: %d rounds (%d with both nodes answering), never two 250s", len(rounds), both)
-}
-
-// forward listens on 127.0.0.1 and forwards every connection to target,
-// dialled from inside test host h (as tests/failover's rig does).
-func forward(t *testing.T, h *netem.Host, target string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	track := func(c net.Conn, add bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if add {
-			conns[c] = true
-		} else {
-			delete(conns, c)
-		}
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				u, err := h.DialContext(ctx, "tcp", target)
-				cancel()
-				if err != nil {
-					c.Close()
-					return
-				}
-				track(c, true)
-				track(u, true)
-				done := make(chan struct{}, 2)
-				pipe := func(dst, src net.Conn) {
-					_, _ = io.Copy(dst, src)
-					dst.Close()
-					src.Close()
-					done <- struct{}{}
-				}
-				go pipe(u, c)
-				go pipe(c, u)
-				<-done
-				<-done
-				track(c, false)
-				track(u, false)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,9 +111,9 @@ func newRig(t *testing.T) *rig {
 		// server. The device is reached the same way, never cut.
 		p := netem.NewProxy(t, "127.0.0.1:0", r.db.Addr())
 		r.dbPath[name] = p
-		listenIn(t, h, r.db.Addr(), p.Addr())
-		listenIn(t, h, dev.Addr(), dev.Addr())
-		r.ua[name] = "opc.tcp://" + forwardThrough(t, r.scada, h.Addr+":4840")
+		netem.ForwardFrom(t, h, r.db.Addr(), p.Addr())
+		netem.ForwardFrom(t, h, dev.Addr(), dev.Addr())
+		r.ua[name] = "opc.tcp://" + netem.Forward(t, r.scada, h.Addr+":4840")
 	}
 	r.sampler = newSampler(t, r.ua)
 	r.writer = newWriter(t, r.ua)
@@ -389,104 +387,6 @@ func (r *rig) keepLogs() {
 	for n, node := range r.nodes {
 		_ = os.WriteFile(filepath.Join(dir, r.t.Name()+"-"+n+".log"), []byte(node.Log()), 0o644)
 	}
-}
-
-// ---- forwarders ----
-
-// listenIn listens inside h's namespace at addr and forwards every
-// connection to target, dialled from the root namespace (the machine's
-// loopback). Closed at cleanup, open connections with it.
-func listenIn(t *testing.T, h *netem.Host, addr, target string) {
-	t.Helper()
-	l, err := h.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen in %s at %s: %v", h.Name, addr, err)
-	}
-	serveForward(t, l, func(ctx context.Context) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "tcp", target)
-	})
-}
-
-// forwardThrough listens on the root namespace's 127.0.0.1 and forwards
-// every connection to target dialled from inside h: the test's OPC UA
-// clients reach the nodes as a SCADA machine on the test network would.
-func forwardThrough(t *testing.T, h *netem.Host, target string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveForward(t, l, func(ctx context.Context) (net.Conn, error) { return h.DialContext(ctx, "tcp", target) })
-	return l.Addr().String()
-}
-
-func serveForward(t *testing.T, l net.Listener, dial func(context.Context) (net.Conn, error)) {
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	closed := false
-	track := func(c net.Conn, add bool) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if add {
-			if closed {
-				return false
-			}
-			conns[c] = true
-		} else {
-			delete(conns, c)
-		}
-		return true
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				u, err := dial(ctx)
-				cancel()
-				if err != nil {
-					c.Close()
-					return
-				}
-				if !track(c, true) || !track(u, true) {
-					c.Close()
-					u.Close()
-					return
-				}
-				done := make(chan struct{}, 2)
-				pipe := func(dst, src net.Conn) {
-					_, _ = io.Copy(dst, src)
-					dst.Close()
-					src.Close()
-					done <- struct{}{}
-				}
-				go pipe(u, c)
-				go pipe(c, u)
-				<-done
-				<-done
-				track(c, false)
-				track(u, false)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		closed = true
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
 }
 
 // ---- OPC UA clients (gopcua) ----
