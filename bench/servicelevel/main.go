@@ -69,7 +69,6 @@ const (
 	sigStop       = "stop"
 )
 
-
 // mode is one measured configuration: the split-brain strategy, the
 // signal the Primary gets, and whether the crash fast path is off.
 type mode struct {
