@@ -159,6 +159,17 @@ func (n *MemNetwork) Heal(a, b membership.Address) {
 	delete(n.cut, [2]membership.Address{b, a})
 }
 
+// Passes reports whether a message from → to gets through: to is attached
+// (not killed) and the link is not cut. Other in-memory transports over
+// the same nodes (pub/sub's, pubsub.NewMemNetworkOn) route by it, so that
+// one Kill, Partition or Heal applies to all the cluster's traffic.
+func (n *MemNetwork) Passes(from, to membership.Address) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, alive := n.nodes[to]
+	return alive && !n.cut[[2]membership.Address{from, to}]
+}
+
 // route returns the transport at to as seen from from, nil when dead or
 // cut off.
 func (n *MemNetwork) route(from, to membership.Address) (*MemTransport, bool) {

@@ -315,3 +315,34 @@ func TestUnreachableNodeIsSkipped(t *testing.T) {
 		t.Fatalf("b got %q", g)
 	}
 }
+
+// linksCut is a Links whose every link is cut.
+type linksCut struct{}
+
+func (linksCut) Passes(_, _ membership.Address) bool { return false }
+
+// TestMemNetworkOnFollowsItsLinks: a mediators' network routed over the
+// daemons' network drops what that network would drop (one Kill or
+// Partition for all the cluster's traffic), and delivers otherwise.
+func TestMemNetworkOnFollowsItsLinks(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		links pubsub.Links
+		want  uint64 // delivered
+	}{{"cut", linksCut{}, 0}, {"own network only", nil, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := pubsub.NewMemNetworkOn(tc.links)
+			if tc.links == nil {
+				n = pubsub.NewMemNetwork()
+			}
+			a, b := n.Transport(), n.Transport()
+			got := 0
+			a.Bind(pubsubtest.Addr("a"), func(proto.Message) {})
+			b.Bind(pubsubtest.Addr("b"), func(proto.Message) { got++ })
+			a.Send(pubsubtest.Addr("b"), str("x"))
+			if sent, _ := a.Counts(); sent != tc.want || uint64(got) != tc.want {
+				t.Fatalf("sent %d, received %d, want %d", sent, got, tc.want)
+			}
+		})
+	}
+}

@@ -79,11 +79,28 @@ type MemNetwork struct {
 	mu    sync.Mutex
 	nodes map[membership.Address]*MemTransport
 	cut   map[[2]membership.Address]bool
+	links Links // nil: only this network's own cuts
+}
+
+// Links is the network the mediators share with their daemons
+// (*daemon.MemNetwork): a message from → to is delivered only when it
+// passes there too.
+type Links interface {
+	Passes(from, to membership.Address) bool
 }
 
 // NewMemNetwork returns an empty network.
 func NewMemNetwork() *MemNetwork {
 	return &MemNetwork{nodes: map[membership.Address]*MemTransport{}, cut: map[[2]membership.Address]bool{}}
+}
+
+// NewMemNetworkOn returns an empty network routed over links: killing,
+// partitioning or healing there applies to the mediators' traffic as it
+// does to the daemons'.
+func NewMemNetworkOn(links Links) *MemNetwork {
+	n := NewMemNetwork()
+	n.links = links
+	return n
 }
 
 // Transport returns a new transport attached to the network.
@@ -147,9 +164,9 @@ func (t *MemTransport) Bind(self membership.Address, inbox func(proto.Message)) 
 // Send implements Transport.
 func (t *MemTransport) Send(to membership.Address, msg proto.Message) {
 	t.net.mu.Lock()
-	dst, cut := t.net.nodes[to], t.net.cut[[2]membership.Address{t.self, to}]
+	dst, cut, links := t.net.nodes[to], t.net.cut[[2]membership.Address{t.self, to}], t.net.links
 	t.net.mu.Unlock()
-	if dst == nil || cut {
+	if dst == nil || cut || (links != nil && !links.Passes(t.self, to)) {
 		t.dropped.Add(1)
 		return
 	}

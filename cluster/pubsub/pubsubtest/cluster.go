@@ -51,8 +51,11 @@ func (s *LogSink) Count(text string) int { return strings.Count(s.String(), text
 // cluster daemon on a daemon.MemNetwork and a pub/sub mediator on a
 // pubsub.MemNetwork — all on one StepClock.
 type Cluster struct {
-	T      testing.TB
-	Clock  *StepClock
+	T     testing.TB
+	Clock *StepClock
+	// Net is the one in-memory network of the cluster: Kill, Partition and
+	// Heal there apply to the daemons' and the mediators' (and so the
+	// singleton managers') traffic alike; PubNet routes over it.
 	Net    *daemon.MemNetwork
 	PubNet *pubsub.MemNetwork
 	// Configure, when set before the first Start, adjusts every node's
@@ -119,7 +122,8 @@ func (n *Node) stop(crash bool) {
 
 // New returns an empty cluster; every node is stopped at the test's end.
 func New(t testing.TB) *Cluster {
-	c := &Cluster{T: t, Clock: NewStepClock(), Net: daemon.NewMemNetwork(), PubNet: pubsub.NewMemNetwork(), nodes: map[string]*Node{}}
+	net := daemon.NewMemNetwork()
+	c := &Cluster{T: t, Clock: NewStepClock(), Net: net, PubNet: pubsub.NewMemNetworkOn(net), nodes: map[string]*Node{}}
 	t.Cleanup(func() {
 		for _, n := range c.All() {
 			n.Stop()
