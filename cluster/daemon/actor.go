@@ -437,10 +437,6 @@ func (a *daemonActor) onProbeDone(p probeDone) {
 // connection broke but whose port still accepted.
 const RecheckAfter = 300 * time.Millisecond
 
-// DownNow is the crash fast path's down-at-once rule (node.DownNow): the
-// core applies it.
-func DownNow(st m.State, u m.UniqueAddress) (down, keep bool) { return node.DownNow(st, u) }
-
 func (a *daemonActor) startExiting() {
 	a.log.Info("cluster exiting: running the leave tasks", "tasks", len(a.d.opts.ExitingTasks))
 	tasks, timeout, parent := a.d.opts.ExitingTasks, a.d.opts.ExitingTimeout, a.d.ctx

@@ -23,7 +23,8 @@
 //     the crash fast path (Node.CrashFastPath, Cluster:DownOnConnectionRefused):
 //     up to 3 TCP connects within 300 ms, Refused / Timeout / Accepted fed
 //     back to the core, which marks a refusing peer unreachable at once;
-//     the leader then downs it at once (DownNow) instead of waiting for
+//     the leader then downs it at once (node.DownNow; under lease-majority
+//     after AcquireFastPathLease) instead of waiting for
 //     auto-down-unreachable-after. Silence (timeouts) still goes through
 //     the phi detector and the full downing window;
 //   - ProbeSeeds, AcquireLease/ReleaseLease and StartExiting run on

@@ -456,50 +456,6 @@ func TestPausedNodeRemovedThenStops(t *testing.T) {
 	}
 }
 
-func TestDownNow(t *testing.T) {
-	a := m.UniqueAddress{Host: "a", Port: 1, UID: 1}
-	b := m.UniqueAddress{Host: "b", Port: 1, UID: 2}
-	view := func(self m.UniqueAddress, bStatus m.Status, unreachable bool) m.State {
-		ma := m.NewMember(a, nil, "").WithUp(1)
-		mb := m.NewMember(b, nil, "").WithUp(2)
-		if bStatus == m.Leaving || bStatus == m.Exiting {
-			mb = mb.WithStatus(m.Leaving)
-		}
-		mb = mb.WithStatus(bStatus)
-		g := m.NewGossip(ma, mb)
-		if unreachable {
-			g = g.WithReachability(g.Reachability.Unreachable(a, b))
-		}
-		return m.State{Gossip: g, Self: self}
-	}
-	cases := []struct {
-		name       string
-		st         m.State
-		u          m.UniqueAddress
-		down, keep bool
-	}{
-		{"leader, unreachable Up peer", view(a, m.Up, true), b, true, false},
-		{"leader, unreachable Leaving peer", view(a, m.Leaving, true), b, true, false},
-		{"peer answers again", view(a, m.Up, false), b, false, false},
-		{"exiting peer is not downed", view(a, m.Exiting, true), b, false, false},
-		{"already down", view(a, m.Down, true), b, false, false},
-		{"another incarnation", view(a, m.Up, true), m.UniqueAddress{Host: "b", Port: 1, UID: 3}, false, false},
-	}
-	for _, tc := range cases {
-		down, keep := DownNow(tc.st, tc.u)
-		if down != tc.down || keep != tc.keep {
-			t.Errorf("%s: DownNow = %v,%v want %v,%v", tc.name, down, keep, tc.down, tc.keep)
-		}
-	}
-	// b observing a unreachable, with c as leader: wait
-	c := m.UniqueAddress{Host: "0", Port: 1, UID: 3}
-	g := m.NewGossip(m.NewMember(a, nil, "").WithUp(1), m.NewMember(b, nil, "").WithUp(2), m.NewMember(c, nil, "").WithUp(3))
-	g = g.WithReachability(g.Reachability.Unreachable(b, a))
-	if down, keep := DownNow(m.State{Gossip: g, Self: b}, a); down || !keep {
-		t.Errorf("non-leader: DownNow = %v,%v want false,true", down, keep)
-	}
-}
-
 // panicky is a transport whose Send panics, standing in for a broken
 // invariant on the daemon's goroutine.
 type panicky struct{ *MemTransport }
