@@ -69,7 +69,6 @@ type leaseKeeper struct {
 	onChange   func()                // a licence change: the publish actor recomputes; mu must be held to read or write
 	validUntil time.Time             // on this node's clock: request start + TTL − TTL/6; mu must be held
 	holder     string                // last known holder; mu must be held
-	epoch      uint64                // of the held lease; mu must be held
 	renewedAt  time.Time             // start of the last acquire or renewal; mu must be held
 	busy       bool                  // a store call runs; mu must be held
 	wantFree   bool                  // the core released: free it once the set is whole; mu must be held
@@ -221,7 +220,7 @@ func (k *leaseKeeper) acquire(evict ...string) bool {
 		if k.holder != k.owner {
 			k.log.Info("lease acquired", "owner", k.owner, "epoch", g.Epoch, "evicted", evict)
 		}
-		k.holder, k.epoch, k.renewedAt = k.owner, g.Epoch, start
+		k.holder, k.renewedAt = k.owner, start
 		k.validUntil = start.Add(k.ttl - k.ttl/6)
 		return true
 	case errors.As(err, &held):
@@ -382,12 +381,12 @@ func (k *leaseKeeper) tick() {
 	}
 	k.lastTick = now
 	k.mu.Unlock()
-	suspect := !k.wholeWithin(now, k.pause/3)
+	mySide, known := k.side(now, k.pause/3)
+	suspect := !known || mySide < k.expected
 	// The keeper takes the lease ahead of the split-brain decision only
 	// for a side that cannot be a minority (a pair's lone Primary, half or
 	// more of a larger set): a Primary cut off in the minority of three
 	// or more leaves the lease to the majority's decision.
-	mySide, _ := k.side(now, k.pause/3)
 	notMinority := mySide*2 >= k.expected
 	primary := k.view.Role() == redundancy.RolePrimary
 	k.mu.Lock()

@@ -14,8 +14,8 @@
 //     connections). Otherwise it returns a *HeldError (errors.Is ErrHeld)
 //     naming the live holder and its epoch.
 //   - Release(ctx, owner) frees it if owner holds it; Holder(ctx) reads it.
-//   - ForDowning adapts a Lease to the cluster core's synchronous
-//     downing.Lease, each call bounded by a timeout of at most TTL/2.
+//   - The node's lease keeper (host) is the cluster core's downing.Lease
+//     on top of a Lease: it bounds each call to TTL/2 and renews.
 //
 // Every method is safe for concurrent use and returns by the end of its
 // context, also when the store hangs.

@@ -155,14 +155,6 @@ func TestConfigDBPostgresOutage(t *testing.T) {
 			t.Fatalf("%s: Acquire took %v, deadline %v", stop.name, took, stop.deadline)
 		}
 		t.Logf("%s: Acquire failed after %v: %v", stop.name, took, err)
-		// ForDowning answers false (not held), within its timeout.
-		start := time.Now()
-		if lease.ForDowning(l, time.Second).Acquire("node-a") {
-			t.Fatalf("%s: ForDowning.Acquire true with the database down", stop.name)
-		}
-		if took := time.Since(start); took > 1500*time.Millisecond {
-			t.Fatalf("%s: ForDowning.Acquire took %v", stop.name, took)
-		}
 		stop.up()
 		var g lease.Grant
 		deadline := time.Now().Add(10 * time.Second)
@@ -285,40 +277,7 @@ func TestEtcd(t *testing.T) {
 		if took := time.Since(start); took > time.Second {
 			t.Fatalf("Acquire with etcd dead took %v", took)
 		}
-		if lease.ForDowning(l, time.Second).Acquire("node-a") {
-			t.Fatal("ForDowning.Acquire true with etcd dead")
-		}
 	})
-}
-
-func TestForDowning(t *testing.T) {
-	clock := clockwork.NewFakeClock()
-	l := lease.NewMemory("plant-1", 10*time.Second, clock)
-	dead := []string{}
-	a := lease.ForDowning(l, time.Minute, lease.WithEvict(func() []string { return dead }))
-	b := lease.ForDowning(l, 0)
-	if !a.Acquire("node-a") || !a.Acquire("node-a") {
-		t.Fatal("node-a could not acquire a free lease")
-	}
-	if b.Acquire("node-b") {
-		t.Fatal("node-b acquired a held lease")
-	}
-	if a.Holder() != "node-a" || b.Holder() != "node-a" {
-		t.Fatalf("Holder = %q", a.Holder())
-	}
-	if b.Release("node-b") {
-		t.Fatal("node-b released a lease it does not hold")
-	}
-	if !a.Release("node-a") || a.Holder() != "" {
-		t.Fatal("node-a could not release")
-	}
-	if !b.Acquire("node-b") {
-		t.Fatal("node-b could not acquire the released lease")
-	}
-	dead = []string{"node-b"}
-	if !a.Acquire("node-a") || a.Holder() != "node-a" {
-		t.Fatal("node-a could not evict a dead node-b")
-	}
 }
 
 func TestConstructorsRefuse(t *testing.T) {
