@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		if err != nil {
 			return fmt.Errorf("Cluster:Lease: %w", err)
 		}
-		keeper = newLeaseKeeper(l, cfg, actors.RealClock(), logger)
+		keeper = newLeaseKeeper(l, cfg, tree.Clock(), logger)
 	}
 	var exits singleton.ExitGroup
 	cluster, err = startCluster(cfg, sys, creds, keeper, metrics, &exits, logger)
