@@ -58,7 +58,10 @@ func (v *RoleView) DriverMemberCount() int {
 	if v.members == nil {
 		return 0
 	}
-	st := v.members.Snapshot()
+	return v.driverMembers(v.members.Snapshot())
+}
+
+func (v *RoleView) driverMembers(st membership.State) int {
 	n := CountDriverMembers(st.Gossip.Members, v.clusterID)
 	if self, ok := st.SelfMember(); ok && (self.Status == membership.Joining || self.Status == membership.WeaklyUp) &&
 		self.ClusterID == v.clusterID && self.HasRole(RoleDriver) {
@@ -67,29 +70,34 @@ func (v *RoleView) DriverMemberCount() int {
 	return n
 }
 
-// State returns Role and DriverMemberCount together.
+// State returns Role and DriverMemberCount together, from one membership
+// snapshot.
 func (v *RoleView) State() (Role, int) {
-	if v.leaving() {
-		return RoleSecondary, v.DriverMemberCount()
+	if v.members == nil {
+		return v.fenced(v.Role()), 0
 	}
-	r := v.Role()
-	if f := v.fence.Load(); r == RolePrimary && f != nil && !(*f)() {
-		r = gate.RoleFencedPrimary
+	st := v.members.Snapshot()
+	if leaving(st) {
+		return RoleSecondary, v.driverMembers(st)
 	}
-	return r, v.DriverMemberCount()
+	return v.fenced(v.Role()), v.driverMembers(st)
 }
 
-// leaving reports whether this node is on its way out of the cluster it
-// sees — Leaving, Exiting, Down, or no longer among the members — so that
+// fenced applies the licence check to the Primary (SetFence).
+func (v *RoleView) fenced(r Role) Role {
+	if f := v.fence.Load(); r == RolePrimary && f != nil && !(*f)() {
+		return gate.RoleFencedPrimary
+	}
+	return r
+}
+
+// leaving reports whether this node is on its way out of the cluster st
+// shows — Leaving, Exiting, Down, or no longer among the members — so that
 // it never acts as Primary between its downing (or leave) and its exit,
 // whatever the last snapshot said: the single-node posture of an unknown
 // role is for a node that has not joined yet, not for one that was
 // removed.
-func (v *RoleView) leaving() bool {
-	if v.members == nil {
-		return false
-	}
-	st := v.members.Snapshot()
+func leaving(st membership.State) bool {
 	if st.Gossip.IsEmpty() {
 		return false // not joined yet
 	}
