@@ -27,15 +27,21 @@ func leaseMajority(r *rig) {
 	})
 }
 
+// leasePair configures r's pair for lease-majority, waits until it is
+// healthy and returns its Primary and Secondary.
+func leasePair(t *testing.T, r *rig) (primary, secondary string) {
+	t.Helper()
+	leaseMajority(r)
+	return pairRoles(t, healthyRig(t, r))
+}
+
 // Lease drill (a): SIGKILL of the Primary under lease-majority → the crash
 // fast path takes the lease (evicting nobody: it was free) and downs the
 // dead node at once; the survivor is Primary without a promotion hold.
 func TestLeaseDrillKillPrimary(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, pairSpecs("site", "a", "b")...)
-	leaseMajority(r)
-	want := healthyRig(t, r)
-	p, s := pairRoles(t, want)
+	p, s := leasePair(t, r)
 	if body, err := r.node(p).Get("/api/cluster/config"); err != nil ||
 		!strings.Contains(body, "# Cluster:Lease (the shared lease of lease-majority): provider = configdb (sqlite), ttl = 6s") ||
 		!strings.Contains(body, "stable-after = 1s") {
@@ -65,9 +71,7 @@ func TestLeaseDrillKillPrimary(t *testing.T) {
 func TestLeaseDrillFreezePrimary(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, pairSpecs("site", "a", "b")...)
-	leaseMajority(r)
-	want := healthyRig(t, r)
-	p, s := pairRoles(t, want)
+	p, s := leasePair(t, r)
 	frozen := kill(t, r.node(p), syscall.SIGSTOP)
 	rd := r.waitFirst(40*time.Second, s, frozen, "250", is(Primary))
 	t.Logf("lease drill b: SIGSTOP of %s → %s at 250 after %v", p, s, rd.At.Sub(frozen).Round(time.Millisecond))
@@ -95,9 +99,7 @@ func TestLeaseDrillFreezePrimary(t *testing.T) {
 func TestLeaseDrillPartition(t *testing.T) {
 	t.Parallel()
 	r := newHostRig(t, pairSpecs("site", "a", "b")...)
-	leaseMajority(r)
-	want := healthyRig(t, r)
-	p, s := pairRoles(t, want)
+	p, s := leasePair(t, r)
 	hp, hs := r.net.Host(p), r.net.Host(s)
 	cut := time.Now()
 	r.net.Partition([]*netem.Host{hp}, []*netem.Host{hs}, netem.Drop)

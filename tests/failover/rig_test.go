@@ -58,22 +58,11 @@ type rig struct {
 
 // watched is a node's subscribed client and every reading it reported.
 type watched struct {
-	w  *demo.Watcher
-	mu sync.Mutex
-	h  []demo.Reading // mu must be held.
+	w *demo.Watcher
+	Recorder
 }
 
-func (w *watched) add(r demo.Reading) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.h = append(w.h, r)
-}
-
-func (w *watched) history() []demo.Reading {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.h)
-}
+func (w *watched) history() []demo.Reading { return w.History() }
 
 // newRig reserves ports (loopback) for every node.
 func newRig(t *testing.T, specs ...spec) *rig {
@@ -212,7 +201,7 @@ func (r *rig) watchNode(name string, n *procs.Node) {
 		endpoint = "opc.tcp://" + netem.Forward(r.t, r.client, r.net.Host(name).Addr+":4840")
 	}
 	w := &watched{}
-	w.w = demo.Watch(context.Background(), endpoint, demo.WatchOptions{}, w.add)
+	w.w = demo.Watch(context.Background(), endpoint, demo.WatchOptions{}, w.Add)
 	r.t.Cleanup(w.w.Close)
 	r.mu.Lock()
 	r.watch[name] = w
@@ -298,13 +287,7 @@ func (r *rig) firstReading(name string, since time.Time, ok func(demo.Reading) b
 
 // readingsSince are name's readings at or after since.
 func (r *rig) readingsSince(name string, since time.Time) []demo.Reading {
-	var out []demo.Reading
-	for _, rd := range r.watcher(name).history() {
-		if !rd.At.Before(since) {
-			out = append(out, rd)
-		}
-	}
-	return out
+	return r.watcher(name).Since(since)
 }
 
 // waitFirst waits up to total for a reading of name at or after since that
@@ -431,15 +414,7 @@ func (r *rig) assertInvariant() {
 		r.t.Fatalf("invariant sampler: %d rounds with two Primaries in one ClusterId, first: %v", len(v), v[0])
 	}
 	rounds := r.sampler.Rounds()
-	answered := 0
-	for _, rd := range rounds {
-		for _, o := range rd.Obs {
-			if o.OK {
-				answered++
-				break
-			}
-		}
-	}
+	answered := Answered(rounds, 1)
 	if answered < 10 {
 		r.t.Fatalf("invariant sampler: only %d of %d rounds had an answer; the invariant was not checked", answered, len(rounds))
 	}

@@ -49,21 +49,8 @@ type rig struct {
 }
 
 type watched struct {
-	w  *demo.Watcher
-	mu sync.Mutex
-	h  []demo.Reading
-}
-
-func (w *watched) add(r demo.Reading) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.h = append(w.h, r)
-}
-
-func (w *watched) history() []demo.Reading {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.h)
+	w *demo.Watcher
+	failover.Recorder
 }
 
 // newRig is a pair on loopback (random ports).
@@ -151,7 +138,7 @@ func (r *rig) start(name string) {
 		endpoint = "opc.tcp://" + netem.Forward(r.t, r.client, r.net.Host(name).Addr+":4840")
 	}
 	w := &watched{}
-	w.w = demo.Watch(context.Background(), endpoint, demo.WatchOptions{}, w.add)
+	w.w = demo.Watch(context.Background(), endpoint, demo.WatchOptions{}, w.Add)
 	r.t.Cleanup(w.w.Close)
 	r.mu.Lock()
 	r.nodes[name], r.watch[name] = n, w
@@ -251,7 +238,7 @@ func (r *rig) waitFirst(total time.Duration, name string, since time.Time, level
 	r.t.Helper()
 	var got demo.Reading
 	procs.CheckFor(r.t, total, 10*time.Millisecond, func() error {
-		for _, rd := range r.watcher(name).history() {
+		for _, rd := range r.watcher(name).History() {
 			if !rd.At.Before(since) && rd.Known && rd.Level == level {
 				got = rd
 				return nil
@@ -264,13 +251,7 @@ func (r *rig) waitFirst(total time.Duration, name string, since time.Time, level
 
 // readingsSince are name's readings at or after since.
 func (r *rig) readingsSince(name string, since time.Time) []demo.Reading {
-	var out []demo.Reading
-	for _, rd := range r.watcher(name).history() {
-		if !rd.At.Before(since) {
-			out = append(out, rd)
-		}
-	}
-	return out
+	return r.watcher(name).Since(since)
 }
 
 // signal sends sig to name and returns when.
@@ -289,18 +270,7 @@ func (r *rig) assertInvariant() {
 		r.t.Fatalf("invariant sampler: %d rounds with two 250s, first: %v", len(v), v[0])
 	}
 	rounds := r.sampler.Rounds()
-	both := 0
-	for _, rd := range rounds {
-		ok := 0
-		for _, o := range rd.Obs {
-			if o.OK {
-				ok++
-			}
-		}
-		if ok == 2 {
-			both++
-		}
-	}
+	both := failover.Answered(rounds, 2) // the rig's two nodes
 	if both < 20 {
 		r.t.Fatalf("invariant sampler: only %d of %d rounds read both nodes; the invariant was not checked", both, len(rounds))
 	}

@@ -52,6 +52,18 @@ func (r *rig) waitWritesBy(total time.Duration, node string, from time.Time) dev
 	return got
 }
 
+// staysUp fails the drill unless node (named role in the message) keeps
+// running for the next 3 s.
+func (r *rig) staysUp(node, role string) {
+	r.t.Helper()
+	procs.Holds(r.t, 3*time.Second, 100*time.Millisecond, func() error {
+		if code, done := r.nodes[node].Exited(); done {
+			return fmt.Errorf("%s exited with code %d", role, code)
+		}
+		return nil
+	})
+}
+
 // Drill (a): SIGKILL of the Primary → the crash fast path takes the lease
 // and the survivor reads 250 (≈ 0.2 s documented); from then on only the
 // survivor's values reach the device.
@@ -64,12 +76,7 @@ func TestLeasePGKillPrimary(t *testing.T) {
 	t.Logf("drill a: SIGKILL of %s → %s at 250 after %v", p, s, up.Sub(killed).Round(time.Millisecond))
 	first := r.waitWritesBy(20*time.Second, s, killed)
 	t.Logf("drill a: first value of %s's at the device %v after the kill", s, first.At.Sub(killed).Round(time.Millisecond))
-	procs.Holds(t, 3*time.Second, 100*time.Millisecond, func() error {
-		if code, done := r.nodes[s].Exited(); done {
-			return fmt.Errorf("the survivor exited with code %d", code)
-		}
-		return nil
-	})
+	r.staysUp(s, "the survivor")
 	r.noWritesBy(p, up, "after the survivor's promotion")
 	if n := r.countBy(s, up, time.Time{}); n < 10 {
 		t.Fatalf("only %d of the survivor's values reached the device in the 3 s after its promotion: %s", n, r.devSummary(up))
@@ -140,12 +147,7 @@ func TestLeasePGPartition(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("the Secondary exited with code %d, want 3 (it lost the lease and downed itself)\n%s", code, r.logLines(s))
 	}
-	procs.Holds(t, 3*time.Second, 100*time.Millisecond, func() error {
-		if code, done := r.nodes[p].Exited(); done {
-			return fmt.Errorf("the Primary exited with code %d", code)
-		}
-		return nil
-	})
+	r.staysUp(p, "the Primary")
 	r.waitWritesBy(20*time.Second, p, exited)
 	r.noWritesBy(s, cut, "partition")
 	if n := r.switches(cut); n != 0 {
