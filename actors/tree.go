@@ -393,6 +393,18 @@ func Plain(root *actor.RootContext, clock Clock) Parent {
 	return plain{root: root, clock: clock}
 }
 
+// OwnParent returns parent, or, if it is nil, a Plain parent on clock at
+// the root of a private local actor system; stop shuts that system down
+// (a no-op for a given parent). It is the fallback of a component whose
+// Options.Parent is nil.
+func OwnParent(parent Parent, clock Clock) (_ Parent, stop func()) {
+	if parent != nil {
+		return parent, func() {}
+	}
+	sys := NewLocal(slog.New(slog.DiscardHandler)) // protoactor's own lines are noise here
+	return Plain(sys.Root(), clock), func() { sys.Shutdown(false) }
+}
+
 type plain struct {
 	root  *actor.RootContext
 	clock Clock
