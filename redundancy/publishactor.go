@@ -134,13 +134,12 @@ type publishIncarnation struct {
 	ctx      actor.Context // of the message being handled
 	stopTick func()
 
-	obs       Observed
-	last      int
-	missed    int  // consecutive snapshots without this node while Up
-	warned    bool // the one-time missing-entry warning was logged
-	peers     map[string]peerSeen
-	snapshots uint64
-	memberAt  time.Time // latest membership event not yet followed by a level change
+	obs      Observed
+	last     int
+	missed   int  // consecutive snapshots without this node while Up
+	warned   bool // the one-time missing-entry warning was logged
+	peers    map[string]peerSeen
+	memberAt time.Time // latest membership event not yet followed by a level change
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -356,7 +355,6 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 // exists.
 func (c *publishIncarnation) onSnapshot(s Snapshot, now time.Time) {
 	a := c.a
-	c.snapshots++
 	e, ok := s.Entries[c.obs.Self.NodeID()]
 	if ok && e.UID == c.obs.Self.UID {
 		c.obs.Entry, c.obs.EntryAt = e, now
