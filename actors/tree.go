@@ -217,10 +217,26 @@ func (t *Tree) Actors() []ActorInfo {
 	defer t.mu.Unlock()
 	out := make([]ActorInfo, 0, len(t.running))
 	for path, e := range t.running {
-		out = append(out, ActorInfo{Path: path, Kind: e.kind, Mailbox: e.mbox.len(), Restarts: e.restarts, StartedAt: e.started})
+		out = append(out, e.info(path))
 	}
 	slices.SortFunc(out, func(a, b ActorInfo) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// Actor is the entry of Actors at path; false if no actor runs there.
+func (t *Tree) Actor(path string) (ActorInfo, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.running[path]
+	if !ok {
+		return ActorInfo{}, false
+	}
+	return e.info(path), true
+}
+
+// info is e's ActorInfo; t.mu must be held.
+func (e *entry) info(path string) ActorInfo {
+	return ActorInfo{Path: path, Kind: e.kind, Mailbox: e.mbox.len(), Restarts: e.restarts, StartedAt: e.started}
 }
 
 // Fault makes the actor at path panic (inside its Receive) when the tree
@@ -391,6 +407,18 @@ func Plain(root *actor.RootContext, clock Clock) Parent {
 		clock = RealClock()
 	}
 	return plain{root: root, clock: clock}
+}
+
+// OwnParent returns parent, or, if it is nil, a Plain parent on clock at
+// the root of a private local actor system; stop shuts that system down
+// (a no-op for a given parent). It is the fallback of a component whose
+// Options.Parent is nil.
+func OwnParent(parent Parent, clock Clock) (_ Parent, stop func()) {
+	if parent != nil {
+		return parent, func() {}
+	}
+	sys := NewLocal(slog.New(slog.DiscardHandler)) // protoactor's own lines are noise here
+	return Plain(sys.Root(), clock), func() { sys.Shutdown(false) }
 }
 
 type plain struct {

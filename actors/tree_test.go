@@ -79,15 +79,6 @@ func (r *treeRig) spawn(t *testing.T, name string, c *counting) *actor.PID {
 
 func newCounting() *counting { return &counting{starts: &atomic.Int32{}, pings: &atomic.Int32{}} }
 
-func info(tree *actors.Tree, path string) (actors.ActorInfo, bool) {
-	for _, a := range tree.Actors() {
-		if a.Path == path {
-			return a, true
-		}
-	}
-	return actors.ActorInfo{}, false
-}
-
 // TestTreeRestartsOneChildAndKeepsItsSiblings: a child that panics is
 // restarted (a new incarnation, counted, logged as a Warning naming it),
 // its sibling keeps its incarnation, and both keep taking messages.
@@ -104,14 +95,14 @@ func TestTreeRestartsOneChildAndKeepsItsSiblings(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a restarted", func() bool { return a.starts.Load() == 2 })
-	waitUntil(t, "restart counted", func() bool { i, _ := info(r.tree, "n1/a"); return i.Restarts == 1 })
+	waitUntil(t, "restart counted", func() bool { i, _ := r.tree.Actor("n1/a"); return i.Restarts == 1 })
 	r.tree.Root().Send(pa, ping{})
 	r.tree.Root().Send(pb, ping{})
 	waitUntil(t, "both answer", func() bool { return a.pings.Load() == 1 && b.pings.Load() == 1 })
 	if b.starts.Load() != 1 {
 		t.Fatalf("the sibling started %d times, want once", b.starts.Load())
 	}
-	if i, _ := info(r.tree, "n1/b"); i.Restarts != 0 || i.Kind != "counting" {
+	if i, _ := r.tree.Actor("n1/b"); i.Restarts != 0 || i.Kind != "counting" {
 		t.Fatalf("sibling %+v", i)
 	}
 	if !strings.Contains(r.logs.String(), `"msg":"actor failed; restarting it","actor":"n1/a"`) {
@@ -149,7 +140,7 @@ func TestTreeGivesUpPastTheLimit(t *testing.T) {
 	if p, _ := r.gaveUp.Load().(string); p != "n2/a" {
 		t.Fatalf("OnGiveUp %q", p)
 	}
-	waitUntil(t, "the actor is gone", func() bool { _, ok := info(r.tree, "n2/a"); return !ok })
+	waitUntil(t, "the actor is gone", func() bool { _, ok := r.tree.Actor("n2/a"); return !ok })
 	if !strings.Contains(r.logs.String(), `"msg":"actor failed past its restart limit: ending the node","actor":"n2/a"`) {
 		t.Fatalf("no Error naming the actor: %s", r.logs.String())
 	}
@@ -165,10 +156,10 @@ func TestTreeListsMailboxLength(t *testing.T) {
 	for range 5 {
 		r.tree.Root().Send(pid, ping{})
 	}
-	waitUntil(t, "4 waiting and 1 in hand", func() bool { i, _ := info(r.tree, "n3/busy"); return i.Mailbox == 5 })
+	waitUntil(t, "4 waiting and 1 in hand", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 5 })
 	close(c.block)
-	waitUntil(t, "drained", func() bool { i, _ := info(r.tree, "n3/busy"); return i.Mailbox == 0 && c.pings.Load() == 5 })
-	if i, _ := info(r.tree, "n3/busy"); i.StartedAt.IsZero() {
+	waitUntil(t, "drained", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 0 && c.pings.Load() == 5 })
+	if i, _ := r.tree.Actor("n3/busy"); i.StartedAt.IsZero() {
 		t.Fatal("no start time")
 	}
 

@@ -30,15 +30,6 @@ func newTestTree(t *testing.T, name string) *actors.Tree {
 	return tree
 }
 
-func actorInfo(tree *actors.Tree, path string) (actors.ActorInfo, bool) {
-	for _, a := range tree.Actors() {
-		if a.Path == path {
-			return a, true
-		}
-	}
-	return actors.ActorInfo{}, false
-}
-
 // TestDbProbeActorRestartsAndProbesAgain: a panic in the probe actor
 // restarts it under the tree; the new incarnation pings at once (the fake
 // clock does not move), Last keeps the old verdict until the new one, and
@@ -63,7 +54,7 @@ func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
 
 	r.nextCall().reply <- nil
 	first := r.resultAt(probeT0)
-	if i, ok := actorInfo(tree, path); !ok || i.Kind != DbProbeKind || i.Restarts != 0 {
+	if i, ok := tree.Actor(path); !ok || i.Kind != DbProbeKind || i.Restarts != 0 {
 		t.Fatalf("tree lists %+v, %v", i, ok)
 	}
 
@@ -77,7 +68,7 @@ func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
 	if got, ok := p.Last(); !ok || got != first {
 		t.Fatalf("Last() during the new probe = %+v, %v; want the old verdict %+v", got, ok, first)
 	}
-	waitFor(t, "restart counted", func() bool { i, _ := actorInfo(tree, path); return i.Restarts == 1 })
+	waitFor(t, "restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == 1 })
 	ask := func(q any) *redundancy.DbHealthReply {
 		t.Helper()
 		rep, err := actors.Ask[*redundancy.DbHealthReply](tree.Root(), p.PID(), q, redundancy.DbAskTimeout)
@@ -169,7 +160,7 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 	waitFor(t, "both results", func() bool { return r.results("127.0.0.1:4002") == 1 && r.results("127.0.0.1:4003") == 1 })
 	before := map[string]actors.ActorInfo{}
 	for _, p := range []string{supPath, pathB, pathC} {
-		i, ok := actorInfo(r.tree, p)
+		i, ok := r.tree.Actor(p)
 		if !ok {
 			t.Fatalf("the tree does not list %s: %+v", p, r.tree.Actors())
 		}
@@ -183,15 +174,15 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 	if err := r.tree.Fault(pathB, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the faulted probe restarted", func() bool { i, _ := actorInfo(r.tree, pathB); return i.Restarts == 1 })
+	waitFor(t, "the faulted probe restarted", func() bool { i, _ := r.tree.Actor(pathB); return i.Restarts == 1 })
 	waitFor(t, "it probes and publishes again at once", func() bool {
 		return r.prober.count(peerEpB) == 2 && r.results("127.0.0.1:4002") == 2
 	})
-	if i, _ := actorInfo(r.tree, pathB); !i.StartedAt.After(before[pathB].StartedAt) {
+	if i, _ := r.tree.Actor(pathB); !i.StartedAt.After(before[pathB].StartedAt) {
 		t.Fatalf("the faulted probe kept its start time: %+v", i)
 	}
 	for _, p := range []string{supPath, pathC} {
-		if i, _ := actorInfo(r.tree, p); i.Restarts != 0 || !i.StartedAt.Equal(before[p].StartedAt) {
+		if i, _ := r.tree.Actor(p); i.Restarts != 0 || !i.StartedAt.Equal(before[p].StartedAt) {
 			t.Fatalf("%s changed incarnation: %+v, was %+v", p, i, before[p])
 		}
 	}
@@ -224,26 +215,26 @@ func TestPeerProbeSupervisorRestartRebuildsItsChildren(t *testing.T) {
 	r := newPeerRig(t, "n3")
 	const supPath = "n3/" + PeerProbeSupervisorName
 	pathB := supPath + "/" + PeerProbeName("127.0.0.1:4002")
-	waitFor(t, "the children are listed", func() bool { _, ok := actorInfo(r.tree, pathB); return ok })
-	before, _ := actorInfo(r.tree, pathB)
+	waitFor(t, "the children are listed", func() bool { _, ok := r.tree.Actor(pathB); return ok })
+	before, _ := r.tree.Actor(pathB)
 	time.Sleep(5 * time.Millisecond)
 	if err := r.tree.Fault(supPath, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the supervisor restarted", func() bool { i, _ := actorInfo(r.tree, supPath); return i.Restarts == 1 })
+	waitFor(t, "the supervisor restarted", func() bool { i, _ := r.tree.Actor(supPath); return i.Restarts == 1 })
 	waitFor(t, "both peers probed again", func() bool { return r.prober.count(peerEpB) == 2 && r.prober.count(peerEpC) == 2 })
 	waitFor(t, "new child incarnations", func() bool {
-		i, ok := actorInfo(r.tree, pathB)
+		i, ok := r.tree.Actor(pathB)
 		return ok && i.StartedAt.After(before.StartedAt)
 	})
 	if got := r.sup.Probing(); len(got) != 2 {
 		t.Fatalf("probing %v", got)
 	}
 	r.sup.Stop()
-	if _, ok := actorInfo(r.tree, supPath); ok {
+	if _, ok := r.tree.Actor(supPath); ok {
 		t.Fatal("Stop left the supervisor in the tree")
 	}
-	if _, ok := actorInfo(r.tree, pathB); ok {
+	if _, ok := r.tree.Actor(pathB); ok {
 		t.Fatal("Stop left a probe in the tree")
 	}
 }

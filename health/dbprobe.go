@@ -139,7 +139,7 @@ type DbProbe struct {
 	ctx     context.Context // Start's; the parent of every Ping's
 	cancel  context.CancelFunc
 	parent  actors.Parent
-	own     *actors.System // the private actor system without a Parent
+	stopOwn func() // shuts down the private actor system without a Parent (actors.OwnParent)
 	pid     *actor.PID
 	gen     uint64  // incarnations of the actor so far
 	attempt uint64  // Pings started so far
@@ -214,11 +214,7 @@ func (p *DbProbe) Start(ctx context.Context) error {
 	}
 	p.started = true
 	p.ctx, p.cancel = context.WithCancel(ctx)
-	p.parent = p.cfg.Parent
-	if p.parent == nil {
-		p.own = actors.NewLocal(slog.New(slog.DiscardHandler)) // protoactor's own lines are noise here
-		p.parent = actors.Plain(p.own.Root(), p.cfg.Clock)
-	}
+	p.parent, p.stopOwn = actors.OwnParent(p.cfg.Parent, p.cfg.Clock)
 	parent, pctx := p.parent, p.ctx
 	p.mu.Unlock()
 
@@ -261,14 +257,12 @@ func (p *DbProbe) Stop() {
 // shutdown stops the actor and the private actor system.
 func (p *DbProbe) shutdown() {
 	p.mu.Lock()
-	parent, pid, own := p.parent, p.pid, p.own
+	parent, pid, stopOwn := p.parent, p.pid, p.stopOwn
 	p.mu.Unlock()
 	if pid != nil {
 		_ = parent.Root().StopFuture(pid).Wait()
 	}
-	if own != nil {
-		own.Shutdown(false)
-	}
+	stopOwn()
 }
 
 // Last returns the last result; false before the first probe has ended.

@@ -121,11 +121,11 @@ type PeerProbeSupervisor struct {
 	gen  atomic.Uint64 // incarnations of the probe actors so far
 
 	mu      sync.Mutex
-	parent  actors.Parent  // mu must be held.
-	own     *actors.System // the private actor system without a Parent; mu must be held.
-	pid     *actor.PID     // mu must be held.
-	unsubs  []func()       // mu must be held.
-	quit    chan struct{}  // closed by Stop; mu must be held.
+	parent  actors.Parent // mu must be held.
+	stopOwn func()        // shuts down the private actor system without a Parent (actors.OwnParent); mu must be held.
+	pid     *actor.PID    // mu must be held.
+	unsubs  []func()      // mu must be held.
+	quit    chan struct{} // closed by Stop; mu must be held.
 	last    redundancy.Snapshot
 	probing map[string]string // NodeId → endpoint; mu must be held.
 }
@@ -173,11 +173,7 @@ func (s *PeerProbeSupervisor) Start(ctx context.Context) {
 		return // started already
 	}
 	s.quit = make(chan struct{})
-	s.parent = s.o.Parent
-	if s.parent == nil {
-		s.own = actors.NewLocal(slog.New(slog.DiscardHandler))
-		s.parent = actors.Plain(s.own.Root(), s.o.Clock)
-	}
+	s.parent, s.stopOwn = actors.OwnParent(s.o.Parent, s.o.Clock)
 	parent, quit := s.parent, s.quit
 	s.mu.Unlock()
 
@@ -218,7 +214,7 @@ func (s *PeerProbeSupervisor) PID() *actor.PID {
 func (s *PeerProbeSupervisor) Stop() {
 	s.once.Do(func() {
 		s.mu.Lock()
-		parent, pid, own, unsubs, quit := s.parent, s.pid, s.own, s.unsubs, s.quit
+		parent, pid, stopOwn, unsubs, quit := s.parent, s.pid, s.stopOwn, s.unsubs, s.quit
 		s.mu.Unlock()
 		for _, u := range unsubs {
 			u()
@@ -229,8 +225,8 @@ func (s *PeerProbeSupervisor) Stop() {
 		if pid != nil {
 			_ = parent.Root().StopFuture(pid).Wait() // and its children
 		}
-		if own != nil {
-			own.Shutdown(false)
+		if stopOwn != nil {
+			stopOwn()
 		}
 		s.mu.Lock()
 		s.probing = map[string]string{}

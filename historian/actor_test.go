@@ -24,15 +24,7 @@ func TestDrainActorRestartsAndDrainsAgain(t *testing.T) {
 	central := sqliteCentral()(t)
 	n := newNode(t, "a", filepath.Join(t.TempDir(), "a.db"), central, true, func(o *Options) { o.Parent = tree })
 	const path = "n1/" + ActorName
-	info := func() (actors.ActorInfo, bool) {
-		for _, a := range tree.Actors() {
-			if a.Path == path {
-				return a, true
-			}
-		}
-		return actors.ActorInfo{}, false
-	}
-	if i, ok := info(); !ok || i.Kind != ActorKind || n.h.PID().Id != path {
+	if i, ok := tree.Actor(path); !ok || i.Kind != ActorKind || n.h.PID().Id != path {
 		t.Fatalf("the tree lists %+v, %v; PID %v", i, ok, n.h.PID())
 	}
 
@@ -42,7 +34,7 @@ func TestDrainActorRestartsAndDrainsAgain(t *testing.T) {
 	}
 	n.waitTick() // the new incarnation's first tick, at once
 	wantExactlyOnce(t, central, evs(0, 5))
-	if i, _ := info(); i.Restarts != 1 {
+	if i, _ := tree.Actor(path); i.Restarts != 1 {
 		t.Fatalf("restarts %d, want 1", i.Restarts)
 	}
 	if st := n.h.Status(); st.State != StateIdle || st.QueueDepth != 0 || st.Drained != 5 {
@@ -58,7 +50,7 @@ func TestDrainActorRestartsAndDrainsAgain(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	n.stop()
-	if _, ok := info(); ok {
+	if _, ok := tree.Actor(path); ok {
 		t.Fatal("Stop left the actor in the tree")
 	}
 	if st := n.h.Status(); st.State != StateStopped {

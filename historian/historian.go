@@ -169,7 +169,7 @@ type Historian struct {
 	ctx            context.Context // Start's; the parent of every tick's
 	cancel         context.CancelFunc
 	parent         actors.Parent
-	own            *actors.System // the private actor system without a Parent
+	stopOwn        func() // shuts down the private actor system without a Parent (actors.OwnParent)
 	pid            *actor.PID
 	refusalLogged  time.Time // when the last refusal was logged
 	refusedUnknown uint64    // refusals since then, not yet logged
@@ -330,11 +330,7 @@ func (h *Historian) Start(ctx context.Context) error {
 	}
 	h.started = true
 	h.ctx, h.cancel = context.WithCancel(ctx)
-	h.parent = h.opts.Parent
-	if h.parent == nil {
-		h.own = actors.NewLocal(slog.New(slog.DiscardHandler))
-		h.parent = actors.Plain(h.own.Root(), h.opts.Clock)
-	}
+	h.parent, h.stopOwn = actors.OwnParent(h.opts.Parent, h.opts.Clock)
 	parent, hctx := h.parent, h.ctx
 	h.mu.Unlock()
 
@@ -378,15 +374,13 @@ func (h *Historian) Stop() {
 // private actor system.
 func (h *Historian) shutdown() {
 	h.mu.Lock()
-	parent, pid, own := h.parent, h.pid, h.own
+	parent, pid, stopOwn := h.parent, h.pid, h.stopOwn
 	h.mu.Unlock()
 	if pid != nil {
 		_ = parent.Root().StopFuture(pid).Wait()
 	}
 	h.running.Wait() // no tick starts once the actor has stopped
-	if own != nil {
-		own.Shutdown(false)
-	}
+	stopOwn()
 	h.mu.Lock()
 	h.st.State, h.st.GateReason = StateStopped, ""
 	h.mu.Unlock()

@@ -104,7 +104,7 @@ const (
 type PublishActor struct {
 	o PublishActorOptions
 
-	sys       *actors.System // private system without a Parent; nil otherwise
+	stopOwn   func() // shuts down the private system without a Parent (actors.OwnParent)
 	parent    actors.Parent
 	pid       atomic.Pointer[actor.PID]
 	ready     chan struct{} // closed after the first compute
@@ -134,13 +134,12 @@ type publishIncarnation struct {
 	ctx      actor.Context // of the message being handled
 	stopTick func()
 
-	obs       Observed
-	last      int
-	missed    int  // consecutive snapshots without this node while Up
-	warned    bool // the one-time missing-entry warning was logged
-	peers     map[string]peerSeen
-	snapshots uint64
-	memberAt  time.Time // latest membership event not yet followed by a level change
+	obs      Observed
+	last     int
+	missed   int  // consecutive snapshots without this node while Up
+	warned   bool // the one-time missing-entry warning was logged
+	peers    map[string]peerSeen
+	memberAt time.Time // latest membership event not yet followed by a level change
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -195,17 +194,11 @@ func NewPublishActor(o PublishActorOptions) *PublishActor {
 // runs until Stop or ctx ends. A failed spawn (the name is taken) is
 // logged at Error and leaves the actor stopped.
 func (a *PublishActor) Start(ctx context.Context) {
-	a.parent = a.o.Parent
-	if a.parent == nil {
-		a.sys = actors.NewLocal(slog.New(slog.DiscardHandler))
-		a.parent = actors.Plain(a.sys.Root(), a.o.Clock)
-	}
+	a.parent, a.stopOwn = actors.OwnParent(a.o.Parent, a.o.Clock)
 	pid, err := a.parent.SpawnNamed(a.parent.Props(PublishActorKind, func() actor.Actor { return a.incarnation() }), PublishActorName)
 	if err != nil {
 		a.o.Logger.Error("OpcUaPublishActor not started", "err", err)
-		if a.sys != nil {
-			a.sys.Shutdown(false)
-		}
+		a.stopOwn()
 		return
 	}
 	a.pid.Store(pid)
@@ -235,8 +228,8 @@ func (a *PublishActor) Stop() {
 		if pid := a.pid.Load(); pid != nil {
 			_ = a.parent.Root().StopFuture(pid).Wait()
 		}
-		if a.sys != nil {
-			a.sys.Shutdown(false)
+		if a.stopOwn != nil {
+			a.stopOwn()
 		}
 	})
 }
@@ -362,7 +355,6 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 // exists.
 func (c *publishIncarnation) onSnapshot(s Snapshot, now time.Time) {
 	a := c.a
-	c.snapshots++
 	e, ok := s.Entries[c.obs.Self.NodeID()]
 	if ok && e.UID == c.obs.Self.UID {
 		c.obs.Entry, c.obs.EntryAt = e, now

@@ -31,15 +31,6 @@ func testTree(t *testing.T) (*actors.Tree, *atomic.Value) {
 	return tree, gaveUp
 }
 
-func treeInfo(tree *actors.Tree, path string) (actors.ActorInfo, bool) {
-	for _, a := range tree.Actors() {
-		if a.Path == path {
-			return a, true
-		}
-	}
-	return actors.ActorInfo{}, false
-}
-
 // TestPublishActorRestartsAndPublishesAgain: a panic in the actor (a test
 // fault) restarts it under the tree; the new incarnation recomputes at
 // once, hands the same level to the Publisher again, advertises its
@@ -56,7 +47,7 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 	if r.actor.PID().Id != path {
 		t.Fatalf("PID %v, want %s", r.actor.PID(), path)
 	}
-	if i, ok := treeInfo(tree, path); !ok || i.Kind != PublishActorKind {
+	if i, ok := tree.Actor(path); !ok || i.Kind != PublishActorKind {
 		t.Fatalf("tree lists %+v", tree.Actors())
 	}
 	r.members.set(r.peer, r.self)
@@ -72,7 +63,7 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "a Publish after the restart", func() bool { return len(r.levels.all()) > n })
-		eventually(t, "the restart counted", func() bool { i, _ := treeInfo(tree, path); return i.Restarts == restarts })
+		eventually(t, "the restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == restarts })
 		eventually(t, "a NodeStatus after the restart", func() bool { return len(all[*wire.NodeStatus](r.bus)) > st })
 	}
 
@@ -104,7 +95,7 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 		t.Fatal("the tree gave up")
 	}
 	r.actor.Stop()
-	eventually(t, "the actor is gone from the tree", func() bool { _, ok := treeInfo(tree, path); return !ok })
+	eventually(t, "the actor is gone from the tree", func() bool { _, ok := tree.Actor(path); return !ok })
 	if r.members.subscribers() != 0 {
 		t.Fatal("Stop left the membership subscription")
 	}

@@ -103,11 +103,11 @@ func StateActorChild(o StateActorOptions) (kind string, producer actor.Producer)
 // the manager's actor child, through StateActorChild.
 type StateActor struct {
 	*stateShared
-	sys    *actors.System // private system without a Parent
-	parent actors.Parent
-	pid    *actor.PID
-	stopCh chan struct{}
-	once   sync.Once
+	stopOwn func() // shuts down the private system without a Parent (actors.OwnParent)
+	parent  actors.Parent
+	pid     *actor.PID
+	stopCh  chan struct{}
+	once    sync.Once
 }
 
 // NewStateActor returns a stopped actor.
@@ -119,11 +119,7 @@ func NewStateActor(o StateActorOptions) *StateActor {
 // until Stop or ctx ends. Its first snapshot goes out DebounceQuiet after
 // the actor started.
 func (a *StateActor) Start(ctx context.Context) {
-	a.parent = a.o.Parent
-	if a.parent == nil {
-		a.sys = actors.NewLocal(slog.New(slog.DiscardHandler))
-		a.parent = actors.Plain(a.sys.Root(), a.o.Clock)
-	}
+	a.parent, a.stopOwn = actors.OwnParent(a.o.Parent, a.o.Clock)
 	sh := a.stateShared
 	pid, err := a.parent.SpawnNamed(a.parent.Props(StateActorKind, func() actor.Actor { return &stateIncarnation{sh: sh} }), StateActorName)
 	if err != nil {
@@ -148,8 +144,8 @@ func (a *StateActor) Stop() {
 		if a.pid != nil {
 			_ = a.parent.Root().StopFuture(a.pid).Wait()
 		}
-		if a.sys != nil {
-			a.sys.Shutdown(false)
+		if a.stopOwn != nil {
+			a.stopOwn()
 		}
 	})
 }

@@ -267,7 +267,7 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the tree lists the actor", func() bool { i, ok := treeInfo(tree, pid.Id); return ok && i.Kind == StateActorKind })
+	eventually(t, "the tree lists the actor", func() bool { i, ok := tree.Actor(pid.Id); return ok && i.Kind == StateActorKind })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := clock.BlockUntilContext(ctx, 2); err != nil { // republish ticker + debounce timer
@@ -285,7 +285,7 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	if err := tree.Fault(pid.Id, "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the restart counted", func() bool { i, _ := treeInfo(tree, pid.Id); return i.Restarts == 1 })
+	eventually(t, "the restart counted", func() bool { i, _ := tree.Actor(pid.Id); return i.Restarts == 1 })
 	// The new incarnation publishes after its quiet period (or at its
 	// first heartbeat); the clock moves until it did.
 	eventually(t, "a snapshot after the restart", func() bool {

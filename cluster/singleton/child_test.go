@@ -87,15 +87,6 @@ const (
 	instancePath = managerPath + "/redundancy-state"
 )
 
-func listed(tree *actors.Tree, path string) (actors.ActorInfo, bool) {
-	for _, a := range tree.Actors() {
-		if a.Path == path {
-			return a, true
-		}
-	}
-	return actors.ActorInfo{}, false
-}
-
 // TestChildInstanceIsTheManagersActorChild: with Child set, the running
 // instance is the actor node/<name>-manager/<name> of the tree on the
 // active node only; it moves on a hand-over, survives a restart of itself
@@ -105,14 +96,14 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	ns := r.c.Form("a", "b")
 	a := ns[0]
 	r.c.Until(3*time.Second, "a active", func() bool { return r.mgr("a").Active() })
-	pubsubtest.WaitFor(t, "the instance actor on a", func() bool { _, ok := listed(r.tree("a"), instancePath); return ok })
-	if i, _ := listed(r.tree("a"), instancePath); i.Kind != "TestInstance" {
+	pubsubtest.WaitFor(t, "the instance actor on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok })
+	if i, _ := r.tree("a").Actor(instancePath); i.Kind != "TestInstance" {
 		t.Fatalf("instance %+v", i)
 	}
-	if i, ok := listed(r.tree("b"), managerPath); !ok || i.Kind != singleton.ManagerKind {
+	if i, ok := r.tree("b").Actor(managerPath); !ok || i.Kind != singleton.ManagerKind {
 		t.Fatalf("b's tree %+v", r.tree("b").Actors())
 	}
-	if _, ok := listed(r.tree("b"), instancePath); ok {
+	if _, ok := r.tree("b").Actor(instancePath); ok {
 		t.Fatal("the instance actor runs on the younger node too")
 	}
 
@@ -120,14 +111,14 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	if err := r.tree("a").Fault(instancePath, "test"); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "the instance restarted", func() bool { i, _ := listed(r.tree("a"), instancePath); return i.Restarts == 1 })
+	pubsubtest.WaitFor(t, "the instance restarted", func() bool { i, _ := r.tree("a").Actor(instancePath); return i.Restarts == 1 })
 	// The manager fails: its restart stops the child, the new incarnation
 	// starts it again and is still the oldest.
 	if err := r.tree("a").Fault(managerPath, "test"); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "the manager restarted", func() bool { i, _ := listed(r.tree("a"), managerPath); return i.Restarts == 1 })
-	pubsubtest.WaitFor(t, "the instance again on a", func() bool { _, ok := listed(r.tree("a"), instancePath); return ok && r.running.Load() == 1 })
+	pubsubtest.WaitFor(t, "the manager restarted", func() bool { i, _ := r.tree("a").Actor(managerPath); return i.Restarts == 1 })
+	pubsubtest.WaitFor(t, "the instance again on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok && r.running.Load() == 1 })
 	if !r.mgr("a").Active() || r.mgr("a").Phase() != singleton.Oldest {
 		t.Fatalf("a after its manager's restart: active %v, %v", r.mgr("a").Active(), r.mgr("a").Phase())
 	}
@@ -135,8 +126,8 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	// Hand-over: a leaves, the instance moves to b.
 	a.Daemon.Leave()
 	r.c.Until(10*time.Second, "b active", func() bool { return r.mgr("b").Active() })
-	pubsubtest.WaitFor(t, "the instance actor on b", func() bool { _, ok := listed(r.tree("b"), instancePath); return ok })
-	if _, ok := listed(r.tree("a"), instancePath); ok {
+	pubsubtest.WaitFor(t, "the instance actor on b", func() bool { _, ok := r.tree("b").Actor(instancePath); return ok })
+	if _, ok := r.tree("a").Actor(instancePath); ok {
 		t.Fatal("the instance actor still runs on a after the hand-over")
 	}
 	if n := r.running.Load(); n != 1 {
@@ -146,7 +137,7 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	// Stop: the instance and the manager leave the tree.
 	r.mgr("b").Stop()
 	for _, p := range []string{instancePath, managerPath} {
-		if _, ok := listed(r.tree("b"), p); ok {
+		if _, ok := r.tree("b").Actor(p); ok {
 			t.Fatalf("%s still in b's tree after Stop: %+v", p, r.tree("b").Actors())
 		}
 	}

@@ -194,13 +194,13 @@ type Manager struct {
 	topic string
 	log   *slog.Logger
 
-	sys    *actors.System // private system without a Parent
-	parent actors.Parent
-	pid    *actor.PID
-	ready  chan struct{} // closed when the first incarnation started
-	done   chan struct{} // closed when the manager actor stopped
-	doneMu sync.Once
-	rdyMu  sync.Once
+	stopOwn func() // shuts down the private system without a Parent (actors.OwnParent)
+	parent  actors.Parent
+	pid     *actor.PID
+	ready   chan struct{} // closed when the first incarnation started
+	done    chan struct{} // closed when the manager actor stopped
+	doneMu  sync.Once
+	rdyMu   sync.Once
 
 	active atomic.Bool
 	phase  atomic.Uint32
@@ -243,16 +243,10 @@ func Start(o Options) (*Manager, error) {
 		takeOverTicks: ticks(o.TakeOverTimeout, interval),
 		exitTicks:     ticks(o.ExitingTakeOverWait, interval),
 	})
-	m.parent = o.Parent
-	if m.parent == nil {
-		m.sys = actors.NewLocal(slog.New(slog.DiscardHandler))
-		m.parent = actors.Plain(m.sys.Root(), o.Clock)
-	}
+	m.parent, m.stopOwn = actors.OwnParent(o.Parent, o.Clock)
 	pid, err := m.parent.SpawnNamed(m.parent.Props(ManagerKind, func() actor.Actor { return &managerActor{m: m} }), o.Name+ManagerSuffix)
 	if err != nil {
-		if m.sys != nil {
-			m.sys.Shutdown(false)
-		}
+		m.stopOwn()
 		return nil, fmt.Errorf("singleton %s: manager actor: %w", o.Name, err)
 	}
 	m.pid = pid
@@ -546,8 +540,6 @@ func (m *Manager) Stop() {
 		if m.opts.Exit != nil {
 			m.opts.Exit.remove(m)
 		}
-		if m.sys != nil {
-			m.sys.Shutdown(false)
-		}
+		m.stopOwn()
 	})
 }

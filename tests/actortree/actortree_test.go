@@ -6,7 +6,6 @@
 package actortree_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -17,10 +16,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/gopcua/opcua"
-	"github.com/gopcua/opcua/id"
-	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/host"
 	"github.com/otopcua/otopcua/tests/procs"
@@ -183,11 +178,11 @@ func TestActorsMatchTheMembership(t *testing.T) {
 
 // levels is nil when a reads 250 and b 240.
 func levels(a, b *procs.Node) error {
-	la, err := readLevel(a.Endpoint())
+	la, err := procs.ReadServiceLevel(a.Endpoint())
 	if err != nil {
 		return err
 	}
-	lb, err := readLevel(b.Endpoint())
+	lb, err := procs.ReadServiceLevel(b.Endpoint())
 	if err != nil {
 		return err
 	}
@@ -211,29 +206,6 @@ func runStatus(t *testing.T, n *procs.Node) string {
 		t.Fatalf("otopcua status: %v\n%s", err, out)
 	}
 	return string(out)
-}
-
-// readLevel reads Server.ServiceLevel over a fresh OPC UA session.
-func readLevel(endpoint string) (byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	c, err := opcua.NewClient(endpoint, opcua.SecurityMode(ua.MessageSecurityModeNone), opcua.AutoReconnect(false))
-	if err != nil {
-		return 0, err
-	}
-	if err := c.Connect(ctx); err != nil {
-		return 0, err
-	}
-	defer c.Close(context.Background())
-	v, err := c.Node(ua.NewNumericNodeID(0, id.Server_ServiceLevel)).Value(ctx)
-	if err != nil {
-		return 0, err
-	}
-	b, ok := v.Value().(byte)
-	if !ok {
-		return 0, fmt.Errorf("ServiceLevel is %T", v.Value())
-	}
-	return b, nil
 }
 
 var restartsLine = regexp.MustCompile(`(?m)^otopcua_actor_restarts_total\{([^}]*)\} (\d+)`)
