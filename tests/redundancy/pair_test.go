@@ -1,7 +1,6 @@
 package redundancy_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,40 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopcua/opcua"
-	"github.com/gopcua/opcua/id"
-	"github.com/gopcua/opcua/ua"
-
 	"github.com/otopcua/otopcua/tests/procs"
 )
-
-// readLevel reads Server.ServiceLevel over a fresh OPC UA session.
-func readLevel(endpoint string) (byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	c, err := opcua.NewClient(endpoint, opcua.SecurityMode(ua.MessageSecurityModeNone), opcua.AutoReconnect(false))
-	if err != nil {
-		return 0, err
-	}
-	if err := c.Connect(ctx); err != nil {
-		return 0, err
-	}
-	defer c.Close(context.Background())
-	resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{
-		NodeID: ua.NewNumericNodeID(0, id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue,
-	}}})
-	if err != nil {
-		return 0, err
-	}
-	if len(resp.Results) != 1 || resp.Results[0].Status != ua.StatusOK {
-		return 0, fmt.Errorf("read ServiceLevel: %v", resp.Results)
-	}
-	b, ok := resp.Results[0].Value.Value().(byte)
-	if !ok {
-		return 0, fmt.Errorf("ServiceLevel is %T", resp.Results[0].Value.Value())
-	}
-	return b, nil
-}
 
 // pairConfigs returns the appsettings of a pair on loopback: both admin and
 // driver, both seeds (a first), one shared SQLite Config DB.
@@ -72,11 +39,11 @@ func TestPairServiceLevelAndCrash(t *testing.T) {
 	started := time.Now()
 
 	levels := func() (byte, byte, error) {
-		la, err := readLevel(a.Endpoint())
+		la, err := procs.ReadServiceLevel(a.Endpoint())
 		if err != nil {
 			return 0, 0, fmt.Errorf("node-a: %w", err)
 		}
-		lb, err := readLevel(b.Endpoint())
+		lb, err := procs.ReadServiceLevel(b.Endpoint())
 		if err != nil {
 			return 0, 0, fmt.Errorf("node-b: %w", err)
 		}
@@ -118,7 +85,7 @@ func TestPairServiceLevelAndCrash(t *testing.T) {
 	killed := time.Now()
 	primary.WaitExit(10 * time.Second)
 	procs.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		l, err := readLevel(secondary.Endpoint())
+		l, err := procs.ReadServiceLevel(secondary.Endpoint())
 		if err != nil {
 			return err
 		}
@@ -155,11 +122,11 @@ func TestPairGracefulLeave(t *testing.T) {
 	b := procs.Start(t, "node-b", cfgB)
 	b.WaitReady(30 * time.Second)
 	procs.CheckFor(t, 15*time.Second, 100*time.Millisecond, func() error {
-		la, err := readLevel(a.Endpoint())
+		la, err := procs.ReadServiceLevel(a.Endpoint())
 		if err != nil {
 			return err
 		}
-		lb, err := readLevel(b.Endpoint())
+		lb, err := procs.ReadServiceLevel(b.Endpoint())
 		if err != nil {
 			return err
 		}
@@ -171,7 +138,7 @@ func TestPairGracefulLeave(t *testing.T) {
 	a.Signal(syscall.SIGTERM)
 	left := time.Now()
 	procs.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
-		l, err := readLevel(b.Endpoint())
+		l, err := procs.ReadServiceLevel(b.Endpoint())
 		if err != nil {
 			return err
 		}
