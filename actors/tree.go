@@ -42,7 +42,8 @@ type TreeOptions struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// OnGiveUp is called once, on the failing actor's parent, with the path
 	// of the first actor that failed past the limit; the host ends the
-	// process with exit code 1. The actor is stopped. Required.
+	// process with exit code 1 (Failed delivers the same). The actor is
+	// stopped. Optional.
 	OnGiveUp func(path string, reason any)
 	// Faults lets Fault make any actor of the tree panic (a test hook:
 	// OTOPCUA_TEST_HOOKS). Off: Fault returns an error.
@@ -120,9 +121,6 @@ type spawnResult struct {
 
 // NewTree spawns the root actor on sys.
 func NewTree(sys *System, o TreeOptions) (*Tree, error) {
-	if o.OnGiveUp == nil {
-		return nil, errors.New("actors: TreeOptions.OnGiveUp is required")
-	}
 	if o.Name == "" {
 		o.Name = "node"
 	}
@@ -307,7 +305,9 @@ func (t *Tree) giveUp(path string, reason any) {
 		return
 	}
 	t.failed <- Failure{Path: path, Reason: fmt.Sprint(reason)}
-	t.o.OnGiveUp(path, reason)
+	if t.o.OnGiveUp != nil {
+		t.o.OnGiveUp(path, reason)
+	}
 }
 
 // strategy is the tree's one-for-one supervisor strategy: restart with an

@@ -22,11 +22,10 @@ const RootActorName = "node"
 // stops the node with exit code 1 so the service supervisor restarts it.
 func startTree(sys *actors.System, faults bool, meter metric.Meter, logger *slog.Logger) (*actors.Tree, error) {
 	return actors.NewTree(sys, actors.TreeOptions{
-		Name:     RootActorName,
-		Faults:   faults,
-		Meter:    meter,
-		Logger:   logger,
-		OnGiveUp: func(string, any) {}, // Run selects on Failed()
+		Name:   RootActorName,
+		Faults: faults,
+		Meter:  meter,
+		Logger: logger,
 	})
 }
 
