@@ -35,6 +35,7 @@ func newTestTree(t *testing.T, name string) *actors.Tree {
 // clock does not move), Last keeps the old verdict until the new one, and
 // the actor answers DbHealthQuery again.
 func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
+	noLeaks(t)
 	tree := newTestTree(t, "n1")
 	clock := clockwork.NewFakeClockAt(probeT0)
 	pinger := newFakePinger(clock)
@@ -151,6 +152,7 @@ func (r *peerRig) results(target string) int {
 // keep their incarnations — and the restarted one probes and publishes
 // again at once; Probing lists both peers throughout.
 func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
+	noLeaks(t)
 	r := newPeerRig(t, "n2")
 	const supPath = "n2/" + PeerProbeSupervisorName
 	pathB, pathC := supPath+"/"+PeerProbeName("127.0.0.1:4002"), supPath+"/"+PeerProbeName("127.0.0.1:4003")

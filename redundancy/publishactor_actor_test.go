@@ -37,6 +37,7 @@ func testTree(t *testing.T) (*actors.Tree, *atomic.Value) {
 // NodeStatus and logs why "restart"; the snapshot entry and a pin made
 // before the fault survive it.
 func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
+	noLeaks(t)
 	tree, gaveUp := testTree(t)
 	r := newPubRig(t)
 	o := r.actor.o

@@ -258,6 +258,7 @@ func TestStateActorGreetsNewSubscribers(t *testing.T) {
 // its next snapshot continues the sequence and keeps the epoch, rebuilt
 // from the Tracker.
 func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
+	noLeaks(t)
 	tree, gaveUp := testTree(t)
 	clock := clockwork.NewFakeClockAt(tEpoch)
 	bus := newFakeBus()

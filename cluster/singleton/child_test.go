@@ -92,6 +92,7 @@ const (
 // active node only; it moves on a hand-over, survives a restart of itself
 // and of its manager, and is gone after Stop.
 func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
+	noLeaks(t)
 	r := newChildRig(t)
 	ns := r.c.Form("a", "b")
 	a := ns[0]
