@@ -60,10 +60,16 @@ type leaseKeeper struct {
 	cluster  string
 	expected int           // nodes of the set: this one and OpcUa:PeerApplicationUris
 	pause    time.Duration // Cluster:FailureDetector:AcceptableHeartbeatPause
-	hold     time.Duration
-	ttl      time.Duration
-	clock    actors.Clock
-	log      *slog.Logger
+	// suspectAfter is the silence after which the keeper takes the lease
+	// for its Primary: a heartbeat interval plus a quarter of the pause,
+	// so that the ordinary gap between two heartbeats never looks like a
+	// split (taking and freeing the lease between heartbeats left it held
+	// at the moment a Primary froze, and the survivor could not take it).
+	suspectAfter time.Duration
+	hold         time.Duration
+	ttl          time.Duration
+	clock        actors.Clock
+	log          *slog.Logger
 
 	mu         sync.Mutex
 	onChange   func()                // a licence change: the publish actor recomputes; mu must be held to read or write
@@ -105,7 +111,8 @@ func newLeaseKeeper(l lease.Lease, cfg *config.Config, clock actors.Clock, logge
 	return &leaseKeeper{
 		l: l, cluster: cfg.Node.ClusterId,
 		expected: 1 + len(cfg.OpcUa.PeerApplicationUris), pause: cfg.Cluster.FailureDetector.AcceptableHeartbeatPause,
-		hold: cfg.Redundancy.PromotionHold, ttl: l.TTL(), clock: clock, log: logger.With("lease", l.Name()),
+		suspectAfter: cfg.Cluster.FailureDetector.HeartbeatInterval + cfg.Cluster.FailureDetector.AcceptableHeartbeatPause/4,
+		hold:         cfg.Redundancy.PromotionHold, ttl: l.TTL(), clock: clock, log: logger.With("lease", l.Name()),
 		downed: map[string]downedPeer{}, last: gate.Licensed,
 	}
 }
@@ -275,7 +282,7 @@ func (k *leaseKeeper) fastPath(dead membership.UniqueAddress) bool {
 func (k *leaseKeeper) whole(now time.Time) bool { return k.wholeWithin(now, k.pause) }
 
 // wholeWithin is whole with another silence bound: the keeper takes the
-// lease for its Primary when a peer has been silent for a third of the
+// lease for its Primary when a peer has been silent for a heartbeat plus a quarter of the
 // pause, so the lease is held before the set stops being whole and the
 // Primary's licence never lapses on a split it wins.
 func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
@@ -381,7 +388,7 @@ func (k *leaseKeeper) tick() {
 	}
 	k.lastTick = now
 	k.mu.Unlock()
-	mySide, known := k.side(now, k.pause/3)
+	mySide, known := k.side(now, k.suspectAfter)
 	suspect := !known || mySide < k.expected
 	// The keeper takes the lease ahead of the split-brain decision only
 	// for a side that cannot be a minority (a pair's lone Primary, half or
@@ -395,7 +402,7 @@ func (k *leaseKeeper) tick() {
 	switch {
 	case k.busy:
 	case mine && !suspect && k.wantFree:
-		// Free only once every peer is heard again within a third of the
+		// Free only once every peer is heard again within a heartbeat plus a quarter of the
 		// pause: freeing while one is still suspect would be taken back at
 		// once, and could lapse the licence when the set stops being whole.
 		call = func() {

@@ -136,10 +136,10 @@ func TestLeaseKeeperLicence(t *testing.T) {
 		t.Fatalf("whole set: role %v", role)
 	}
 
-	r.clock.Advance(1100 * time.Millisecond) // the peer silent for > pause/3
+	r.clock.Advance(1800 * time.Millisecond) // the peer silent for > a heartbeat + pause/4
 	r.settle(t)
 	if h := r.holder(t); h != nodeA.String() {
-		t.Fatalf("after a third of the pause the holder is %q, want this node", h)
+		t.Fatalf("after a heartbeat and a quarter of the pause the holder is %q, want this node", h)
 	}
 	// Still whole (silent less than the pause): the keeper keeps what it
 	// took instead of freeing it and taking it again on every tick.
