@@ -97,10 +97,15 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 		if depthA != len(tg.values) || depthB != depthA {
 			return fmt.Errorf("queues a %d, b %d, want %d", depthA, depthB, len(tg.values))
 		}
+		// While both run, a can send a row twice: both nodes queue each
+		// transition, and when b's copy carries the later stamp a adopts
+		// it and offers it again (b takes it as already held). So "sent"
+		// is at least one per transition here, and b has received all of
+		// it; the exact count is the one after b's return below.
 		sent0 = sentEvents(localdbOf(t, r.a))
 		got := receivedEvents(localdbOf(t, r.b))
-		if sent0-base != int64(len(tg.values)) || got != sent0 {
-			return fmt.Errorf("a sent %d queue rows, b received %d, want %d (after %d of the start)",
+		if sent0-base < int64(len(tg.values)) || got != sent0 {
+			return fmt.Errorf("a sent %d queue rows, b received %d, want at least %d, all received (after %d of the start)",
 				sent0-base, got-base, len(tg.values), base)
 		}
 		return nil
