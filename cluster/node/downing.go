@@ -70,8 +70,14 @@ func (d *downState) observe(n *Node, evs []m.Event) {
 			d.reachabilityChanged(n.now)
 			d.resetStatsIfAllUnreachableDowned(n)
 		case m.MemberUp, m.MemberWeaklyUp:
-			if u == self {
+			if u == self && !d.selfAdded {
 				d.selfAdded = true
+				// Reachability changes seen before this node was a member
+				// (it joined just before a split and never heard it was
+				// Up) were not its to decide on: the instability window
+				// starts when it can decide. Akka counts them, and at its
+				// first tick a lone survivor that joined late downs all.
+				d.resetStats()
 			}
 			if ev.Kind == m.MemberUp {
 				d.resetStable(n.now, stable)
@@ -122,6 +128,16 @@ func (n *Node) tickAutoDown() {
 
 func (n *Node) tickSBR() {
 	d := &n.dn
+	if d.leaseWaiting {
+		// Ticks are ignored while waiting for the lease (Akka's
+		// WaitingForLease), the instability check included: the decision
+		// taken stands until the lease answers.
+		if !d.leaseRequested && n.now >= d.leaseAcquireAt {
+			d.leaseRequested = true
+			n.out = append(n.out, AcquireLease{Owner: n.leaseOwner()})
+		}
+		return
+	}
 	if d.changeCount > 0 {
 		if du := n.cfg.downAllWhenUnstable(); du > 0 && int64(n.now-d.firstChange) > n.cfg.Downing.StableAfter+du {
 			n.note("SBR detected instability and will down all nodes")
@@ -134,13 +150,6 @@ func (n *Node) tickSBR() {
 		d.holdingLease = false
 		d.releaseAt = 0
 		n.out = append(n.out, ReleaseLease{Owner: n.leaseOwner()})
-	}
-	if d.leaseWaiting {
-		if !d.leaseRequested && n.now >= d.leaseAcquireAt {
-			d.leaseRequested = true
-			n.out = append(n.out, AcquireLease{Owner: n.leaseOwner()})
-		}
-		return // ticks are ignored while waiting for the lease
 	}
 	res, act := downing.Tick(n.cfg.strategy(), downing.TickInput{
 		View:      downing.ViewOf(n.state),

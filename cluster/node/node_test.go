@@ -241,3 +241,42 @@ func TestDownNow(t *testing.T) {
 		t.Errorf("non-leader: DownNow = %v,%v want false,true", down, keep)
 	}
 }
+
+// TestTicksWaitingForTheLeaseIgnoreInstability: once the resolver has
+// decided and waits for the lease (here the minority delay of the side
+// without the oldest), ticks do not re-decide — not even the instability
+// rule, however long reachability has been changing (Akka's
+// WaitingForLease ignores Tick). The survivor of a frozen Primary takes the
+// free lease and stays Up instead of downing everyone mid-wait.
+func TestTicksWaitingForTheLeaseIgnoreInstability(t *testing.T) {
+	nw := NewNetwork()
+	for _, name := range []string{"a", "b"} {
+		nw.AddNode(name, func(c *Config) {
+			c.Seeds = []m.Address{Address("a"), Address("b")}
+			c.Downing.Strategy = LeaseMajority
+			c.Downing.StableAfter = 1000
+		})
+		nw.Start(name)
+	}
+	nw.Advance(20_000)
+	b := nw.Host("b")
+	if b.Node.State().Gossip.StatusOf(b.Node.Self()) != m.Up || len(b.Node.State().Gossip.Members) != 2 {
+		t.Fatalf("b did not join: %v", b.Node.State().Gossip.Members)
+	}
+	nw.Freeze("a")
+	for start := nw.Now(); !b.Node.dn.leaseWaiting; nw.StepOnce() {
+		if nw.Now()-start > 30_000 {
+			t.Fatal("b never waited for the lease")
+		}
+	}
+	// Stale statistics: reachability "changing" for a minute.
+	b.Node.dn.firstChange, b.Node.dn.latestChange, b.Node.dn.changeCount = nw.Now()-60_000, nw.Now(), 5
+	nw.Advance(5_000)
+	g := b.Node.State().Gossip
+	if st := g.StatusOf(b.Node.Self()); st != m.Up || !b.Alive {
+		t.Fatalf("b is %v (alive %v) after its wait for the lease; want Up", st, b.Alive)
+	}
+	if _, ok := g.MemberAt(Address("a")); ok {
+		t.Fatalf("a still a member of b's view: %v", g.Members)
+	}
+}
