@@ -326,12 +326,21 @@ func TestFailoverRoleIsCheckedOnTheServer(t *testing.T) {
 	}
 }
 
+// otherLast returns s with its last character changed (to "0", or to "1"
+// when it already is "0": a token ending in "0" must not stay right).
+func otherLast(s string) string {
+	if strings.HasSuffix(s, "0") {
+		return s[:len(s)-1] + "1"
+	}
+	return s[:len(s)-1] + "0"
+}
+
 func TestFailoverCSRF(t *testing.T) {
 	e := newEnv(t, admin.Options{})
 	cookie, csrf := e.login(t, "alice", "alice-pw")
 	refused := map[string]*http.Request{
 		"no token":    failoverRequest(cookie, "", ""),
-		"wrong token": failoverRequest(cookie, csrf[:len(csrf)-1]+"0", ""),
+		"wrong token": failoverRequest(cookie, otherLast(csrf), ""),
 	}
 	other := failoverRequest(cookie, csrf, "")
 	other.Header.Set("Origin", "https://evil.example")
