@@ -46,6 +46,15 @@ func sentEvents(s served) int64 {
 	return n
 }
 
+// queueDepths reads the history queue depth of a and of b.
+func queueDepths(r *rig) (a, b int, err error) {
+	if a, _, err = queueDepth(r.a); err != nil {
+		return 0, 0, err
+	}
+	b, _, err = queueDepth(r.b)
+	return a, b, err
+}
+
 func receivedEvents(s served) int64 {
 	var n int64
 	for _, p := range s.Peers {
@@ -65,11 +74,7 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 	// them is the baseline the counts below start from.
 	var base int64
 	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
-		depthA, _, err := queueDepth(r.a)
-		if err != nil {
-			return err
-		}
-		depthB, _, err := queueDepth(r.b)
+		depthA, depthB, err := queueDepths(r)
 		if err != nil {
 			return err
 		}
@@ -86,11 +91,7 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 	// b holds everything so far, and has pulled a's copy of every row.
 	var sent0 int64
 	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
-		depthA, _, err := queueDepth(r.a)
-		if err != nil {
-			return err
-		}
-		depthB, _, err := queueDepth(r.b)
+		depthA, depthB, err := queueDepths(r)
 		if err != nil {
 			return err
 		}
