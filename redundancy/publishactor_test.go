@@ -378,6 +378,12 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	// is not its consequence. The DB and the snapshot are kept fresh while
 	// the clock moves, so only the DB outage at the end changes the level.
 	r.members.set(r.peer, r.self)
+	// The actor must take the event before the clock moves: taken 30 s
+	// late, it would find the last snapshot 30 s old and change the level
+	// inside the window. A peer status sent after it is a barrier (one
+	// mailbox, in order).
+	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 200, At: r.clock.Now()}.ToWire())
+	eventually(t, "the peer status sent after the membership event", func() bool { return r.peers.last() == 200 })
 	for range int(FreshFor/HealthTick) + 1 {
 		r.clock.Advance(HealthTick)
 		r.db.set(true, r.clock.Now())
