@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
@@ -35,7 +36,7 @@ func newTestTree(t *testing.T, name string) *actors.Tree {
 // clock does not move), Last keeps the old verdict until the new one, and
 // the actor answers DbHealthQuery again.
 func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
-	noLeaks(t)
+	actorstest.NoLeaks(t)
 	tree := newTestTree(t, "n1")
 	clock := clockwork.NewFakeClockAt(probeT0)
 	pinger := newFakePinger(clock)
@@ -152,7 +153,7 @@ func (r *peerRig) results(target string) int {
 // keep their incarnations — and the restarted one probes and publishes
 // again at once; Probing lists both peers throughout.
 func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
-	noLeaks(t)
+	actorstest.NoLeaks(t)
 	r := newPeerRig(t, "n2")
 	const supPath = "n2/" + PeerProbeSupervisorName
 	pathB, pathC := supPath+"/"+PeerProbeName("127.0.0.1:4002"), supPath+"/"+PeerProbeName("127.0.0.1:4003")

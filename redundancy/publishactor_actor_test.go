@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -37,7 +38,7 @@ func testTree(t *testing.T) (*actors.Tree, *atomic.Value) {
 // NodeStatus and logs why "restart"; the snapshot entry and a pin made
 // before the fault survive it.
 func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
-	noLeaks(t)
+	actorstest.NoLeaks(t)
 	tree, gaveUp := testTree(t)
 	r := newPubRig(t)
 	o := r.actor.o

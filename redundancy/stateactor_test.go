@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -275,7 +276,7 @@ func TestStateActorGreetsNewSubscribers(t *testing.T) {
 // its next snapshot continues the sequence and keeps the epoch, rebuilt
 // from the Tracker.
 func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
-	noLeaks(t)
+	actorstest.NoLeaks(t)
 	tree, gaveUp := testTree(t)
 	clock := clockwork.NewFakeClockAt(tEpoch)
 	bus := newFakeBus()

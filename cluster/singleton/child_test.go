@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/actors/actorstest"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/cluster/singleton"
 )
@@ -92,7 +93,7 @@ const (
 // active node only; it moves on a hand-over, survives a restart of itself
 // and of its manager, and is gone after Stop.
 func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
-	noLeaks(t)
+	actorstest.NoLeaks(t)
 	r := newChildRig(t)
 	ns := r.c.Form("a", "b")
 	a := ns[0]

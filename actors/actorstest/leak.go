@@ -1,4 +1,6 @@
-package health
+// Package actorstest holds test helpers for code built on the actors
+// package.
+package actorstest
 
 import (
 	"testing"
@@ -6,9 +8,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// noLeaks fails t when goroutines started during it outlive its cleanup
-// (registered first, so it runs after every other cleanup).
-func noLeaks(t *testing.T) {
+// NoLeaks fails t when goroutines started during it outlive its cleanup.
+// Call it first in the test, so that its cleanup runs after every other.
+func NoLeaks(t *testing.T) {
 	t.Helper()
 	before := goleak.IgnoreCurrent()
 	// protoactor's dead-letter throttle keeps a timer goroutine for its
