@@ -4,7 +4,7 @@
 # Installs what the tests need when it is missing (Node.js + npm for the
 # interop client, iptables and PostgreSQL for the drills, etcd-server for
 # tests/etcd and the etcd lease, systemd-analyze for the unit check,
-# Prometheus and promtool for tests/deploy and tests/rig, Chromium for
+# Prometheus and promtool for tests/packaging and tests/rig, Chromium for
 # tests/browser),
 # then vets and runs every Go test with the race detector.
 set -euo pipefail
@@ -15,14 +15,14 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 command -v iptables >/dev/null 2>&1 || need_apt+=(iptables)
 command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
-# systemd-analyze verifies deploy/systemd/otopcua.service (tests/deploy); a
+# systemd-analyze verifies packaging/systemd/otopcua.service (tests/packaging); a
 # container image of Debian lacks it.
 command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
 # PostgreSQL server binaries for tests/pg (Debian: /usr/lib/postgresql/<version>/bin).
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)
 # etcd-server for tests/etcd and the etcd lease (cluster/lease).
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server)
-# promtool for tests/deploy (the Prometheus configuration, alert rules and dashboard queries).
+# promtool for tests/packaging (the Prometheus configuration, alert rules and dashboard queries).
 command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 # A headless browser for tests/browser (the admin pages, driven with chromedp).
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/otopcua/otopcua/deploy/grafana"
+	"github.com/otopcua/otopcua/packaging/grafana"
 	"github.com/otopcua/otopcua/tests/pg"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -272,7 +272,7 @@ func TestRigAsProcesses(t *testing.T) {
 	}
 
 	// Every dashboard panel's query returns data.
-	dashboards, _ := filepath.Glob(filepath.Join(procs.RepoRoot(), "deploy", "grafana", "dashboards", "*.json"))
+	dashboards, _ := filepath.Glob(filepath.Join(procs.RepoRoot(), "packaging", "grafana", "dashboards", "*.json"))
 	if len(dashboards) < 2 {
 		t.Fatalf("dashboards: %v", dashboards)
 	}

@@ -1,4 +1,4 @@
-package deploy_test
+package packaging_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
-const sdUnitPath = "deploy/systemd/otopcua.service"
+const sdUnitPath = "packaging/systemd/otopcua.service"
 
 // sdEntry is one Key=Value line of a unit file.
 type sdEntry struct {
@@ -175,7 +175,7 @@ func TestSystemdUnitKeys(t *testing.T) {
 func TestSystemdSysusers(t *testing.T) {
 	u, _ := sdLoad(t)
 	var lines []string
-	for _, l := range strings.Split(dfRead(t, filepath.Join(procs.RepoRoot(), "deploy/systemd/otopcua.sysusers.conf")), "\n") {
+	for _, l := range strings.Split(dfRead(t, filepath.Join(procs.RepoRoot(), "packaging/systemd/otopcua.sysusers.conf")), "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
 			lines = append(lines, l)
 		}

@@ -1,5 +1,5 @@
 // Package grafana builds otopcua's Grafana dashboards in Go and writes them
-// as the JSON files Grafana provisions (deploy/grafana/dashboards).
+// as the JSON files Grafana provisions (packaging/grafana/dashboards).
 //
 // It owns two dashboards: Fleet (every node and ClusterId of a deployment at
 // a glance: ServiceLevels, who is Primary, failovers, gate denials, Config DB
@@ -15,9 +15,9 @@
 //  4. the committed JSON is exactly what Files returns.
 //
 // The caller's duties:
-//  1. after changing a builder, run `go generate ./deploy/grafana` (or
-//     `go run ./deploy/grafana/gen`) and commit the rewritten JSON;
-//  2. name only metrics that otopcua exports (tests/deploy keeps the list
+//  1. after changing a builder, run `go generate ./packaging/grafana` (or
+//     `go run ./packaging/grafana/gen`) and commit the rewritten JSON;
+//  2. name only metrics that otopcua exports (tests/packaging keeps the list
 //     and fails on any other name);
 //  3. to run a dashboard query outside Grafana, take it from PanelQueries
 //     and fill in Grafana's variables with ExpandForTest.

@@ -1,8 +1,8 @@
-// Command gen rewrites deploy/grafana/dashboards/*.json from the builders
+// Command gen rewrites packaging/grafana/dashboards/*.json from the builders
 // of package grafana. Run it from anywhere in the module:
 //
-//	go run ./deploy/grafana/gen
-//	go generate ./deploy/grafana
+//	go run ./packaging/grafana/gen
+//	go generate ./packaging/grafana
 package main
 
 import (
@@ -12,11 +12,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/otopcua/otopcua/deploy/grafana"
+	"github.com/otopcua/otopcua/packaging/grafana"
 )
 
 func main() {
-	out := flag.String("out", "", "folder to write the dashboards to (default: deploy/grafana/dashboards of the module)")
+	out := flag.String("out", "", "folder to write the dashboards to (default: packaging/grafana/dashboards of the module)")
 	flag.Parse()
 	if err := run(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
@@ -30,7 +30,7 @@ func run(out string) error {
 		if err != nil {
 			return err
 		}
-		out = filepath.Join(root, "deploy", "grafana", "dashboards")
+		out = filepath.Join(root, "packaging", "grafana", "dashboards")
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err

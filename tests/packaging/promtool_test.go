@@ -1,4 +1,4 @@
-package deploy_test
+package packaging_test
 
 import (
 	"context"
@@ -13,17 +13,17 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/otopcua/otopcua/deploy/grafana"
+	"github.com/otopcua/otopcua/packaging/grafana"
 )
 
-// root is the module root: go test runs in tests/deploy.
+// root is the module root: go test runs in tests/packaging.
 var root = filepath.Join("..", "..")
 
 const (
-	prometheusConfig = "deploy/prometheus/prometheus.yml"
-	alertRules       = "deploy/prometheus/alerts.yml"
-	alertTests       = "deploy/prometheus/alerts_test.yml"
-	dashboardsDir    = "deploy/grafana/dashboards"
+	prometheusConfig = "packaging/prometheus/prometheus.yml"
+	alertRules       = "packaging/prometheus/alerts.yml"
+	alertTests       = "packaging/prometheus/alerts_test.yml"
+	dashboardsDir    = "packaging/grafana/dashboards"
 )
 
 // The nodes of the docker-compose rig, as prometheus.yml scrapes them.
@@ -33,7 +33,7 @@ var rigTargets = []string{
 	"site-b-1:8080", "site-b-2:8080",
 }
 
-// The alerts deploy/README.md documents.
+// The alerts packaging/README.md documents.
 var alertNames = []string{
 	"OtopcuaTwoPrimaries", "OtopcuaNoPrimary", "OtopcuaServiceLevelStuck",
 	"OtopcuaRoleUnknownDenials", "OtopcuaConfigDbUnreachable",
@@ -147,7 +147,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	if !slices.Equal(names, alertNames) {
-		t.Errorf("alerts %v, want %v (deploy/README.md documents each)", names, alertNames)
+		t.Errorf("alerts %v, want %v (packaging/README.md documents each)", names, alertNames)
 	}
 }
 

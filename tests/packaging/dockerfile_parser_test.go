@@ -1,4 +1,4 @@
-package deploy_test
+package packaging_test
 
 import (
 	"encoding/json"

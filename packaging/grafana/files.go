@@ -43,7 +43,7 @@ func Files() ([]File, error) {
 	return files, nil
 }
 
-// Write writes every dashboard into dir (deploy/grafana/dashboards), which
+// Write writes every dashboard into dir (packaging/grafana/dashboards), which
 // must exist, replacing the files there.
 func Write(dir string) error {
 	files, err := Files()

@@ -212,7 +212,7 @@ func TestNodeDashboardHasInstanceVariable(t *testing.T) {
 	}
 }
 
-// The panels the operator's questions need (deploy/README.md).
+// The panels the operator's questions need (packaging/README.md).
 func TestDashboardsHaveThePanelsOperatorsNeed(t *testing.T) {
 	want := map[string][]string{
 		"otopcua-fleet.json": {

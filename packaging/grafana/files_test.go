@@ -19,11 +19,11 @@ func TestCommittedDashboardsAreGenerated(t *testing.T) {
 		generated[f.Name] = true
 		committed, err := os.ReadFile(filepath.Join("dashboards", f.Name))
 		if err != nil {
-			t.Errorf("%v: run `go generate ./deploy/grafana` and commit the file", err)
+			t.Errorf("%v: run `go generate ./packaging/grafana` and commit the file", err)
 			continue
 		}
 		if !bytes.Equal(committed, f.JSON) {
-			t.Errorf("dashboards/%s differs from what the builders produce: run `go generate ./deploy/grafana` (or `go run ./deploy/grafana/gen`) and commit the result", f.Name)
+			t.Errorf("dashboards/%s differs from what the builders produce: run `go generate ./packaging/grafana` (or `go run ./packaging/grafana/gen`) and commit the result", f.Name)
 		}
 	}
 	stray, err := filepath.Glob(filepath.Join("dashboards", "*.json"))

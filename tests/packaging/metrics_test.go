@@ -1,4 +1,4 @@
-package deploy_test
+package packaging_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/otopcua/otopcua/deploy/grafana"
+	"github.com/otopcua/otopcua/packaging/grafana"
 )
 
 // exportedMetrics are the Prometheus names otopcua's /metrics exposes
