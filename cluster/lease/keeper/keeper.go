@@ -1,0 +1,228 @@
+package keeper
+
+import (
+	"slices"
+	"time"
+
+	"github.com/otopcua/otopcua/gate"
+)
+
+// Keeper is one node's lease keeper: its decisions and what it knows of
+// the lease. It is not safe for concurrent use: the driver calls it from
+// one goroutine or under one lock.
+type Keeper struct {
+	cfg Config
+
+	holder     string    // last holder seen ("" free or unknown)
+	validUntil time.Time // this node's grant licenses until then
+	renewedAt  time.Time // start of the last acquire or renewal (paces attempts)
+	busy       bool      // a Take, Renew or Release call runs
+	wantFree   bool      // free the lease once the set is whole
+	holdUntil  time.Time // promotion hold
+	wasPrimary bool
+	downed     map[string]downing // by peer
+	last       gate.Licence       // last licence reported
+	lastTick   time.Time          // the last Tick (or Follow)
+	suspectTil time.Time          // woken from a freeze: cannot tell before this
+	obs        Observation
+}
+
+type downing struct {
+	at     time.Time
+	proven bool
+}
+
+// New returns the keeper of cfg (Validate first) at now. The lease is free
+// as far as it knows, and the licence Licensed.
+func New(cfg Config, now time.Time) *Keeper {
+	return &Keeper{cfg: cfg, downed: map[string]downing{}, last: gate.Licensed, lastTick: now}
+}
+
+// Config is the keeper's configuration.
+func (k *Keeper) Config() Config { return k.cfg }
+
+// Holder is the last holder seen ("" when free or unknown).
+func (k *Keeper) Holder() string { return k.holder }
+
+// Busy reports whether a Take, Renew or Release call is outstanding.
+func (k *Keeper) Busy() bool { return k.busy }
+
+// Licence is the Primary's licence at now, from the state alone.
+func (k *Keeper) Licence(now time.Time) gate.Licence {
+	return gate.LicenceOf(gate.LicenceInput{
+		LeaseMajority: true,
+		Whole:         k.whole(now),
+		LeaseValid:    k.holder == k.cfg.Owner && now.Before(k.validUntil),
+		HoldLeft:      k.holdUntil.Sub(now),
+	})
+}
+
+// Tick is the keeper's timer (the driver ticks it every 250 ms): it
+// renews a held lease, takes it for a Primary whose set looks split, frees
+// it once the set is whole and the core released it, and reports a
+// licence change.
+func (k *Keeper) Tick(now time.Time, obs Observation) []Effect {
+	var effs []Effect
+	if gap := now.Sub(k.lastTick); gap > k.cfg.Pause {
+		// The process did not run for a pause (SIGSTOP, a VM freeze): what
+		// it hears now may have waited in its sockets through the freeze.
+		k.suspectTil = now.Add(k.cfg.Pause)
+		effs = append(effs, Note{Kind: NoteWoken, For: gap})
+	}
+	k.lastTick = now
+	effs = append(effs, k.observe(now, obs)...)
+	if e, ok := k.decide(now); ok {
+		k.busy = true
+		effs = append(effs, e)
+	}
+	for id, d := range k.downed {
+		if now.Sub(d.at) >= DownedMemory {
+			delete(k.downed, id)
+		}
+	}
+	return append(effs, k.changed(now)...)
+}
+
+// decide picks the tick's store call, if any: one at a time.
+func (k *Keeper) decide(now time.Time) (Effect, bool) {
+	mySide, known := k.side(now, k.cfg.SuspectAfter())
+	suspect := !known || mySide < k.cfg.Expected
+	// Only a side that cannot be a minority (a pair's lone Primary, half
+	// or more of a larger set) takes the lease ahead of the decision: a
+	// Primary cut off in the minority of three or more leaves it to the
+	// majority's resolver.
+	notMinority := mySide*2 >= k.cfg.Expected
+	mine := k.holder == k.cfg.Owner && now.Before(k.validUntil.Add(k.cfg.Margin()))
+	switch {
+	case k.busy:
+	case mine && !suspect && k.wantFree:
+		// Free only once every peer is heard again within SuspectAfter:
+		// freeing while one is still suspect would be taken back at once,
+		// and could lapse the licence when the set stops being whole.
+		return Release{}, true
+	case mine && now.Sub(k.renewedAt) >= k.cfg.RenewEvery():
+		return Acquire{Purpose: Renew, Start: now}, true
+	case !mine && k.obs.Primary && suspect && notMinority && now.Sub(k.renewedAt) >= RetryEvery:
+		k.renewedAt = now
+		return Acquire{Purpose: Take, Start: now}, true
+	}
+	return nil, false
+}
+
+// Step takes one input at now.
+func (k *Keeper) Step(now time.Time, msg Message) []Effect {
+	switch msg := msg.(type) {
+	case Follow:
+		k.lastTick = now
+	case Observed:
+		return k.observe(now, msg.Observation)
+	case AcquireResult:
+		return append(k.acquired(msg), k.changed(now)...)
+	case ReleaseResult:
+		var effs []Effect
+		if msg.OK {
+			k.holder, k.validUntil, k.wantFree = "", time.Time{}, false
+			effs = append(effs, Note{Kind: NoteReleased})
+		}
+		k.busy = false
+		return append(effs, k.changed(now)...)
+	case CoreAcquire:
+		return []Effect{Acquire{Purpose: ForCore, Start: now}}
+	case CoreRelease:
+		k.wantFree = true
+	case FastPath:
+		return []Effect{Acquire{Purpose: ForFastPath, Evict: []string{msg.Dead}, Start: now}}
+	case Downed:
+		k.downed[msg.Peer] = downing{at: now, proven: msg.Proven}
+	}
+	return nil
+}
+
+// acquired records the store's answer to an acquire.
+func (k *Keeper) acquired(r AcquireResult) []Effect {
+	var effs []Effect
+	switch r.Outcome {
+	case Granted:
+		if k.holder != k.cfg.Owner {
+			effs = append(effs, Note{Kind: NoteAcquired, Epoch: r.Epoch, Evicted: r.Evict})
+		}
+		k.holder, k.renewedAt = k.cfg.Owner, r.Start
+		k.validUntil = r.Start.Add(k.cfg.TTL - k.cfg.Margin())
+		switch r.Purpose {
+		case Take:
+			k.wantFree = true // its own: freed again once the set is whole
+		case ForCore:
+			k.wantFree = false
+		}
+	case Held:
+		if k.holder == k.cfg.Owner {
+			effs = append(effs, Note{Kind: NoteLost, Peer: r.Holder, Epoch: r.Epoch})
+		}
+		k.holder, k.validUntil = r.Holder, time.Time{}
+	default:
+		effs = append(effs, Note{Kind: NoteStoreSilent, Err: r.Err})
+	}
+	if r.Purpose.Background() {
+		k.busy = false
+	}
+	return effs
+}
+
+// observe records obs and starts the promotion hold when this node has
+// just become Primary after the downing of a peer that may be alive.
+func (k *Keeper) observe(now time.Time, obs Observation) []Effect {
+	k.obs = obs
+	var effs []Effect
+	if obs.Primary && !k.wasPrimary && k.cfg.Hold > 0 {
+		ids := make([]string, 0, len(k.downed))
+		for id := range k.downed {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			if d := k.downed[id]; !d.proven && now.Sub(d.at) < DownedMemory {
+				k.holdUntil = now.Add(k.cfg.Hold)
+				effs = append(effs, Note{Kind: NoteHold, Peer: id, For: k.cfg.Hold})
+				break
+			}
+		}
+	}
+	k.wasPrimary = obs.Primary
+	return effs
+}
+
+// changed reports a licence that moved since the last report.
+func (k *Keeper) changed(now time.Time) []Effect {
+	l := k.Licence(now)
+	if l == k.last {
+		return nil
+	}
+	k.last = l
+	return []Effect{LicenceChanged{Licence: l}}
+}
+
+// whole reports whether every node of the set is on this node's side,
+// heard from within the pause.
+func (k *Keeper) whole(now time.Time) bool {
+	n, ok := k.side(now, k.cfg.Pause)
+	return ok && n >= k.cfg.Expected
+}
+
+// side counts the nodes of the set on this node's side — itself and the Up
+// driver peers it holds reachable and heard from within silence; ok is
+// false while it cannot tell: the process did not run for a pause, or woke
+// from that less than a pause ago (until then only the lease licenses it).
+func (k *Keeper) side(now time.Time, silence time.Duration) (n int, ok bool) {
+	if now.Sub(k.lastTick) > k.cfg.Pause || now.Before(k.suspectTil) {
+		return 1, false
+	}
+	if k.obs.Self {
+		n++
+	}
+	for _, p := range k.obs.Peers {
+		if p.Member && p.Reachable && p.Heard && now.Sub(p.LastHeard) <= silence {
+			n++
+		}
+	}
+	return n, true
+}
