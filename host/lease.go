@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/cluster/lease"
+	"github.com/otopcua/otopcua/cluster/lease/keeper"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/configdb"
@@ -21,13 +22,9 @@ import (
 	"github.com/otopcua/otopcua/redundancy"
 )
 
-// Lease keeper timings.
 const (
 	// leaseTick is how often the keeper looks at its set and its lease.
 	leaseTick = 250 * time.Millisecond
-	// downedMemory is how long a downing of a driver peer counts for the
-	// promotion hold of the node that becomes Primary after it.
-	downedMemory = 30 * time.Second
 	// LeaseKeeperName is the keeper's actor.
 	LeaseKeeperName = "lease-keeper"
 )
@@ -44,48 +41,35 @@ func openLease(cfg *config.Config, db *configdb.DB) (lease.Lease, error) {
 	return nil, fmt.Errorf("Cluster:Lease:Provider %q: accepted values are %s", l.Provider, config.LeaseProviders)
 }
 
-// leaseKeeper holds this node's share of lease-majority: it is the
-// cluster core's lease (a split-brain decision acquires it), the crash
-// fast path's (a refusing peer is downed once it is acquired, evicting
-// the dead holder), and the Primary's licence (gate.LicenceOf): while its
-// set is not whole the Primary acts only holding the lease, renewed every
-// TTL/3; a node that becomes Primary after a peer that may still be alive
-// was downed waits out Redundancy:PromotionHold. Its timer is the actor
-// lease-keeper of the node's tree; the store calls run on goroutines.
+// leaseKeeper runs this node's share of lease-majority: it is the cluster
+// core's lease (a split-brain decision acquires it), the crash fast path's
+// (a refusing peer is downed once it is acquired, evicting the dead
+// holder), and the Primary's licence (the RoleView's fence and the publish
+// actor's cap). The decisions are keeper.Keeper's; this only runs them: it
+// reads the membership and the role view, makes the store calls the core
+// asks for and steps their answers back, logs its notes and wakes the
+// publish actor when the licence moves. Its timer is the actor
+// lease-keeper of the node's tree.
+//
+// The core is touched only under mu: by the actor's tick, by the goroutine
+// that made a store call when it steps the answer, and by the cluster
+// core's, the fast path's and the gate's calls on their own goroutines.
+// Store calls, logging and the wake-up run outside mu.
 type leaseKeeper struct {
-	l        lease.Lease
-	d        leaseMembers
-	view     *redundancy.RoleView
-	owner    string
-	cluster  string
-	expected int           // nodes of the set: this one and OpcUa:PeerApplicationUris
-	pause    time.Duration // Cluster:FailureDetector:AcceptableHeartbeatPause
-	// suspectAfter is the silence after which the keeper takes the lease
-	// for its Primary: a heartbeat interval plus a quarter of the pause,
-	// so that the ordinary gap between two heartbeats never looks like a
-	// split (taking and freeing the lease between heartbeats left it held
-	// at the moment a Primary froze, and the survivor could not take it).
-	suspectAfter time.Duration
-	hold         time.Duration
-	ttl          time.Duration
-	clock        actors.Clock
-	log          *slog.Logger
+	l       lease.Lease
+	ttl     time.Duration
+	cluster string
+	cfg     keeper.Config // Owner is set by bind
+	clock   actors.Clock
+	log     *slog.Logger
 
-	mu         sync.Mutex
-	onChange   func()                // a licence change: the publish actor recomputes; mu must be held to read or write
-	validUntil time.Time             // on this node's clock: request start + TTL − TTL/6; mu must be held
-	holder     string                // last known holder; mu must be held
-	renewedAt  time.Time             // start of the last acquire or renewal; mu must be held
-	busy       bool                  // a store call runs; mu must be held
-	wantFree   bool                  // the core released: free it once the set is whole; mu must be held
-	holdUntil  time.Time             // promotion hold; mu must be held
-	wasPrimary bool                  // mu must be held
-	downed     map[string]downedPeer // by NodeId; mu must be held
-	last       gate.Licence          // mu must be held
-	lastTick   time.Time             // start of the last tick (or follow); mu must be held
-	suspectTil time.Time             // after a stall (frozen process): not whole before this; mu must be held
-	pid        *actor.PID
-	unsub      func()
+	mu       sync.Mutex
+	core     *keeper.Keeper       // nil before bind; mu must be held
+	d        leaseMembers         // set by bind; mu must be held to write
+	view     *redundancy.RoleView // set by follow; mu must be held to write
+	onChange func()               // the publish actor's wake-up; mu must be held
+	pid      *actor.PID
+	unsub    func()
 }
 
 // leaseMembers is what the keeper reads of the membership daemon
@@ -100,37 +84,35 @@ type leaseMembers interface {
 
 var _ leaseMembers = (*daemon.Daemon)(nil)
 
-type downedPeer struct {
-	at     time.Time
-	proven bool // the crash fast path found its port refusing
-}
-
 type leaseTickMsg struct{}
 
 func newLeaseKeeper(l lease.Lease, cfg *config.Config, clock actors.Clock, logger *slog.Logger) *leaseKeeper {
+	fd := cfg.Cluster.FailureDetector
 	return &leaseKeeper{
-		l: l, cluster: cfg.Node.ClusterId,
-		expected: 1 + len(cfg.OpcUa.PeerApplicationUris), pause: cfg.Cluster.FailureDetector.AcceptableHeartbeatPause,
-		suspectAfter: cfg.Cluster.FailureDetector.HeartbeatInterval + cfg.Cluster.FailureDetector.AcceptableHeartbeatPause/4,
-		hold:         cfg.Redundancy.PromotionHold, ttl: l.TTL(), clock: clock, log: logger.With("lease", l.Name()),
-		downed: map[string]downedPeer{}, last: gate.Licensed,
+		l: l, ttl: l.TTL(), cluster: cfg.Node.ClusterId, clock: clock, log: logger.With("lease", l.Name()),
+		cfg: keeper.Config{
+			Expected:  1 + len(cfg.OpcUa.PeerApplicationUris),
+			Heartbeat: fd.HeartbeatInterval, Pause: fd.AcceptableHeartbeatPause,
+			Hold: cfg.Redundancy.PromotionHold, TTL: l.TTL(),
+		},
 	}
 }
 
 // bind gives the keeper its daemon (before any split decision: right
-// after the daemon starts).
+// after the daemon starts); the core starts then, knowing its owner.
 func (k *leaseKeeper) bind(d leaseMembers) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.d, k.owner = d, d.Self().String()
+	k.d, k.cfg.Owner = d, d.Self().String()
+	k.core = keeper.New(k.cfg, k.clock.Now())
 }
 
-// bound reports whether bind and start ran (the licence is computed only
+// bound reports whether bind and follow ran (the licence is computed only
 // then; before, nothing is gated yet).
 func (k *leaseKeeper) bound() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.d != nil && k.view != nil
+	return k.core != nil && k.view != nil
 }
 
 // start spawns the keeper's actor and follows the membership; view is the
@@ -146,20 +128,19 @@ func (k *leaseKeeper) start(tree *actors.Tree, view *redundancy.RoleView) error 
 	return nil
 }
 
-// follow gives the keeper the node's role view and records the downings
-// of the set's driver peers (for the promotion hold).
+// follow gives the keeper the node's role view and steps the downings of
+// the set's driver peers into the core (for the promotion hold).
 func (k *leaseKeeper) follow(view *redundancy.RoleView) {
 	k.mu.Lock()
 	k.view = view
-	k.lastTick = k.clock.Now()
 	k.mu.Unlock()
+	k.run(k.step(keeper.Follow{}))
 	_, k.unsub = k.d.Subscribe(func(ev membership.Event) {
 		if ev.Kind != membership.MemberDowned || ev.Member.ClusterID != k.cluster || !ev.Member.HasRole(config.RoleDriver) {
 			return
 		}
-		k.mu.Lock()
-		k.downed[ev.Member.Address.NodeID()] = downedPeer{at: k.clock.Now(), proven: k.d.ProvenDead(ev.Member.Address)}
-		k.mu.Unlock()
+		proven := k.d.ProvenDead(ev.Member.Address)
+		k.run(k.step(keeper.Downed{Peer: ev.Member.Address.NodeID(), Proven: proven}))
 	})
 }
 
@@ -171,13 +152,10 @@ func (k *leaseKeeper) stop(tree *actors.Tree) {
 	if k.pid != nil {
 		_ = tree.Root().StopFuture(k.pid).Wait()
 	}
-	k.mu.Lock()
-	held := k.holder == k.owner
-	k.mu.Unlock()
-	if held {
+	if k.Holder() == k.owner() {
 		ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
 		defer cancel()
-		_ = k.l.Release(ctx, k.owner)
+		_ = k.l.Release(ctx, k.owner())
 	}
 }
 
@@ -206,59 +184,14 @@ func (a *leaseKeeperActor) Receive(c actor.Context) {
 	}
 }
 
-// acquire takes or renews the lease, evicting evict; it blocks at most
-// TTL/2 and reports whether this node holds the lease.
-func (k *leaseKeeper) acquire(evict ...string) bool {
-	k.mu.Lock()
-	owner := k.owner
-	k.mu.Unlock()
-	if owner == "" {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
-	defer cancel()
-	start := k.clock.Now()
-	g, err := k.l.Acquire(ctx, k.owner, evict...)
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	var held *lease.HeldError
-	switch {
-	case err == nil:
-		if k.holder != k.owner {
-			k.log.Info("lease acquired", "owner", k.owner, "epoch", g.Epoch, "evicted", evict)
-		}
-		k.holder, k.renewedAt = k.owner, start
-		k.validUntil = start.Add(k.ttl - k.ttl/6)
-		return true
-	case errors.As(err, &held):
-		if k.holder == k.owner {
-			k.log.Warn("lease lost to another node", "holder", held.Holder, "epoch", held.Epoch)
-		}
-		k.holder, k.validUntil = held.Holder, time.Time{}
-	default:
-		k.log.Warn("lease store did not answer", "err", err)
-	}
-	return false
-}
-
-// Acquire is the cluster core's split-brain lease (downing.Lease).
-func (k *leaseKeeper) Acquire(string) bool {
-	ok := k.acquire()
-	if ok {
-		k.mu.Lock()
-		k.wantFree = false
-		k.mu.Unlock()
-	}
-	k.changed()
-	return ok
-}
+// Acquire is the cluster core's split-brain lease (downing.Lease): it
+// blocks for the store's answer, at most TTL/2.
+func (k *leaseKeeper) Acquire(string) bool { return k.run(k.step(keeper.CoreAcquire{})) }
 
 // Release is the core's release after its release-after: the lease is
 // freed once the set is whole again (a lone Primary keeps it).
 func (k *leaseKeeper) Release(string) bool {
-	k.mu.Lock()
-	k.wantFree = true
-	k.mu.Unlock()
+	k.run(k.step(keeper.CoreRelease{}))
 	return true
 }
 
@@ -266,184 +199,167 @@ func (k *leaseKeeper) Release(string) bool {
 func (k *leaseKeeper) Holder() string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.holder
+	if k.core == nil {
+		return ""
+	}
+	return k.core.Holder()
 }
 
 // fastPath is the crash fast path's lease: take it, evicting the dead
 // member if it held it.
 func (k *leaseKeeper) fastPath(dead membership.UniqueAddress) bool {
-	ok := k.acquire(dead.String())
-	k.changed()
-	return ok
+	return k.run(k.step(keeper.FastPath{Dead: dead.String()}))
 }
 
-// whole reports whether every node of the set is an Up, reachable driver
-// member of the ClusterId heard from within the acceptable pause.
-func (k *leaseKeeper) whole(now time.Time) bool { return k.wholeWithin(now, k.pause) }
-
-// wholeWithin is whole with another silence bound: the keeper takes the
-// lease for its Primary when a peer has been silent for a heartbeat plus a quarter of the
-// pause, so the lease is held before the set stops being whole and the
-// Primary's licence never lapses on a split it wins.
-func (k *leaseKeeper) wholeWithin(now time.Time, pause time.Duration) bool {
-	n, ok := k.side(now, pause)
-	return ok && n >= k.expected
-}
-
-// side counts the nodes of the set on this node's side — itself and the Up
-// driver peers it holds reachable and heard from within pause; ok is false
-// while it cannot tell (see the stall below).
-func (k *leaseKeeper) side(now time.Time, pause time.Duration) (n int, ok bool) {
-	k.mu.Lock()
-	stalled := now.Sub(k.lastTick) > k.pause || now.Before(k.suspectTil)
-	k.mu.Unlock()
-	if stalled {
-		// This process did not run for a pause (SIGSTOP, a VM freeze) or
-		// has just woken from it: what it hears now may have waited in its
-		// sockets through the freeze, so it cannot tell whether its peers
-		// still count it. Until a pause has passed awake, only the lease
-		// licenses it.
-		return 1, false
-	}
-	st := k.d.Snapshot()
-	for _, m := range st.Gossip.Members {
-		if m.ClusterID != k.cluster || !m.HasRole(config.RoleDriver) || m.Status != membership.Up {
-			continue
-		}
-		if m.Address != st.Self {
-			if st.Gossip.Reachability.StatusFrom(st.Self, m.Address) != membership.Reachable {
-				continue
-			}
-			if at, ok := k.d.LastHeard(m.Address); !ok || now.Sub(at) > pause {
-				continue
-			}
-		}
-		n++
-	}
-	return n, true
-}
-
-// licence is the Primary's licence now (gate.LicenceOf); it also starts
-// the promotion hold when this node has just become Primary after the
-// downing of a peer that may be alive.
+// licence is the Primary's licence now (gate.LicenceOf), on a fresh
+// observation (which may start the promotion hold).
 func (k *leaseKeeper) licence() gate.Licence {
 	if !k.bound() {
 		return gate.Licensed
 	}
-	now := k.clock.Now()
-	whole := k.whole(now)
-	primary := k.view.Role() == redundancy.RolePrimary
+	obs := k.observe()
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	if primary && !k.wasPrimary {
-		for id, p := range k.downed {
-			if !p.proven && now.Sub(p.at) < downedMemory && k.hold > 0 {
-				k.holdUntil = now.Add(k.hold)
-				k.log.Warn("promotion hold: Primary after the downing of a peer that may still be alive",
-					"peer", id, "hold", k.hold.String())
-				break
-			}
-		}
-	}
-	k.wasPrimary = primary
-	return gate.LicenceOf(gate.LicenceInput{
-		LeaseMajority: true, Whole: whole,
-		LeaseValid: k.holder == k.owner && now.Before(k.validUntil),
-		HoldLeft:   k.holdUntil.Sub(now),
-	})
+	now := k.clock.Now()
+	effs := k.core.Step(now, keeper.Observed{Observation: obs})
+	l := k.core.Licence(now)
+	k.mu.Unlock()
+	k.run(effs)
+	return l
 }
 
 // licensed is the RoleView's fence.
 func (k *leaseKeeper) licensed() bool { return k.licence() == gate.Licensed }
 
-// changed wakes the publish actor when the licence moved.
-func (k *leaseKeeper) changed() {
-	l := k.licence()
-	k.mu.Lock()
-	moved := l != k.last
-	k.last = l
-	fn := k.onChange
-	k.mu.Unlock()
-	if moved {
-		k.log.Info("Primary licence", "licence", l.String())
-		if fn != nil {
-			fn()
-		}
-	}
-}
-
-// tick renews a held lease, takes it for a Primary whose set is split,
-// frees it once the set is whole and the core released it, and reports a
-// licence change.
+// tick feeds the core its timer with what the node sees now.
 func (k *leaseKeeper) tick() {
 	if !k.bound() {
 		return
 	}
-	now := k.clock.Now()
+	obs := k.observe()
 	k.mu.Lock()
-	if gap := now.Sub(k.lastTick); gap > k.pause {
-		k.suspectTil = now.Add(k.pause)
-		k.log.Warn("lease keeper: this process did not run for longer than the heartbeat pause (frozen?); the Primary acts only with the lease until a pause has passed",
-			"gap", gap.String())
-	}
-	k.lastTick = now
+	effs := k.core.Tick(k.clock.Now(), obs)
 	k.mu.Unlock()
-	mySide, known := k.side(now, k.suspectAfter)
-	suspect := !known || mySide < k.expected
-	// The keeper takes the lease ahead of the split-brain decision only
-	// for a side that cannot be a minority (a pair's lone Primary, half or
-	// more of a larger set): a Primary cut off in the minority of three
-	// or more leaves the lease to the majority's decision.
-	notMinority := mySide*2 >= k.expected
-	primary := k.view.Role() == redundancy.RolePrimary
+	k.run(effs)
+}
+
+// busy reports whether one of the keeper's own store calls is running.
+func (k *leaseKeeper) busy() bool {
 	k.mu.Lock()
-	mine := k.holder == k.owner && now.Before(k.validUntil.Add(k.ttl/6))
-	var call func()
-	switch {
-	case k.busy:
-	case mine && !suspect && k.wantFree:
-		// Free only once every peer is heard again within a heartbeat plus a quarter of the
-		// pause: freeing while one is still suspect would be taken back at
-		// once, and could lapse the licence when the set stops being whole.
-		call = func() {
-			ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
-			defer cancel()
-			if err := k.l.Release(ctx, k.owner); err == nil {
-				k.mu.Lock()
-				k.holder, k.validUntil, k.wantFree = "", time.Time{}, false
-				k.mu.Unlock()
-				k.log.Info("lease released: the set is whole again")
+	defer k.mu.Unlock()
+	return k.core != nil && k.core.Busy()
+}
+
+// step hands msg to the core at the clock's now.
+func (k *leaseKeeper) step(msg keeper.Message) []keeper.Effect {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.core == nil {
+		return nil
+	}
+	return k.core.Step(k.clock.Now(), msg)
+}
+
+func (k *leaseKeeper) owner() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cfg.Owner
+}
+
+// observe reads what the core decides on: this node's role and, from one
+// membership snapshot, the driver members of the ClusterId.
+func (k *leaseKeeper) observe() keeper.Observation {
+	st := k.d.Snapshot()
+	obs := keeper.Observation{Primary: k.view.Role() == redundancy.RolePrimary}
+	for _, m := range st.Gossip.Members {
+		driver := m.ClusterID == k.cluster && m.HasRole(config.RoleDriver) && m.Status == membership.Up
+		if m.Address == st.Self {
+			obs.Self = driver
+			continue
+		}
+		p := keeper.Peer{ID: m.Address.String(), Member: driver}
+		if driver {
+			p.Reachable = st.Gossip.Reachability.StatusFrom(st.Self, m.Address) == membership.Reachable
+			p.LastHeard, p.Heard = k.d.LastHeard(m.Address)
+		}
+		obs.Peers = append(obs.Peers, p)
+	}
+	return obs
+}
+
+// run carries out the core's effects in order. The keeper's own store
+// calls run on goroutines; an acquire for the cluster core or the fast
+// path runs here, for its waiting caller, and granted reports its answer.
+func (k *leaseKeeper) run(effs []keeper.Effect) (granted bool) {
+	for _, e := range effs {
+		switch e := e.(type) {
+		case keeper.Acquire:
+			if e.Purpose.Background() {
+				go func() { k.run(k.step(k.acquire(e))) }()
+				continue
 			}
-		}
-	case mine && now.Sub(k.renewedAt) >= k.ttl/3:
-		call = func() { k.acquire() }
-	case !mine && primary && suspect && notMinority && now.Sub(k.renewedAt) >= 500*time.Millisecond:
-		k.renewedAt = now // paces the attempts
-		call = func() {
-			if k.acquire() { // its own: freed again once the set is whole
-				k.mu.Lock()
-				k.wantFree = true
-				k.mu.Unlock()
-			}
-		}
-	}
-	if call != nil {
-		k.busy = true
-	}
-	for id, p := range k.downed {
-		if now.Sub(p.at) >= downedMemory {
-			delete(k.downed, id)
-		}
-	}
-	k.mu.Unlock()
-	if call != nil {
-		go func() {
-			call()
+			r := k.acquire(e)
+			granted = r.Outcome == keeper.Granted
+			k.run(k.step(r))
+		case keeper.Release:
+			go func() { k.run(k.step(k.release())) }()
+		case keeper.LicenceChanged:
+			k.log.Info("Primary licence", "licence", e.Licence.String())
 			k.mu.Lock()
-			k.busy = false
+			fn := k.onChange
 			k.mu.Unlock()
-			k.changed()
-		}()
+			if fn != nil {
+				fn()
+			}
+		case keeper.Note:
+			k.note(e)
+		}
 	}
-	k.changed()
+	return granted
+}
+
+// acquire makes an acquire call on the store, bounded to TTL/2.
+func (k *leaseKeeper) acquire(e keeper.Acquire) keeper.AcquireResult {
+	r := keeper.AcquireResult{Purpose: e.Purpose, Start: e.Start, Evict: e.Evict}
+	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
+	defer cancel()
+	g, err := k.l.Acquire(ctx, k.owner(), e.Evict...)
+	var held *lease.HeldError
+	switch {
+	case err == nil:
+		r.Outcome, r.Holder, r.Epoch = keeper.Granted, g.Holder, g.Epoch
+	case errors.As(err, &held):
+		r.Outcome, r.Holder, r.Epoch = keeper.Held, held.Holder, held.Epoch
+	default:
+		r.Outcome, r.Err = keeper.Failed, err.Error()
+	}
+	return r
+}
+
+// release frees the lease on the store, bounded to TTL/2.
+func (k *leaseKeeper) release() keeper.ReleaseResult {
+	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
+	defer cancel()
+	return keeper.ReleaseResult{OK: k.l.Release(ctx, k.owner()) == nil}
+}
+
+// note logs one of the core's notes.
+func (k *leaseKeeper) note(n keeper.Note) {
+	switch n.Kind {
+	case keeper.NoteAcquired:
+		k.log.Info("lease acquired", "owner", k.owner(), "epoch", n.Epoch, "evicted", n.Evicted)
+	case keeper.NoteLost:
+		k.log.Warn("lease lost to another node", "holder", n.Peer, "epoch", n.Epoch)
+	case keeper.NoteStoreSilent:
+		k.log.Warn("lease store did not answer", "err", n.Err)
+	case keeper.NoteReleased:
+		k.log.Info("lease released: the set is whole again")
+	case keeper.NoteWoken:
+		k.log.Warn("lease keeper: this process did not run for longer than the heartbeat pause (frozen?); the Primary acts only with the lease until a pause has passed",
+			"gap", n.For.String())
+	case keeper.NoteHold:
+		k.log.Warn("promotion hold: Primary after the downing of a peer that may still be alive",
+			"peer", n.Peer, "hold", n.For.String())
+	default:
+		k.log.Info(n.String())
+	}
 }

@@ -73,7 +73,8 @@ type keeperRig struct {
 
 // newKeeperRig is node A (self) of a pair with peer B, both Up drivers of
 // ClusterId site, A Primary; the lease is a memory lease on the rig's clock.
-func newKeeperRig(t *testing.T) *keeperRig {
+// peerURIs replaces OpcUa:PeerApplicationUris (the size of the set).
+func newKeeperRig(t *testing.T, peerURIs ...string) *keeperRig {
 	t.Helper()
 	clock := clockwork.NewFakeClockAt(tNow)
 	a, b := nodeA, nodeB
@@ -82,6 +83,9 @@ func newKeeperRig(t *testing.T) *keeperRig {
 	cfg := config.Default()
 	cfg.Node.ClusterId = "site"
 	cfg.OpcUa.PeerApplicationUris = []string{"urn:b"}
+	if len(peerURIs) > 0 {
+		cfg.OpcUa.PeerApplicationUris = peerURIs
+	}
 	cfg.Cluster.FailureDetector.AcceptableHeartbeatPause = 3 * time.Second
 	cfg.Redundancy.PromotionHold = 2 * time.Second
 	store := lease.NewMemory("site", 6*time.Second, clock)
@@ -100,10 +104,7 @@ func (r *keeperRig) settle(t *testing.T) {
 	r.k.tick()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r.k.mu.Lock()
-		busy := r.k.busy
-		r.k.mu.Unlock()
-		if !busy {
+		if !r.k.busy() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -275,14 +276,13 @@ func TestLeaseKeeperFencesAWokenProcess(t *testing.T) {
 // Primary cut off alone does not take the lease ahead of the decision (the
 // majority's resolver takes it); it is fenced meanwhile.
 func TestLeaseKeeperLeavesAMinorityToTheDecision(t *testing.T) {
-	r := newKeeperRig(t)
+	r := newKeeperRig(t, "urn:b", "urn:c") // a set of three
 	c := uaddr("10.0.0.3", 4053, 3)
 	r.ms.mu.Lock()
 	r.ms.st = stateOf(nodeA, mem(nodeA, membership.Up, 1, "site", "driver"), mem(nodeB, membership.Up, 2, "site", "driver"),
 		mem(c, membership.Up, 3, "site", "driver"))
 	r.ms.heard[c] = r.clock.Now()
 	r.ms.mu.Unlock()
-	r.k.expected = 3
 	r.settle(t)
 	if l := r.k.licence(); l != gate.Licensed {
 		t.Fatalf("whole set of three: %v", l)
