@@ -321,13 +321,11 @@ func (e *env) licence(only []string) {
 		}
 		// As the host does: a fresh observation, then the pure query.
 		e.effects(n, n.k.Step(e.at(), Observed{Observation: e.observe(n)}))
-		lease := "lease free"
-		if h := n.k.Holder(); h == n.name {
-			lease = "holds the lease"
-		} else if h != "" {
-			lease = "lease held by " + h
+		holder := "none"
+		if h := n.k.Holder(); h != "" {
+			holder = h
 		}
-		fmt.Fprintf(e.out, "%s: %v (%s)\n", n.name, n.k.Licence(e.at()), lease)
+		fmt.Fprintf(e.out, "%s: %v; last holder seen: %s\n", n.name, n.k.Licence(e.at()), holder)
 	}
 }
 
