@@ -1,0 +1,62 @@
+package keeper
+
+import (
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/gate"
+)
+
+// TestConfigTimings: the derived timings are today's (a 1 s heartbeat, a
+// 2 s pause and a 6 s TTL: suspect after 1.5 s, renew every 2 s, a grant
+// valid 5 s), and a config the keeper cannot run with is refused.
+func TestConfigTimings(t *testing.T) {
+	c := Config{Owner: "a", Expected: 2, Heartbeat: time.Second, Pause: 2 * time.Second, TTL: 6 * time.Second}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"suspect after", c.SuspectAfter(), 1500 * time.Millisecond},
+		{"renew every", c.RenewEvery(), 2 * time.Second},
+		{"margin", c.Margin(), time.Second},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	for _, bad := range []Config{{Expected: 2, Heartbeat: 1, Pause: 1, TTL: 1}, {Owner: "a", Heartbeat: 1, Pause: 1, TTL: 1},
+		{Owner: "a", Expected: 1, Pause: 1, TTL: 1}} {
+		if bad.Validate() == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestLicenceIsAQuery: asking for the licence changes nothing — the same
+// question at the same instant gets the same answer, and the next tick
+// still reports the change it would have reported without the question.
+func TestLicenceIsAQuery(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Config{Owner: "a", Expected: 2, Heartbeat: time.Second, Pause: 2 * time.Second, TTL: 6 * time.Second}
+	obs := Observation{Primary: true, Self: true, Peers: []Peer{{ID: "b", Member: true, Reachable: true, Heard: true, LastHeard: t0}}}
+	k := New(cfg, t0)
+	k.Tick(t0, obs)
+	at := t0.Add(2500 * time.Millisecond) // b silent past the pause, no tick since t0: not whole
+	for range 3 {
+		if l := k.Licence(at); l != gate.Unlicensed {
+			t.Fatalf("licence %v, want unlicensed", l)
+		}
+	}
+	var changed []gate.Licence
+	for _, e := range k.Tick(at, obs) {
+		if c, ok := e.(LicenceChanged); ok {
+			changed = append(changed, c.Licence)
+		}
+	}
+	if len(changed) != 1 || changed[0] != gate.Unlicensed {
+		t.Fatalf("the tick after the queries reported %v, want [unlicensed]", changed)
+	}
+}
