@@ -23,6 +23,7 @@ type Keeper struct {
 	downed     map[string]downing // by peer
 	last       gate.Licence       // last licence reported
 	lastTick   time.Time          // the last Tick (or Follow)
+	following  bool               // Follow was stepped
 	suspectTil time.Time          // woken from a freeze: cannot tell before this
 	obs        Observation
 }
@@ -47,8 +48,12 @@ func (k *Keeper) Holder() string { return k.holder }
 // Busy reports whether a Take, Renew or Release call is outstanding.
 func (k *Keeper) Busy() bool { return k.busy }
 
-// Licence is the Primary's licence at now, from the state alone.
+// Licence is the Primary's licence at now, from the state alone. Before
+// Follow nothing is gated yet: Licensed.
 func (k *Keeper) Licence(now time.Time) gate.Licence {
+	if !k.following {
+		return gate.Licensed
+	}
 	return gate.LicenceOf(gate.LicenceInput{
 		LeaseMajority: true,
 		Whole:         k.whole(now),
@@ -113,7 +118,7 @@ func (k *Keeper) decide(now time.Time) (Effect, bool) {
 func (k *Keeper) Step(now time.Time, msg Message) []Effect {
 	switch msg := msg.(type) {
 	case Follow:
-		k.lastTick = now
+		k.lastTick, k.following = now, true
 	case Observed:
 		return k.observe(now, msg.Observation)
 	case AcquireResult:

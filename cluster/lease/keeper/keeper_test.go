@@ -43,6 +43,7 @@ func TestLicenceIsAQuery(t *testing.T) {
 	cfg := Config{Owner: "a", Expected: 2, Heartbeat: time.Second, Pause: 2 * time.Second, TTL: 6 * time.Second}
 	obs := Observation{Primary: true, Self: true, Peers: []Peer{{ID: "b", Member: true, Reachable: true, Heard: true, LastHeard: t0}}}
 	k := New(cfg, t0)
+	k.Step(t0, Follow{})
 	k.Tick(t0, obs)
 	at := t0.Add(2500 * time.Millisecond) // b silent past the pause, no tick since t0: not whole
 	for range 3 {
@@ -58,5 +59,30 @@ func TestLicenceIsAQuery(t *testing.T) {
 	}
 	if len(changed) != 1 || changed[0] != gate.Unlicensed {
 		t.Fatalf("the tick after the queries reported %v, want [unlicensed]", changed)
+	}
+}
+
+// TestNothingIsGatedBeforeFollow: the cluster core may take the lease
+// before the keeper follows its set (the role view starts later); until
+// then the licence is Licensed and no change is reported.
+func TestNothingIsGatedBeforeFollow(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	k := New(Config{Owner: "a", Expected: 2, Heartbeat: time.Second, Pause: 2 * time.Second, TTL: 6 * time.Second}, t0)
+	effs := k.Step(t0, CoreAcquire{})
+	if len(effs) != 1 || effs[0].(Acquire).Purpose != ForCore {
+		t.Fatalf("core acquire: effects %v", effs)
+	}
+	effs = k.Step(t0, AcquireResult{Purpose: ForCore, Start: t0, Outcome: Held, Holder: "b", Epoch: 3})
+	for _, e := range effs {
+		if _, ok := e.(LicenceChanged); ok {
+			t.Fatalf("a licence change before Follow: %v", effs)
+		}
+	}
+	if l := k.Licence(t0.Add(time.Minute)); l != gate.Licensed || k.Holder() != "b" {
+		t.Fatalf("before Follow: licence %v, holder %q; want licensed, b", l, k.Holder())
+	}
+	k.Step(t0.Add(time.Minute), Follow{})
+	if l := k.Licence(t0.Add(time.Minute)); l != gate.Unlicensed {
+		t.Fatalf("following, alone, lease elsewhere: %v, want unlicensed", l)
 	}
 }
