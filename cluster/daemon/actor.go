@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"time"
 
@@ -22,14 +21,10 @@ import (
 
 // Local messages of the daemon actor (never sent over the network).
 type (
-	tickMsg  struct{}
-	connLost struct {
-		peer  m.Address
-		retry bool // a second look after an inconclusive fast path
-	}
+	tickMsg   struct{}
+	connLost  struct{ peer m.Address }
 	probeDone struct {
 		peer    m.UniqueAddress
-		trigger trigger
 		results []fastpath.ProbeResult
 	}
 	seedProbeDone struct{ anyAccepted bool }
@@ -46,21 +41,6 @@ type (
 	lingerDone    struct{}
 )
 
-// trigger is what started a crash fast-path probe.
-type trigger uint8
-
-const (
-	byConnection trigger = iota + 1 // the transport reported the connection broken
-	byDetector                      // the failure detector marked the peer unreachable
-)
-
-func (t trigger) String() string {
-	if t == byConnection {
-		return "connection lost"
-	}
-	return "detector"
-}
-
 // daemonActor owns the node. Every field is touched only on the actor's
 // goroutine.
 type daemonActor struct {
@@ -72,9 +52,6 @@ type daemonActor struct {
 	events    []m.Event
 	later     []func() // run once the state of this message is published
 	wasMember bool
-	probing   map[m.UniqueAddress]bool
-	refused   map[m.UniqueAddress]bool // the fast path found no process listening
-	retried   map[m.UniqueAddress]bool // fast path already looked twice
 	leave     bool
 	stopped   *node.ShutdownReason
 	crashed   bool
@@ -83,14 +60,11 @@ type daemonActor struct {
 
 func newActor(d *Daemon) *daemonActor {
 	return &daemonActor{
-		d:       d,
-		n:       node.New(d.opts.Node),
-		epoch:   d.epoch,
-		log:     d.opts.Logger,
-		probing: map[m.UniqueAddress]bool{},
-		refused: map[m.UniqueAddress]bool{},
-		retried: map[m.UniqueAddress]bool{},
-		auth:    newJoinAuth(d.opts.Secret),
+		d:     d,
+		n:     node.New(d.opts.Node),
+		epoch: d.epoch,
+		log:   d.opts.Logger,
+		auth:  newJoinAuth(d.opts.Secret),
 	}
 }
 
@@ -117,7 +91,7 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 	case connLost:
 		a.onConnLost(msg)
 	case probeDone:
-		a.onProbeDone(msg)
+		a.step(node.PeerProbeResult{Header: a.local(), Peer: msg.peer, Results: msg.results})
 	case seedProbeDone:
 		a.step(node.SeedProbeResult{Header: a.local(), AnyAccepted: msg.anyAccepted})
 	case leaseDone:
@@ -157,7 +131,7 @@ func (a *daemonActor) recoverCrash() {
 	a.log.Error("cluster daemon crashed; this node stops", "err", err, "stack", string(debug.Stack()))
 	r := a.result()
 	r.Err = err
-	a.d.hub.update(a.n.State(), Info{Phase: node.Stopped, Finished: true, Result: r}, nil)
+	a.d.hub.update(a.n.State(), Info{Phase: node.Stopped, Finished: true, Result: r}, a.n.ProvenDead(), nil)
 	a.d.markDone(r)
 }
 
@@ -182,7 +156,7 @@ func (a *daemonActor) publish() {
 	if info.Finished {
 		info.Result = a.result()
 	}
-	a.d.hub.update(st, info, a.events)
+	a.d.hub.update(st, info, a.n.ProvenDead(), a.events)
 	a.events = nil
 	for _, f := range a.later {
 		f()
@@ -253,7 +227,10 @@ func (a *daemonActor) run(effects []node.Effect) {
 		case node.ProbeSeeds:
 			a.probeSeeds(e.Seeds)
 		case node.ProbePeer:
-			a.startProbe(e.Peer, byConnection)
+			a.probePeer(e.Peer)
+		case node.FastPathVerdict:
+			a.log.Info("cluster crash fast path", "member", e.Peer.NodeID(), "uid", uidText(e.Peer), "trigger", e.Trigger.String(),
+				"probes", fmt.Sprint(e.Probes), "verdict", e.Verdict.String())
 		case node.AcquireLease:
 			go func() { a.tell(leaseDone{a.d.opts.Lease.Acquire(e.Owner)}) }()
 		case node.ReleaseLease:
@@ -348,10 +325,8 @@ func (a *daemonActor) onEvent(ev m.Event) {
 		a.log.Info(LogRemoved, append(memberAttrs(mb), "previousStatus", ev.PreviousStatus.String())...)
 	case m.UnreachableMember:
 		a.log.Warn(LogUnreachable, memberAttrs(mb)...)
-		a.detectorSuspects(mb.Address)
 	case m.ReachableMember:
 		a.log.Info(LogReachableAgain, memberAttrs(mb)...)
-		delete(a.refused, mb.Address)
 	case m.LeaderChanged:
 		a.log.Info("cluster leader changed", "leader", leaderName(ev))
 	case m.RoleLeaderChanged:
@@ -379,63 +354,17 @@ func (a *daemonActor) onConnLost(c connLost) {
 	if !ok || mb.Address == a.self() {
 		return
 	}
-	a.log.Debug("cluster connection lost", "member", c.peer.String(), "retry", c.retry)
-	if c.retry {
-		a.retried[mb.Address] = true
-	}
+	a.log.Debug("cluster connection lost", "member", c.peer.String())
 	a.step(node.ConnectionLost{Header: a.local(), Peer: mb.Address})
 }
 
-// detectorSuspects starts a fast-path probe of a member this node's own
-// detector marked unreachable (the connection may never have reported a
-// break), unless one is running or already found it dead.
-func (a *daemonActor) detectorSuspects(u m.UniqueAddress) {
-	st := a.n.State()
-	if !a.d.opts.Node.CrashFastPath || u == a.self() || a.probing[u] || a.refused[u] ||
-		st.Gossip.Reachability.StatusFrom(a.self(), u) != m.Unreachable {
-		return
-	}
-	a.startProbe(u, byDetector)
-}
-
-func (a *daemonActor) startProbe(u m.UniqueAddress, t trigger) {
-	if a.probing[u] {
-		return // the running probe's result answers the core too
-	}
-	a.probing[u] = true
+// probePeer runs the core's ProbePeer on a goroutine (the Prober's
+// connects, each bounded by its timeout) and steps the results back. The
+// core decides; the actor keeps nothing about the probe.
+func (a *daemonActor) probePeer(u m.UniqueAddress) {
 	ctx, prober := a.d.ctx, a.d.opts.Prober
-	go func() { a.tell(probeDone{peer: u, trigger: t, results: prober.ProbePeer(ctx, u.Address())}) }()
+	go func() { a.tell(probeDone{peer: u, results: prober.ProbePeer(ctx, u.Address())}) }()
 }
-
-// onProbeDone feeds the probes to the core and applies the down-at-once
-// rule when they found no process at the peer's port.
-func (a *daemonActor) onProbeDone(p probeDone) {
-	delete(a.probing, p.peer)
-	a.step(node.PeerProbeResult{Header: a.local(), Peer: p.peer, Results: p.results})
-	v := fastpath.Decide(fastpath.Input{ConnectionBroken: p.trigger == byConnection, DetectorUnreachable: p.trigger == byDetector, Probes: p.results})
-	a.log.Info("cluster crash fast path", "member", p.peer.NodeID(), "uid", uidText(p.peer), "trigger", p.trigger.String(),
-		"probes", fmt.Sprint(p.results), "verdict", v.String())
-	retried := a.retried[p.peer]
-	delete(a.retried, p.peer)
-	switch {
-	case v == fastpath.MarkUnreachableNow:
-		a.refused[p.peer] = true
-		a.d.proven.Store(p.peer, true)
-	case p.trigger == byConnection && !retried && slices.Contains(p.results, fastpath.Accepted):
-		// The connection broke, yet the port accepted: a process that is
-		// still going away, or a live one whose stream broke. Look once
-		// more; a live peer then keeps answering heartbeats.
-		delete(a.refused, p.peer)
-		addr := p.peer.Address()
-		a.d.opts.Clock.AfterFunc(RecheckAfter, func() { a.tell(connLost{peer: addr, retry: true}) })
-	default:
-		delete(a.refused, p.peer)
-	}
-}
-
-// RecheckAfter is when the crash fast path looks again at a peer whose
-// connection broke but whose port still accepted.
-const RecheckAfter = 300 * time.Millisecond
 
 func (a *daemonActor) startExiting() {
 	a.log.Info("cluster exiting: running the leave tasks", "tasks", len(a.d.opts.ExitingTasks))

@@ -179,8 +179,7 @@ type Daemon struct {
 	epoch    time.Time    // Instant 0 on the clock
 	lastTick atomic.Int64 // Instant of the last processed tick
 
-	heard  sync.Map // membership.UniqueAddress → time.Time of the last admitted message from it
-	proven sync.Map // membership.UniqueAddress → true: the crash fast path found its port refusing
+	heard sync.Map // membership.UniqueAddress → time.Time of the last admitted message from it
 }
 
 // LastHeard is when this node last admitted a cluster message (heartbeat,
@@ -195,11 +194,10 @@ func (d *Daemon) LastHeard(u membership.UniqueAddress) (at time.Time, ok bool) {
 }
 
 // ProvenDead reports whether the crash fast path found u's cluster port
-// refusing connections: the process is gone, not silent.
-func (d *Daemon) ProvenDead(u membership.UniqueAddress) bool {
-	_, ok := d.proven.Load(u)
-	return ok
-}
+// refusing connections: the process is gone, not silent (the core's
+// node.Node.ProvenDead, as of the last published state; a subscriber that
+// gets u's MemberDowned sees the record of the state that downed it).
+func (d *Daemon) ProvenDead(u membership.UniqueAddress) bool { return d.hub.provenDead(u) }
 
 // Start spawns the daemon actor, which starts joining at once (seed join,
 // self-join as the only or first seed, self-form fallback), and starts the

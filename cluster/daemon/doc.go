@@ -19,14 +19,18 @@
 //     a dead address and reaches a restarted peer as soon as it listens;
 //   - protoactor's EndpointTerminatedEvent (≈ 2 ms after a peer process
 //     dies) becomes node.ConnectionLost for the member at that address;
-//   - ProbePeer and a member newly unreachable by this node's detector run
-//     the crash fast path (Node.CrashFastPath, Cluster:DownOnConnectionRefused):
-//     up to 3 TCP connects within 300 ms, Refused / Timeout / Accepted fed
-//     back to the core, which marks a refusing peer unreachable at once;
-//     the leader then downs it at once (node.DownNow; under lease-majority
+//   - ProbePeer runs the crash fast path's connects (Node.CrashFastPath,
+//     Cluster:DownOnConnectionRefused): up to 3 TCP connects within
+//     300 ms on a goroutine, Refused / Timeout / Accepted stepped back as
+//     node.PeerProbeResult. The core owns the rest — when to probe (a
+//     broken connection, its own detector's suspicion, a second look
+//     300 ms after a broken connection whose port still accepted), the
+//     verdict (FastPathVerdict, logged), the immediate unreachable mark,
+//     and the leader's immediate Down (node.DownNow; under lease-majority
 //     after AcquireFastPathLease) instead of waiting for
 //     auto-down-unreachable-after. Silence (timeouts) still goes through
-//     the phi detector and the full downing window;
+//     the phi detector and the full downing window. The daemon keeps no
+//     fast-path state; ProvenDead reads the core's record;
 //   - ProbeSeeds, AcquireLease/ReleaseLease and StartExiting run on
 //     goroutines and step their results back; Publish goes to Subscribe's
 //     callbacks and to the operator log (the Log constants); Shutdown

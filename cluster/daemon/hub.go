@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/otopcua/otopcua/cluster/membership"
@@ -24,6 +25,7 @@ type hub struct {
 	mu      sync.Mutex
 	state   membership.State
 	info    Info
+	proven  []membership.UniqueAddress // node.Node.ProvenDead: never written in place
 	queue   []seqEvent
 	nextSeq uint64
 	subs    map[int]*subscriber
@@ -55,11 +57,12 @@ func newHub(self membership.UniqueAddress) *hub {
 	return h
 }
 
-// update installs the state reached after evs (called by the actor).
-func (h *hub) update(st membership.State, info Info, evs []membership.Event) {
+// update installs the state reached after evs and the node's ProvenDead
+// record (called by the actor; proven is never modified afterwards).
+func (h *hub) update(st membership.State, info Info, proven []membership.UniqueAddress, evs []membership.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.state, h.info = st, info
+	h.state, h.info, h.proven = st, info, proven
 	if h.stopped {
 		return
 	}
@@ -79,6 +82,14 @@ func (h *hub) snapshot() (membership.State, Info) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.state, h.info
+}
+
+// provenDead reports whether u is in the node's ProvenDead record as of
+// the last update (which precedes the dispatch of that update's events).
+func (h *hub) provenDead(u membership.UniqueAddress) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Contains(h.proven, u)
 }
 
 func (h *hub) subscribe(fn func(membership.Event)) (membership.State, func()) {

@@ -243,6 +243,40 @@ func TestCrashFastPathLooksAgainAtADyingListener(t *testing.T) {
 	}
 }
 
+// TestProvenDeadSeenWithTheDown: a subscriber that gets the MemberDowned
+// of a crashed peer (the host's lease keeper) reads ProvenDead true when
+// the fast path found its port refusing, and false when the downing came
+// from the detector and auto-down (fast path off): the record is the
+// core's, published with the state that downed the peer.
+func TestProvenDeadSeenWithTheDown(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fastPath=%v", fast), func(t *testing.T) {
+			c, a, b := formPair(t, func(cfg *node.Config) { cfg.CrashFastPath = fast })
+			var mu sync.Mutex
+			var seen []bool
+			_, unsub := b.d.Subscribe(func(ev m.Event) {
+				if ev.Kind == m.MemberDowned && ev.Member.Address == a.d.Self() {
+					mu.Lock()
+					seen = append(seen, b.d.ProvenDead(ev.Member.Address))
+					mu.Unlock()
+				}
+			})
+			defer unsub()
+			c.kill("a")
+			c.until(30*time.Second, "b heard that a was downed", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(seen) > 0
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 1 || seen[0] != fast {
+				t.Fatalf("ProvenDead at a's MemberDowned = %v, want [%v]", seen, fast)
+			}
+		})
+	}
+}
+
 // TestFastPathOffWaitsForAutoDown is the control: without the fast path
 // the survivor needs the detector and the 15 s auto-down window.
 func TestFastPathOffWaitsForAutoDown(t *testing.T) {

@@ -93,9 +93,11 @@ type Config struct {
 	Downing DowningConfig
 	// SelfFormAfter: Cluster:SelfFormAfter; ≤ 0 disables. Default 10000.
 	SelfFormAfter int64
-	// CrashFastPath: on a lost connection, ask the driver to probe the peer
-	// and mark it unreachable at once when every probe is refused.
-	// Default true.
+	// CrashFastPath: when a peer's connection breaks or this node's
+	// detector suspects it, ask the driver to probe the peer's port (once
+	// more FastPathRecheckAfter later if the broken connection's port still
+	// accepted), mark it unreachable at once when every probe is refused,
+	// and down it at once as the leader (DownNow). Default true.
 	CrashFastPath bool
 }
 

@@ -9,11 +9,18 @@
 //  2. call Start once, then Tick at least every 100 ms with the current
 //     Instant, and Step every received message with the Instant it arrived;
 //  3. carry out the returned effects in order: Send each message (loss is
-//     tolerated), Publish events to subscribers, and answer ProbeSeeds,
-//     ProbePeer, AcquireLease and StartExiting by stepping SeedProbeResult,
-//     PeerProbeResult, LeaseResult and ExitingCompleted;
+//     tolerated), Publish events to subscribers, log Notes and
+//     FastPathVerdicts, and answer ProbeSeeds, ProbePeer, AcquireLease,
+//     AcquireFastPathLease and StartExiting by stepping SeedProbeResult,
+//     PeerProbeResult, LeaseResult, FastPathLeaseResult and
+//     ExitingCompleted;
 //  4. step ConnectionLost when the transport reports a peer's endpoint
-//     terminated;
+//     terminated — and nothing more about the crash fast path: which
+//     peers are probed and why (a broken connection, this node's own
+//     detector, one second look FastPathRecheckAfter ms after a broken
+//     connection whose port still accepted), the verdict (fastpath.Decide,
+//     called only here), the unreachable mark and the Down are the node's,
+//     and ProvenDead is its record of the ports found refusing;
 //  5. on Shutdown, run coordinated shutdown and exit the process — non-zero
 //     for ReasonDowned, so the supervisor restarts it.
 //

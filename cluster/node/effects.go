@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 
+	"github.com/otopcua/otopcua/cluster/fastpath"
 	m "github.com/otopcua/otopcua/cluster/membership"
 )
 
@@ -58,8 +59,19 @@ type ProbeSeeds struct{ Seeds []m.Address }
 
 // ProbePeer asks the driver to make up to fastpath.MaxProbes TCP probes of
 // Peer's cluster port within fastpath.ProbeWindow ms and step a
-// PeerProbeResult.
+// PeerProbeResult. The node asks at most once per member at a time and
+// takes no other part in the probing: the driver keeps no fast-path state.
 type ProbePeer struct{ Peer m.UniqueAddress }
+
+// FastPathVerdict reports the crash fast path's decision on the probes of
+// Peer's port, for the operator log: what started the probe, the probes'
+// results and fastpath.Decide's verdict. The node has acted on it already.
+type FastPathVerdict struct {
+	Peer    m.UniqueAddress
+	Trigger Trigger
+	Probes  []fastpath.ProbeResult
+	Verdict fastpath.Verdict
+}
 
 // AcquireLease asks the driver to acquire the split-brain lease for Owner
 // and step a LeaseResult.
@@ -112,13 +124,14 @@ func (r ShutdownReason) String() string {
 // exits the process. The Node ignores every later Step and Tick.
 type Shutdown struct{ Reason ShutdownReason }
 
-func (Send) isEffect()         {}
-func (Publish) isEffect()      {}
-func (Note) isEffect()         {}
-func (ProbeSeeds) isEffect()   {}
-func (ProbePeer) isEffect()    {}
-func (AcquireLease) isEffect() {}
-func (ReleaseLease) isEffect() {}
+func (Send) isEffect()            {}
+func (Publish) isEffect()         {}
+func (Note) isEffect()            {}
+func (ProbeSeeds) isEffect()      {}
+func (ProbePeer) isEffect()       {}
+func (FastPathVerdict) isEffect() {}
+func (AcquireLease) isEffect()    {}
+func (ReleaseLease) isEffect()    {}
 
 func (AcquireFastPathLease) isEffect() {}
 func (StartExiting) isEffect()         {}

@@ -70,10 +70,21 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 			e.nw.Host(a.Key).Secret = v
 		}
 	case "kill":
+		e.kill(t, d)
+		e.printLog(&out, d)
+	case "break-connection":
 		for _, n := range names(d) {
-			e.nw.Kill(n)
+			e.nw.BreakConnection(n)
 		}
 		e.printLog(&out, d)
+	case "proven-dead":
+		for _, h := range e.nw.Running() {
+			var ps []string
+			for _, u := range h.Node.ProvenDead() {
+				ps = append(ps, short(u))
+			}
+			fmt.Fprintf(&out, "%s: [%s]\n", short(h.Node.Self()), strings.Join(ps, " "))
+		}
 	case "restart":
 		for _, n := range names(d) {
 			e.nw.Restart(n)
@@ -118,15 +129,38 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 	return out.String()
 }
 
-// names are the bare arguments (no value) of a command.
+// names are the bare arguments (no value) of a command, but for the
+// flags silent, verbose and quiet.
 func names(d *datadriven.TestData) []string {
 	var ns []string
 	for _, a := range d.CmdArgs {
-		if len(a.Vals) == 0 {
+		if len(a.Vals) == 0 && a.Key != "silent" && a.Key != "verbose" && a.Key != "quiet" {
 			ns = append(ns, a.Key)
 		}
 	}
 	return ns
+}
+
+// kill a b [linger=200ms | quiet]: SIGKILL; with linger the listening
+// socket still accepts that long after the connections dropped; quiet
+// gives the peers no connection event (only their detectors notice).
+func (e *interactionEnv) kill(t *testing.T, d *datadriven.TestData) {
+	var linger int64
+	if d.HasArg("linger") {
+		var s string
+		d.ScanArgs(t, "linger", &s)
+		linger = parseDuration(t, d, s)
+	}
+	for _, n := range names(d) {
+		switch {
+		case d.HasArg("quiet"):
+			e.nw.KillQuiet(n)
+		case linger > 0:
+			e.nw.KillLingering(n, linger)
+		default:
+			e.nw.Kill(n)
+		}
+	}
 }
 
 func durationArg(t *testing.T, d *datadriven.TestData) int64 {

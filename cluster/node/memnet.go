@@ -23,7 +23,14 @@ const MemPort = 2552
 //
 //   - a killed process: messages to it are held (for HoldFor ms) and
 //     delivered to the next process started at the same address; its peers
-//     get ConnectionLost; TCP probes are refused;
+//     get ConnectionLost; TCP probes are refused — after a linger, if one
+//     is given, during which its listening socket still accepts (KillLingering);
+//     a crash no connection event reports is KillQuiet;
+//   - a connection that breaks while both processes live (BreakConnection):
+//     the peers get ConnectionLost, probes are accepted;
+//   - the crash fast path's probes as TCPProber makes them: up to
+//     fastpath.MaxProbes connects, stopping at the first that is not
+//     Refused, all made when the node asks and answered one step later;
 //   - a partition: messages between groups vanish silently; probes time out;
 //   - Cluster:Secret (Host.Secret): a host with a secret refuses a join
 //     handshake message from a host with another (or none) and answers
@@ -75,6 +82,9 @@ type Host struct {
 	// sent to it waits in frozenIn until Thaw.
 	Frozen   bool
 	frozenIn []Message
+	// lingerUntil: a killed process's listening socket accepts until then
+	// (KillLingering).
+	lingerUntil Instant
 }
 
 // LogLine is one thing that happened on a host: a published event, a note
@@ -181,13 +191,45 @@ func (nw *Network) Listen(name string) {
 
 // Kill stops the host's process abruptly (SIGKILL): its peers see the
 // connection drop; nothing is sent on its behalf.
-func (nw *Network) Kill(name string) {
+func (nw *Network) Kill(name string) { nw.kill(name, 0, true) }
+
+// KillLingering is Kill whose listening socket still accepts connections
+// for ms after the peers saw the connection drop (a process killed by
+// SIGKILL closes its connections a moment before its listener).
+func (nw *Network) KillLingering(name string, ms int64) { nw.kill(name, ms, true) }
+
+// KillQuiet is Kill without the connection event: only the peers' failure
+// detectors notice (no connection was open to report the break).
+func (nw *Network) KillQuiet(name string) { nw.kill(name, 0, false) }
+
+func (nw *Network) kill(name string, linger int64, tell bool) {
 	h := nw.Host(name)
 	if !h.Alive {
 		return
 	}
 	h.Alive, h.Frozen, h.frozenIn = false, false, nil
-	nw.logf(name, "killed")
+	h.lingerUntil = nw.now + Instant(linger)
+	switch {
+	case !tell:
+		nw.logf(name, "killed (no connection event)")
+	case linger > 0:
+		nw.logf(name, "killed (its port accepts for %dms more)", linger)
+	default:
+		nw.logf(name, "killed")
+	}
+	if tell {
+		nw.connectionLost(h)
+	}
+}
+
+// BreakConnection makes the connections to the host's running process
+// break (its peers get ConnectionLost) while the process lives on.
+func (nw *Network) BreakConnection(name string) {
+	h := nw.Host(name)
+	if !h.Alive || h.Node == nil {
+		return
+	}
+	nw.logf(name, "connections broken")
 	nw.connectionLost(h)
 }
 
@@ -376,12 +418,9 @@ func (nw *Network) process(h *Host, effects []Effect) {
 			}
 			nw.Send(SeedProbeResult{Header: Local(self), AnyAccepted: accepted})
 		case ProbePeer:
-			p := nw.probe(h.Name, e.Peer.Address())
-			res := []fastpath.ProbeResult{p}
-			if p != fastpath.Accepted {
-				res = []fastpath.ProbeResult{p, p, p}
-			}
-			nw.Send(PeerProbeResult{Header: Local(self), Peer: e.Peer, Results: res})
+			nw.Send(PeerProbeResult{Header: Local(self), Peer: e.Peer, Results: nw.probePeer(h.Name, e.Peer.Address())})
+		case FastPathVerdict:
+			nw.logf(h.Name, "%s", describeVerdict(e))
 		case AcquireLease:
 			nw.Send(LeaseResult{Header: Local(self), Acquired: nw.Lease.Acquire(e.Owner)})
 		case ReleaseLease:
@@ -401,16 +440,41 @@ func (nw *Network) process(h *Host, effects []Effect) {
 	}
 }
 
+// probePeer makes the crash fast path's connects from host `from` to addr,
+// stopping at the first that is not Refused.
+func (nw *Network) probePeer(from string, addr m.Address) []fastpath.ProbeResult {
+	var out []fastpath.ProbeResult
+	for range fastpath.MaxProbes {
+		r := nw.probe(from, addr)
+		out = append(out, r)
+		if r != fastpath.Refused {
+			break
+		}
+	}
+	return out
+}
+
+// describeVerdict is the log line of a FastPathVerdict.
+func describeVerdict(v FastPathVerdict) string {
+	how := ""
+	if v.Trigger != ByConnection {
+		how = " (" + v.Trigger.String() + ")"
+	}
+	return fmt.Sprintf("crash fast path for %v%s: probes %v: %v", v.Peer, how, v.Probes, v.Verdict)
+}
+
 // probe is a TCP connect from host `from` to addr.
 func (nw *Network) probe(from string, addr m.Address) fastpath.ProbeResult {
 	to := nw.hostAt(addr)
 	switch {
-	case to == nil || !to.Alive:
+	case to == nil:
 		return fastpath.Refused
 	case nw.partitioned(from, to.Name):
-		return fastpath.Timeout
-	default:
+		return fastpath.Timeout // the partition drops the SYN
+	case to.Alive || nw.now < to.lingerUntil:
 		return fastpath.Accepted
+	default:
+		return fastpath.Refused
 	}
 }
 

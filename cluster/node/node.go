@@ -94,6 +94,7 @@ type Node struct {
 	gossipRR                                        int
 
 	hb hbState
+	fp fpState
 
 	exitingConfirmed       []m.UniqueAddress
 	exitingTasksInProgress bool
@@ -118,6 +119,7 @@ func New(cfg Config) *Node {
 		state: m.State{Self: cfg.Self},
 		vnode: m.VClockNode(cfg.Self),
 		hb:    newHBState(),
+		fp:    newFPState(),
 		dn:    newDownState(),
 	}
 	n.refuse.noted = -1
@@ -321,7 +323,7 @@ func (n *Node) Tick(now Instant) []Effect {
 		return n.end()
 	}
 	n.tickHeartbeat()
-	n.downRefused()
+	n.tickFastPath()
 	if n.now >= n.nextReap {
 		n.nextReap = n.now + Instant(n.cfg.UnreachableReaperInterval)
 		n.reapUnreachable()
@@ -365,6 +367,7 @@ func (n *Node) install(g m.Gossip) {
 		}
 	}
 	n.hb.sync(n)
+	n.fp.sync(g)
 	n.dn.observe(n, evs)
 }
 
