@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // counting counts its incarnations and the pings it received.
@@ -31,17 +32,6 @@ func (c *counting) Receive(ctx actor.Context) {
 			<-c.block
 		}
 		c.pings.Add(1)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -87,18 +77,18 @@ func TestTreeRestartsOneChildAndKeepsItsSiblings(t *testing.T) {
 	r := newTreeRig(t, actors.TreeOptions{Name: "n1"})
 	a, b := newCounting(), newCounting()
 	pa, pb := r.spawn(t, "a", a), r.spawn(t, "b", b)
-	waitUntil(t, "both started", func() bool { return a.starts.Load() == 1 && b.starts.Load() == 1 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("both started", func() bool { return a.starts.Load() == 1 && b.starts.Load() == 1 }))
 	if pa.Id != "n1/a" || pb.Id != "n1/b" {
 		t.Fatalf("paths %q %q, want n1/a n1/b", pa.Id, pb.Id)
 	}
 	if err := r.tree.Fault("n1/a", "boom"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "a restarted", func() bool { return a.starts.Load() == 2 })
-	waitUntil(t, "restart counted", func() bool { i, _ := r.tree.Actor("n1/a"); return i.Restarts == 1 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("a restarted", func() bool { return a.starts.Load() == 2 }))
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("restart counted", func() bool { i, _ := r.tree.Actor("n1/a"); return i.Restarts == 1 }))
 	r.tree.Root().Send(pa, ping{})
 	r.tree.Root().Send(pb, ping{})
-	waitUntil(t, "both answer", func() bool { return a.pings.Load() == 1 && b.pings.Load() == 1 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("both answer", func() bool { return a.pings.Load() == 1 && b.pings.Load() == 1 }))
 	if b.starts.Load() != 1 {
 		t.Fatalf("the sibling started %d times, want once", b.starts.Load())
 	}
@@ -120,12 +110,12 @@ func TestTreeGivesUpPastTheLimit(t *testing.T) {
 	a := newCounting()
 	r.spawn(t, "a", a)
 	for i := 1; i <= 2; i++ {
-		waitUntil(t, "started", func() bool { return a.starts.Load() == int32(i) })
+		poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("started", func() bool { return a.starts.Load() == int32(i) }))
 		if err := r.tree.Fault("n2/a", "boom"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, "third incarnation", func() bool { return a.starts.Load() == 3 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("third incarnation", func() bool { return a.starts.Load() == 3 }))
 	if err := r.tree.Fault("n2/a", "boom"); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +130,7 @@ func TestTreeGivesUpPastTheLimit(t *testing.T) {
 	if p, _ := r.gaveUp.Load().(string); p != "n2/a" {
 		t.Fatalf("OnGiveUp %q", p)
 	}
-	waitUntil(t, "the actor is gone", func() bool { _, ok := r.tree.Actor("n2/a"); return !ok })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("the actor is gone", func() bool { _, ok := r.tree.Actor("n2/a"); return !ok }))
 	if !strings.Contains(r.logs.String(), `"msg":"actor failed past its restart limit: ending the node","actor":"n2/a"`) {
 		t.Fatalf("no Error naming the actor: %s", r.logs.String())
 	}
@@ -156,9 +146,9 @@ func TestTreeListsMailboxLength(t *testing.T) {
 	for range 5 {
 		r.tree.Root().Send(pid, ping{})
 	}
-	waitUntil(t, "4 waiting and 1 in hand", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 5 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("4 waiting and 1 in hand", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 5 }))
 	close(c.block)
-	waitUntil(t, "drained", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 0 && c.pings.Load() == 5 })
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("drained", func() bool { i, _ := r.tree.Actor("n3/busy"); return i.Mailbox == 0 && c.pings.Load() == 5 }))
 	if i, _ := r.tree.Actor("n3/busy"); i.StartedAt.IsZero() {
 		t.Fatal("no start time")
 	}

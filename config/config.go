@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/otopcua/otopcua/opcua/limits"
 )
 
 // Split-brain resolver strategies accepted by Cluster:SplitBrainResolverStrategy.
@@ -357,8 +359,8 @@ type OpcUaConfig struct {
 
 	// Limits bound what clients may hold: connections, sessions,
 	// subscriptions, monitored items, response sizes and the deadlines of a
-	// new connection. See LimitsConfig and docs/operations.md.
-	Limits LimitsConfig
+	// new connection. See limits.Limits and docs/operations.md.
+	Limits limits.Limits
 }
 
 // SecurityConfig is the "OpcUa:Security" section.
@@ -581,7 +583,7 @@ func staticDefaults() *Config {
 			RedundancySupport:   RedundancyWarm,
 			Security:            SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki", AllowAnonymous: true},
 			Authorization:       defaultAuthorization(),
-			Limits:              defaultLimits(),
+			Limits:              limits.Defaults(),
 			WriteMode:           WriteModeOptimistic,
 			WriteTimeout:        2 * time.Second,
 		},

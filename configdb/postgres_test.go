@@ -12,6 +12,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/tests/pg"
 )
 
@@ -84,23 +85,7 @@ func TestPostgresPingFollowsTheServer(t *testing.T) {
 		t.Fatalf("Ping against a frozen server took %v, deadline %v", took, deadline)
 	}
 	t.Logf("Ping against a frozen server returned after %v: %v", took, err)
-	waitFor(t, 10*time.Second, func() error { err, _ := ping(2 * time.Second); return err })
-}
-
-// waitFor polls f until it returns nil or total has passed.
-func waitFor(t *testing.T, total time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %v: %v", total, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { err, _ := ping(2 * time.Second); return err })
 }
 
 // TestPostgresAlarmHistoryRefusalAndOutage: PostgreSQL refuses a NUL byte
@@ -130,7 +115,7 @@ func TestPostgresAlarmHistoryRefusalAndOutage(t *testing.T) {
 	}
 	t.Logf("server stopped: %v", err)
 	srv.Start()
-	waitFor(t, 10*time.Second, func() error { _, err := db.InsertAlarmHistory(ctxT(t), more); return err })
+	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error { _, err := db.InsertAlarmHistory(ctxT(t), more); return err })
 	got := transitionIDs(readHistoryT(t, db, "site-a", time.Time{}, time.Time{}, 10, false))
 	if want := []string{"tr-0000", "tr-0002", "tr-0003"}; !slices.Equal(got, want) {
 		t.Fatalf("stored %v, want %v", got, want)

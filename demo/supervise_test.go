@@ -4,12 +4,15 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 type exitNote struct {
@@ -97,13 +100,9 @@ func TestChildRestartsAfterKillAndStopsCleanly(t *testing.T) {
 	// whole group (the shell and its sleep) within the grace period.
 	// The shell starts its sleep only after installing the trap: once the
 	// group has two members, SIGTERM is ignored.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(groupMembers(t, second)) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the restarted shell (group %d) never started its sleep", second)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, poll.True(
+		fmt.Sprintf("the restarted shell (group %d) starts its sleep", second),
+		func() bool { return len(groupMembers(t, second)) >= 2 }))
 	cancel()
 	if e := recv(t, exits, "exit after stop"); e.restartIn != 0 || e.how != "killed by SIGKILL" {
 		t.Fatalf("exit after stop: %+v", e)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua"
 )
 
@@ -58,13 +59,7 @@ func TestWatcherReportsChangesAndLoss(t *testing.T) {
 	s.SetServiceLevel(250)
 	waitLevel(250)
 	s.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for w.Current().Known {
-		if time.Now().After(deadline) {
-			t.Fatal("the loss was not reported")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("the loss is reported", func() bool { return !w.Current().Known }))
 	if _, err := w.Read(ctx); !errors.Is(err, ErrNotConnected) {
 		t.Fatalf("Read after the loss: %v, want ErrNotConnected at once", err)
 	}

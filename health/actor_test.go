@@ -13,6 +13,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -70,7 +71,7 @@ func TestDbProbeActorRestartsAndProbesAgain(t *testing.T) {
 	if got, ok := p.Last(); !ok || got != first {
 		t.Fatalf("Last() during the new probe = %+v, %v; want the old verdict %+v", got, ok, first)
 	}
-	waitFor(t, "restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == 1 }))
 	ask := func(q any) *redundancy.DbHealthReply {
 		t.Helper()
 		rep, err := actors.Ask[*redundancy.DbHealthReply](tree.Root(), p.PID(), q, redundancy.DbAskTimeout)
@@ -133,7 +134,7 @@ func newPeerRig(t *testing.T, treeName string) *peerRig {
 	_ = r.bus.Publish(wire.Topic, snap(entry("127.0.0.1:4001", 1, redundancy.RolePrimary, "opc.tcp://127.0.0.1:4841"),
 		entry("127.0.0.1:4002", 2, redundancy.RoleSecondary, peerEpB),
 		entry("127.0.0.1:4003", 3, redundancy.RoleSecondary, peerEpC)).ToWire())
-	waitFor(t, "both peers probed", func() bool { return r.prober.count(peerEpB) == 1 && r.prober.count(peerEpC) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("both peers probed", func() bool { return r.prober.count(peerEpB) == 1 && r.prober.count(peerEpC) == 1 }))
 	return r
 }
 
@@ -160,7 +161,7 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 	if pathB != "n2/peer-probe-supervisor/peer-127.0.0.1:4002" {
 		t.Fatalf("path %s", pathB)
 	}
-	waitFor(t, "both results", func() bool { return r.results("127.0.0.1:4002") == 1 && r.results("127.0.0.1:4003") == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("both results", func() bool { return r.results("127.0.0.1:4002") == 1 && r.results("127.0.0.1:4003") == 1 }))
 	before := map[string]actors.ActorInfo{}
 	for _, p := range []string{supPath, pathB, pathC} {
 		i, ok := r.tree.Actor(p)
@@ -177,10 +178,10 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 	if err := r.tree.Fault(pathB, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the faulted probe restarted", func() bool { i, _ := r.tree.Actor(pathB); return i.Restarts == 1 })
-	waitFor(t, "it probes and publishes again at once", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the faulted probe restarted", func() bool { i, _ := r.tree.Actor(pathB); return i.Restarts == 1 }))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("it probes and publishes again at once", func() bool {
 		return r.prober.count(peerEpB) == 2 && r.results("127.0.0.1:4002") == 2
-	})
+	}))
 	if i, _ := r.tree.Actor(pathB); !i.StartedAt.After(before[pathB].StartedAt) {
 		t.Fatalf("the faulted probe kept its start time: %+v", i)
 	}
@@ -203,7 +204,7 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.clock.Advance(ProbeInterval)
-	waitFor(t, "one more probe each", func() bool { return r.prober.count(peerEpB) == 3 && r.prober.count(peerEpC) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("one more probe each", func() bool { return r.prober.count(peerEpB) == 3 && r.prober.count(peerEpC) == 2 }))
 	time.Sleep(20 * time.Millisecond)
 	if b, c := r.prober.count(peerEpB), r.prober.count(peerEpC); b != 3 || c != 2 {
 		t.Fatalf("after one tick: %d and %d probes, want 3 and 2 (the old incarnation's timer must be gone)", b, c)
@@ -218,18 +219,18 @@ func TestPeerProbeSupervisorRestartRebuildsItsChildren(t *testing.T) {
 	r := newPeerRig(t, "n3")
 	const supPath = "n3/" + PeerProbeSupervisorName
 	pathB := supPath + "/" + PeerProbeName("127.0.0.1:4002")
-	waitFor(t, "the children are listed", func() bool { _, ok := r.tree.Actor(pathB); return ok })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the children are listed", func() bool { _, ok := r.tree.Actor(pathB); return ok }))
 	before, _ := r.tree.Actor(pathB)
 	time.Sleep(5 * time.Millisecond)
 	if err := r.tree.Fault(supPath, "x"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the supervisor restarted", func() bool { i, _ := r.tree.Actor(supPath); return i.Restarts == 1 })
-	waitFor(t, "both peers probed again", func() bool { return r.prober.count(peerEpB) == 2 && r.prober.count(peerEpC) == 2 })
-	waitFor(t, "new child incarnations", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the supervisor restarted", func() bool { i, _ := r.tree.Actor(supPath); return i.Restarts == 1 }))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("both peers probed again", func() bool { return r.prober.count(peerEpB) == 2 && r.prober.count(peerEpC) == 2 }))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("new child incarnations", func() bool {
 		i, ok := r.tree.Actor(pathB)
 		return ok && i.StartedAt.After(before.StartedAt)
-	})
+	}))
 	if got := r.sup.Probing(); len(got) != 2 {
 		t.Fatalf("probing %v", got)
 	}

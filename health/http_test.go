@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/internal/testcert"
 )
 
@@ -368,7 +369,7 @@ func TestNeverEndingBodiesDoNotHoldHealthz(t *testing.T) {
 	for i := range drips {
 		drips[i] = startDrip(t, s.Addr(), "POST", "/drain")
 	}
-	waitFor(t, "every dripping request to reach its handler", func() bool { return reading.Load() == clients })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("every dripping request to reach its handler", func() bool { return reading.Load() == clients }))
 
 	client := &http.Client{Timeout: readTimeout / 4}
 	t0 := time.Now()

@@ -19,6 +19,7 @@ import (
 
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/pubsub"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
@@ -291,17 +292,6 @@ func (p *fakeProber) count(endpoint string) int {
 	return p.calls[endpoint]
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 	self := m.UniqueAddress{Host: "127.0.0.1", Port: 4001, UID: 1}
 	members := &fakeMembers{st: m.State{Self: self}, subs: map[int]func(m.Event){}}
@@ -318,7 +308,7 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 	// The peer appears: probed at once, result published about it.
 	publish(snap(entry("127.0.0.1:4001", 1, redundancy.RolePrimary, "opc.tcp://127.0.0.1:4841"),
 		entry("127.0.0.1:4002", 2, redundancy.RoleSecondary, epB)))
-	waitFor(t, "the first probe", func() bool { return len(bus.results()) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first probe", func() bool { return len(bus.results()) == 1 }))
 	r := bus.results()[0]
 	if r.GetTarget() != "127.0.0.1:4002" || !r.GetOk() || r.GetProber() != "127.0.0.1:4001" || r.GetEndpoint() != epB ||
 		r.GetAtUnixMs() != clock.Now().UnixMilli() {
@@ -338,7 +328,7 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(ProbeInterval)
-		waitFor(t, fmt.Sprintf("probe %d", i), func() bool { return prober.count(epB) == i })
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True(fmt.Sprintf("probe %d", i), func() bool { return prober.count(epB) == i }))
 	}
 
 	// The peer restarts with another endpoint: the probe is replaced,
@@ -346,10 +336,10 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Up))
 	publish(snap(entry("127.0.0.1:4001", 1, redundancy.RolePrimary, ""),
 		entry("127.0.0.1:4002", 3, redundancy.RoleSecondary, "opc.tcp://127.0.0.1:4900")))
-	waitFor(t, "the failing probe", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the failing probe", func() bool {
 		rs := bus.results()
 		return !rs[len(rs)-1].GetOk() && rs[len(rs)-1].GetError() != ""
-	})
+	}))
 	if got := sup.Probing(); got["127.0.0.1:4002"] != "opc.tcp://127.0.0.1:4900" {
 		t.Fatalf("probing %v after the restart", got)
 	}
@@ -357,7 +347,7 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 	// The peer departs (Down in membership, still in the last snapshot):
 	// the probe stops and nothing more is probed however long we wait.
 	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Down))
-	waitFor(t, "the probe stops", func() bool { return len(sup.Probing()) == 0 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the probe stops", func() bool { return len(sup.Probing()) == 0 }))
 	n := len(bus.results())
 	for range 5 {
 		clock.Advance(ProbeInterval)
@@ -369,7 +359,7 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 
 	// Stop with a probe running: it ends too.
 	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Up))
-	waitFor(t, "the probe restarts", func() bool { return len(sup.Probing()) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the probe restarts", func() bool { return len(sup.Probing()) == 1 }))
 	sup.Stop()
 	if len(sup.Probing()) != 0 {
 		t.Fatal("Stop left a probe")

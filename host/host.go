@@ -20,7 +20,6 @@ import (
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
-	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
 	"github.com/otopcua/otopcua/telemetry"
@@ -298,7 +297,6 @@ func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Con
 }
 
 func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opcua.Config {
-	l := cfg.OpcUa.Limits
 	support := ua.RedundancySupportWarm
 	if cfg.OpcUa.RedundancySupport == config.RedundancyHot {
 		support = ua.RedundancySupportHot
@@ -321,32 +319,7 @@ func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opc
 		ValidateUserCertificate: sec.userCert,
 		Authorization:           sec.authorization,
 
-		MaxConnections:                   l.MaxConnections,
-		MaxConnectionsPerAddress:         l.MaxConnectionsPerAddress,
-		MaxSessions:                      l.MaxSessions,
-		MaxSessionsPerAddress:            l.MaxSessionsPerAddress,
-		MaxUnactivatedSessions:           l.MaxUnactivatedSessions,
-		MaxUnactivatedSessionsPerAddress: l.MaxUnactivatedSessionsPerAddress,
-		UnactivatedSessionTimeout:        l.UnactivatedSessionTimeout,
-		MinSessionTimeout:                l.MinSessionTimeout,
-		MaxSessionTimeout:                l.MaxSessionTimeout,
-		DefaultSessionTimeout:            l.DefaultSessionTimeout,
-		HelloTimeout:                     l.HelloTimeout,
-		OpenSecureChannelTimeout:         l.OpenSecureChannelTimeout,
-		CreateSessionTimeout:             l.CreateSessionTimeout,
-		IdleChannelTimeout:               l.IdleChannelTimeout,
-		WriteTimeout:                     l.WriteTimeout,
-		MaxResponseSize:                  l.MaxResponseSize,
-		MaxMonitoredItemsPerCall:         l.MaxMonitoredItemsPerCall,
-		MaxNodesPerRead:                  l.MaxNodesPerRead,
-		MaxNodesPerWrite:                 l.MaxNodesPerWrite,
-		MaxNodesPerBrowse:                l.MaxNodesPerBrowse,
-		Subscriptions: subscription.Options{
-			MaxSubscriptions:                 l.MaxSubscriptions,
-			MaxSubscriptionsPerSession:       l.MaxSubscriptionsPerSession,
-			MaxMonitoredItems:                l.MaxMonitoredItems,
-			MaxMonitoredItemsPerSubscription: l.MaxMonitoredItemsPerSubscription,
-		},
+		Limits: cfg.OpcUa.Limits,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -102,27 +103,19 @@ type Config struct {
 	// Default: the real clock.
 	Clock clockwork.Clock
 
-	// Session limits, passed to the service layer and published in
+	// Limits are the OpcUa:Limits bounds (opcua/limits), one value passed
+	// as it is to the service layer and to the subscription engine, and
+	// published in Server.ServerCapabilities. A zero field takes its
+	// default there.
+	limits.Limits
+
+	// Further session limits of the service layer, published in
 	// Server.ServerCapabilities. Zero takes the service layer's default
 	// (uaserver.Default*).
 
-	// MaxSessions: sessions held at once. Default: 100.
-	MaxSessions int
-	// MinSessionTimeout: lower bound of a revised session timeout.
-	// Default: 1 s.
-	MinSessionTimeout time.Duration
-	// MaxSessionTimeout: upper bound of a revised session timeout.
-	// Default: 1 h.
-	MaxSessionTimeout time.Duration
 	// MaxContinuationPoints: Browse continuation points per session
 	// (ServerCapabilities.MaxBrowseContinuationPoints). Default: 10.
 	MaxContinuationPoints int
-	// MaxNodesPerRead: NodesToRead of one Read. Default: 10000.
-	MaxNodesPerRead int
-	// MaxNodesPerWrite: NodesToWrite of one Write. Default: 10000.
-	MaxNodesPerWrite int
-	// MaxNodesPerBrowse: NodesToBrowse of one Browse. Default: 10000.
-	MaxNodesPerBrowse int
 	// MaxNodesPerTranslate: BrowsePaths of one
 	// TranslateBrowsePathsToNodeIds. Default: 10000.
 	MaxNodesPerTranslate int
@@ -142,26 +135,6 @@ type Config struct {
 	// (ServerCapabilities.MaxHistoryContinuationPoints). Default: 10.
 	MaxHistoryContinuationPoints int
 
-	// Client limits and deadlines of the service layer; see the field of
-	// the same name in uaserver.Config for each one's meaning and default.
-	MaxConnections                   int
-	MaxConnectionsPerAddress         int
-	MaxSessionsPerAddress            int
-	MaxUnactivatedSessions           int
-	MaxUnactivatedSessionsPerAddress int
-	UnactivatedSessionTimeout        time.Duration
-	DefaultSessionTimeout            time.Duration
-	HelloTimeout                     time.Duration
-	OpenSecureChannelTimeout         time.Duration
-	CreateSessionTimeout             time.Duration
-	IdleChannelTimeout               time.Duration
-	WriteTimeout                     time.Duration
-	MaxResponseSize                  int
-	// MaxMonitoredItemsPerCall: items of one CreateMonitoredItems (and the
-	// other item services); published as OperationLimits
-	// MaxMonitoredItemsPerCall. Default: 10000.
-	MaxMonitoredItemsPerCall int
-
 	// Security is the secure channel configuration passed to the service
 	// layer as it is: endpoints offered, certificate and key, the client
 	// certificate check, token lifetimes (see uaserver.Security for each
@@ -178,9 +151,10 @@ type Config struct {
 	MaxActivationFailuresPerAddress int
 	ActivationLockout               time.Duration
 
-	// Subscriptions tunes the subscription engine (intervals, queue sizes,
-	// limits); its zero values take the engine's defaults. Its Clock and
-	// Logger default to the ones above.
+	// Subscriptions tunes the subscription engine (intervals, queue
+	// sizes); its zero values take the engine's defaults. Its Clock and
+	// Logger default to the ones above; its Limits are Config.Limits (New
+	// refuses a Config that sets them here instead).
 	Subscriptions subscription.Options
 }
 
@@ -246,25 +220,19 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Subscriptions.Logger == nil {
 		c.Subscriptions.Logger = c.Logger
 	}
-	defInt(&c.MaxSessions, uaserver.DefaultMaxSessions)
+	if c.Subscriptions.Limits != (limits.Limits{}) {
+		return c, fmt.Errorf("opcua: Config.Subscriptions.Limits is set: set Config.Limits, which the subscription engine takes from there")
+	}
+	c.Limits = c.Limits.WithDefaults()
+	c.Subscriptions.Limits = c.Limits
 	defInt(&c.MaxContinuationPoints, uaserver.DefaultMaxContinuationPoints)
-	defInt(&c.MaxNodesPerRead, uaserver.DefaultMaxNodesPerRead)
-	defInt(&c.MaxNodesPerWrite, uaserver.DefaultMaxNodesPerWrite)
-	defInt(&c.MaxNodesPerBrowse, uaserver.DefaultMaxNodesPerBrowse)
 	defInt(&c.MaxNodesPerTranslate, uaserver.DefaultMaxNodesPerTranslate)
 	defInt(&c.MaxNodesPerRegister, uaserver.DefaultMaxNodesPerRegister)
 	defInt(&c.MaxNodesPerMethodCall, uaserver.DefaultMaxNodesPerMethodCall)
 	defInt(&c.MaxNodesPerHistoryReadEvents, uaserver.DefaultMaxNodesPerHistoryReadEvents)
 	defInt(&c.MaxHistoryEventsPerNode, uaserver.DefaultMaxHistoryEventsPerNode)
 	defInt(&c.MaxHistoryContinuationPoints, uaserver.DefaultMaxHistoryContinuationPoints)
-	defInt(&c.MaxMonitoredItemsPerCall, uaserver.DefaultMaxMonitoredItemsPerCall)
 	c.Subscriptions = c.Subscriptions.Resolved()
-	if c.MinSessionTimeout <= 0 {
-		c.MinSessionTimeout = uaserver.DefaultMinSessionTimeout
-	}
-	if c.MaxSessionTimeout <= 0 {
-		c.MaxSessionTimeout = uaserver.DefaultMaxSessionTimeout
-	}
 	if c.MaxHistoryContinuationPoints > 65535 {
 		return c, fmt.Errorf("opcua: Config.MaxHistoryContinuationPoints %d: want at most 65535", c.MaxHistoryContinuationPoints)
 	}
@@ -318,13 +286,8 @@ func (c Config) uaserverConfig() uaserver.Config {
 		ProductURI:                   c.ProductURI,
 		ApplicationName:              c.ApplicationName,
 		Peers:                        peers,
-		MaxSessions:                  c.MaxSessions,
-		MinSessionTimeout:            c.MinSessionTimeout,
-		MaxSessionTimeout:            c.MaxSessionTimeout,
+		Limits:                       c.Limits,
 		MaxContinuationPoints:        c.MaxContinuationPoints,
-		MaxNodesPerRead:              c.MaxNodesPerRead,
-		MaxNodesPerWrite:             c.MaxNodesPerWrite,
-		MaxNodesPerBrowse:            c.MaxNodesPerBrowse,
 		MaxNodesPerTranslate:         c.MaxNodesPerTranslate,
 		MaxNodesPerRegister:          c.MaxNodesPerRegister,
 		MaxNodesPerMethodCall:        c.MaxNodesPerMethodCall,
@@ -333,21 +296,6 @@ func (c Config) uaserverConfig() uaserver.Config {
 		MaxHistoryContinuationPoints: c.MaxHistoryContinuationPoints,
 		Clock:                        c.Clock,
 		Logger:                       c.Logger,
-
-		MaxConnections:                   c.MaxConnections,
-		MaxConnectionsPerAddress:         c.MaxConnectionsPerAddress,
-		MaxSessionsPerAddress:            c.MaxSessionsPerAddress,
-		MaxUnactivatedSessions:           c.MaxUnactivatedSessions,
-		MaxUnactivatedSessionsPerAddress: c.MaxUnactivatedSessionsPerAddress,
-		UnactivatedSessionTimeout:        c.UnactivatedSessionTimeout,
-		DefaultSessionTimeout:            c.DefaultSessionTimeout,
-		HandshakeTimeout:                 c.HelloTimeout,
-		OpenSecureChannelTimeout:         c.OpenSecureChannelTimeout,
-		CreateSessionTimeout:             c.CreateSessionTimeout,
-		IdleChannelTimeout:               c.IdleChannelTimeout,
-		WriteTimeout:                     c.WriteTimeout,
-		MaxResponseSize:                  c.MaxResponseSize,
-		MaxMonitoredItemsPerCall:         c.MaxMonitoredItemsPerCall,
 
 		Security:                        c.Security,
 		DisableAnonymous:                c.DisableAnonymous,

@@ -12,9 +12,9 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaclient"
-	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // startLimited starts a real server on 127.0.0.1 with cfg and returns it.
@@ -121,13 +121,11 @@ func countCodes(codes []ua.StatusCode) map[ua.StatusCode]int {
 // TestClientCannotExceedSubscriptionAndItemLimits: one session accepted
 // 5,000 subscriptions and any number of monitored items.
 func TestClientCannotExceedSubscriptionAndItemLimits(t *testing.T) {
-	s := startLimited(t, Config{
+	s := startLimited(t, Config{Limits: limits.Limits{
 		MaxMonitoredItemsPerCall: 10,
-		Subscriptions: subscription.Options{
-			MaxSubscriptions: 3, MaxSubscriptionsPerSession: 2,
-			MaxMonitoredItems: 8, MaxMonitoredItemsPerSubscription: 5,
-		},
-	})
+		MaxSubscriptions:         3, MaxSubscriptionsPerSession: 2,
+		MaxMonitoredItems: 8, MaxMonitoredItemsPerSubscription: 5,
+	}})
 	a, b := openLeanSession(t, s.EndpointURL()), openLeanSession(t, s.EndpointURL())
 	subA := a.subscribe(100, 100, 10)
 	a.subscribe(100, 100, 10)
@@ -171,12 +169,10 @@ func TestClientCannotExceedSubscriptionAndItemLimits(t *testing.T) {
 // TestLimitsAreShownInServerCapabilities: a client can read every limit
 // it is held to.
 func TestLimitsAreShownInServerCapabilities(t *testing.T) {
-	s := startLimited(t, Config{
+	s := startLimited(t, Config{Limits: limits.Limits{
 		MaxSessions: 42, MaxMonitoredItemsPerCall: 777, MaxNodesPerRead: 555,
-		Subscriptions: subscription.Options{
-			MaxSubscriptions: 11, MaxSubscriptionsPerSession: 7, MaxMonitoredItems: 9999, MaxMonitoredItemsPerSubscription: 888,
-		},
-	})
+		MaxSubscriptions: 11, MaxSubscriptionsPerSession: 7, MaxMonitoredItems: 9999, MaxMonitoredItemsPerSubscription: 888,
+	}})
 	c := openLeanSession(t, s.EndpointURL())
 	want := map[uint32]any{
 		id.Server_ServerCapabilities_MaxSessions:                              uint32(42),
@@ -281,8 +277,8 @@ func TestExpiringHugeSubscriptionDoesNotStallOthers(t *testing.T) {
 	start := time.Now()
 	bad := openLeanSession(t, s.EndpointURL())
 	badSub := bad.subscribe(100, 30, 10)
-	for done := 0; done < items; done += uaserver.DefaultMaxMonitoredItemsPerCall {
-		if got := countCodes(bad.addItems(badSub, v.NodeID(), uaserver.DefaultMaxMonitoredItemsPerCall)); got[ua.StatusOK] != uaserver.DefaultMaxMonitoredItemsPerCall {
+	for done := 0; done < items; done += limits.Defaults().MaxMonitoredItemsPerCall {
+		if got := countCodes(bad.addItems(badSub, v.NodeID(), limits.Defaults().MaxMonitoredItemsPerCall)); got[ua.StatusOK] != limits.Defaults().MaxMonitoredItemsPerCall {
 			t.Fatalf("creating items: %v", got)
 		}
 	}

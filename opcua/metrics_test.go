@@ -14,6 +14,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 	"github.com/otopcua/otopcua/telemetry"
@@ -72,10 +73,10 @@ func TestRegisterMetricsOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = m.Shutdown(context.Background()) }()
-	s := startLoopback(t, Config{
-		MaxMonitoredItemsPerCall: 5,
-		Subscriptions:            subscription.Options{MaxSubscriptionsPerSession: 1},
-	})
+	s := startLoopback(t, Config{Limits: limits.Limits{
+		MaxMonitoredItemsPerCall:   5,
+		MaxSubscriptionsPerSession: 1,
+	}})
 	if err := s.RegisterMetrics(m.Meter()); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,9 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/limits"
+	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
 var (
@@ -229,7 +232,7 @@ func TestServerStatus(t *testing.T) {
 }
 
 func TestServerCapabilities(t *testing.T) {
-	s := newTestServer(t, Config{MaxNodesPerRead: 500, MaxContinuationPoints: 7})
+	s := newTestServer(t, Config{Limits: limits.Limits{MaxNodesPerRead: 500}, MaxContinuationPoints: 7})
 	for _, c := range []struct {
 		n    uint32
 		want any
@@ -293,6 +296,17 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 	if uc := c.uaserverConfig(); uc.ListenAddr != "0.0.0.0:4841" || uc.EndpointURL != "opc.tcp://plc-a:4841" {
 		t.Errorf("service layer config: %q %q", uc.ListenAddr, uc.EndpointURL)
 	}
+	// The limits are one value: the service layer and the engine get the
+	// server's, defaults filled in, and a limit set once reaches both.
+	c, err = Config{Limits: limits.Limits{MaxSessions: 7, MaxSubscriptions: 9}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := limits.Defaults()
+	want.MaxSessions, want.MaxSubscriptions = 7, 9
+	if c.Limits != want || c.uaserverConfig().Limits != want || c.Subscriptions.Limits != want {
+		t.Errorf("limits: server %+v, service layer %+v, engine %+v; want %+v", c.Limits, c.uaserverConfig().Limits, c.Subscriptions.Limits, want)
+	}
 	c, err = Config{}.withDefaults()
 	if err != nil || c.Port != DefaultPort || c.PublicHostname == "" || c.PublicHostname == "0.0.0.0" {
 		t.Errorf("zero config: port %d, public host %q, %v", c.Port, c.PublicHostname, err)
@@ -312,6 +326,7 @@ func TestConfigDefaultsAndValidation(t *testing.T) {
 		{"discovery URL count", Config{PeerApplicationURIs: []string{"urn:b", "urn:c"}, PeerDiscoveryURLs: []string{"opc.tcp://b:4840"}}, "PeerDiscoveryURLs"},
 		{"discovery URL scheme", Config{PeerApplicationURIs: []string{"urn:b"}, PeerDiscoveryURLs: []string{"http://b"}}, "opc.tcp"},
 		{"continuation points", Config{MaxContinuationPoints: 70000}, "MaxContinuationPoints"},
+		{"limits on the engine", Config{Subscriptions: subscription.Options{Limits: limits.Limits{MaxSubscriptions: 3}}}, "Config.Limits"},
 	} {
 		if _, err := c.cfg.withDefaults(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %q", c.name, err, c.want)

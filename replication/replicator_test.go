@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/internal/ports"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/telemetry"
-	"github.com/otopcua/otopcua/tests/procs"
 	"go.uber.org/goleak"
 )
 
@@ -34,12 +34,6 @@ func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// checkFor polls fn every 10 ms until it returns nil or total passes.
-func checkFor(t *testing.T, total time.Duration, fn func() error) {
-	t.Helper()
-	procs.CheckFor(t, total, 10*time.Millisecond, fn)
 }
 
 // logBuf is a concurrency-safe log sink.
@@ -139,7 +133,7 @@ func TestArtifactSavedOnAAppearsByteIdenticalOnB(t *testing.T) {
 	if err := a.db.SaveArtifact(ctxT(t), "site-a", 7, doc); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		got, err := b.db.LoadArtifact(ctxT(t), "site-a")
 		if err != nil {
 			return err
@@ -154,7 +148,7 @@ func TestArtifactSavedOnAAppearsByteIdenticalOnB(t *testing.T) {
 	if err := b.db.SaveArtifact(ctxT(t), "site-a", 8, doc8); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		got, err := a.db.LoadArtifact(ctxT(t), "site-a")
 		if err != nil || got.Version != 8 || !bytes.Equal(got.Doc, doc8) {
 			return fmt.Errorf("A holds version %d, %v", got.Version, err)
@@ -166,7 +160,7 @@ func TestArtifactSavedOnAAppearsByteIdenticalOnB(t *testing.T) {
 func TestQueuedEventAndItsDeleteReplicate(t *testing.T) {
 	a, b := pair(t, testKey, testKey)
 	enqueue(t, a.db, "1")
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if got := b.events(t); len(got) != 1 || got[0].TransitionID != "1" {
 			return fmt.Errorf("B's queue: %+v", got)
 		}
@@ -175,7 +169,7 @@ func TestQueuedEventAndItsDeleteReplicate(t *testing.T) {
 	if _, err := a.db.DeleteEventsByKey(ctxT(t), []localdb.EventKey{{ClusterID: "site-a", Alarm: "A", TransitionID: "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if got := b.events(t); len(got) != 0 {
 			return fmt.Errorf("B's queue still holds %+v", got)
 		}
@@ -192,7 +186,7 @@ func TestWrongKeyIsRefusedOnBothSidesAndFixingItResumes(t *testing.T) {
 	a, b := pair(t, testKey, "another-key-of-16+chars")
 	enqueue(t, a.db, "1")
 	enqueue(t, b.db, "2")
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if refused(a, ReasonWrongKey) < 2 || refused(a, ReasonPeerRefusedKey) < 2 ||
 			refused(b, ReasonWrongKey) < 2 || refused(b, ReasonPeerRefusedKey) < 2 {
 			return fmt.Errorf("refused: A %v, B %v", a.r.Status().Refused, b.r.Status().Refused)
@@ -219,7 +213,7 @@ func TestWrongKeyIsRefusedOnBothSidesAndFixingItResumes(t *testing.T) {
 	if err := b.r.SetAPIKey(testKey); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 40*time.Second, func() error { // A's back-off is at most 30 s
+	poll.CheckFor(t, 40*time.Second, 10*time.Millisecond, func() error { // A's back-off is at most 30 s
 		if len(a.events(t)) != 2 || len(b.events(t)) != 2 {
 			return fmt.Errorf("A %d rows, B %d rows", len(a.events(t)), len(b.events(t)))
 		}
@@ -254,7 +248,7 @@ func TestMissingKeyIsRefused(t *testing.T) {
 func TestRestartedPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 	a, b := pair(t, testKey, testKey)
 	enqueue(t, a.db, "before")
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if len(b.events(t)) != 1 {
 			return errors.New("B has not the first row")
 		}
@@ -266,7 +260,7 @@ func TestRestartedPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 		enqueue(t, a.db, fmt.Sprint(i))
 	}
 	b.start(t, a.listen, testKey)
-	checkFor(t, 20*time.Second, func() error {
+	poll.CheckFor(t, 20*time.Second, 10*time.Millisecond, func() error {
 		if n := len(b.events(t)); n != 1001 {
 			return fmt.Errorf("B holds %d rows, want 1001", n)
 		}
@@ -308,7 +302,7 @@ func TestFutureStampedRowIsRefused(t *testing.T) {
 	enqueue(t, a.db, "1")
 	a.start(t, b.listen, testKey)
 	b.start(t, a.listen, testKey)
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if refused(b, ReasonFutureStamp) == 0 {
 			return fmt.Errorf("B refused: %v", b.r.Status().Refused)
 		}
@@ -328,7 +322,7 @@ func TestFutureStampedRowIsRefused(t *testing.T) {
 func TestStatusHandlerAndMetrics(t *testing.T) {
 	a, b := pair(t, testKey, testKey)
 	enqueue(t, a.db, "1")
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if len(b.events(t)) != 1 || !b.r.Status().Peers[0].Connected {
 			return errors.New("not synced")
 		}

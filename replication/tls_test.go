@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/cluster/clustertls"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/internal/ports"
 	"github.com/otopcua/otopcua/internal/testcert"
 )
@@ -51,14 +52,14 @@ func TestReplicationOverMutualTLS(t *testing.T) {
 	if err := a.db.SaveArtifact(ctxT(t), "site-a", 3, doc); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		got, err := b.db.LoadArtifact(ctxT(t), "site-a")
 		if err != nil || got.Version != 3 || !bytes.Equal(got.Doc, doc) {
 			return fmt.Errorf("B holds version %d, %v", got.Version, err)
 		}
 		return nil
 	})
-	checkFor(t, 10*time.Second, func() error {
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
 		if !strings.Contains(tlsLogA.String(), clustertls.LogRefused) {
 			return fmt.Errorf("A has not logged the refused handshake:\n%s", tlsLogA.String())
 		}

@@ -13,9 +13,8 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua"
-	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/uaclient"
-	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // Params are the settings every case of a run shares.
@@ -165,18 +164,17 @@ func runCase(ctx context.Context, c Case, p Params, res *Result, closers *[]func
 func newServer(ctx context.Context, c Case, batch int) (*opcua.Server, error) {
 	// The defaults allow 100,000 items per subscription and 250,000 per
 	// server: the case says what it needs.
-	opts := subscription.Options{
-		MaxMonitoredItemsPerSubscription: c.Items,
-		MaxMonitoredItems:                c.Items,
-	}
 	srv, err := opcua.New(opcua.Config{
-		MaxMonitoredItemsPerCall: max(uaserver.DefaultMaxMonitoredItemsPerCall, batch),
-		ListenHost:               "127.0.0.1",
-		Port:                     opcua.AnyPort,
-		PublicHostname:           "127.0.0.1",
-		ApplicationURI:           namespaceURI,
-		Logger:                   slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Subscriptions:            opts,
+		Limits: limits.Limits{
+			MaxMonitoredItemsPerSubscription: c.Items,
+			MaxMonitoredItems:                c.Items,
+			MaxMonitoredItemsPerCall:         max(limits.Defaults().MaxMonitoredItemsPerCall, batch),
+		},
+		ListenHost:     "127.0.0.1",
+		Port:           opcua.AnyPort,
+		PublicHostname: "127.0.0.1",
+		ApplicationURI: namespaceURI,
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opcua.New: %w", err)

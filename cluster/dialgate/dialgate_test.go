@@ -3,6 +3,7 @@ package dialgate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 var peerA = membership.Address{Host: "127.0.0.1", Port: 1}
@@ -29,17 +31,12 @@ func newSender(t *testing.T, dial func(ctx context.Context, network, addr string
 
 func waitCounts(t *testing.T, s *Sender, sent, dropped uint64) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		gs, gd := s.Counts()
-		if gs == sent && gd == dropped {
-			return
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
+		if gs, gd := s.Counts(); gs != sent || gd != dropped {
+			return fmt.Errorf("counts sent %d dropped %d, want %d %d", gs, gd, sent, dropped)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("counts sent %d dropped %d, want %d %d", gs, gd, sent, dropped)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRefusedPeerDropsBacklogAndIsDead(t *testing.T) {

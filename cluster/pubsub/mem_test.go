@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/cluster/wire"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // inbox records what one subscriber received.
@@ -76,13 +77,13 @@ func TestPublishReachesLocalAndRemoteSubscribers(t *testing.T) {
 	if err := a.Mediator.Publish(pubsub.TopicRedundancyState, str("snapshot-1")); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "every redundancy-state subscriber got snapshot-1", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("every redundancy-state subscriber got snapshot-1", func() bool {
 		return onA.has("snapshot-1")() && onB1.has("snapshot-1")() && onB2.has("snapshot-1")()
-	})
+	}))
 	if err := cc.Mediator.Publish(pubsub.TopicAlerts, str("alarm-1")); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "c's local alerts subscriber got alarm-1", alertsC.has("alarm-1"))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("c's local alerts subscriber got alarm-1", alertsC.has("alarm-1")))
 	for name, box := range map[string]*inbox{"a": &onA, "b1": &onB1, "b2": &onB2} {
 		if got := box.got(); !slices.Equal(got, []string{"snapshot-1"}) {
 			t.Errorf("%s got %q, want exactly snapshot-1", name, got)
@@ -107,16 +108,20 @@ func TestUnsubscribe(t *testing.T) {
 	c := pubsubtest.New(t)
 	ns := c.Form("a", "b")
 	a, b := ns[0], ns[1]
-	var keep, gone inbox
+	var keep, gone, onA inbox
 	cancelKeep := b.Mediator.Subscribe(pubsub.TopicAlerts, keep.handler)
 	cancelGone := b.Mediator.Subscribe(pubsub.TopicAlerts, gone.handler)
+	// a's own subscriber is the barrier below: a delivers locally after it
+	// has sent to the other nodes, in the same step.
+	a.Mediator.Subscribe(pubsub.TopicAlerts, onA.handler)
 	c.Until(3*time.Second, "a knows b's alerts subscription", registered(a, pubsub.TopicAlerts, b.Daemon.Self()))
+	c.Until(3*time.Second, "b knows a's alerts subscription", registered(b, pubsub.TopicAlerts, a.Daemon.Self()))
 	_ = a.Mediator.Publish(pubsub.TopicAlerts, str("m1"))
-	pubsubtest.WaitFor(t, "both got m1", func() bool { return keep.has("m1")() && gone.has("m1")() })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("both got m1", func() bool { return keep.has("m1")() && gone.has("m1")() }))
 
 	cancelGone()
 	_ = a.Mediator.Publish(pubsub.TopicAlerts, str("m2"))
-	pubsubtest.WaitFor(t, "keep got m2", keep.has("m2"))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("keep got m2", keep.has("m2")))
 	if got := gone.got(); !slices.Equal(got, []string{"m1"}) {
 		t.Fatalf("cancelled subscriber got %q", got)
 	}
@@ -125,8 +130,7 @@ func TestUnsubscribe(t *testing.T) {
 	c.Until(3*time.Second, "a dropped b from alerts", func() bool { return !registered(a, pubsub.TopicAlerts, b.Daemon.Self())() })
 	sent := a.Mediator.Stats().Sent
 	_ = a.Mediator.Publish(pubsub.TopicAlerts, str("m3"))
-	pubsubtest.WaitFor(t, "a processed the publish", func() bool { return a.Mediator.Stats().Published == 3 })
-	time.Sleep(20 * time.Millisecond)
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a's own subscriber got m3 (a is done with the publish)", onA.has("m3")))
 	if s := a.Mediator.Stats(); s.Sent != sent {
 		t.Fatalf("a sent %d messages for a topic nobody else subscribes", s.Sent-sent)
 	}
@@ -145,15 +149,15 @@ func TestNoReplayToLateSubscriber(t *testing.T) {
 	b.Mediator.Subscribe(pubsub.TopicRedundancyState, early.handler)
 	c.Until(3*time.Second, "a knows b's subscription", registered(a, pubsub.TopicRedundancyState, b.Daemon.Self()))
 	_ = a.Mediator.Publish(pubsub.TopicRedundancyState, str("before"))
-	pubsubtest.WaitFor(t, "early got before", early.has("before"))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("early got before", early.has("before")))
 
 	b.Mediator.Subscribe(pubsub.TopicRedundancyState, lateB.handler)
 	a.Mediator.Subscribe(pubsub.TopicRedundancyState, lateA.handler)
 	c.Advance(3 * time.Second) // several gossip rounds
 	_ = a.Mediator.Publish(pubsub.TopicRedundancyState, str("after"))
-	pubsubtest.WaitFor(t, "every subscriber got after", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("every subscriber got after", func() bool {
 		return early.has("after")() && lateB.has("after")() && lateA.has("after")()
-	})
+	}))
 	for name, box := range map[string]*inbox{"late on b": &lateB, "late on a": &lateA} {
 		if got := box.got(); !slices.Equal(got, []string{"after"}) {
 			t.Errorf("%s got %q, want only the message published after it subscribed", name, got)
@@ -181,11 +185,11 @@ func TestRemovedNodeSubscriptionsVanish(t *testing.T) {
 	c.Until(5*time.Second, "c removed on a and b", func() bool {
 		return pubsubtest.StatusAt(a, "c") == membership.Removed && pubsubtest.StatusAt(b, "c") == membership.Removed
 	})
-	pubsubtest.WaitFor(t, "c's bucket gone on a and b", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("c's bucket gone on a and b", func() bool {
 		_, onA := a.Mediator.Registry().Bucket(oldC)
 		_, onB := b.Mediator.Registry().Bucket(oldC)
 		return !onA && !onB
-	})
+	}))
 
 	// b replays c's old bucket to a, as a delayed delta would
 	stale := &wire.PubSubDelta{
@@ -198,7 +202,7 @@ func TestRemovedNodeSubscriptionsVanish(t *testing.T) {
 	}
 	received := a.Mediator.Stats().Received
 	c.PubNet.Inject(pubsubtest.Addr("a"), stale)
-	pubsubtest.WaitFor(t, "a processed the stale delta", func() bool { return a.Mediator.Stats().Received > received })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a processed the stale delta", func() bool { return a.Mediator.Stats().Received > received }))
 	if _, ok := a.Mediator.Registry().Bucket(oldC); ok {
 		t.Fatal("a stale delta brought a removed node's bucket back")
 	}
@@ -238,7 +242,7 @@ func TestStaleMessageForOldIncarnationDropped(t *testing.T) {
 	}
 	c.PubNet.Inject(pubsubtest.Addr("b"), msg(oldB, "for the old b"))
 	c.PubNet.Inject(pubsubtest.Addr("b"), msg(b2.Daemon.Self(), "for the new b"))
-	pubsubtest.WaitFor(t, "the message for the new b delivered", got.has("for the new b"))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the message for the new b delivered", got.has("for the new b")))
 	if s := b2.Mediator.Stats(); s.WrongIncarnation != 1 {
 		t.Fatalf("stats %+v: want one message for another incarnation", s)
 	}
@@ -256,7 +260,7 @@ func TestStaleMessageForOldIncarnationDropped(t *testing.T) {
 		To:    &wire.UniqueAddress{Host: "a", Port: pubsubtest.Port, Uid: a.Daemon.Self().UID},
 		Topic: pubsub.TopicRedundancyState, Payload: p,
 	})
-	pubsubtest.WaitFor(t, "quarantined message counted", func() bool { return a.Mediator.Stats().Quarantined == q+1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("quarantined message counted", func() bool { return a.Mediator.Stats().Quarantined == q+1 }))
 	if len(onA.got()) != 0 {
 		t.Fatalf("a delivered %q from a removed incarnation", onA.got())
 	}
@@ -276,7 +280,7 @@ func TestSendToOneNode(t *testing.T) {
 	stranger := membership.UniqueAddress{Host: "c", Port: pubsubtest.Port, UID: cc.Daemon.Self().UID + 1000}
 	_ = a.Mediator.SendTo(stranger, "direct", str("to a stranger"))
 	_ = a.Mediator.SendTo(cc.Daemon.Self(), "direct", str("to c"))
-	pubsubtest.WaitFor(t, "b and c got theirs", func() bool { return onB.has("to b")() && onC.has("to c")() })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("b and c got theirs", func() bool { return onB.has("to b")() && onC.has("to c")() }))
 	if !slices.Equal(onB.got(), []string{"to b"}) || !slices.Equal(onC.got(), []string{"to c"}) {
 		t.Fatalf("b got %q, c got %q", onB.got(), onC.got())
 	}
@@ -289,9 +293,11 @@ func TestUnreachableNodeIsSkipped(t *testing.T) {
 	c := pubsubtest.New(t)
 	ns := c.Form("a", "b")
 	a, b := ns[0], ns[1]
-	var onB inbox
+	var onA, onB inbox
 	b.Mediator.Subscribe(pubsub.TopicAlerts, onB.handler)
+	a.Mediator.Subscribe(pubsub.TopicAlerts, onA.handler) // the barrier below
 	c.Until(3*time.Second, "a knows b's subscription", registered(a, pubsub.TopicAlerts, b.Daemon.Self()))
+	c.Until(3*time.Second, "b knows a's subscription", registered(b, pubsub.TopicAlerts, a.Daemon.Self()))
 	c.Net.Partition(pubsubtest.Addr("a"), pubsubtest.Addr("b"))
 	c.Until(10*time.Second, "a holds b unreachable", func() bool {
 		st := a.Daemon.Snapshot()
@@ -299,8 +305,7 @@ func TestUnreachableNodeIsSkipped(t *testing.T) {
 	})
 	sent := a.Mediator.Stats().Sent
 	_ = a.Mediator.Publish(pubsub.TopicAlerts, str("while cut off"))
-	pubsubtest.WaitFor(t, "a processed the publish", func() bool { return a.Mediator.Stats().Published == 1 })
-	time.Sleep(20 * time.Millisecond)
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a's own subscriber got it (a is done with the publish)", onA.has("while cut off")))
 	if s := a.Mediator.Stats(); s.Sent != sent {
 		t.Fatalf("a sent %d messages to an unreachable node", s.Sent-sent)
 	}
@@ -310,7 +315,7 @@ func TestUnreachableNodeIsSkipped(t *testing.T) {
 		return st.Gossip.Reachability.IsReachableFrom(st.Self, b.Daemon.Self())
 	})
 	_ = a.Mediator.Publish(pubsub.TopicAlerts, str("after the heal"))
-	pubsubtest.WaitFor(t, "b got the later message", onB.has("after the heal"))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("b got the later message", onB.has("after the heal")))
 	if g := onB.got(); !slices.Equal(g, []string{"after the heal"}) {
 		t.Fatalf("b got %q", g)
 	}

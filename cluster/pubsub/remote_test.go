@@ -16,6 +16,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 func freePort(t *testing.T) int {
@@ -69,17 +70,6 @@ func startProc(t *testing.T, port, seed int) *proc {
 	return p
 }
 
-func eventually(t *testing.T, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", total, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestOverProtoactorRemote: the registry spreads and a published message
 // (a protobuf Any inside the mediator's message) reaches the subscribers
 // of both nodes through protoactor's remote and the dial gate.
@@ -87,26 +77,26 @@ func TestOverProtoactorRemote(t *testing.T) {
 	pa, pb := freePort(t), freePort(t)
 	a := startProc(t, pa, pa)
 	b := startProc(t, pb, pa)
-	eventually(t, 15*time.Second, "both Up", func() bool {
+	poll.CheckFor(t, 15*time.Second, 5*time.Millisecond, poll.True("both Up", func() bool {
 		return len(a.d.Snapshot().Gossip.Members) == 2 && len(b.d.Snapshot().Gossip.Members) == 2 &&
 			pubsubtest.StatusAtAddr(a.d.Snapshot(), b.d.Self().Address()) == membership.Up &&
 			pubsubtest.StatusAtAddr(b.d.Snapshot(), b.d.Self().Address()) == membership.Up
-	})
+	}))
 	var onA, onB inbox
 	a.med.Subscribe(pubsub.TopicAlerts, onA.handler)
 	b.med.Subscribe(pubsub.TopicAlerts, onB.handler)
-	eventually(t, 5*time.Second, "registries spread", func() bool {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, poll.True("registries spread", func() bool {
 		return len(a.med.Registry().Nodes(pubsub.TopicAlerts)) == 2 && len(b.med.Registry().Nodes(pubsub.TopicAlerts)) == 2
-	})
+	}))
 	if err := a.med.Publish(pubsub.TopicAlerts, str("from a")); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.med.Publish(pubsub.TopicAlerts, str("from b")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "both got both", func() bool {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, poll.True("both got both", func() bool {
 		return onA.has("from a")() && onA.has("from b")() && onB.has("from a")() && onB.has("from b")()
-	})
+	}))
 	if s := b.med.Stats(); s.Invalid != 0 || s.UnknownType != 0 || s.WrongIncarnation != 0 {
 		t.Fatalf("b stats %+v", s)
 	}

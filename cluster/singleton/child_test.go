@@ -12,6 +12,7 @@ import (
 	"github.com/otopcua/otopcua/actors/actorstest"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/cluster/singleton"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // childInstance is an instance actor that counts its running
@@ -98,7 +99,7 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	ns := r.c.Form("a", "b")
 	a := ns[0]
 	r.c.Until(3*time.Second, "a active", func() bool { return r.mgr("a").Active() })
-	pubsubtest.WaitFor(t, "the instance actor on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the instance actor on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok }))
 	if i, _ := r.tree("a").Actor(instancePath); i.Kind != "TestInstance" {
 		t.Fatalf("instance %+v", i)
 	}
@@ -113,14 +114,14 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	if err := r.tree("a").Fault(instancePath, "test"); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "the instance restarted", func() bool { i, _ := r.tree("a").Actor(instancePath); return i.Restarts == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the instance restarted", func() bool { i, _ := r.tree("a").Actor(instancePath); return i.Restarts == 1 }))
 	// The manager fails: its restart stops the child, the new incarnation
 	// starts it again and is still the oldest.
 	if err := r.tree("a").Fault(managerPath, "test"); err != nil {
 		t.Fatal(err)
 	}
-	pubsubtest.WaitFor(t, "the manager restarted", func() bool { i, _ := r.tree("a").Actor(managerPath); return i.Restarts == 1 })
-	pubsubtest.WaitFor(t, "the instance again on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok && r.running.Load() == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the manager restarted", func() bool { i, _ := r.tree("a").Actor(managerPath); return i.Restarts == 1 }))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the instance again on a", func() bool { _, ok := r.tree("a").Actor(instancePath); return ok && r.running.Load() == 1 }))
 	if !r.mgr("a").Active() || r.mgr("a").Phase() != singleton.Oldest {
 		t.Fatalf("a after its manager's restart: active %v, %v", r.mgr("a").Active(), r.mgr("a").Phase())
 	}
@@ -128,7 +129,7 @@ func TestChildInstanceIsTheManagersActorChild(t *testing.T) {
 	// Hand-over: a leaves, the instance moves to b.
 	a.Daemon.Leave()
 	r.c.Until(10*time.Second, "b active", func() bool { return r.mgr("b").Active() })
-	pubsubtest.WaitFor(t, "the instance actor on b", func() bool { _, ok := r.tree("b").Actor(instancePath); return ok })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the instance actor on b", func() bool { _, ok := r.tree("b").Actor(instancePath); return ok }))
 	if _, ok := r.tree("a").Actor(instancePath); ok {
 		t.Fatal("the instance actor still runs on a after the hand-over")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/cluster/singleton"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // stopDelay is how long a test instance takes to stop, in cluster time:
@@ -393,7 +394,7 @@ func TestStopsOnSelfDown(t *testing.T) {
 	r.c.Until(10*time.Second, "b active", r.active("b"))
 	r.checkNoOverlap()
 	logHas(t, a, `"msg":"`+singleton.LogStopped+`"`, `"reason":"this node was downed"`)
-	pubsubtest.WaitFor(t, "a's manager ended", func() bool { return !r.mgr("a").Active() && r.mgr("a").Phase() == singleton.Ended })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a's manager ended", func() bool { return !r.mgr("a").Active() && r.mgr("a").Phase() == singleton.Ended }))
 	if err := r.onlyActive("b"); err != nil {
 		t.Fatal(err)
 	}

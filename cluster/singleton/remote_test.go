@@ -19,6 +19,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/cluster/singleton"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 type remoteProc struct {
@@ -99,17 +100,6 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func eventually(t *testing.T, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", total, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestHandOverOverProtoactorRemote: the oldest leaves; the singleton moves
 // to the other node through HandOverToMe / HandOverDone over the real
 // remote, never running on both.
@@ -119,19 +109,19 @@ func TestHandOverOverProtoactorRemote(t *testing.T) {
 	factory := func() singleton.Instance { return wallInstance{&mu, &running, &maxRun} }
 	pa, pb := freePort(t), freePort(t)
 	a := startRemote(t, pa, pa, factory)
-	eventually(t, 10*time.Second, "a active", a.mgr.Active)
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("a active", a.mgr.Active))
 	b := startRemote(t, pb, pa, factory)
-	eventually(t, 15*time.Second, "b Up on a", func() bool {
+	poll.CheckFor(t, 15*time.Second, time.Millisecond, poll.True("b Up on a", func() bool {
 		return pubsubtest.StatusAtAddr(a.d.Snapshot(), b.d.Self().Address()) == membership.Up
-	})
+	}))
 	both := 0
 	a.d.Leave()
-	eventually(t, 15*time.Second, "b active", func() bool {
+	poll.CheckFor(t, 15*time.Second, time.Millisecond, poll.True("b active", func() bool {
 		if a.mgr.Active() && b.mgr.Active() {
 			both++
 		}
 		return b.mgr.Active()
-	})
+	}))
 	<-a.d.Done()
 	mu.Lock()
 	defer mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // A server that drops every connection is retried with a doubling
@@ -41,7 +43,7 @@ func TestReconnectBackoffDoublesUpToTheCap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	want := int32(1)
-	waitFor(t, 5*time.Second, "the first attempt", func() bool { return attempts.Load() == want })
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("the first attempt", func() bool { return attempts.Load() == want }))
 	// Waits before attempt 2, 3, 4, 5, 6: 100, 200, 400, 400, 400 ms.
 	for i, wait := range []time.Duration{100, 200, 400, 400, 400} {
 		wait *= time.Millisecond
@@ -51,12 +53,17 @@ func TestReconnectBackoffDoublesUpToTheCap(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(wait - time.Millisecond)
-		time.Sleep(20 * time.Millisecond) // let a wrong, early retry show
+		// The barrier: a retry this advance fired leaves one sleeper (the
+		// watchdog) until the loop has made its attempt and sleeps again,
+		// so once there are two sleepers again an early retry is counted.
+		if err := clock.BlockUntilContext(ctx, 2); err != nil {
+			t.Fatal(err)
+		}
 		if got := attempts.Load(); got != want {
 			t.Fatalf("wait %d: %d attempts %v into a %v back-off, want %d", i, got, wait-time.Millisecond, wait, want)
 		}
 		clock.Advance(time.Millisecond)
 		want++
-		waitFor(t, 5*time.Second, "the next attempt", func() bool { return attempts.Load() == want })
+		poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("the next attempt", func() bool { return attempts.Load() == want }))
 	}
 }

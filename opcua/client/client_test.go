@@ -16,6 +16,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua"
 )
 
@@ -100,18 +101,6 @@ func (r *recorder) events(kind EventKind) []Event {
 	return out
 }
 
-// waitFor polls cond every 10 ms until it holds or total passes.
-func waitFor(t *testing.T, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", total, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func dial(t *testing.T, rec *recorder, o Options) *Client {
 	t.Helper()
 	if rec != nil {
@@ -158,7 +147,7 @@ func TestDialPicksTheHighestLevel(t *testing.T) {
 	if got := c.Active().URI; got != "urn:b" {
 		t.Fatalf("active %q, want urn:b (250)", got)
 	}
-	waitFor(t, 2*time.Second, "connected event", func() bool { return len(rec.events(EventConnected)) == 1 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("connected event", func() bool { return len(rec.events(EventConnected)) == 1 }))
 	if e := rec.events(EventConnected)[0]; e.To.URI != "urn:b" || !strings.Contains(e.Reason, "250") {
 		t.Fatalf("connected event %+v", e)
 	}
@@ -191,7 +180,7 @@ func TestLossMovesAtOnceAndSubscriptionsResume(t *testing.T) {
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
 	nextFrom(t, sub, "urn:b", 250, 5*time.Second)
-	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) == 1 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
 	e := rec.events(EventFailover)[0]
 	if e.From.URI != "urn:a" || e.To.URI != "urn:b" || !strings.Contains(e.Reason, "lost") {
 		t.Fatalf("failover event %+v", e)
@@ -219,7 +208,7 @@ func TestLeavingTheHealthyBandMovesWithoutTheHold(t *testing.T) {
 	nextFrom(t, sub, "urn:a", 200, 3*time.Second)
 	set["urn:a"].SetServiceLevel(100)
 	nextFrom(t, sub, "urn:b", 240, 3*time.Second)
-	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) > 0 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) > 0 }))
 	e := rec.events(EventFailover)
 	if len(e) != 1 || !strings.Contains(e[0].Reason, "healthy band") || e[0].From.URI != "urn:a" || e[0].Transferred {
 		t.Fatalf("failover events %+v", e)
@@ -257,7 +246,7 @@ func TestOutrankedMovesAfterTheHoldOnce(t *testing.T) {
 	opened := time.Now()
 	gate.open()
 	nextFrom(t, sub, "urn:b", 250, 5*time.Second)
-	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) > 0 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) > 0 }))
 	e := rec.events(EventFailover)
 	if len(e) != 1 || !strings.Contains(e[0].Reason, "held") {
 		t.Fatalf("failover events %+v", e)
@@ -265,10 +254,12 @@ func TestOutrankedMovesAfterTheHoldOnce(t *testing.T) {
 	if e[0].Interrupted.Sub(opened) < hold {
 		t.Fatalf("moved %v after urn:b became reachable, before the hold of %v", e[0].Interrupted.Sub(opened), hold)
 	}
-	time.Sleep(3 * hold)
-	if n := len(rec.events(EventFailover)); n != 1 {
-		t.Fatalf("%d failovers, want exactly 1 (no flapping)", n)
-	}
+	poll.Holds(t, 3*hold, 10*time.Millisecond, func() error {
+		if n := len(rec.events(EventFailover)); n != 1 {
+			return fmt.Errorf("%d failovers, want exactly 1 (no flapping)", n)
+		}
+		return nil
+	})
 }
 
 func TestReconnectToTheSameServerTransfersTheSubscription(t *testing.T) {
@@ -283,11 +274,11 @@ func TestReconnectToTheSameServerTransfersTheSubscription(t *testing.T) {
 	}
 	nextFrom(t, sub, "urn:a", 250, 3*time.Second)
 	gate.cut()
-	waitFor(t, 3*time.Second, "lost event", func() bool { return len(rec.events(EventLost)) == 1 })
+	poll.CheckFor(t, 3*time.Second, 10*time.Millisecond, poll.True("lost event", func() bool { return len(rec.events(EventLost)) == 1 }))
 	gate.open()
 	set["urn:a"].SetServiceLevel(251)
 	nextFrom(t, sub, "urn:a", 251, 5*time.Second)
-	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) == 1 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
 	e := rec.events(EventFailover)[0]
 	if !e.Transferred || e.From.URI != "urn:a" || e.To.URI != "urn:a" || e.FailoverTime <= 0 {
 		t.Fatalf("reconnect event %+v", e)
@@ -304,7 +295,7 @@ func TestDiscoveryFindsTheRestOfTheSet(t *testing.T) {
 	if len(info.Servers) != 2 || !info.Servers[1].Up || info.Servers[1].Level != 250 {
 		t.Fatalf("Redundancy right after Dial does not show the discovered server with its level: %+v", info.Servers)
 	}
-	waitFor(t, 5*time.Second, "the client to find urn:b and move to it", func() bool { return c.Active().URI == "urn:b" })
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("the client to find urn:b and move to it", func() bool { return c.Active().URI == "urn:b" }))
 	s := c.Servers()
 	if len(s) != 2 || s[1].URI != "urn:b" || s[1].URL != set["urn:b"].EndpointURL() {
 		t.Fatalf("servers %+v", s)
@@ -463,7 +454,7 @@ func TestSilentServerIsLostAfterLostAfter(t *testing.T) {
 	frozen := time.Now()
 	g.freeze()
 	nextFrom(t, sub, "urn:b", 240, 5*time.Second)
-	waitFor(t, 2*time.Second, "failover event", func() bool { return len(rec.events(EventFailover)) == 1 })
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
 	e := rec.events(EventFailover)[0]
 	if e.From.URI != "urn:a" || e.To.URI != "urn:b" || !strings.Contains(e.Reason, "no Publish response") {
 		t.Fatalf("failover event %+v", e)
@@ -490,7 +481,7 @@ func TestBackupLostDuringTheMoveIsReportedFromTheFirstServer(t *testing.T) {
 	nextFrom(t, sub, "urn:a", 250, 3*time.Second)
 	g.freeze()
 	set["urn:a"].Close()
-	waitFor(t, 5*time.Second, "lost event", func() bool { return len(rec.events(EventLost)) == 1 })
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("lost event", func() bool { return len(rec.events(EventLost)) == 1 }))
 	e := rec.events(EventLost)[0]
 	if e.From.URI != "urn:a" || !strings.Contains(e.Reason, "urn:b was lost too") || len(rec.events(EventFailover)) != 0 {
 		t.Fatalf("events %+v", rec.ev)
@@ -531,9 +522,9 @@ func TestGivenURLNamedByDiscoveryIsOneServer(t *testing.T) {
 	if c.Active().URI != "urn:b" {
 		t.Fatalf("active %+v, want urn:b", c.Active())
 	}
-	waitFor(t, 3*time.Second, "discovery to name urn:a", func() bool { return c.Servers()[0].URI == "urn:a" })
+	poll.CheckFor(t, 3*time.Second, 10*time.Millisecond, poll.True("discovery to name urn:a", func() bool { return c.Servers()[0].URI == "urn:a" }))
 	start("urn:a", ports[0], "urn:b", urlB, 250)
-	waitFor(t, 5*time.Second, "the move to urn:a", func() bool { return c.Active().URI == "urn:a" })
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("the move to urn:a", func() bool { return c.Active().URI == "urn:a" }))
 	if s := c.Servers(); len(s) != 2 || !s[0].Up || !s[0].Active || s[0].URL != urlA {
 		t.Fatalf("servers %+v, want two with urn:a active at %s", s, urlA)
 	}

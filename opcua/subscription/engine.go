@@ -9,6 +9,8 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	ualimits "github.com/otopcua/otopcua/opcua/limits"
 )
 
 // Defaults of Options whose value other layers may want to know.
@@ -92,28 +94,13 @@ type Options struct {
 	// slot in the message and the DataValue it keeps alive), so the default
 	// bounds the queue at about 34 MB per subscription. Default: 200000.
 	MaxRetransmitNotifications int
-	// MaxSubscriptions bounds the subscriptions of the engine, orphaned
-	// ones included (CreateSubscription answers BadTooManySubscriptions).
-	// Default: 1000.
-	MaxSubscriptions int
-	// MaxSubscriptionsPerSession bounds the subscriptions one session owns
-	// (BadTooManySubscriptions). Default: 100.
-	MaxSubscriptionsPerSession int
-	// MaxMonitoredItems bounds the monitored items of the engine; an item
-	// beyond it gets BadTooManyMonitoredItems. Default: 250000.
-	MaxMonitoredItems int
-	// MaxMonitoredItemsPerSubscription bounds the items of one subscription
-	// (BadTooManyMonitoredItems per item). Default: 100000.
-	MaxMonitoredItemsPerSubscription int
+	// Limits are the OpcUa:Limits bounds, declared in opcua/limits; the
+	// engine applies MaxSubscriptions (orphaned subscriptions included),
+	// MaxSubscriptionsPerSession, MaxMonitoredItems and
+	// MaxMonitoredItemsPerSubscription, each answered with the status named
+	// there. A zero field takes its default there.
+	ualimits.Limits
 }
-
-// Defaults of the engine's limits.
-const (
-	DefaultMaxSubscriptions                 = 1000
-	DefaultMaxSubscriptionsPerSession       = 100
-	DefaultMaxMonitoredItems                = 250000
-	DefaultMaxMonitoredItemsPerSubscription = 100000
-)
 
 // Resolved returns o with every zero field set to its default, as New
 // applies them (Clock and Logger included).
@@ -167,15 +154,7 @@ func (o *Options) setDefaults() {
 	if o.MaxNotificationsPerPublish == 0 {
 		o.MaxNotificationsPerPublish = DefaultMaxNotificationsPerPublish
 	}
-	defInt := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	defInt(&o.MaxSubscriptions, DefaultMaxSubscriptions)
-	defInt(&o.MaxSubscriptionsPerSession, DefaultMaxSubscriptionsPerSession)
-	defInt(&o.MaxMonitoredItems, DefaultMaxMonitoredItems)
-	defInt(&o.MaxMonitoredItemsPerSubscription, DefaultMaxMonitoredItemsPerSubscription)
+	o.Limits = o.Limits.WithDefaults()
 }
 
 // Engine owns every subscription and monitored item of one server. See the

@@ -9,6 +9,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/events"
+	ualimits "github.com/otopcua/otopcua/opcua/limits"
 )
 
 // auditEvent is an AuditWriteUpdateEventType event as the write path
@@ -288,7 +289,7 @@ func TestRepublishAndAckEventMessage(t *testing.T) {
 }
 
 func TestEventItemsCountAgainstItemLimits(t *testing.T) {
-	v, _ := newEventEnv(t, Options{MaxMonitoredItemsPerSubscription: 2, MaxMonitoredItems: 3})
+	v, _ := newEventEnv(t, Options{Limits: ualimits.Limits{MaxMonitoredItemsPerSubscription: 2, MaxMonitoredItems: 3}})
 	sub := v.createSub(sessA, subParams{}).SubscriptionID
 	f := eventFilterEO([]*ua.SimpleAttributeOperand{sao(nil, "Message")})
 	res := v.createEventItems(sessA, sub, eventSpec{filter: f}, eventSpec{filter: f}, eventSpec{filter: f})

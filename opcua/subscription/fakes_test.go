@@ -1,7 +1,6 @@
 package subscription
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/events"
 )
 
@@ -214,20 +214,7 @@ func (v *env) advance(d time.Duration) {
 func (v *env) settle() {
 	v.t.Helper()
 	v.e.sync()
-	waitFor(v.t, "responses sent", func() bool { return v.e.queued.Load() == 0 })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("timed out waiting for %s", what)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	poll.CheckFor(v.t, 10*time.Second, time.Millisecond, poll.True("responses sent", func() bool { return v.e.queued.Load() == 0 }))
 }
 
 func hdr(handle uint32) *ua.RequestHeader { return &ua.RequestHeader{RequestHandle: handle} }

@@ -3,8 +3,12 @@ package subscription
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/internal/poll"
+	ualimits "github.com/otopcua/otopcua/opcua/limits"
 )
 
 // TestServerWideItemLimitHoldsAcrossConcurrentCalls: calls in flight at
@@ -12,7 +16,7 @@ import (
 // MaxMonitoredItems, and each refused item is counted.
 func TestServerWideItemLimitHoldsAcrossConcurrentCalls(t *testing.T) {
 	const limit, calls, per = 1000, 8, 200
-	v := newEnv(t, Options{MaxMonitoredItems: limit, MaxSubscriptionsPerSession: calls})
+	v := newEnv(t, Options{Limits: ualimits.Limits{MaxMonitoredItems: limit, MaxSubscriptionsPerSession: calls}})
 	var subs []uint32
 	for range calls {
 		subs = append(subs, v.createSub(sessA, subParams{}).SubscriptionID)
@@ -55,7 +59,7 @@ func TestServerWideItemLimitHoldsAcrossConcurrentCalls(t *testing.T) {
 
 // TestServerWideSubscriptionLimit counts orphaned subscriptions too.
 func TestServerWideSubscriptionLimit(t *testing.T) {
-	v := newEnv(t, Options{MaxSubscriptions: 3})
+	v := newEnv(t, Options{Limits: ualimits.Limits{MaxSubscriptions: 3}})
 	for _, sess := range []SessionID{sessA, sessA, sessB} {
 		v.createSub(sess, subParams{})
 	}
@@ -97,7 +101,7 @@ func TestLargeDeletionsAreRetiredAndCloseWaits(t *testing.T) {
 	if st := v.e.Stats(); st.MonitoredItems != n || st.Subscriptions != 1 {
 		t.Fatalf("after the delete: %d items in %d subscriptions", st.MonitoredItems, st.Subscriptions)
 	}
-	waitFor(t, "the deleted subscription's registrations to be retired", func() bool { return v.src.watchers() == n })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("the deleted subscription's registrations to be retired", func() bool { return v.src.watchers() == n }))
 	v.e.Close()
 	if got := v.src.watchers(); got != 0 {
 		t.Fatalf("%d registrations after Close", got)

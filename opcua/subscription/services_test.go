@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+
+	ualimits "github.com/otopcua/otopcua/opcua/limits"
 )
 
 func TestCreateSubscriptionRevises(t *testing.T) {
@@ -186,7 +188,7 @@ func TestCreateMonitoredItemsPerItemResults(t *testing.T) {
 }
 
 func TestMonitoredItemLimit(t *testing.T) {
-	v := newEnv(t, Options{MaxMonitoredItemsPerSubscription: 2, MaxSubscriptionsPerSession: 1})
+	v := newEnv(t, Options{Limits: ualimits.Limits{MaxMonitoredItemsPerSubscription: 2, MaxSubscriptionsPerSession: 1}})
 	sub := v.createSub(sessA, subParams{}).SubscriptionID
 	res := v.createItems(sessA, sub, ua.TimestampsToReturnBoth, itemSpec{node: 1}, itemSpec{node: 2}, itemSpec{node: 3})
 	if res[0].StatusCode != ua.StatusGood || res[1].StatusCode != ua.StatusGood || res[2].StatusCode != ua.StatusBadTooManyMonitoredItems {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // bigEnv is an engine with default options on a fake clock over n nodes,
@@ -42,7 +44,7 @@ func TestLargeCycleSplitsIntoMessages(t *testing.T) {
 	}
 	v.advance(100 * time.Millisecond)
 	// The messages after the first are chained by the engine goroutine.
-	waitFor(t, "five responses", func() bool { return snd.len() >= 5 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("five responses", func() bool { return snd.len() >= 5 }))
 	v.settle()
 	got := snd.all()
 	if len(got) != 5 {
@@ -84,12 +86,12 @@ func TestAckOneRoundTripLaterIsKnown(t *testing.T) {
 		v.publish(sessA, snd, i)
 	}
 	v.advance(100 * time.Millisecond)
-	waitFor(t, "five responses", func() bool { return snd.len() >= 5 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("five responses", func() bool { return snd.len() >= 5 }))
 	for i := 1; i <= n; i++ {
 		v.src.set(i, int32(7))
 	}
 	v.advance(100 * time.Millisecond)
-	waitFor(t, "ten responses", func() bool { return snd.len() >= 10 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("ten responses", func() bool { return snd.len() >= 10 }))
 	v.settle()
 	got := snd.all()
 	if len(got) != 10 {
@@ -132,7 +134,7 @@ func TestRetransmissionNotificationBound(t *testing.T) {
 		v.publish(sessA, snd, i)
 	}
 	v.advance(100 * time.Millisecond)
-	waitFor(t, "four responses", func() bool { return snd.len() >= 4 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("four responses", func() bool { return snd.len() >= 4 }))
 	v.settle()
 	got := snd.all()
 	if len(got) != 4 {

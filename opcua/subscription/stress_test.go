@@ -11,6 +11,8 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // republishingSender is a client that sends a new Publish request for every
@@ -115,11 +117,11 @@ func TestVanishedClientBlocksNothing(t *testing.T) {
 	}
 	cleanups = append(cleanups, func() { close(stop); wg.Wait() })
 
-	waitFor(t, "session A's sender to block", func() bool { return e.queued.Load() > 1 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("session A's sender to block", func() bool { return e.queued.Load() > 1 }))
 	start := rounds.Load()
-	waitFor(t, "producers to write 20 more rounds", func() bool { return rounds.Load() >= start+20 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("producers to write 20 more rounds", func() bool { return rounds.Load() >= start+20 }))
 	got := healthy.dataResponses()
-	waitFor(t, "session B to receive 20 more data messages", func() bool { return healthy.dataResponses() >= got+20 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("session B to receive 20 more data messages", func() bool { return healthy.dataResponses() >= got+20 }))
 
 	created := make(chan error, 1)
 	go func() {
@@ -146,9 +148,9 @@ func TestVanishedClientBlocksNothing(t *testing.T) {
 		t.Fatal("closing the vanished session hangs")
 	}
 	start = rounds.Load()
-	waitFor(t, "producers to keep writing after the close", func() bool { return rounds.Load() >= start+5 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("producers to keep writing after the close", func() bool { return rounds.Load() >= start+5 }))
 	// Session A's 10,000 registrations are retired in the background.
-	waitFor(t, "session A's Source registrations to be cancelled, leaving session B's 10", func() bool { return src.watchers() == 10 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("session A's Source registrations to be cancelled, leaving session B's 10", func() bool { return src.watchers() == 10 }))
 }
 
 func mustCreateSub(t *testing.T, e *Engine, sess SessionID, intervalMS float64) uint32 {
@@ -245,7 +247,7 @@ func TestConcurrentChurn(t *testing.T) {
 	snd := &fakeSender{}
 	sub := mustCreateSub(t, e, "final", 10)
 	e.Publish("final", snd, 1, &ua.PublishRequest{RequestHeader: &ua.RequestHeader{}})
-	waitFor(t, "a publish after the churn", func() bool { return snd.len() == 1 })
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, poll.True("a publish after the churn", func() bool { return snd.len() == 1 }))
 	if pr, ok := snd.all()[0].resp.(*ua.PublishResponse); !ok || pr.SubscriptionID != sub {
 		t.Fatalf("final response %+v", snd.all()[0].resp)
 	}

@@ -12,44 +12,27 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/limits"
 )
 
-// Defaults of Config. A zero field takes the default named in its doc.
+// Defaults of Config. A zero field takes the default named in its doc;
+// the Limits take theirs from opcua/limits.
 const (
-	DefaultMaxConnections                   = 500
-	DefaultMaxConnectionsPerAddress         = 50
-	DefaultMaxSessions                      = 100
-	DefaultMaxSessionsPerAddress            = 50
-	DefaultMaxUnactivatedSessions           = 20
-	DefaultMaxUnactivatedSessionsPerAddress = 5
-	DefaultUnactivatedSessionTimeout        = 10 * time.Second
-	DefaultMinSessionTimeout                = time.Second
-	DefaultMaxSessionTimeout                = time.Hour
-	DefaultSessionTimeout                   = time.Minute
-	DefaultHandshakeTimeout                 = 5 * time.Second
-	DefaultOpenSecureChannelTimeout         = 5 * time.Second
-	DefaultCreateSessionTimeout             = 10 * time.Second
-	DefaultIdleChannelTimeout               = 5 * time.Minute
-	DefaultWriteTimeout                     = 10 * time.Second
-	DefaultMaxResponseSize                  = 4 << 20
-	DefaultMaxRequestBytesPerChannel        = 1 << 20
-	DefaultMaxMonitoredItemsPerCall         = 10000
-	DefaultMaxRequestsInFlightPerChannel    = 64
-	DefaultMaxContinuationPoints            = 10
-	DefaultMaxNodesPerRead                  = 10000
-	DefaultMaxNodesPerWrite                 = 10000
-	DefaultMaxNodesPerBrowse                = 10000
-	DefaultMaxNodesPerTranslate             = 10000
-	DefaultMaxNodesPerRegister              = 10000
-	DefaultMaxNodesPerMethodCall            = 1000
-	DefaultMaxNodesPerHistoryReadEvents     = 100
-	DefaultMaxHistoryEventsPerNode          = 1000
-	DefaultMaxHistoryContinuationPoints     = 10
-	DefaultMaxActivationFailuresPerAddress  = 20
-	DefaultActivationLockout                = time.Minute
-	DefaultMaxActivationAddresses           = 10000
-	DefaultApplicationName                  = "otopcua"
-	DefaultProductURI                       = "urn:otopcua"
+	DefaultMaxRequestBytesPerChannel       = 1 << 20
+	DefaultMaxRequestsInFlightPerChannel   = 64
+	DefaultMaxContinuationPoints           = 10
+	DefaultMaxNodesPerTranslate            = 10000
+	DefaultMaxNodesPerRegister             = 10000
+	DefaultMaxNodesPerMethodCall           = 1000
+	DefaultMaxNodesPerHistoryReadEvents    = 100
+	DefaultMaxHistoryEventsPerNode         = 1000
+	DefaultMaxHistoryContinuationPoints    = 10
+	DefaultMaxActivationFailuresPerAddress = 20
+	DefaultActivationLockout               = time.Minute
+	DefaultMaxActivationAddresses          = 10000
+	DefaultApplicationName                 = "otopcua"
+	DefaultProductURI                      = "urn:otopcua"
 )
 
 // Peer is another server of the redundant set, listed by FindServers after
@@ -92,90 +75,20 @@ type Config struct {
 	// FindServers after this server, in this order. Default: none.
 	Peers []Peer
 
-	// MaxConnections is the number of TCP connections (handshakes and
-	// secure channels) held at once; one beyond it gets an ERR
-	// BadTcpNotEnoughResources and is closed. Default: 500.
-	MaxConnections int
-
-	// MaxConnectionsPerAddress bounds the connections from one client IP
-	// address (the same ERR). Values above MaxConnections act as it.
-	// Default: 50.
-	MaxConnectionsPerAddress int
-
-	// MaxSessions is the number of sessions (activated or not) the server
-	// holds at once; CreateSession beyond it answers BadTooManySessions.
-	// Default: 100.
-	MaxSessions int
-
-	// MaxSessionsPerAddress bounds the sessions whose channel comes from one
-	// client IP address (BadTooManySessions). Default: 50.
-	MaxSessionsPerAddress int
-
-	// MaxUnactivatedSessions bounds the sessions created and not yet
-	// activated, server-wide (BadTooManySessions); they also count against
-	// MaxSessions. Default: 20.
-	MaxUnactivatedSessions int
-
-	// MaxUnactivatedSessionsPerAddress bounds the unactivated sessions of
-	// one client IP address (BadTooManySessions). Default: 5.
-	MaxUnactivatedSessionsPerAddress int
-
-	// UnactivatedSessionTimeout is how long a session may stay unactivated
-	// after CreateSession before it is closed (Clock). Default: 10 s.
-	UnactivatedSessionTimeout time.Duration
-
-	// MinSessionTimeout is the lower bound a client's requested session
-	// timeout is revised to. Default: 1 s.
-	MinSessionTimeout time.Duration
-
-	// MaxSessionTimeout is the upper bound of the revised session timeout.
-	// Default: 1 h.
-	MaxSessionTimeout time.Duration
-
-	// DefaultSessionTimeout is the revised timeout of a request for 0, a
-	// negative value or NaN. Default: 60 s (within Min/MaxSessionTimeout).
-	DefaultSessionTimeout time.Duration
-
-	// HandshakeTimeout is how long a new TCP connection may take to send a
-	// complete Hello; a client that does not is dropped. Real time (socket
-	// deadline), not Clock. Default: 5 s.
-	HandshakeTimeout time.Duration
-
-	// OpenSecureChannelTimeout is how long a connection may take from the
-	// Acknowledge to its OpenSecureChannel request; then it is closed. Real
-	// time. Default: 5 s.
-	OpenSecureChannelTimeout time.Duration
-
-	// CreateSessionTimeout is how long an open secure channel may go
-	// without a session created or activated on it; then it is closed.
-	// Real time. Default: 10 s.
-	CreateSessionTimeout time.Duration
-
-	// IdleChannelTimeout closes a channel that sent nothing for this long
-	// while no Publish request of it waits for an answer. A message that
-	// stops half way is cut after the same time. Real time. Default: 5 min.
-	IdleChannelTimeout time.Duration
-
-	// WriteTimeout bounds one response write on a channel; a client that
-	// does not read for this long loses its channel (its session survives
-	// until the session timeout). Real time. Default: 10 s.
-	WriteTimeout time.Duration
-
-	// MaxResponseSize is the largest encoded response sent, whatever the
-	// client's MaxMessageSize (whose 0 means "no limit"); a larger one is
-	// answered BadResponseTooLarge. Bytes. Default: 4 MiB.
-	MaxResponseSize int
+	// Limits are the OpcUa:Limits bounds (connections, sessions, session
+	// timeouts, the deadlines of a new connection, response size, items
+	// per call, nodes per Read, Write and Browse), declared in
+	// opcua/limits; a zero field takes its default there. The subscription
+	// and monitored-item totals in it are the subscription engine's to
+	// apply, not this layer's. A per-address limit above its server-wide
+	// one acts as that one.
+	limits.Limits
 
 	// MaxRequestBytesPerChannel bounds the encoded bytes of the requests of
 	// one channel that are queued or being served; beyond it the server
 	// stops reading that channel until one finishes (one request of any
 	// allowed size is always admitted). Bytes. Default: 1 MiB.
 	MaxRequestBytesPerChannel int
-
-	// MaxMonitoredItemsPerCall bounds the items of one CreateMonitoredItems,
-	// ModifyMonitoredItems, SetMonitoringMode, DeleteMonitoredItems and the
-	// links of one SetTriggering (BadTooManyOperations). Default: 10000.
-	MaxMonitoredItemsPerCall int
 
 	// MaxRequestsInFlightPerChannel is the number of requests of one secure
 	// channel that may be queued or running at once (a Publish answered later
@@ -188,14 +101,6 @@ type Config struct {
 	// session holds; a new one beyond it drops the oldest. Default: 10.
 	MaxContinuationPoints int
 
-	// MaxNodesPerRead is the largest NodesToRead of one Read; more answers
-	// BadTooManyOperations. Default: 10000.
-	MaxNodesPerRead int
-	// MaxNodesPerWrite bounds NodesToWrite of one Write. Default: 10000.
-	MaxNodesPerWrite int
-	// MaxNodesPerBrowse bounds NodesToBrowse of one Browse and
-	// ContinuationPoints of one BrowseNext. Default: 10000.
-	MaxNodesPerBrowse int
 	// MaxNodesPerTranslate bounds BrowsePaths of one
 	// TranslateBrowsePathsToNodeIds. Default: 10000.
 	MaxNodesPerTranslate int
@@ -296,15 +201,8 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("uaserver: Config.Peers[%d].ApplicationURI is required", i)
 		}
 	}
-	defInt(&c.MaxConnections, DefaultMaxConnections)
-	defInt(&c.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddress)
-	defInt(&c.MaxSessions, DefaultMaxSessions)
-	defInt(&c.MaxSessionsPerAddress, DefaultMaxSessionsPerAddress)
-	defInt(&c.MaxUnactivatedSessions, DefaultMaxUnactivatedSessions)
-	defInt(&c.MaxUnactivatedSessionsPerAddress, DefaultMaxUnactivatedSessionsPerAddress)
-	defInt(&c.MaxResponseSize, DefaultMaxResponseSize)
+	c.Limits = c.Limits.WithDefaults()
 	defInt(&c.MaxRequestBytesPerChannel, DefaultMaxRequestBytesPerChannel)
-	defInt(&c.MaxMonitoredItemsPerCall, DefaultMaxMonitoredItemsPerCall)
 	// A per-address limit above its server-wide one acts as that one.
 	c.MaxConnectionsPerAddress = min(c.MaxConnectionsPerAddress, c.MaxConnections)
 	c.MaxSessionsPerAddress = min(c.MaxSessionsPerAddress, c.MaxSessions)
@@ -312,9 +210,6 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxUnactivatedSessionsPerAddress = min(c.MaxUnactivatedSessionsPerAddress, c.MaxUnactivatedSessions, c.MaxSessionsPerAddress)
 	defInt(&c.MaxRequestsInFlightPerChannel, DefaultMaxRequestsInFlightPerChannel)
 	defInt(&c.MaxContinuationPoints, DefaultMaxContinuationPoints)
-	defInt(&c.MaxNodesPerRead, DefaultMaxNodesPerRead)
-	defInt(&c.MaxNodesPerWrite, DefaultMaxNodesPerWrite)
-	defInt(&c.MaxNodesPerBrowse, DefaultMaxNodesPerBrowse)
 	defInt(&c.MaxNodesPerTranslate, DefaultMaxNodesPerTranslate)
 	defInt(&c.MaxNodesPerRegister, DefaultMaxNodesPerRegister)
 	defInt(&c.MaxNodesPerMethodCall, DefaultMaxNodesPerMethodCall)
@@ -327,15 +222,6 @@ func (c Config) withDefaults() (Config, error) {
 	if (c.Security.Certificate == nil) != (c.Security.PrivateKey == nil) {
 		return c, errors.New("uaserver: Config.Security: Certificate and PrivateKey go together: give both or neither")
 	}
-	defDur(&c.MinSessionTimeout, DefaultMinSessionTimeout)
-	defDur(&c.MaxSessionTimeout, DefaultMaxSessionTimeout)
-	defDur(&c.DefaultSessionTimeout, DefaultSessionTimeout)
-	defDur(&c.UnactivatedSessionTimeout, DefaultUnactivatedSessionTimeout)
-	defDur(&c.HandshakeTimeout, DefaultHandshakeTimeout)
-	defDur(&c.OpenSecureChannelTimeout, DefaultOpenSecureChannelTimeout)
-	defDur(&c.CreateSessionTimeout, DefaultCreateSessionTimeout)
-	defDur(&c.IdleChannelTimeout, DefaultIdleChannelTimeout)
-	defDur(&c.WriteTimeout, DefaultWriteTimeout)
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return c, fmt.Errorf("uaserver: Config.MinSessionTimeout %s exceeds MaxSessionTimeout %s", c.MinSessionTimeout, c.MaxSessionTimeout)
 	}

@@ -28,7 +28,7 @@
 //     MaxConnections or MaxConnectionsPerAddress is answered ERR
 //     BadTcpNotEnoughResources and closed. Each admitted connection gets
 //     its own goroutine for the handshake (bounded by
-//     Config.HandshakeTimeout), so a silent TCP client never delays
+//     Config.HelloTimeout), so a silent TCP client never delays
 //     another.
 //   - A channel lives by deadlines: OpenSecureChannel within
 //     OpenSecureChannelTimeout of the Acknowledge, a session created or

@@ -458,22 +458,6 @@ func readReq(ids ...*ua.NodeID) *ua.ReadRequest {
 	return req
 }
 
-// eventually polls cond every 5 ms until it returns nil or d passes.
-func eventually(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func contains(s, sub string) error {
 	if !strings.Contains(s, sub) {
 		return fmt.Errorf("%q not found", sub)

@@ -16,6 +16,8 @@ import (
 	"github.com/gopcua/opcua/uacp"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 
+	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
@@ -75,7 +77,7 @@ func TestUndecodableRequestKeepsChannel(t *testing.T) {
 		// The same channel still answers real requests.
 		rc.mustDo(readReq(nodeTemp))
 		want := fmt.Sprintf(`"request_id":%d`, tc.reqID)
-		eventually(t, 2*time.Second, func() error { return contains(ts.logs.String(), want) })
+		poll.CheckFor(t, 2*time.Second, 5*time.Millisecond, func() error { return contains(ts.logs.String(), want) })
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -94,7 +96,7 @@ func TestMessageForUnknownChannelClosesOnlyThatChannel(t *testing.T) {
 	if _, err := victim.conn.Write(msgChunk("MSGF", 12345, 1, 1, typeIDPrefix(id.ReadRequest_Encoding_DefaultBinary))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		ts.mu.Lock()
 		defer ts.mu.Unlock()
 		if n := len(ts.channels); n != 1 {
@@ -161,7 +163,7 @@ func FuzzHandshake(f *testing.F) {
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
 	f.Add([]byte("HELF\xff\xff\xff\xff"))
 	f.Add(hello(65535, 65535, "opc.tcp://localhost:4840")[:20])
-	s, err := New(Config{ListenAddr: "127.0.0.1:0", HandshakeTimeout: time.Second, Logger: discardLogger()}, newFakeStore(), nil)
+	s, err := New(Config{ListenAddr: "127.0.0.1:0", Limits: limits.Limits{HelloTimeout: time.Second}, Logger: discardLogger()}, newFakeStore(), nil)
 	if err != nil {
 		f.Fatal(err)
 	}

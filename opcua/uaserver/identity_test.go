@@ -18,6 +18,9 @@ import (
 	"github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua/limits"
 )
 
 // newCert returns a self-signed RSA 2048 certificate for uri and its key.
@@ -358,7 +361,7 @@ func TestSlowPasswordCheckOutlastsTheUnactivatedDeadline(t *testing.T) {
 	}
 	done := connect("otto-password")
 	<-entered
-	clock.Advance(DefaultUnactivatedSessionTimeout + time.Second)
+	clock.Advance(limits.Defaults().UnactivatedSessionTimeout + time.Second)
 	// The expiry timer runs (on its own goroutine, within microseconds)
 	// while the check holds: the session stays through a window far longer.
 	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -380,12 +383,12 @@ func TestSlowPasswordCheckOutlastsTheUnactivatedDeadline(t *testing.T) {
 	r.users.mu.Unlock()
 	done = connect("wrong")
 	<-entered
-	clock.Advance(DefaultUnactivatedSessionTimeout + time.Second)
+	clock.Advance(limits.Defaults().UnactivatedSessionTimeout + time.Second)
 	let()
 	if res := <-done; !errors.Is(res.err, ua.StatusBadUserAccessDenied) {
 		t.Fatalf("a wrong password: %v, want BadUserAccessDenied", res.err)
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if n := r.SessionCount(); n != 1 {
 			return fmt.Errorf("%d sessions, want the refused one ended and the first kept", n)
 		}

@@ -14,6 +14,9 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua/limits"
 )
 
 // The tests of this file each pin one finding of a hostile-client probe of
@@ -57,9 +60,9 @@ func TestUnactivatedSessionsOfOneClientDoNotLockOutAnother(t *testing.T) {
 	for range 100 {
 		counts[attacker.tryCreateSession(0)]++
 	}
-	if counts[ua.StatusOK] != DefaultMaxUnactivatedSessionsPerAddress || counts[ua.StatusBadTooManySessions] != 100-DefaultMaxUnactivatedSessionsPerAddress {
+	if counts[ua.StatusOK] != limits.Defaults().MaxUnactivatedSessionsPerAddress || counts[ua.StatusBadTooManySessions] != 100-limits.Defaults().MaxUnactivatedSessionsPerAddress {
 		t.Fatalf("100 unactivated sessions from one address: %v, want %d Good and the rest BadTooManySessions",
-			counts, DefaultMaxUnactivatedSessionsPerAddress)
+			counts, limits.Defaults().MaxUnactivatedSessionsPerAddress)
 	}
 
 	victim := dialRawFrom(t, ts.url, "127.0.0.1")
@@ -67,8 +70,8 @@ func TestUnactivatedSessionsOfOneClientDoNotLockOutAnother(t *testing.T) {
 	victim.mustDo(readReq(nodeTemp))
 
 	st := ts.Stats()
-	if st.SessionsUnactivated != DefaultMaxUnactivatedSessionsPerAddress || st.SessionsActivated != 1 {
-		t.Fatalf("Stats: %d unactivated, %d activated; want %d and 1", st.SessionsUnactivated, st.SessionsActivated, DefaultMaxUnactivatedSessionsPerAddress)
+	if st.SessionsUnactivated != limits.Defaults().MaxUnactivatedSessionsPerAddress || st.SessionsActivated != 1 {
+		t.Fatalf("Stats: %d unactivated, %d activated; want %d and 1", st.SessionsUnactivated, st.SessionsActivated, limits.Defaults().MaxUnactivatedSessionsPerAddress)
 	}
 	if n := st.Refusals[LimitUnactivatedSessionsPerAddress]; n != 95 {
 		t.Fatalf("refusals[%s] = %d, want 95", LimitUnactivatedSessionsPerAddress, n)
@@ -76,16 +79,16 @@ func TestUnactivatedSessionsOfOneClientDoNotLockOutAnother(t *testing.T) {
 
 	// After UnactivatedSessionTimeout the attacker's sessions are gone; the
 	// victim's activated one stays.
-	clock.Advance(DefaultUnactivatedSessionTimeout)
-	eventually(t, 5*time.Second, func() error {
+	clock.Advance(limits.Defaults().UnactivatedSessionTimeout)
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if n := ts.SessionCount(); n != 1 {
 			return fmt.Errorf("%d sessions, want the victim's 1", n)
 		}
 		return nil
 	})
 	victim.mustDo(readReq(nodeTemp))
-	if n := ts.Stats().Refusals[LimitUnactivatedSessionTimeout]; n != DefaultMaxUnactivatedSessionsPerAddress {
-		t.Fatalf("refusals[%s] = %d, want %d", LimitUnactivatedSessionTimeout, n, DefaultMaxUnactivatedSessionsPerAddress)
+	if n := ts.Stats().Refusals[LimitUnactivatedSessionTimeout]; n != uint64(limits.Defaults().MaxUnactivatedSessionsPerAddress) {
+		t.Fatalf("refusals[%s] = %d, want %d", LimitUnactivatedSessionTimeout, n, limits.Defaults().MaxUnactivatedSessionsPerAddress)
 	}
 	// The attacker's address has its budget back.
 	if code := attacker.tryCreateSession(0); code != ua.StatusOK {
@@ -157,8 +160,8 @@ func TestSessionBudgets(t *testing.T) {
 func TestRequestedSessionTimeoutZeroGetsTheDefault(t *testing.T) {
 	ts := startServer(t, nil)
 	rc := dialRaw(t, ts.url)
-	if got := rc.createSession(0).RevisedSessionTimeout; got != float64(DefaultSessionTimeout/time.Millisecond) {
-		t.Fatalf("RevisedSessionTimeout %v ms, want %v", got, DefaultSessionTimeout.Milliseconds())
+	if got := rc.createSession(0).RevisedSessionTimeout; got != float64(limits.Defaults().DefaultSessionTimeout/time.Millisecond) {
+		t.Fatalf("RevisedSessionTimeout %v ms, want %v", got, limits.Defaults().DefaultSessionTimeout.Milliseconds())
 	}
 }
 
@@ -248,7 +251,7 @@ func TestConnectionLimits(t *testing.T) {
 	for _, c := range held {
 		_ = c.Close()
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if typ, _ := helloAck(t, dialTCPFrom(t, addr, "127.0.0.4")); typ != "ACKF" {
 			return fmt.Errorf("after closing three: %q", typ)
 		}
@@ -297,7 +300,7 @@ func TestSilentConnectionsAreClosedWithinTheirDeadlines(t *testing.T) {
 		margin         = 2 * time.Second
 	)
 	ts := startServer(t, func(c *Config) {
-		c.HandshakeTimeout = 300 * time.Millisecond
+		c.HelloTimeout = 300 * time.Millisecond
 		c.OpenSecureChannelTimeout = openTimeout
 		c.CreateSessionTimeout = sessionTimeout
 		c.IdleChannelTimeout = idleTimeout
@@ -330,7 +333,7 @@ func TestSilentConnectionsAreClosedWithinTheirDeadlines(t *testing.T) {
 		rc := dialRawFrom(t, ts.url, "127.0.0.3")
 		rc.session(60000)
 		before := ts.SessionCount()
-		eventually(t, idleTimeout+margin, func() error {
+		poll.CheckFor(t, idleTimeout+margin, 5*time.Millisecond, func() error {
 			if n := ts.Stats().Channels; n != 0 {
 				return fmt.Errorf("%d channels open", n)
 			}
@@ -346,7 +349,7 @@ func TestSilentConnectionsAreClosedWithinTheirDeadlines(t *testing.T) {
 		// The fake engine never answers the Publish: the channel waits
 		// for it and is not idle.
 		go func() { _, _ = rc.do(&ua.PublishRequest{}) }()
-		eventually(t, 5*time.Second, func() error {
+		poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 			if len(ts.engine.publish) == 0 {
 				return errors.New("publish not handed to the engine")
 			}
@@ -506,7 +509,7 @@ func TestCreateMonitoredItemsOfAClosedChannelIsAbandoned(t *testing.T) {
 	rc.session(60000)
 	sub := rc.mustDo(&ua.CreateSubscriptionRequest{RequestedPublishingInterval: 100, PublishingEnabled: true}).(*ua.CreateSubscriptionResponse)
 	req := &ua.CreateMonitoredItemsRequest{SubscriptionID: sub.SubscriptionID, TimestampsToReturn: ua.TimestampsToReturnBoth}
-	for i := range DefaultMaxMonitoredItemsPerCall {
+	for i := range limits.Defaults().MaxMonitoredItemsPerCall {
 		req.ItemsToCreate = append(req.ItemsToCreate, &ua.MonitoredItemCreateRequest{
 			ItemToMonitor:       &ua.ReadValueID{NodeID: nodeTemp, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
 			MonitoringMode:      ua.MonitoringModeReporting,
@@ -528,7 +531,7 @@ func TestCreateMonitoredItemsOfAClosedChannelIsAbandoned(t *testing.T) {
 		t.Fatal("the server did not notice the closed channel")
 	}
 	close(src.release)
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if n := src.live.Load(); n != 0 {
 			return fmt.Errorf("%d registrations left", n)
 		}
@@ -545,7 +548,7 @@ func TestCreateMonitoredItemsOfAClosedChannelIsAbandoned(t *testing.T) {
 // TestMonitoredItemsPerCall: OperationLimits MaxMonitoredItemsPerCall is
 // enforced with BadTooManyOperations on every item service.
 func TestMonitoredItemsPerCall(t *testing.T) {
-	srv, _ := startEngineServer(t, engineSource{newFakeStore()}, Config{MaxMonitoredItemsPerCall: 3})
+	srv, _ := startEngineServer(t, engineSource{newFakeStore()}, Config{Limits: limits.Limits{MaxMonitoredItemsPerCall: 3}})
 	rc := dialRaw(t, "opc.tcp://"+srv.Addr().String())
 	rc.session(60000)
 	sub := rc.mustDo(&ua.CreateSubscriptionRequest{RequestedPublishingInterval: 100, PublishingEnabled: true}).(*ua.CreateSubscriptionResponse)

@@ -16,6 +16,9 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uacp"
 	"go.uber.org/goleak"
+
+	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua/limits"
 )
 
 func TestConnectReadWrite(t *testing.T) {
@@ -197,7 +200,7 @@ func TestPanickingHandlerAnswersBadAndServerKeepsServing(t *testing.T) {
 	rc.wantStatus(&ua.CancelRequest{}, ua.StatusBadInternalError)
 	rc.mustDo(readReq(nodeTemp))
 
-	eventually(t, 2*time.Second, func() error {
+	poll.CheckFor(t, 2*time.Second, 5*time.Millisecond, func() error {
 		logs := ts.logs.String()
 		for _, s := range []string{"injected handler panic", "fake store: read of the panic node", "goroutine", "serve"} {
 			if err := contains(logs, s); err != nil {
@@ -266,7 +269,7 @@ func TestSlowSessionDoesNotDelayAnother(t *testing.T) {
 }
 
 func TestSilentTCPClientDoesNotBlockOthers(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.HandshakeTimeout = time.Minute })
+	ts := startServer(t, func(c *Config) { c.HelloTimeout = time.Minute })
 	silent, err := net.Dial("tcp", ts.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +287,7 @@ func TestSilentTCPClientDoesNotBlockOthers(t *testing.T) {
 }
 
 func TestSilentTCPClientIsDropped(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.HandshakeTimeout = 200 * time.Millisecond })
+	ts := startServer(t, func(c *Config) { c.HelloTimeout = 200 * time.Millisecond })
 	silent, err := net.Dial("tcp", ts.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -357,7 +360,7 @@ func TestConfigValidation(t *testing.T) {
 		{"bad listen addr", Config{ListenAddr: "nohostport"}, "ListenAddr"},
 		{"bad endpoint", Config{ListenAddr: ":0", EndpointURL: "http://x:1"}, "EndpointURL"},
 		{"peer without uri", Config{ListenAddr: ":0", Peers: []Peer{{DiscoveryURL: "opc.tcp://b:1"}}}, "Peers[0].ApplicationURI"},
-		{"min above max", Config{ListenAddr: ":0", MinSessionTimeout: time.Hour, MaxSessionTimeout: time.Minute}, "MinSessionTimeout"},
+		{"min above max", Config{ListenAddr: ":0", Limits: limits.Limits{MinSessionTimeout: time.Hour, MaxSessionTimeout: time.Minute}}, "MinSessionTimeout"},
 	} {
 		_, err := New(tc.cfg, newFakeStore(), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -370,7 +373,7 @@ func TestConfigValidation(t *testing.T) {
 }
 
 func TestReviseTimeout(t *testing.T) {
-	s, err := New(Config{ListenAddr: ":0", MinSessionTimeout: time.Second, MaxSessionTimeout: time.Hour}, newFakeStore(), nil)
+	s, err := New(Config{ListenAddr: ":0", Limits: limits.Limits{MinSessionTimeout: time.Second, MaxSessionTimeout: time.Hour}}, newFakeStore(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

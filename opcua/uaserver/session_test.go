@@ -10,6 +10,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
@@ -43,7 +44,7 @@ func TestSessionExpiresOnFakeClock(t *testing.T) {
 
 	// No request for the timeout: the session ends and the engine is told.
 	fc.Advance(time.Second)
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if n := ts.SessionCount(); n != 0 {
 			return fmt.Errorf("SessionCount %d", n)
 		}
@@ -65,7 +66,7 @@ func TestSessionOutlivesItsChannel(t *testing.T) {
 	a.session(60000)
 	token := a.token
 	a.close()
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		ts.mu.Lock()
 		defer ts.mu.Unlock()
 		if n := len(ts.channels); n != 0 {
@@ -347,7 +348,7 @@ func TestPublishIsAnsweredLaterWithoutBlockingTheChannel(t *testing.T) {
 		t.Fatal("second Publish never reached the engine")
 	}
 	rc.close()
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 5*time.Millisecond, func() error {
 		if err := p.out.SendResponse(p.reqID, keepAlive()); err == nil {
 			return fmt.Errorf("SendResponse on a closed channel succeeded")
 		}

@@ -129,10 +129,10 @@ func (s *Server) serveConn(tc *net.TCPConn, addr string) {
 	ch.run()
 }
 
-// handshake reads the client's Hello within HandshakeTimeout and answers
+// handshake reads the client's Hello within HelloTimeout and answers
 // with the negotiated Acknowledge. Garbage is answered with an ERR message.
 func (s *Server) handshake(tc net.Conn) (*uacp.Acknowledge, *uacp.Hello, error) {
-	_ = tc.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
+	_ = tc.SetDeadline(time.Now().Add(s.cfg.HelloTimeout))
 	defer func() { _ = tc.SetDeadline(time.Time{}) }()
 
 	var hb [uacpHeaderLen]byte

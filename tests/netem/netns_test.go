@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // listenIn opens a TCP listener inside h's namespace that accepts and
@@ -179,7 +181,7 @@ func TestNetWrapRunsInsideAndCleanupRemovesEverything(t *testing.T) {
 		go cmd.Wait()
 		// ip execs the program: the pid we hold is the program's own, in
 		// the host's namespace.
-		eventually(t, 5*time.Second, func() error {
+		poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 			if strings.TrimSpace(string(comm)) != "sleep" {
 				return fmt.Errorf("pid %d is %q, not sleep", pid, comm)
@@ -204,7 +206,7 @@ func TestNetWrapRunsInsideAndCleanupRemovesEverything(t *testing.T) {
 	if strings.Contains(string(out), ns) {
 		t.Fatalf("namespace %s left behind:\n%s", ns, out)
 	}
-	eventually(t, 5*time.Second, func() error {
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
 		if err := syscall.Kill(pid, 0); err == nil {
 			if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(st), ") Z ") {
 				return fmt.Errorf("process %d left running in a removed namespace", pid)

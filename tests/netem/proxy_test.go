@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // echoServer echoes each line back and records when each line arrived.
@@ -123,22 +125,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// eventually polls fn every 10 ms until it returns nil or total passed.
-func eventually(t *testing.T, total time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
@@ -158,7 +144,7 @@ func TestProxyPass(t *testing.T) {
 	c.roundTrip("again", 2*time.Second)
 
 	// The counters move just after the bytes are written: poll.
-	eventually(t, 2*time.Second, func() error {
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
 		st := p.Stats()
 		if st.Accepted != 1 || st.Dialed != 1 || st.Open != 1 {
 			return fmt.Errorf("stats %+v: want 1 accepted, 1 dialed, 1 open", st)
@@ -272,7 +258,7 @@ func TestProxyResetsClientWhenTargetIsDown(t *testing.T) {
 	if err == nil || isTimeout(err) {
 		t.Fatalf("client of a proxy whose target is down: %v, want reset or EOF", err)
 	}
-	eventually(t, 2*time.Second, func() error {
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, func() error {
 		if st := p.Stats(); st.DialFailed != 1 {
 			return fmt.Errorf("stats %+v: want one failed dial", st)
 		}

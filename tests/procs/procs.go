@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/internal/ports"
 )
 
@@ -78,20 +79,11 @@ func FreePort(t testing.TB) int {
 }
 
 // CheckFor calls fn every `every` until it returns nil or total has passed;
-// then the test fails with fn's last error.
+// then the test fails with fn's last error. It is poll.CheckFor, named here
+// so that the drills read procs.CheckFor beside the other process helpers.
 func CheckFor(t testing.TB, total, every time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-		}
-		time.Sleep(every)
-	}
+	poll.CheckFor(t, total, every, fn)
 }
 
 // Node is one `otopcua host` process.
@@ -382,20 +374,10 @@ func (n *Node) Exited() (int, bool) {
 
 // Holds calls fn every `every` for total and fails the test as soon as fn
 // returns an error: it asserts that something stays true for a while (a
-// node keeps waiting, nobody is downed). It is the negative counterpart of
-// CheckFor, not a way to wait for something.
+// node keeps waiting, nobody is downed). It is poll.Holds; see CheckFor.
 func Holds(t testing.TB, total, every time.Duration, fn func() error) {
 	t.Helper()
-	deadline := time.Now().Add(total)
-	for {
-		if err := fn(); err != nil {
-			t.Fatalf("within %v: %v", total, err)
-		}
-		if time.Now().After(deadline) {
-			return
-		}
-		time.Sleep(every)
-	}
+	poll.Holds(t, total, every, fn)
 }
 
 func (n *Node) cleanup() {

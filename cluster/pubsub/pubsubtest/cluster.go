@@ -314,15 +314,3 @@ func (c *Cluster) Form(names ...string) []*Node {
 	})
 	return out
 }
-
-// WaitFor polls cond in real time (no clock advance) for up to 5 s.
-func WaitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5 s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
