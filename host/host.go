@@ -34,10 +34,10 @@ var (
 
 // EnvTestHooks, when set to 1 in the environment of `otopcua host`, mounts
 // the test-only endpoint POST /debug/service-level on the HTTP port and
-// gives it Server.ServiceLevel: from start-up the redundancy runtime keeps
-// computing (and logging) levels but does not publish them; ?level=N
-// publishes N, ?level=runtime hands ServiceLevel back to the runtime, whose
-// latest level is published at once. Multi-process tests use it to drive
+// gives it the ServiceLevel (servicelevel.Pin's test hook): from start-up
+// the node shows 255 (and advertises it to its peers) whatever its health;
+// ?level=N shows N, ?level=runtime hands ServiceLevel back to the runtime,
+// which recomputes at once. Multi-process tests use it to drive
 // ServiceLevel by hand. Never set it in production.
 const EnvTestHooks = "OTOPCUA_TEST_HOOKS"
 
