@@ -424,6 +424,9 @@ func (c *publishIncarnation) gather(now time.Time) servicelevel.Inputs {
 	c.obs.Members = a.o.Membership.Snapshot()
 	c.obs.Db, c.obs.DbKnown = c.dbStatus(now)
 	in := c.obs.Inputs(now)
+	// Only the elected Primary's licence counts (servicelevel.Of), and the
+	// lease keeper starts a promotion hold when first asked as Primary: it
+	// is asked then and only then, as before.
 	if a.o.Licence != nil && in.IsDriverPrimary {
 		in.Licence = a.o.Licence()
 	}
