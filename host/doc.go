@@ -21,17 +21,19 @@
 // The redundancy runtime (redundancy.go): the DB probe (every 5 s), the
 // pub/sub mediator, and by role — admin: a Tracker of the topic
 // redundancy-state and the cluster singleton "redundancy-state" running the
-// RedundancyStateActor; driver: the OpcUaPublishActor, whose levels go
-// through the test-hook switch, the repeat-suppressing publisher that
-// counts otopcua.redundancy.service_level_change, and the deferred
-// publisher to Server.ServiceLevel, and the PeerProbeSupervisor. A node
-// without the driver role publishes ServiceLevel 0 once. The runtime stops
+// RedundancyStateActor; driver: the OpcUaPublishActor, which computes
+// servicelevel.Of (reading the drain and test-hook pins of levels.go among
+// its inputs) and hands every level to the repeat-suppressing publisher
+// that counts otopcua.redundancy.service_level_change, then to the
+// deferred publisher of Server.ServiceLevel, and the PeerProbeSupervisor.
+// A node without the driver role publishes servicelevel.Of of its pins
+// alone (0 unless the test hook names a level). The runtime stops
 // after the graceful leave (its singleton hands over during the leave),
 // before the daemon and the actor system.
 //
 // With OTOPCUA_TEST_HOOKS=1 (EnvTestHooks), POST /debug/service-level owns
-// Server.ServiceLevel from start-up and the runtime's levels are held back
-// until ?level=runtime. Exit codes as seen by `otopcua host`:
+// the ServiceLevel from start-up (the test-hook pin, 255 until it names a
+// level) until ?level=runtime. Exit codes as seen by `otopcua host`:
 // 0 after SIGTERM/SIGINT (graceful leave, at most LeaveTimeout), 1 when a
 // part fails, 2 for an invalid configuration, ExitRestart (3) when the
 // cluster ended this node's membership.

@@ -95,8 +95,9 @@ func (r *failoverReceiver) Requested() <-chan *wire.ManualFailover { return r.re
 
 // drainer is what a manual failover changes on this node before it leaves.
 type drainer interface {
-	// pin fixes Server.ServiceLevel for the rest of the process.
-	pin(level byte)
+	// drain sets the drain pin (servicelevel.Pin.Drain) for the rest of
+	// the process: the node shows ServiceLevel 0.
+	drain()
 }
 
 // estimatedReturnSetter is the OPC UA server's Server.EstimatedReturnTime.
@@ -109,9 +110,9 @@ type estimatedReturnSetter interface {
 // to the other server), EstimatedReturnTime from the request (or now +
 // drain + ReturnAllowance when it has none), then it waits drain on clock.
 // It returns false when stop closed or ctx ended first.
-func drainForFailover(ctx context.Context, m *wire.ManualFailover, levels drainer, srv estimatedReturnSetter,
+func drainForFailover(ctx context.Context, m *wire.ManualFailover, pins drainer, srv estimatedReturnSetter,
 	clock clockwork.Clock, drain time.Duration, stop <-chan struct{}) bool {
-	levels.pin(0)
+	pins.drain()
 	back := wire.FromUnixMs(m.GetEstimatedReturnUnixMs())
 	if back.IsZero() {
 		back = clock.Now().Add(drain + ReturnAllowance)

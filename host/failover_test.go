@@ -11,6 +11,7 @@ import (
 
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/redundancy/wire"
+	"github.com/otopcua/otopcua/telemetry"
 )
 
 var selfAddr = membership.UniqueAddress{Host: "10.0.0.1", Port: 4053, UID: 42}
@@ -86,13 +87,13 @@ func (e *ertRecorder) SetEstimatedReturnTime(t time.Time) { e.at = t }
 func TestDrainPinsLevelAndWaits(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC))
 	pub := &recordPublisher{}
-	sw := newLevelSwitch(pub, false)
-	sw.Publish(250)
+	pins := newLevelPins(false)
+	rt := newFakeRuntime(healthyPrimary(), pins, newLevelPublisher(pub, telemetry.NopMetrics(), slog.New(slog.DiscardHandler)))
 	ert := &ertRecorder{}
 	back := clock.Now().Add(20 * time.Second)
 	m := &wire.ManualFailover{EstimatedReturnUnixMs: wire.UnixMs(back)}
 	done := make(chan bool, 1)
-	go func() { done <- drainForFailover(context.Background(), m, sw, ert, clock, 2*time.Second, nil) }()
+	go func() { done <- drainForFailover(context.Background(), m, pins, ert, clock, 2*time.Second, nil) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := clock.BlockUntilContext(ctx, 1); err != nil {
@@ -101,9 +102,9 @@ func TestDrainPinsLevelAndWaits(t *testing.T) {
 	if len(pub.got) != 2 || pub.got[1] != 0 || !ert.at.Equal(back) {
 		t.Fatalf("after the drain began: levels %v, EstimatedReturnTime %v; want [250 0], %v", pub.got, ert.at, back)
 	}
-	sw.Publish(250)
-	sw.set(255)
-	sw.release()
+	rt.set(healthyPrimary())
+	pins.hook(255)
+	pins.release()
 	if len(pub.got) != 2 {
 		t.Fatalf("the pinned level moved: %v", pub.got)
 	}
@@ -126,7 +127,7 @@ func TestDrainWithoutEstimateAndCutShort(t *testing.T) {
 	ert := &ertRecorder{}
 	stop := make(chan struct{})
 	close(stop)
-	if drainForFailover(context.Background(), &wire.ManualFailover{}, newLevelSwitch(&recordPublisher{}, false), ert, clock, 5*time.Second, stop) {
+	if drainForFailover(context.Background(), &wire.ManualFailover{}, newLevelPins(false), ert, clock, 5*time.Second, stop) {
 		t.Fatal("a stopped drain reported completion")
 	}
 	if want := clock.Now().Add(5*time.Second + ReturnAllowance); !ert.at.Equal(want) {

@@ -33,10 +33,10 @@ var (
 
 // EnvTestHooks, when set to 1 in the environment of `otopcua host`, mounts
 // the test-only endpoint POST /debug/service-level on the HTTP port and
-// gives it Server.ServiceLevel: from start-up the redundancy runtime keeps
-// computing (and logging) levels but does not publish them; ?level=N
-// publishes N, ?level=runtime hands ServiceLevel back to the runtime, whose
-// latest level is published at once. Multi-process tests use it to drive
+// gives it the ServiceLevel (servicelevel.Pin's test hook): from start-up
+// the node shows 255 (and advertises it to its peers) whatever its health;
+// ?level=N shows N, ?level=runtime hands ServiceLevel back to the runtime,
+// which recomputes at once. Multi-process tests use it to drive
 // ServiceLevel by hand. Never set it in production.
 const EnvTestHooks = "OTOPCUA_TEST_HOOKS"
 
@@ -117,11 +117,10 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 
 	// Until the server listens, computed levels wait in the deferred
 	// publisher; the first one reaches clients as soon as it starts. The
-	// runtime publishes through the switch, which the test hook can take
-	// over.
+	// pins (drain, test hook) are inputs of the one ServiceLevel function.
 	deferred := &opcua.DeferredServiceLevelPublisher{}
 	shown := newLevelPublisher(deferred, metrics, logger)
-	levels := newLevelSwitch(shown, opts.TestHooks)
+	pins := newLevelPins(opts.TestHooks)
 
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", cfg.OpcUa.Port, err)
@@ -146,7 +145,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		cluster.stop()
 		return err
 	}
-	red, err := startRedundancy(cfg, sys, tree, cluster.lease, cluster.d, db, srv, levels, metrics.Meter(), &exits, logger)
+	red, err := startRedundancy(cfg, sys, tree, cluster.lease, cluster.d, db, srv, shown, pins, metrics.Meter(), &exits, logger)
 	if err != nil {
 		cluster.stop()
 		return err
@@ -217,7 +216,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 			logger.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
 		}
 		if opts.TestHooks {
-			web.Handle("POST /debug/service-level", levels.debugHandler())
+			web.Handle("POST /debug/service-level", pins.debugHandler())
 			web.Handle("POST /debug/actor-fault", actorFaultHandler(tree))
 			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime, POST /debug/actor-fault?actor=PATH makes an actor panic; never enable this in production", "env", EnvTestHooks)
 		}
@@ -257,10 +256,7 @@ func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Opti
 		stopAll()
 		return fmt.Errorf("actor %s failed past its restart limit: %s", f.Path, f.Reason)
 	case m := <-failover.Requested():
-		if red.pub != nil {
-			red.pub.Pin(0) // peers and the admin panel see the 0 too
-		}
-		return manualFailover(ctx, m, cfg, cluster, levels, srv, stopAll, logger)
+		return manualFailover(ctx, m, cfg, cluster, pins, srv, stopAll, logger)
 	}
 }
 
@@ -283,11 +279,11 @@ func httpTLS(t config.HttpTLSConfig) (*tls.Config, error) {
 // restart policy brings the node back as the youngest member. A SIGTERM
 // or the end of membership during the drain cuts it short.
 func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Config, cluster *clusterRuntime,
-	levels *levelSwitch, srv *opcua.Server, stopAll func(), logger *slog.Logger) error {
+	pins *levelPins, srv *opcua.Server, stopAll func(), logger *slog.Logger) error {
 	drain := cfg.Redundancy.ManualFailoverDrain
 	logger.Warn("manual failover: ServiceLevel 0 while clients move, then leaving the cluster",
 		"drain", drain.String(), "actor", m.GetActor(), "estimatedReturn", wire.FromUnixMs(m.GetEstimatedReturnUnixMs()))
-	drainForFailover(ctx, m, levels, srv, clockwork.NewRealClock(), drain, cluster.d.Done())
+	drainForFailover(ctx, m, pins, srv, clockwork.NewRealClock(), drain, cluster.d.Done())
 	cluster.leave(LeaveTimeout)
 	stopWatchdog := startWatchdog(WatchdogTimeout, 0, logger, exit)
 	defer stopWatchdog()

@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 )
 
 // keeperMembers is the membership the keeper reads, set by the test.
@@ -188,7 +189,7 @@ func TestLeaseKeeperLicence(t *testing.T) {
 	if role, _ := r.view.State(); role != gate.RoleFencedPrimary {
 		t.Fatalf("the gate sees role %v, want FencedPrimary", role)
 	}
-	if lvl := redundancy.WithLicence(redundancy.LevelPrimary, r.k.licence()); lvl != redundancy.LevelCritical {
+	if lvl := primaryLevel(r.k.licence()); lvl != servicelevel.Critical {
 		t.Fatalf("level %d, want 100", lvl)
 	}
 }
@@ -219,7 +220,7 @@ func TestLeaseKeeperPromotionHold(t *testing.T) {
 			if l := r.k.licence(); l != want {
 				t.Fatalf("just promoted: licence %v, want %v", l, want)
 			}
-			if lvl := redundancy.WithLicence(redundancy.LevelPrimary, r.k.licence()); !proven && lvl != redundancy.LevelFollower {
+			if lvl := primaryLevel(r.k.licence()); !proven && lvl != servicelevel.Follower {
 				t.Fatalf("level in the hold %d, want 240", lvl)
 			}
 			r.clock.Advance(1 * time.Second)

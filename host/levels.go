@@ -8,22 +8,29 @@ import (
 	"sync"
 
 	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
-// levelPublisher forwards ServiceLevel values, suppressing repeats, and
-// counts each change in otopcua.redundancy.service_level_change.
+// levelPublisher stands in front of the OPC UA server's Server.ServiceLevel
+// and is the one place that suppresses ServiceLevel repeats: it forwards a
+// level only when it differs from what the server shows
+// (opcua.InitialServiceLevel, 255, before the first), and logs and counts
+// each change in otopcua.redundancy.service_level_change. Every level it
+// gets comes from servicelevel.Of.
 type levelPublisher struct {
 	next    opcua.ServiceLevelPublisher
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 
-	mu   sync.Mutex
-	last int // -1 before the first value; mu must be held.
+	mu    sync.Mutex
+	shows byte // what Server.ServiceLevel shows; mu must be held.
+	has   bool // a level was forwarded; mu must be held.
 }
 
 func newLevelPublisher(next opcua.ServiceLevelPublisher, m *telemetry.Metrics, log *slog.Logger) *levelPublisher {
-	return &levelPublisher{next: next, metrics: m, log: log, last: -1}
+	return &levelPublisher{next: next, metrics: m, log: log, shows: opcua.InitialServiceLevel}
 }
 
 // Last returns the last level forwarded (what Server.ServiceLevel shows);
@@ -31,97 +38,94 @@ func newLevelPublisher(next opcua.ServiceLevelPublisher, m *telemetry.Metrics, l
 func (p *levelPublisher) Last() (byte, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return byte(p.last), p.last >= 0
+	return p.shows, p.has
 }
 
-// Publish forwards level unless it repeats the last value.
+// Publish forwards level unless the server already shows it.
 func (p *levelPublisher) Publish(level byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.last == int(level) {
+	if p.shows == level {
 		return
 	}
-	p.log.Info("ServiceLevel changed", "from", p.last, "to", level)
-	p.last = int(level)
+	from := -1
+	if p.has {
+		from = int(p.shows)
+	}
+	p.log.Info("ServiceLevel changed", "from", from, "to", level)
+	p.shows, p.has = level, true
 	p.next.Publish(level)
 	p.metrics.ServiceLevelChanged(level)
 }
 
-// levelSwitch sits between the redundancy runtime and levelPublisher.
-// With the test hooks on, POST /debug/service-level owns Server.ServiceLevel
-// from start-up: the runtime keeps computing (its latest level is kept and
-// logged) but nothing it computes reaches the server until the hook hands
-// control back with level=runtime. Without the hooks the runtime owns it
-// and the hook does not exist.
-type levelSwitch struct {
-	next opcua.ServiceLevelPublisher
-
-	mu     sync.Mutex
-	manual bool // the hook owns the level; mu must be held.
-	pinned bool // a manual failover fixed the level for good; mu must be held.
-	latest byte // the runtime's latest level; mu must be held.
-	has    bool // latest is set; mu must be held.
+// levelPins holds the ServiceLevel's two pins, servicelevel.Inputs.Pin:
+// the manual failover's drain and the test hook's level. It only stores
+// them; what they do to the level is servicelevel.Of's table.
+type levelPins struct {
+	mu      sync.Mutex
+	pin     servicelevel.Pin       // mu must be held.
+	changed func(servicelevel.Pin) // mu must be held.
 }
 
-func newLevelSwitch(next opcua.ServiceLevelPublisher, manual bool) *levelSwitch {
-	return &levelSwitch{next: next, manual: manual}
+// newLevelPins returns the pins of a node. With the test hooks on
+// (EnvTestHooks), the hook owns Server.ServiceLevel from start-up and holds
+// it at servicelevel.Unset until POST /debug/service-level names a level or
+// hands it to the runtime.
+func newLevelPins(testHooks bool) *levelPins {
+	return &levelPins{pin: servicelevel.Pin{Hooked: testHooks, Hook: servicelevel.Unset}}
 }
 
-// Publish takes a level from the runtime.
-func (s *levelSwitch) Publish(level byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.latest, s.has = level, true
-	if !s.manual && !s.pinned {
-		s.next.Publish(level)
+// get returns the current pins (PublishActorOptions.Pin).
+func (p *levelPins) get() servicelevel.Pin {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pin
+}
+
+// follow calls fn with the pins at once and after every change, with the
+// pins' lock held (so the calls come in the order of the changes): fn must
+// not block and must not call back into p. It replaces an earlier fn.
+func (p *levelPins) follow(fn func(servicelevel.Pin)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.changed = fn
+	fn(p.pin)
+}
+
+// onChange calls fn after every change (see follow): a publish actor
+// reads the pins itself (PublishActorOptions.Pin).
+func (p *levelPins) onChange(fn func()) { p.follow(func(servicelevel.Pin) { fn() }) }
+
+func (p *levelPins) set(edit func(*servicelevel.Pin)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	edit(&p.pin)
+	if p.changed != nil {
+		p.changed(p.pin)
 	}
 }
 
-// pin publishes level and keeps it until the process ends: neither the
-// runtime nor the test hook changes it again. A manual failover pins 0
-// while this node drains and leaves.
-func (s *levelSwitch) pin(level byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pinned = true
-	s.next.Publish(level)
+// drain sets the manual failover's pin for the rest of the process
+// (drainer).
+func (p *levelPins) drain() { p.set(func(pin *servicelevel.Pin) { pin.Drain = true }) }
+
+// hook makes the test hook show level.
+func (p *levelPins) hook(level byte) {
+	p.set(func(pin *servicelevel.Pin) { pin.Hooked, pin.Hook = true, level })
 }
 
-// set publishes a level from the hook; the runtime stays out until release.
-// It does nothing once the level is pinned.
-func (s *levelSwitch) set(level byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.manual = true
-	if !s.pinned {
-		s.next.Publish(level)
-	}
-}
-
-// release gives the level back to the runtime, whose latest level is
-// published at once.
-func (s *levelSwitch) release() (byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.manual = false
-	if s.has && !s.pinned {
-		s.next.Publish(s.latest)
-	}
-	return s.latest, s.has
-}
+// release hands the level back from the test hook to the runtime.
+func (p *levelPins) release() { p.set(func(pin *servicelevel.Pin) { pin.Hooked = false }) }
 
 // debugHandler serves the test hook POST /debug/service-level:
-// level=0..255 publishes that level and keeps the runtime out;
-// level=runtime hands Server.ServiceLevel back to the runtime.
-func (s *levelSwitch) debugHandler() http.Handler {
+// level=0..255 makes the node show that level, whatever the runtime
+// computes; level=runtime hands Server.ServiceLevel back to the runtime.
+func (p *levelPins) debugHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query().Get("level")
 		if q == "runtime" {
-			if l, ok := s.release(); ok {
-				fmt.Fprintf(w, "ServiceLevel %d (runtime)\n", l)
-			} else {
-				fmt.Fprintln(w, "ServiceLevel from the runtime (nothing computed yet)")
-			}
+			p.release()
+			fmt.Fprintln(w, "ServiceLevel from the runtime")
 			return
 		}
 		n, err := strconv.Atoi(q)
@@ -129,7 +133,15 @@ func (s *levelSwitch) debugHandler() http.Handler {
 			http.Error(w, fmt.Sprintf("level=%q: want an integer 0-255, or runtime", q), http.StatusBadRequest)
 			return
 		}
-		s.set(byte(n))
+		p.hook(byte(n))
 		fmt.Fprintf(w, "ServiceLevel %d\n", n)
 	})
+}
+
+// detachedLevels publishes the ServiceLevel of a node without the driver
+// role, where no publish actor gathers health inputs: servicelevel.Of of
+// its pins alone (0 unless the test hook names a level), at once and on
+// every pin change.
+func detachedLevels(pins *levelPins, to redundancy.LevelPublisher) {
+	pins.follow(func(pin servicelevel.Pin) { to.Publish(servicelevel.Of(servicelevel.Inputs{Pin: pin})) })
 }

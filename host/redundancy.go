@@ -107,13 +107,14 @@ type redundancyRuntime struct {
 }
 
 // startRedundancy starts the runtime on a node whose daemon runs. levels
-// receives the computed ServiceLevels (the host's switch in front of the
-// repeat-suppressing, counting publisher and the OPC UA server).
+// receives the computed ServiceLevels (the repeat-suppressing, counting
+// publisher in front of the OPC UA server); pins are the drain and
+// test-hook inputs of servicelevel.Of.
 // The parts run on their own contexts and stop in stop(), after the
 // graceful leave: a SIGTERM must not silence them while the node still
 // hands its singleton over. exits is the daemon's exiting group.
 func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, keeper *leaseKeeper, d *daemon.Daemon, db *configdb.DB,
-	srv *opcua.Server, levels opcua.ServiceLevelPublisher, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
+	srv *opcua.Server, levels opcua.ServiceLevelPublisher, pins *levelPins, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
 	ctx := context.Background()
 	r := &redundancyRuntime{}
 	med, err := pubsub.Start(pubsub.Options{System: sys, Membership: d, Logger: logger})
@@ -184,7 +185,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	r.stops = append(r.stops, probe.Stop)
 	if !slices.Contains(roles, config.RoleDriver) {
 		// A node without the driver role serves ServiceLevel 0 (Detached).
-		levels.Publish(redundancy.LevelDown)
+		detachedLevels(pins, levels)
 		return r, nil
 	}
 	rm, err := redundancy.RegisterMetrics(meter, cfg.Node.ClusterId, func() (byte, bool) {
@@ -201,6 +202,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 		Parent:                tree,
 		DbProbe:               probe.PID(),
 		Licence:               licence,
+		Pin:                   pins.get,
 		AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
 		Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
 		PeerStatus: func(uri string, level byte, alive bool) {
@@ -216,6 +218,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 		Logger: logger,
 	})
 	pubRef.Store(pub)
+	pins.onChange(pub.NotifyPinChanged)
 	if keeper != nil {
 		keeper.setOnChange(pub.NotifyDbChanged)
 	}

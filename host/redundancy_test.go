@@ -6,84 +6,15 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/configdb"
-	"github.com/otopcua/otopcua/telemetry"
 )
-
-type recorder struct {
-	mu  sync.Mutex
-	got []byte
-}
-
-func (r *recorder) Publish(l byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, l)
-}
-
-func (r *recorder) all() []byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.got)
-}
-
-func TestLevelSwitchRuntimeOwnsLevelWithoutHooks(t *testing.T) {
-	rec := &recorder{}
-	s := newLevelSwitch(newLevelPublisher(rec, telemetry.NopMetrics(), slog.New(slog.DiscardHandler)), false)
-	for _, l := range []byte{0, 0, 240, 250, 250} {
-		s.Publish(l)
-	}
-	if got := rec.all(); !slices.Equal(got, []byte{0, 240, 250}) {
-		t.Fatalf("server got %v, want [0 240 250] (repeats suppressed)", got)
-	}
-}
-
-func TestLevelSwitchTestHook(t *testing.T) {
-	rec := &recorder{}
-	s := newLevelSwitch(newLevelPublisher(rec, telemetry.NopMetrics(), slog.New(slog.DiscardHandler)), true)
-	h := s.debugHandler()
-	post := func(q string) (int, string) {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/debug/service-level?level="+q, nil))
-		return w.Code, w.Body.String()
-	}
-	// The hook owns the level from start-up: runtime levels wait.
-	s.Publish(250)
-	if got := rec.all(); len(got) != 0 {
-		t.Fatalf("runtime level reached the server while the hook owns it: %v", got)
-	}
-	if code, _ := post("240"); code != http.StatusOK {
-		t.Fatalf("level=240: %d", code)
-	}
-	s.Publish(200)
-	if got := rec.all(); !slices.Equal(got, []byte{240}) {
-		t.Fatalf("server got %v, want [240]", got)
-	}
-	for _, bad := range []string{"256", "-1", "x", ""} {
-		if code, body := post(bad); code != http.StatusBadRequest || !strings.Contains(body, "runtime") {
-			t.Fatalf("level=%q: %d %q", bad, code, body)
-		}
-	}
-	// Back to the runtime: its latest level at once, then every change.
-	if code, body := post("runtime"); code != http.StatusOK || !strings.Contains(body, "200") {
-		t.Fatalf("level=runtime: %d %q", code, body)
-	}
-	s.Publish(250)
-	if got := rec.all(); !slices.Equal(got, []byte{240, 200, 250}) {
-		t.Fatalf("server got %v, want [240 200 250]", got)
-	}
-}
 
 func TestOpenConfigDbDefaultSQLiteInWorkingDirectory(t *testing.T) {
 	dir := t.TempDir()

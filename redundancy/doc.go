@@ -9,9 +9,11 @@
 //
 //  1. Elect: one Primary per ClusterId, the oldest Up member with role
 //     driver.
-//  2. ComputeServiceLevel maps Inputs to 0/100/200/240/250 (or the legacy
-//     role-only mapping before the first DB health reply); Fresh, ProbeOk
-//     and Stale are the 30-second freshness rules.
+//  2. The ServiceLevel is decided in the leaf package servicelevel alone
+//     (servicelevel.Of, whose doc comment holds the whole table: health,
+//     the legacy role-only mapping before the first DB health reply, the
+//     Primary's licence, the drain and test-hook pins, the device-health
+//     slot); this package only gathers its inputs (Observed.Inputs).
 //  3. BuildSnapshot turns the membership into a Snapshot keyed by the
 //     canonical host:port NodeId (never the host alone: two nodes on one
 //     host are two entries); SnapshotFromWire refuses anything else.
@@ -34,10 +36,11 @@
 //     registry (read every SubscriberPoll, 500 ms) gets a snapshot after
 //     the quiet period rather than at the next heartbeat.
 //   - PublishActor, the OpcUaPublishActor, runs on every driver node. On
-//     every HealthTick (5 s), snapshot, DB probe change, probe result about
-//     this node and membership event it computes the level and hands a
-//     changed one to the OPC UA server; the first goes out at Start, even
-//     0. It publishes this node's NodeStatus (ApplicationUri, OPC UA
+//     every HealthTick (5 s), snapshot, DB probe change, pin change, probe
+//     result about this node and membership event it computes the level
+//     (servicelevel.Of) and hands it to the Publisher, the one place that
+//     suppresses repeats; the first goes out at Start, even 0. It
+//     publishes this node's NodeStatus (ApplicationUri, OPC UA
 //     endpoint, level) at Start, on every change and every HealthTick; the
 //     singleton copies endpoints into the snapshot entries, which is how
 //     peers learn whom to probe (package health, PeerProbeSupervisor).
@@ -55,19 +58,20 @@
 //     PublishActorKind), spawned by Start under PublishActorOptions.Parent.
 //     The PublishActor value is its façade: it subscribes to the topic and
 //     to membership once, and the callbacks only send to the actor's PID
-//     (unbounded mailbox, never blocking, never dropping). The façade keeps
-//     what a restart must not lose: the pin (a manual failover's 0 stays
-//     pinned), the last published level (Level), and what the node learned
-//     about itself — its latest snapshot entry with its arrival time and
-//     the peers' probe results about it — so that a restart does not drop
+//     (unbounded mailbox, never blocking, never dropping). The pins (a
+//     manual failover's drain, the test hook) are the caller's
+//     (PublishActorOptions.Pin), so a restart keeps them. The façade keeps
+//     what else a restart must not lose: the last published level
+//     (Level), and what the node learned about itself — its latest
+//     snapshot entry with its arrival time and the peers' probe results
+//     about it — so that a restart does not drop
 //     the node into the stale band (200) until the next snapshot. The
 //     peers' NodeStatus is rebuilt from the next ones (every HealthTick).
 //     Each incarnation computes at once when it starts (why "start", then
-//     "restart") and hands its level to the Publisher and advertises its
-//     NodeStatus even when the level did not change: the Publisher
-//     suppresses repeats downstream. With DbProbe set, every compute Asks
-//     the DB probe actor (DbHealthQuery, at most DbAskTimeout); no answer
-//     counts as the Config DB unreachable.
+//     "restart"), logs it and advertises its NodeStatus even when the
+//     level did not change. With DbProbe set, every compute Asks the DB
+//     probe actor (DbHealthQuery, at most DbAskTimeout); no answer counts
+//     as the Config DB unreachable.
 //   - The RedundancyStateActor (StateActorName, kind StateActorKind) runs
 //     in the host as the singleton manager's actor child,
 //     node/redundancy-state-manager/redundancy-state (StateActorChild);
@@ -111,7 +115,9 @@
 //     { return StateActorChild(opts) }}.
 //  2. On driver nodes start a PublishActor with Parent: the node's tree
 //     (Publisher: the repeat-suppressing, counting publisher in front of
-//     the OPC UA server; DbProbe: the DB probe actor's PID) and call
-//     NotifyDbChanged from the DB probe's change callback.
+//     the OPC UA server; DbProbe: the DB probe actor's PID; Licence and
+//     Pin: the licence and pin sources) and call NotifyDbChanged from the
+//     DB probe's and the licence's change callbacks, NotifyPinChanged when
+//     a pin changes. On other nodes publish servicelevel.Of of the pins.
 //  3. Stop the actors before the pub/sub mediator and the daemon.
 package redundancy

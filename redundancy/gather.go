@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 )
 
 // Observed is everything a driver node has gathered for its ServiceLevel,
@@ -39,7 +40,8 @@ type ProbeSeen struct {
 	At time.Time
 }
 
-// Inputs gathers the calculator's inputs at now:
+// Inputs gathers servicelevel.Of's health and role inputs at now (the
+// caller adds the licence and the pin):
 //
 //   - Status: this node's member status in Members (MemberNone when it is
 //     not, or no longer, a member);
@@ -51,8 +53,8 @@ type ProbeSeen struct {
 //   - OpcUaProbeOk: false only when some prober's latest result is a
 //     failure that arrived within FreshFor; no result, or only old ones,
 //     give the benefit of the doubt.
-func (o Observed) Inputs(now time.Time) Inputs {
-	in := Inputs{
+func (o Observed) Inputs(now time.Time) servicelevel.Inputs {
+	in := servicelevel.Inputs{
 		Now: now, DbHealthKnown: o.DbKnown, DbReachable: o.DbKnown && o.Db.Reachable, DbAsOf: o.Db.AsOf,
 		SnapshotAsOf: o.EntryAt, OpcUaProbeOk: true,
 		HasDriverRole: slices.Contains(o.ConfiguredRoles, RoleDriver),
@@ -67,31 +69,31 @@ func (o Observed) Inputs(now time.Time) Inputs {
 		in.Role = o.Entry.Role
 	}
 	for _, p := range o.Probes {
-		if !ProbeOk(true, p.Ok, p.At, now) {
+		if !servicelevel.ProbeOk(true, p.Ok, p.At, now) {
 			in.OpcUaProbeOk = false
 		}
 	}
 	return in
 }
 
-func memberStatus(s membership.Status) MemberStatus {
+func memberStatus(s membership.Status) servicelevel.MemberStatus {
 	switch s {
 	case membership.Joining:
-		return MemberJoining
+		return servicelevel.MemberJoining
 	case membership.WeaklyUp:
-		return MemberWeaklyUp
+		return servicelevel.MemberWeaklyUp
 	case membership.Up:
-		return MemberUp
+		return servicelevel.MemberUp
 	case membership.Leaving:
-		return MemberLeaving
+		return servicelevel.MemberLeaving
 	case membership.Exiting:
-		return MemberExiting
+		return servicelevel.MemberExiting
 	case membership.Down:
-		return MemberDown
+		return servicelevel.MemberDown
 	case membership.Removed:
-		return MemberRemoved
+		return servicelevel.MemberRemoved
 	default:
-		return MemberNone
+		return servicelevel.MemberNone
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	sl "github.com/otopcua/otopcua/redundancy/servicelevel"
 )
 
 // TestObservedInputs: how a driver node turns what it gathered into the
@@ -31,37 +32,37 @@ func TestObservedInputs(t *testing.T) {
 		name   string
 		obs    func() Observed
 		level  byte
-		detail func(in Inputs) bool
+		detail func(in sl.Inputs) bool
 	}{
-		{"healthy Primary", healthy, 250, func(in Inputs) bool { return in.Status == MemberUp && in.IsDriverPrimary }},
+		{"healthy Primary", healthy, 250, func(in sl.Inputs) bool { return in.Status == sl.MemberUp && in.IsDriverPrimary }},
 		{"healthy Secondary", func() Observed { o := healthy(); o.Entry = secondary; return o }, 240, nil},
 		{"not a member yet: configured roles, level 0", func() Observed {
 			o := healthy()
 			o.Members = m.State{Self: self}
 			o.ConfiguredRoles = []string{"driver"}
 			return o
-		}, 0, func(in Inputs) bool { return in.Status == MemberNone && in.HasDriverRole }},
+		}, 0, func(in sl.Inputs) bool { return in.Status == sl.MemberNone && in.HasDriverRole }},
 		{"member without driver role", func() Observed { o := healthy(); o.Members = state(m.Up, "admin"); return o }, 0,
-			func(in Inputs) bool { return !in.HasDriverRole }},
+			func(in sl.Inputs) bool { return !in.HasDriverRole }},
 		{"Leaving", func() Observed { o := healthy(); o.Members = state(m.Leaving, "driver"); return o }, 0, nil},
 		{"a previous incarnation's membership entry is not this node", func() Observed {
 			o := healthy()
 			o.Self.UID = 8
 			o.Members.Self = o.Self
 			return o
-		}, 0, func(in Inputs) bool { return in.Status == MemberNone }},
+		}, 0, func(in sl.Inputs) bool { return in.Status == sl.MemberNone }},
 		{"DB probe absent: legacy mapping (Primary, not role leader)", func() Observed { o := healthy(); o.DbKnown = false; return o }, 200,
-			func(in Inputs) bool { return !in.DbHealthKnown && !in.DbReachable && !in.IsDriverRoleLeader }},
+			func(in sl.Inputs) bool { return !in.DbHealthKnown && !in.DbReachable && !in.IsDriverRoleLeader }},
 		{"DB unreachable: 100", func() Observed { o := healthy(); o.Db.Reachable = false; return o }, 100, nil},
 		{"DB verdict older than 30 s: stale, 200", func() Observed { o := healthy(); o.Db.AsOf = now.Add(-31 * time.Second); return o }, 200, nil},
 		{"no snapshot ever named this node: stale, 200", func() Observed { o := healthy(); o.EntryAt = time.Time{}; return o }, 200,
-			func(in Inputs) bool { return !in.IsDriverPrimary }},
+			func(in sl.Inputs) bool { return !in.IsDriverPrimary }},
 		{"snapshot older than 30 s: stale, 200", func() Observed { o := healthy(); o.EntryAt = now.Add(-31 * time.Second); return o }, 200, nil},
 		{"recent failed probe: 200", func() Observed {
 			o := healthy()
 			o.Probes["10.0.0.1:4053"] = ProbeSeen{Ok: false, At: now.Add(-time.Second)}
 			return o
-		}, 200, func(in Inputs) bool { return !in.OpcUaProbeOk }},
+		}, 200, func(in sl.Inputs) bool { return !in.OpcUaProbeOk }},
 		{"failed probe older than 30 s: benefit of the doubt", func() Observed {
 			o := healthy()
 			o.Probes["10.0.0.1:4053"] = ProbeSeen{Ok: false, At: now.Add(-31 * time.Second)}
@@ -82,7 +83,7 @@ func TestObservedInputs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := tt.obs().Inputs(now)
-			if got := ComputeServiceLevel(in); got != tt.level {
+			if got := sl.Of(in); got != tt.level {
 				t.Fatalf("level %d, want %d (inputs %+v)", got, tt.level, in)
 			}
 			if tt.detail != nil && !tt.detail(in) {

@@ -18,6 +18,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -37,8 +38,9 @@ type PublishActorOptions struct {
 	// callers without the probe actor. Nil (and no DbProbe): never known
 	// (the legacy role-only mapping applies).
 	DbHealth DbHealth
-	// Publisher receives each new level (repeats are suppressed here).
-	// Required.
+	// Publisher receives the level of every compute, repeats included: it
+	// is the one place that suppresses them (the host's publisher in front
+	// of the OPC UA server). Required.
 	Publisher LevelPublisher
 	// RoleView, if set, gets this node's role from every snapshot.
 	RoleView *RoleView
@@ -70,9 +72,15 @@ type PublishActorOptions struct {
 	// (actors.NewLocal, actors.Plain on Clock) and Stop shuts it down.
 	Parent actors.Parent
 	// Licence, if set, is the elected Primary's lease-majority licence
-	// (gate.LicenceOf); its level is capped by WithLicence. Called on the
+	// (gate.LicenceOf), servicelevel.Inputs.Licence. It is asked only
+	// while the last snapshot names this node Primary. Called on the
 	// actor; must be quick. Call NotifyDbChanged when it changes.
 	Licence func() gate.Licence
+	// Pin, if set, is the drain and test-hook pin, servicelevel.Inputs.Pin;
+	// nil pins nothing. The caller holds it, so it survives a restart of
+	// the actor. Called on the actor; must be quick. Call NotifyPinChanged
+	// when it changes.
+	Pin func() servicelevel.Pin
 	// Clock drives HealthTick and timestamps. Default: Parent's clock, or
 	// the wall clock without a Parent.
 	Clock clockwork.Clock
@@ -90,17 +98,18 @@ const (
 // actor (PublishActorName) under Options.Parent. On every HealthTick,
 // every snapshot, every DB probe change (NotifyDbChanged), every probe
 // result about this node and every membership event it gathers its inputs
-// (Observed.Inputs), computes ComputeServiceLevel and hands a changed
-// level to the Publisher; the first level goes out at Start, even 0. It
-// also publishes this node's NodeStatus at Start, on every level change
-// and on every HealthTick.
+// (Observed.Inputs, the licence, the pin), computes servicelevel.Of and
+// hands the level to the Publisher, which suppresses repeats; the first
+// level goes out at Start, even 0. It logs each level change, and
+// publishes this node's NodeStatus at Start, on every level change and on
+// every HealthTick.
 //
 // The PublishActor value is the façade: it subscribes to the topic and to
 // membership once (the callbacks send messages to the actor's PID, which a
 // restart keeps) and holds what must survive a restart of the actor (see
 // the package documentation). Each incarnation of the actor recomputes at
-// once when it starts and hands its level to the Publisher even when it
-// equals the previous one.
+// once when it starts, logs and advertises its level even when it equals
+// the previous one.
 type PublishActor struct {
 	o PublishActorOptions
 
@@ -113,8 +122,7 @@ type PublishActor struct {
 	once      sync.Once
 	unsub     []func()
 
-	level        atomic.Int32 // last published level, -1 before the first
-	pinned       atomic.Int32 // -1, or the level Pin fixed until the actor stops
+	level        atomic.Int32 // last computed level, -1 before the first
 	incarnations atomic.Uint32
 
 	// mem is what this node learned about itself, kept across restarts of
@@ -135,7 +143,7 @@ type publishIncarnation struct {
 	stopTick func()
 
 	obs      Observed
-	last     int
+	last     int  // the level this incarnation last logged and advertised, -1 before its first
 	missed   int  // consecutive snapshots without this node while Up
 	warned   bool // the one-time missing-entry warning was logged
 	peers    map[string]peerSeen
@@ -161,9 +169,8 @@ type (
 		ok     bool
 	}
 	statusIn    struct{ i NodeInfo }
-	recompute   struct{}
+	recompute   struct{ why string }
 	memberEvent struct{ at time.Time }
-	pinIn       struct{}
 	healthTick  struct{}
 )
 
@@ -184,7 +191,6 @@ func NewPublishActor(o PublishActorOptions) *PublishActor {
 	}
 	a := &PublishActor{o: o, ready: make(chan struct{}), stopCh: make(chan struct{})}
 	a.level.Store(-1)
-	a.pinned.Store(-1)
 	a.mem.probes = map[string]ProbeSeen{}
 	return a
 }
@@ -238,24 +244,19 @@ func (a *PublishActor) Stop() {
 func (a *PublishActor) PID() *actor.PID { return a.pid.Load() }
 
 // NotifyDbChanged asks for a recomputation after the DB probe's verdict
-// changed. It never blocks.
-func (a *PublishActor) NotifyDbChanged() { a.send(recompute{}) }
+// (or the licence) changed. It never blocks.
+func (a *PublishActor) NotifyDbChanged() { a.send(recompute{why: "event"}) }
+
+// NotifyPinChanged asks for a recomputation after Options.Pin changed: a
+// node draining for a manual failover then shows 0 to its peers and the
+// admin panel as well as on its Server object. It never blocks.
+func (a *PublishActor) NotifyPinChanged() { a.send(recompute{why: "pinned"}) }
 
 // Level returns the last level handed to the Publisher; ok is false before
 // the first.
 func (a *PublishActor) Level() (level byte, ok bool) {
 	l := a.level.Load()
 	return byte(l), l >= 0
-}
-
-// Pin fixes the level this node computes, publishes and advertises in its
-// NodeStatus to level until the actor stops, whatever its inputs say: a
-// node draining for a manual failover shows 0 to its peers and the admin
-// panel as well as on its Server object. The pin is held by the façade, so
-// it survives a restart of the actor. It does not block.
-func (a *PublishActor) Pin(level byte) {
-	a.pinned.Store(int32(level))
-	a.send(pinIn{})
 }
 
 // Dropped counts messages lost on the way to the actor. It is always 0
@@ -341,12 +342,10 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 	case statusIn:
 		c.onPeerStatus(m.i, now)
 	case recompute:
-		c.compute("event")
+		c.compute(m.why)
 	case memberEvent:
 		c.memberAt = m.at
 		c.compute("membership")
-	case pinIn:
-		c.compute("pinned")
 	}
 }
 
@@ -419,36 +418,46 @@ func (c *publishIncarnation) dbStatus(now time.Time) (DbStatus, bool) {
 	return DbStatus{}, false
 }
 
-// compute gathers the inputs, computes the level and publishes a change.
-func (c *publishIncarnation) compute(why string) {
+// gather is every input of servicelevel.Of at now.
+func (c *publishIncarnation) gather(now time.Time) servicelevel.Inputs {
 	a := c.a
-	now := a.o.Clock.Now()
 	c.obs.Members = a.o.Membership.Snapshot()
 	c.obs.Db, c.obs.DbKnown = c.dbStatus(now)
 	in := c.obs.Inputs(now)
-	level := ComputeServiceLevel(in)
-	licence := gate.Licensed
+	// Only the elected Primary's licence counts (servicelevel.Of), and the
+	// lease keeper starts a promotion hold when first asked as Primary: it
+	// is asked then and only then, as before.
 	if a.o.Licence != nil && in.IsDriverPrimary {
-		licence = a.o.Licence()
-		level = WithLicence(level, licence)
+		in.Licence = a.o.Licence()
 	}
-	if p := a.pinned.Load(); p >= 0 {
-		level = byte(p)
+	if a.o.Pin != nil {
+		in.Pin = a.o.Pin()
 	}
+	return in
+}
+
+// compute gathers the inputs, computes the level and publishes it; a
+// change (or the first level of an incarnation) is also logged, timed and
+// advertised.
+func (c *publishIncarnation) compute(why string) {
+	a := c.a
+	now := a.o.Clock.Now()
+	in := c.gather(now)
+	level := servicelevel.Of(in)
+	before := a.level.Swap(int32(level))
+	a.o.Publisher.Publish(level)
 	if int(level) == c.last {
 		return
 	}
 	previous := c.last
 	if previous < 0 {
-		previous = int(a.level.Load()) // the level before a restart, -1 at the start
+		previous = int(before) // the level before a restart, -1 at the start
 	}
 	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", previous, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
-		"stale", in.DbHealthKnown && Stale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", licence.String())
+		"stale", in.DbHealthKnown && servicelevel.IsStale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", in.Licence.String())
 	first := c.last < 0
 	c.last = int(level)
-	a.level.Store(int32(level))
-	a.o.Publisher.Publish(level)
 	if !c.memberAt.IsZero() {
 		since := now.Sub(c.memberAt)
 		if a.o.AfterMembershipChange != nil && !first && since <= MembershipCauseWindow {
@@ -496,7 +505,7 @@ func (c *publishIncarnation) onPeerStatus(i NodeInfo, now time.Time) {
 func (c *publishIncarnation) refreshPeers() {
 	now := c.a.o.Clock.Now()
 	for uri, p := range c.peers {
-		if !p.gone && !Fresh(p.at, now) {
+		if !p.gone && !servicelevel.Fresh(p.at, now) {
 			p.gone = true
 			c.peers[uri] = p
 			c.a.o.PeerStatus(uri, 0, false)

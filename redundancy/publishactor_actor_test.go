@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -80,7 +81,7 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 	}
 
 	// A manual failover's pin holds across a restart.
-	r.actor.Pin(0)
+	r.drain()
 	r.wantLevel(t, 0)
 	fault(2)
 	never(t, "the pin was lost in the restart", func() bool { l, _ := r.actor.Level(); return r.levels.last() != 0 || l != 0 })
@@ -127,8 +128,8 @@ func TestPublishActorDbProbeSilent(t *testing.T) {
 	begin := time.Now()
 	a.Start(context.Background())
 	defer a.Stop()
-	if l, ok := a.Level(); !ok || l != LevelCritical {
-		t.Fatalf("level %d %v with a silent DB probe, want %d", l, ok, LevelCritical)
+	if l, ok := a.Level(); !ok || l != servicelevel.Critical {
+		t.Fatalf("level %d %v with a silent DB probe, want %d", l, ok, servicelevel.Critical)
 	}
 	if took := time.Since(begin); took < DbAskTimeout || took > 5*DbAskTimeout {
 		t.Fatalf("the first compute took %v, want about DbAskTimeout", took)
@@ -148,7 +149,7 @@ func TestPublishActorDbProbeSilent(t *testing.T) {
 	b.Start(context.Background())
 	defer b.Stop()
 
-	if l, _ := b.Level(); l != LevelStale {
-		t.Fatalf("level %d with a reachable DB, want %d", l, LevelStale)
+	if l, _ := b.Level(); l != servicelevel.Stale {
+		t.Fatalf("level %d with a reachable DB, want %d", l, servicelevel.Stale)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -34,6 +35,10 @@ func (l *levels) all() []byte {
 	defer l.mu.Unlock()
 	return slices.Clone(l.got)
 }
+
+// changes is levels without consecutive repeats: what a publisher that
+// suppresses repeats passes on.
+func changes(levels []byte) []byte { return slices.Compact(slices.Clone(levels)) }
 
 func (l *levels) last() int {
 	l.mu.Lock()
@@ -95,6 +100,17 @@ type pubRig struct {
 	after   []time.Duration // AfterMembershipChange calls
 	self    m.Member
 	peer    m.Member
+	pinMu   sync.Mutex
+	pin     servicelevel.Pin // Options.Pin; pinMu must be held.
+}
+
+// drain pins the level as a manual failover does: Options.Pin says Drain,
+// and the actor is told.
+func (r *pubRig) drain() {
+	r.pinMu.Lock()
+	r.pin.Drain = true
+	r.pinMu.Unlock()
+	r.actor.NotifyPinChanged()
 }
 
 const selfNode, peerNode = "127.0.0.1:4002", "127.0.0.1:4001"
@@ -116,6 +132,11 @@ func newPubRig(t *testing.T) *pubRig {
 				r.gone = append(r.gone, uri)
 				r.goneMu.Unlock()
 			}
+		},
+		Pin: func() servicelevel.Pin {
+			r.pinMu.Lock()
+			defer r.pinMu.Unlock()
+			return r.pin
 		},
 		PeerApplicationURIs: []string{"urn:a"},
 		ConfiguredRoles:     []string{"admin", "driver"}, ClusterID: "pair",
@@ -226,11 +247,19 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	r.probe(selfNode, true)
 	r.wantLevel(t, 250)
 
-	// Repeats are suppressed: the same snapshot and a tick publish nothing.
-	n := len(r.levels.all())
+	// The same snapshot and a tick hand the same level to the Publisher
+	// again (it is the one place that suppresses repeats) and change
+	// nothing else: no level change is logged.
+	n, logged := len(r.levels.all()), strings.Count(r.log.String(), "ServiceLevel computed")
 	r.snapshot(RolePrimary, 2)
 	r.clock.Advance(HealthTick)
-	never(t, "a repeated level was published", func() bool { return len(r.levels.all()) != n })
+	eventually(t, "the two computes published", func() bool { return len(r.levels.all()) >= n+2 })
+	if again := r.levels.all()[n:]; slices.ContainsFunc(again, func(l byte) bool { return l != 250 }) {
+		t.Fatalf("a repeated snapshot and a tick published %v, want only 250", again)
+	}
+	if got := strings.Count(r.log.String(), "ServiceLevel computed"); got != logged {
+		t.Fatalf("%d level changes logged for a repeat", got-logged)
+	}
 
 	// A snapshot for another incarnation at this address is not ours: the
 	// role becomes unknown, the entry we had stays until it is stale.
@@ -257,10 +286,10 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	r.members.set(r.peer, r.self)
 	r.wantLevel(t, 0)
 
-	got := r.levels.all()
+	got := changes(r.levels.all())
 	want := []byte{0, 200, 240, 250, 200, 250, 100, 250, 200, 0}
 	if !slices.Equal(got, want) {
-		t.Fatalf("published %v, want %v", got, want)
+		t.Fatalf("published changes %v, want %v", got, want)
 	}
 }
 
@@ -443,7 +472,7 @@ func TestPublishActorPinHoldsTheLevel(t *testing.T) {
 	r.snapshot(RolePrimary, 2)
 	r.wantLevel(t, 250)
 
-	r.actor.Pin(0)
+	r.drain()
 	r.wantLevel(t, 0)
 	eventually(t, "a NodeStatus with level 0", func() bool {
 		st := all[*wire.NodeStatus](r.bus)

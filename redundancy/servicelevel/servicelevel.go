@@ -1,0 +1,252 @@
+package servicelevel
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/otopcua/otopcua/gate"
+)
+
+// The ServiceLevel bytes otopcua publishes (Part 5 §6.3.34 bands: 0
+// maintenance, 1–199 degraded, 200–255 healthy).
+const (
+	// Down: the member is not Up/Joining, it has no driver role, or it
+	// drains for a manual failover.
+	Down byte = 0
+	// Critical: Config DB unreachable and data stale; also the cap of an
+	// elected Primary without its licence.
+	Critical byte = 100
+	// Stale: data stale (or this node's OPC UA endpoint fails its peer's
+	// probe) while the Config DB answers.
+	Stale byte = 200
+	// Follower: healthy, not the Primary; also the cap of a Primary in its
+	// promotion hold.
+	Follower byte = 240
+	// Primary: healthy Primary.
+	Primary byte = 250
+	// Unset is Server.ServiceLevel before anything was published (the OPC
+	// UA server's start value). Of returns it only for a test hook that
+	// holds the level before setting one.
+	Unset byte = 255
+
+	// Legacy role-only mapping, used before the first DB health reply.
+	LegacyPrimaryLeader byte = 240
+	LegacyPrimary       byte = 200
+	LegacySecondary     byte = 100
+)
+
+// FreshFor is how long a DB health result, a redundancy snapshot or an OPC
+// UA probe result stays current.
+const FreshFor = 30 * time.Second
+
+// MemberStatus is the local member's cluster status as Of needs it. Only
+// Up and Joining can carry a non-zero level.
+type MemberStatus int
+
+// The member statuses.
+const (
+	MemberNone MemberStatus = iota // not (yet) a member
+	MemberJoining
+	MemberWeaklyUp
+	MemberUp
+	MemberLeaving
+	MemberExiting
+	MemberDown
+	MemberRemoved
+)
+
+// DeviceHealth is the health of the field devices this node serves: the
+// slot a later rule fills. Its zero value, DevicesFine, is the only one
+// today and changes no level.
+type DeviceHealth int
+
+const (
+	// DevicesFine: every device answers, or device health is not evaluated.
+	DevicesFine DeviceHealth = iota
+)
+
+// Pin fixes the level whatever the other inputs say. The zero value pins
+// nothing.
+type Pin struct {
+	// Drain: a manual failover drains this node before it leaves: 0 until
+	// the process ends. It wins over the test hook.
+	Drain bool
+	// Hooked: the test hook (POST /debug/service-level, test builds only)
+	// owns the level and shows Hook; Unset until it names one.
+	Hooked bool
+	Hook   byte
+}
+
+// Inputs is everything the ServiceLevel depends on, gathered by the caller
+// at one instant Now. The zero value is a non-member: level 0.
+type Inputs struct {
+	Now time.Time
+
+	Status        MemberStatus
+	HasDriverRole bool
+
+	// DbHealthKnown is false until the first DB health reply arrives; until
+	// then the legacy role-only mapping applies.
+	DbHealthKnown bool
+	// DbReachable is the last DB probe verdict (an Ask timeout counts as
+	// false). DbAsOf is when that verdict was taken.
+	DbReachable bool
+	DbAsOf      time.Time
+
+	// SnapshotAsOf is when this node's entry in the last redundancy
+	// snapshot arrived; zero when no snapshot has named this node.
+	SnapshotAsOf time.Time
+	// IsDriverPrimary: the snapshot names this node Primary of its
+	// ClusterId (the elected Primary).
+	IsDriverPrimary bool
+	// Role is the snapshot's role for this node (legacy mapping only).
+	Role gate.Role
+	// IsDriverRoleLeader: this node is the lowest-addressed Up driver member
+	// (legacy mapping only: "primary-leader").
+	IsDriverRoleLeader bool
+
+	// OpcUaProbeOk is the effective verdict of peers probing this node's OPC
+	// UA endpoint; see ProbeOk.
+	OpcUaProbeOk bool
+
+	// Licence is the elected Primary's lease-majority licence
+	// (gate.LicenceOf); the zero value, gate.Licensed, caps nothing. It
+	// counts only when IsDriverPrimary.
+	Licence gate.Licence
+	// Devices is the device-health slot (DevicesFine today).
+	Devices DeviceHealth
+	// Pin is the drain and test-hook pin.
+	Pin Pin
+}
+
+// Fresh reports whether something stamped asOf is still current at now.
+// A zero asOf (never received) is not fresh; a future asOf is fresh.
+func Fresh(asOf, now time.Time) bool {
+	if asOf.IsZero() {
+		return false
+	}
+	return now.Sub(asOf) <= FreshFor
+}
+
+// ProbeOk turns the last probe result about this node into Of's input:
+// absent or older than FreshFor gives the benefit of the doubt (true); only
+// a recent failure demotes.
+func ProbeOk(have bool, ok bool, at, now time.Time) bool {
+	if !have || !Fresh(at, now) {
+		return true
+	}
+	return ok
+}
+
+// IsStale is the staleness rule:
+// !DbReachable || now−DbAsOf > 30 s || now−SnapshotAsOf > 30 s.
+func IsStale(in Inputs) bool {
+	return !in.DbReachable || !Fresh(in.DbAsOf, in.Now) || !Fresh(in.SnapshotAsOf, in.Now)
+}
+
+// Of is the ServiceLevel of a node. The rows are tried in order; the first
+// that matches decides, then the licence cap and the device-health slot
+// may lower the result. The rows marked "reference" are the reference
+// design's table, unchanged; the others are otopcua's.
+//
+//	row                 condition                                          level
+//	drain pin           Pin.Drain (a manual failover drains this node)      0
+//	test-hook pin       Pin.Hooked                                          Pin.Hook (Unset 255 until set)
+//	down (reference)    Status not Up/Joining, or no driver role            0
+//	legacy primary-leader  no DB health yet, Role Primary, role leader      240
+//	legacy primary      no DB health yet, Role Primary                      200
+//	legacy secondary    no DB health yet, Role Secondary                    100
+//	legacy detached     no DB health yet, any other Role                    0
+//	critical (reference)  stale and the Config DB unreachable               100
+//	stale (reference)   stale while the Config DB answers                   200
+//	probe failed        a peer's recent OPC UA probe of this node failed    200
+//	primary (reference) healthy and IsDriverPrimary                         250
+//	follower (reference)  healthy, not the Primary                          240
+//
+// Stale is IsStale: the DB unreachable, or its verdict or this node's
+// snapshot entry older than FreshFor (30 s).
+//
+// Then, for the elected Primary only (IsDriverPrimary), whatever row
+// decided below the pins:
+//
+//	licence Holding     promotion hold running                              at most 240
+//	licence Unlicensed  set split, no lease                                 at most 100
+//	licence Licensed    (and every other node)                              unchanged
+//
+// Last, the device-health slot: DevicesFine, the only value today, leaves
+// the level unchanged; a rule for unhealthy devices will only ever lower a
+// level the rows above computed, never raise it and never touch a pin.
+//
+// Of panics on a DeviceHealth it does not know: that is a new rule this
+// function must state.
+func Of(in Inputs) byte {
+	switch {
+	case in.Pin.Drain:
+		return Down
+	case in.Pin.Hooked:
+		return in.Pin.Hook
+	}
+	level := health(in)
+	if in.IsDriverPrimary {
+		level = capByLicence(level, in.Licence)
+	}
+	return withDevices(level, in.Devices)
+}
+
+// health is the rows from "down" to "follower".
+func health(in Inputs) byte {
+	if !in.HasDriverRole || (in.Status != MemberUp && in.Status != MemberJoining) {
+		return Down
+	}
+	if !in.DbHealthKnown {
+		return legacy(in)
+	}
+	if IsStale(in) {
+		if !in.DbReachable {
+			return Critical
+		}
+		return Stale
+	}
+	if !in.OpcUaProbeOk {
+		return Stale
+	}
+	if in.IsDriverPrimary {
+		return Primary
+	}
+	return Follower
+}
+
+// legacy is the role-only mapping before the first DB health reply.
+func legacy(in Inputs) byte {
+	switch in.Role {
+	case gate.RolePrimary:
+		if in.IsDriverRoleLeader {
+			return LegacyPrimaryLeader
+		}
+		return LegacyPrimary
+	case gate.RoleSecondary:
+		return LegacySecondary
+	default:
+		return Down
+	}
+}
+
+// capByLicence caps the elected Primary's level by its licence: a follower's
+// 240 during its promotion hold, out of the Healthy band (100) without it.
+func capByLicence(level byte, l gate.Licence) byte {
+	switch l {
+	case gate.Holding:
+		return min(level, Follower)
+	case gate.Unlicensed:
+		return min(level, Critical)
+	}
+	return level
+}
+
+// withDevices is the device-health slot.
+func withDevices(level byte, d DeviceHealth) byte {
+	if d != DevicesFine {
+		panic(fmt.Sprintf("servicelevel: DeviceHealth %d has no rule in Of", d))
+	}
+	return level
+}
