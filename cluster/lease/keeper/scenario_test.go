@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -382,7 +383,8 @@ func (e *env) heartbeats() {
 
 // detect is n's failure detector (it runs only while n runs).
 func (e *env) detect(n *node) {
-	for p, at := range n.heard {
+	for _, p := range slices.Sorted(maps.Keys(n.heard)) {
+		at := n.heard[p]
 		reach := e.now-at <= e.cfg.Pause+e.cfg.Heartbeat
 		if reach != n.reachable[p] && n.members[p] {
 			if reach {
