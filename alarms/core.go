@@ -28,10 +28,11 @@ type core struct {
 	env    deployment.Env
 	vm     vm.VM
 
-	// primary is the gate's verdict when the engine last looked; reason
-	// why not.
+	// primary is the gate's verdict when the engine last asked; epoch is
+	// the fencing token it came with (what this node publishes as Primary
+	// carries it).
 	primary bool
-	reason  gate.Reason
+	epoch   uint64
 
 	eventSeq uint64
 	// seqs are the transitions this node published per alarm name; they
@@ -89,40 +90,29 @@ func newCore(e *Engine) *core {
 	}
 }
 
-// refreshRole asks the gate and, when this node just became the acting
+// refreshRole looks at the gate (logged when the verdict changes, not
+// counted: it is not an action) and, when this node just became the acting
 // Primary, publishes what the old Primary did not. It returns the verdict.
-func (c *core) refreshRole() bool {
-	role, drivers := c.e.o.Roles.State()
-	ok, reason := gate.ShouldServiceAsPrimary(role, drivers)
-	if role == gate.RoleUnknown && drivers == 0 {
-		// Not a member yet: a node restarting into a running pair (its
-		// cached deployment applied before it joins) would otherwise act
-		// alone while its peer is the Primary. Hold until the cluster
-		// tells.
-		ok = false
-	}
+func (c *core) refreshRole() bool { return c.take(c.e.o.Gate.Look(gate.SiteAlarmEmit)) }
+
+// take records the gate's decision d and promotes when this node just
+// became the acting Primary. It returns the verdict.
+func (c *core) take(d gate.Decision) bool {
 	was := c.primary
-	c.primary, c.reason = ok, reason
-	if ok && !was {
+	c.primary, c.epoch = d.Allow, d.Epoch
+	if d.Allow && !was {
 		c.promote()
 	}
-	return ok
+	return d.Allow
 }
 
 // onlyDriver reports the single-node posture: this node is the only driver
 // member, so nobody else told the cluster about an alarm found active at
 // start.
-func (c *core) onlyDriver() bool {
-	_, drivers := c.e.o.Roles.State()
-	return drivers == 1
-}
+func (c *core) onlyDriver() bool { return c.e.o.Gate.Input().Drivers == 1 }
 
-// member reports whether this node is an Up driver member yet (the role
-// view counts it among the ClusterId's driver members).
-func (c *core) member() bool {
-	_, drivers := c.e.o.Roles.State()
-	return drivers > 0
-}
+// member reports whether this node is a cluster member yet.
+func (c *core) member() bool { return c.e.o.Gate.Input().Member }
 
 // promote publishes every alarm's pending detections, oldest first, and a
 // snapshot.
@@ -388,13 +378,11 @@ func (c *core) setGood(a *alarm, active bool, at time.Time) {
 // detected hands a local detection to the reconciler and publishes it when
 // it says so.
 func (c *core) detected(a *alarm, t Transition, at time.Time) {
-	primary := c.refreshRole()
+	primary := c.take(c.e.o.Gate.Check(gate.SiteAlarmEmit)) // a denial is counted
 	now := c.e.o.Clock.Now()
 	switch a.rec.Local(t.Active, t, primary, now.UnixNano()) {
 	case Publish:
 		c.publish(a, t)
-	case Hold:
-		c.denied(SiteAlarmEmit)
 	case Matched:
 		c.learn(a, at)
 	}
@@ -426,12 +414,6 @@ func (c *core) learn(a *alarm, at time.Time) {
 	}
 }
 
-func (c *core) denied(site string) {
-	if f := c.e.o.Metrics.GateDenied; f != nil {
-		f(site, c.reason.Label())
-	}
-}
-
 // transition builds the alarm's transition of kind from its current state,
 // with user instead of the state's when not empty (TransitionID, Publisher
 // and Epoch are set by publish).
@@ -453,7 +435,7 @@ func (c *core) transition(a *alarm, kind Kind, user string) Transition {
 func (c *core) publish(a *alarm, t Transition) {
 	c.seqs[a.def.Name]++
 	t.TransitionID = c.idPrefix + a.def.Name + "/" + strconv.FormatUint(c.seqs[a.def.Name], 10)
-	t.Publisher, t.Epoch = c.e.o.NodeID, c.e.o.Roles.Epoch()
+	t.Publisher, t.Epoch = c.e.o.NodeID, c.epoch
 	if err := c.e.o.PubSub.Publish(TopicAlerts, t.Encode()); err != nil {
 		c.e.o.Logger.Error("alarm transition not published", "alarm", a.def.Name, "kind", string(t.Kind), "err", err)
 	}
@@ -465,7 +447,7 @@ func (c *core) publish(a *alarm, t Transition) {
 func (c *core) publishSnapshot() {
 	s := StateSnapshot{
 		ClusterID: c.e.o.ClusterID, Publisher: c.e.o.NodeID, Incarnation: c.incarnation,
-		Epoch: c.e.o.Roles.Epoch(), Time: c.e.o.Clock.Now(), Alarms: make([]AlarmState, 0, len(c.order)),
+		Epoch: c.epoch, Time: c.e.o.Clock.Now(), Alarms: make([]AlarmState, 0, len(c.order)),
 	}
 	for _, name := range c.order {
 		a := c.alarms[name]

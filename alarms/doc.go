@@ -29,12 +29,12 @@
 //     the state without a transition — the other node of the pair has told
 //     the cluster — unless this node is the only driver member.
 //  2. Publication. A change found by evaluation is handed to the alarm's
-//     Reconciler. A node the Primary gate (gate.ShouldServiceAsPrimary)
-//     lets act as Primary publishes it with a new TransitionID
-//     ("<uid>/<alarm>/<seq>"); another node holds it as pending (counted as
-//     a gate denial at site alarm-emit). The Primary's transitions consume
-//     the pending detections, or become credits that consume this node's
-//     later detections.
+//     Reconciler. A node the Primary gate (gate.Decide, asked through
+//     Options.Gate) lets act as Primary publishes it with a new
+//     TransitionID ("<uid>/<alarm>/<seq>"); on another node the detection
+//     is counted as a gate denial at site alarm-emit and held as pending.
+//     The Primary's transitions consume the pending detections, or become
+//     credits that consume this node's later detections.
 //  3. Failover. When the gate starts to let this node act as Primary, it
 //     publishes every alarm's pending detections, oldest first, then a
 //     snapshot; from then on its own detections, less those credited.
@@ -74,10 +74,10 @@
 //     to both, in the same order.
 //  2. Adapt the address space as ValueSource: Watch delivers the current
 //     reading at once, then every new one.
-//  3. Pass the redundancy RoleView as RoleSource and the pub/sub mediator
+//  3. Pass the node's gate.Guard (over the redundancy RoleView, counting
+//     into telemetry's PrimaryGateDenied) as Gate and the pub/sub mediator
 //     as PubSub; link wrapperspb.BytesValue into the binary.
-//  4. Pass telemetry's PrimaryGateDenied as Metrics.GateDenied and its
-//     Meter as Metrics.Meter.
+//  4. Pass telemetry's Meter as Metrics.Meter.
 //  5. Call Stop before the actor system shuts down.
 //
 // Concurrency: the engine's state lives on its actor goroutine; Sink and

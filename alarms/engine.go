@@ -43,15 +43,6 @@ type ValueSource interface {
 	Watch(device, tag string, fn func(value any, status ua.StatusCode, at time.Time)) (cancel func())
 }
 
-// RoleSource is this node's redundancy role and the live number of Up
-// driver members of its ClusterId, as *redundancy.RoleView provides them.
-// Both are read often from the engine's goroutine and must not block.
-type RoleSource interface {
-	State() (gate.Role, int)
-	// Epoch is the redundancy epoch of the snapshot that set the role.
-	Epoch() uint64
-}
-
 // PubSub is the cluster's distributed pub/sub (*pubsub.Mediator).
 type PubSub interface {
 	// Publish sends msg to every subscriber of topic in the cluster, this
@@ -80,7 +71,7 @@ type Sink interface {
 }
 
 // Options configure an Engine. ClusterID, NodeID, UID, Root, Values,
-// Roles and PubSub are required.
+// Gate and PubSub are required.
 type Options struct {
 	// ClusterID is Node:ClusterId; the engine applies documents of this
 	// ClusterId and only takes its transitions from the alerts topic.
@@ -96,7 +87,12 @@ type Options struct {
 	// actors.Plain(Root, Clock).
 	Parent actors.Parent
 	Values ValueSource
-	Roles  RoleSource
+	// Gate is the node's Primary gate (its Source the redundancy
+	// RoleView): the engine looks at it on every role check and asks it
+	// for every detection (gate.SiteAlarmEmit) and method call
+	// (gate.SiteAck), which it counts when denied; its Input tells
+	// whether this node is a member yet and the only driver member.
+	Gate   *gate.Guard
 	PubSub PubSub
 	// Sink receives the state changes. Default: none.
 	Sink Sink
@@ -126,7 +122,7 @@ func (o *Options) defaults() error {
 		name string
 		ok   bool
 	}{{"ClusterID", o.ClusterID != ""}, {"NodeID", o.NodeID != ""}, {"UID", o.UID != 0}, {"Root", o.Root != nil},
-		{"Values", o.Values != nil}, {"Roles", o.Roles != nil}, {"PubSub", o.PubSub != nil}} {
+		{"Values", o.Values != nil}, {"Gate", o.Gate != nil}, {"PubSub", o.PubSub != nil}} {
 		if !f.ok {
 			missing = append(missing, f.name)
 		}

@@ -24,10 +24,11 @@ import (
 )
 
 var (
-	_ PubSub     = (*pubsub.Mediator)(nil)
-	_ RoleSource = (*redundancy.RoleView)(nil)
-	_ PubSub     = (*busPort)(nil)
-	_ Sink       = (*recSink)(nil)
+	_ PubSub      = (*pubsub.Mediator)(nil)
+	_ gate.Source = (*redundancy.RoleView)(nil)
+	_ gate.Source = (*roles)(nil)
+	_ PubSub      = (*busPort)(nil)
+	_ Sink        = (*recSink)(nil)
 )
 
 // bus is an in-process pub/sub for several nodes: Publish delivers to the
@@ -160,7 +161,8 @@ func (v *values) watching(key string) int {
 	return len(v.watchers[key])
 }
 
-// roles is a fake RoleSource.
+// roles is a fake gate.Source: a node that is a cluster member once it
+// counts a driver member.
 type roles struct {
 	role    atomic.Int32
 	drivers atomic.Int32
@@ -178,8 +180,10 @@ func (r *roles) set(role gate.Role, drivers int) {
 	r.drivers.Store(int32(drivers))
 }
 
-func (r *roles) State() (gate.Role, int) { return gate.Role(r.role.Load()), int(r.drivers.Load()) }
-func (r *roles) Epoch() uint64           { return r.epoch.Load() }
+func (r *roles) Input() gate.Input {
+	drivers := int(r.drivers.Load())
+	return gate.Input{Role: gate.Role(r.role.Load()), Drivers: drivers, Member: drivers > 0, Epoch: r.epoch.Load()}
+}
 
 // recSink records what the Sink is told.
 type recSink struct {
@@ -256,7 +260,7 @@ type denials struct {
 	n  map[string]int // "site/reason"
 }
 
-func (d *denials) add(site, reason string) {
+func (d *denials) PrimaryGateDenied(site, reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.n[site+"/"+reason]++
@@ -275,11 +279,11 @@ func startNode(t testing.TB, name string, b *bus, clock clockwork.Clock, r *role
 	n := &node{name: name, vals: newValues(clock), roles: r, port: b.port(name), sink: &recSink{}, log: &logBuf{},
 		denied: &denials{n: map[string]int{}}}
 	n.sys = actors.NewLocal(nil)
+	logger := slog.New(slog.NewJSONHandler(n.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o := Options{
 		ClusterID: "site-a", NodeID: name + ":4053", UID: 0x1000 + uidSeq.Add(1), Root: n.sys.Root(),
-		Values: n.vals, Roles: r, PubSub: n.port, Sink: n.sink, Clock: clock,
-		Logger:  slog.New(slog.NewJSONHandler(n.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Metrics: Metrics{GateDenied: n.denied.add},
+		Values: n.vals, Gate: gate.NewGuard(r, n.denied, logger), PubSub: n.port, Sink: n.sink, Clock: clock,
+		Logger: logger,
 	}
 	if tune != nil {
 		tune(&o)

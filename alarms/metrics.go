@@ -16,24 +16,12 @@ const (
 	TransitionsMetric = "otopcua.alarm.transitions"
 )
 
-// Sites of the Primary gate the engine counts (telemetry.GateSiteAlarmEmit
-// and telemetry.GateSiteAck).
-const (
-	SiteAlarmEmit = "alarm-emit"
-	SiteAck       = "ack"
-)
-
 // Metrics are where the engine reports.
 type Metrics struct {
 	// Meter gets the instruments otopcua.alarms.active{cluster_id} and
-	// otopcua.alarm.transitions{cluster_id,kind}. Nil: none.
+	// otopcua.alarm.transitions{cluster_id,kind}. Nil: none. (The gate's
+	// denials are counted by Options.Gate.)
 	Meter metric.Meter
-	// GateDenied counts one operation the Primary gate denied, with the
-	// site (SiteAlarmEmit: a transition not published; SiteAck: a method
-	// call refused) and the gate.Reason's Label — the host passes
-	// telemetry.Metrics.PrimaryGateDenied. Nil: not counted. Called on the
-	// engine's goroutine; must not block.
-	GateDenied func(site, reason string)
 }
 
 type instruments struct {

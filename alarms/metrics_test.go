@@ -22,7 +22,7 @@ func TestMetricsOnTheEndpoint(t *testing.T) {
 	t.Cleanup(func() { _ = m.Shutdown(context.Background()) })
 	b, clock := &bus{}, clockwork.NewFakeClock()
 	n := startNode(t, "n", b, clock, newRoles(gate.RolePrimary, 1), func(o *Options) {
-		o.Metrics = Metrics{Meter: m.Meter(), GateDenied: m.PrimaryGateDenied}
+		o.Metrics = Metrics{Meter: m.Meter()}
 	})
 	n.vals.set("press1/Temperature", 20.0, ua.StatusOK)
 	if err := n.e.Apply(pressDoc(t, "High", hot, "Low", "press1.Temperature < 0")); err != nil {

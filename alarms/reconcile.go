@@ -119,7 +119,7 @@ type credit struct {
 }
 
 // Local decides about a detection of this node. primary is whether this
-// node acts as Primary now (gate.ShouldServiceAsPrimary).
+// node acts as Primary now (the gate's decision, gate.Decide).
 func (r *Reconciler[P]) Local(active bool, payload P, primary bool, now int64) Outcome {
 	r.expire(now)
 	r.fresh = false

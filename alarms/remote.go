@@ -84,14 +84,8 @@ func (c *core) onSnapshot(s StateSnapshot) {
 // op is a method call (Acknowledge, Confirm, Enable, Disable, AddComment)
 // on the actor.
 func (c *core) op(m opMsg) ua.StatusCode {
-	if !c.refreshRole() {
-		c.denied(SiteAck)
-		if c.reason == gate.DeniedRoleUnknown {
-			c.e.o.Logger.Warn("alarm method refused: this node's role is not known yet and another driver node exists",
-				"alarm", m.name, "method", string(m.kind), "user", m.user)
-		} else {
-			c.e.o.Logger.Debug("alarm method refused: not primary", "alarm", m.name, "method", string(m.kind))
-		}
+	if d := c.e.o.Gate.Check(gate.SiteAck); !c.take(d) {
+		c.e.o.Logger.Debug("alarm method refused", "alarm", m.name, "method", string(m.kind), "user", m.user, "reason", d.Reason.String())
 		return ua.StatusBadInvalidState
 	}
 	a := c.alarms[m.name]

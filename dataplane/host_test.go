@@ -51,7 +51,7 @@ func newHostRig(t *testing.T) *hostRig {
 	as, space := newSpace(t)
 	sys := actors.NewLocal(slog.New(slog.DiscardHandler))
 	roles := &fakeRoles{role: gate.RolePrimary, drivers: 2}
-	w := NewWrites(WritesOptions{Mode: Confirmed, Roles: roles, Logger: slog.New(slog.DiscardHandler)})
+	w := NewWrites(WritesOptions{Mode: Confirmed, Gate: gate.NewGuard(roles, nil, nil), Logger: slog.New(slog.DiscardHandler)})
 	host, err := StartHost(HostOptions{Root: sys.Root(), Space: space, Writes: w, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

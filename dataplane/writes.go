@@ -42,14 +42,6 @@ type DeviceWriter interface {
 	Write(ctx context.Context, tag string, value any) error
 }
 
-// Roles is what the gate needs: this node's role and the number of Up
-// driver members of its ClusterId, and the epoch of the snapshot that set
-// the role (redundancy.RoleView). Its methods never block.
-type Roles interface {
-	State() (gate.Role, int)
-	Epoch() uint64
-}
-
 // AuditRecord is one AuditWriteUpdateEvent (Part 5 §6.4.27).
 type AuditRecord struct {
 	Node     *ua.NodeID
@@ -57,8 +49,9 @@ type AuditRecord struct {
 	// OK: the write was serviced; Status is then Good, else why not.
 	OK     bool
 	Status ua.StatusCode
-	// Message is "write serviced (epoch N)", the gate's reason ("not
-	// primary", "not primary (role unknown)", "not primary (no lease or
+	// Message is "write serviced (epoch N)", the gate's reason
+	// (gate.Reason's String: "not primary", "not primary (role unknown)",
+	// "not primary (not a cluster member yet)", "not primary (no lease or
 	// promotion hold)") or the device's error.
 	Message string
 	// Epoch is the ownership epoch of the snapshot that made this node
@@ -74,23 +67,18 @@ type Auditor interface {
 	AuditWrite(AuditRecord)
 }
 
-// DenialCounter counts gate denials
-// (otopcua_redundancy_primary_gate_denied_total{site,reason}).
-type DenialCounter interface {
-	PrimaryGateDenied(site, reason string)
-}
-
-// WritesOptions configure Writes. Roles is required.
+// WritesOptions configure Writes. Gate is required.
 type WritesOptions struct {
-	Mode  WriteMode
-	Roles Roles
+	Mode WriteMode
+	// Gate is the node's Primary gate: every write asks it
+	// (gate.SiteWrite), which counts and logs the denials.
+	Gate *gate.Guard
 	// Timeout bounds one device write. Default 2 s.
 	Timeout time.Duration
 	// MaxPending bounds the optimistic writes of one device waiting for
 	// the device; a write beyond it is reverted at once. Default 64.
 	MaxPending int
-	Auditor    Auditor       // nil: no audit events
-	Denials    DenialCounter // nil: not counted
+	Auditor    Auditor // nil: no audit events
 	Logger     *slog.Logger
 	// Clock stamps stored and reverted values. Default: the real clock.
 	Clock clockwork.Clock
@@ -152,24 +140,22 @@ func (w *Writes) Hook(t Target) addrspace.WriteHook {
 	}
 }
 
-// decide asks the gate; a denial is counted and audited.
-func (w *Writes) decide(t Target, prior, next *ua.Variant) bool {
-	ok, reason := gate.ShouldServiceAsPrimary(w.o.Roles.State())
-	if ok {
-		return true
+// decide asks the gate; a denial is audited (the Guard counts it and
+// logs the verdict's changes).
+func (w *Writes) decide(t Target, prior, next *ua.Variant) gate.Decision {
+	d := w.o.Gate.Check(gate.SiteWrite)
+	if !d.Allow {
+		w.o.Logger.Debug("dataplane: write denied", "device", t.Device, "tag", t.Tag, "reason", d.Reason.String())
+		w.audit(t, prior, next, false, StatusNotPrimary, d.Reason.String(), 0)
 	}
-	if w.o.Denials != nil {
-		w.o.Denials.PrimaryGateDenied("write", reason.Label())
-	}
-	w.o.Logger.Info("dataplane: write denied", "device", t.Device, "tag", t.Tag, "reason", reason.String())
-	w.audit(t, prior, next, false, StatusNotPrimary, reason.String())
-	return false
+	return d
 }
 
 func (w *Writes) optimistic(t Target, dv *ua.DataValue) ua.StatusCode {
 	prior := t.V.Value()
 	w.store(t.V, dv.Value)
-	if !w.decide(t, prior.Value, dv.Value) {
+	d := w.decide(t, prior.Value, dv.Value)
+	if !d.Allow {
 		w.revert(t.V, prior, StatusNotPrimary)
 		return addrspace.WriteHandled
 	}
@@ -178,34 +164,34 @@ func (w *Writes) optimistic(t Target, dv *ua.DataValue) ua.StatusCode {
 	default:
 		w.o.Logger.Warn("dataplane: too many writes waiting for the device; write reverted", "device", t.Device, "tag", t.Tag)
 		w.revert(t.V, prior, ua.StatusBadTooManyOperations)
-		w.audit(t, prior.Value, dv.Value, false, ua.StatusBadTooManyOperations, "too many writes waiting for the device")
+		w.audit(t, prior.Value, dv.Value, false, ua.StatusBadTooManyOperations, "too many writes waiting for the device", 0)
 		return addrspace.WriteHandled
 	}
-	epoch := w.o.Roles.Epoch()
 	go func() {
 		defer func() { <-t.Slots }()
-		if st, msg := w.toDevice(t, dv.Value, epoch); st != ua.StatusOK {
+		if st, msg := w.toDevice(t, dv.Value, d.Epoch); st != ua.StatusOK {
 			w.revert(t.V, prior, st)
-			w.audit(t, prior.Value, dv.Value, false, st, msg)
+			w.audit(t, prior.Value, dv.Value, false, st, msg, 0)
 			return
 		}
-		w.audit(t, prior.Value, dv.Value, true, ua.StatusOK, "write serviced")
+		w.audit(t, prior.Value, dv.Value, true, ua.StatusOK, "write serviced", d.Epoch)
 	}()
 	return addrspace.WriteHandled
 }
 
 func (w *Writes) confirmed(t Target, dv *ua.DataValue) ua.StatusCode {
 	prior := t.V.Value()
-	if !w.decide(t, prior.Value, dv.Value) {
+	d := w.decide(t, prior.Value, dv.Value)
+	if !d.Allow {
 		return StatusNotPrimary
 	}
-	st, msg := w.toDevice(t, dv.Value, w.o.Roles.Epoch())
+	st, msg := w.toDevice(t, dv.Value, d.Epoch)
 	if st != ua.StatusOK {
-		w.audit(t, prior.Value, dv.Value, false, st, msg)
+		w.audit(t, prior.Value, dv.Value, false, st, msg, 0)
 		return st
 	}
 	w.store(t.V, dv.Value)
-	w.audit(t, prior.Value, dv.Value, true, ua.StatusOK, "write serviced")
+	w.audit(t, prior.Value, dv.Value, true, ua.StatusOK, "write serviced", d.Epoch)
 	return addrspace.WriteHandled
 }
 
@@ -261,13 +247,13 @@ func (w *Writes) revert(v *addrspace.Variable, prior *ua.DataValue, bad ua.Statu
 	v.SetDataValue(&back)
 }
 
-func (w *Writes) audit(t Target, old, next *ua.Variant, ok bool, st ua.StatusCode, msg string) {
+// audit raises the write's AuditWriteUpdateEvent; epoch is the gate's
+// (the fencing token of a serviced write, 0 otherwise).
+func (w *Writes) audit(t Target, old, next *ua.Variant, ok bool, st ua.StatusCode, msg string, epoch uint64) {
 	if w.o.Auditor == nil {
 		return
 	}
-	var epoch uint64
 	if ok {
-		epoch = w.o.Roles.Epoch()
 		msg = fmt.Sprintf("%s (epoch %d)", msg, epoch)
 	}
 	w.o.Auditor.AuditWrite(AuditRecord{Node: t.V.NodeID(), Old: old, New: next, OK: ok, Status: st, Message: msg, Epoch: epoch, At: w.o.Clock.Now()})

@@ -15,13 +15,16 @@ import (
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
 
+// fakeRoles is the gate's source: a node that is a member once it counts
+// a driver member, with snapshot epoch 42.
 type fakeRoles struct {
 	role    gate.Role
 	drivers int
 }
 
-func (r *fakeRoles) State() (gate.Role, int) { return r.role, r.drivers }
-func (r *fakeRoles) Epoch() uint64           { return 42 }
+func (r *fakeRoles) Input() gate.Input {
+	return gate.Input{Role: r.role, Drivers: r.drivers, Member: r.drivers > 0, Epoch: 42}
+}
 
 // fakeDevice records writes; err is returned, block holds a write until
 // closed.
@@ -96,8 +99,9 @@ func newWriteRig(t *testing.T, mode WriteMode, roles *fakeRoles, maxPending int)
 	if err := s.SetReading("press1", "Setpoint", int16(10), ua.StatusOK, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWrites(WritesOptions{Mode: mode, Roles: roles, Timeout: 200 * time.Millisecond, MaxPending: maxPending,
-		Auditor: r.rec, Denials: r.rec, Logger: slog.New(slog.DiscardHandler)})
+	logger := slog.New(slog.DiscardHandler)
+	w := NewWrites(WritesOptions{Mode: mode, Gate: gate.NewGuard(roles, r.rec, logger), Timeout: 200 * time.Millisecond,
+		MaxPending: maxPending, Auditor: r.rec, Logger: logger})
 	r.v.SetWriteHook(w.Hook(Target{Device: "press1", Tag: "Setpoint", V: r.v, W: r.dev, Slots: w.NewDeviceSlots()}))
 	cancel, st := as.Watch(r.v.NodeID(), func(dv *ua.DataValue) {
 		r.mu.Lock()
@@ -143,6 +147,7 @@ func TestOptimisticWriteDeniedOffThePrimaryIsReverted(t *testing.T) {
 		{"secondary", fakeRoles{gate.RoleSecondary, 2}, "not primary", "write/secondary"},
 		{"boot window", fakeRoles{gate.RoleUnknown, 2}, "not primary (role unknown)", "write/role-unknown"},
 		{"detached", fakeRoles{gate.RoleDetached, 2}, "not primary", "write/detached"},
+		{"not a member yet", fakeRoles{gate.RoleUnknown, 0}, "not primary (not a cluster member yet)", "write/not-member"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newWriteRig(t, Optimistic, &tc.roles, 0)
@@ -218,6 +223,16 @@ func TestConfirmedWrites(t *testing.T) {
 		}
 		if len(r.seenNow()) != 0 || r.dev.count() != 0 || r.v.Value().Value.Value() != int16(10) {
 			t.Fatalf("a denied confirmed write changed something: %v", r.seenNow())
+		}
+	})
+	t.Run("denied before this node is a member", func(t *testing.T) {
+		r := newWriteRig(t, Confirmed, &fakeRoles{gate.RoleUnknown, 0}, 0)
+		if st := r.write(9); st != StatusNotPrimary {
+			t.Fatalf("answered %v, want %v", st, StatusNotPrimary)
+		}
+		a, denials := r.rec.last()
+		if r.dev.count() != 0 || a.OK || a.Message != "not primary (not a cluster member yet)" || len(denials) != 1 || denials[0] != "write/not-member" {
+			t.Fatalf("device writes %d, audit %+v, denials %v", r.dev.count(), a, denials)
 		}
 	})
 	t.Run("serviced", func(t *testing.T) {

@@ -23,7 +23,7 @@ func TestLicenceOf(t *testing.T) {
 			t.Errorf("LicenceOf(%+v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
-	if ok, r := ShouldServiceAsPrimary(RoleFencedPrimary, 1); ok || r != DeniedFenced || r.Label() != "fenced" {
-		t.Fatalf("fenced Primary: %v %v", ok, r)
+	if d := Decide(Input{Role: RoleFencedPrimary, Member: true, Drivers: 1}); d.Allow || d.Reason != DeniedFenced || d.Reason.Label() != "fenced" {
+		t.Fatalf("fenced Primary: %+v", d)
 	}
 }

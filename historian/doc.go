@@ -70,8 +70,8 @@
 //  1. Open the LocalDb and the Config DB (migrated), build one Historian
 //     per node with New (Options.Parent: the node's actors.Tree), mount
 //     Handler at APIPath, RegisterMetrics, and Start it.
-//  2. Feed Gate from the Primary gate (gate.ShouldServiceAsPrimary with the
-//     live role and driver member count); it must answer at once.
+//  2. Feed Gate from the node's Primary gate (gate.Guard's Check at
+//     gate.SiteHistorianDrain); it must answer at once.
 //  3. Call Enqueue for every transition the node receives on the alerts
 //     topic, on every node. Skip ErrOtherCluster; log nothing more for the
 //     other errors (Enqueue logs and counts them) and do not retry a

@@ -84,9 +84,10 @@ type Options struct {
 	Local *localdb.DB
 	// Central is the shared Config DB, which holds alarm_history. Required.
 	Central *configdb.DB
-	// Gate is the Primary gate's verdict for the historian drain
-	// (gate.ShouldServiceAsPrimary): true → this node drains. reason is
-	// shown while it is false. Called from the drain's tick goroutine once
+	// Gate is the Primary gate's verdict for the historian drain (the
+	// node's gate.Guard, Check(gate.SiteHistorianDrain), which counts and
+	// logs the denials): true → this node drains. reason (gate.Reason's
+	// String) is shown while it is false. Called from the drain's tick goroutine once
 	// per tick and between batches, never concurrently; it must not block.
 	// Required.
 	Gate func() (ok bool, reason string)

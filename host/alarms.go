@@ -21,7 +21,6 @@ import (
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/conditions"
-	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/telemetry"
 )
 
@@ -39,17 +38,17 @@ type alarmPlane struct {
 // startAlarms starts the engine and, when the node has its LocalDb, the
 // historian. Deployments reach the engine through apply.
 func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
-	local *localdb.DB, view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
+	local *localdb.DB, g *gate.Guard, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
 	logger *slog.Logger) (*alarmPlane, error) {
 	ap := &alarmPlane{}
 	act := &conditionActions{}
 	ap.conds = conditions.NewManager(srv, act)
 	eng, err := alarms.New(alarms.Options{
 		ClusterID: cfg.Node.ClusterId, NodeID: cfg.Cluster.NodeID(), UID: self,
-		Root: tree.Root(), Parent: tree, Values: tagValues{space}, Roles: view, PubSub: med,
+		Root: tree.Root(), Parent: tree, Values: tagValues{space}, Gate: g, PubSub: med,
 		Sink:    conditionSink{m: ap.conds, space: space, log: logger},
 		Logger:  logger.With("component", "alarms"),
-		Metrics: alarms.Metrics{Meter: metrics.Meter(), GateDenied: metrics.PrimaryGateDenied},
+		Metrics: alarms.Metrics{Meter: metrics.Meter()},
 	})
 	if err != nil {
 		ap.conds.Close()
@@ -64,11 +63,8 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 	h, err := historian.New(historian.Options{
 		ClusterID: cfg.Node.ClusterId, Local: local, Central: db, Parent: tree,
 		Gate: func() (bool, string) {
-			ok, reason := gate.ShouldServiceAsPrimary(view.State())
-			if !ok {
-				metrics.PrimaryGateDenied(telemetry.GateSiteHistorianDrain, reason.Label())
-			}
-			return ok, reason.String()
+			d := g.Check(gate.SiteHistorianDrain)
+			return d.Allow, d.Reason.String()
 		},
 		Logger: logger.With("component", "historian"),
 	})

@@ -67,8 +67,9 @@ func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db
 	if cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
 		mode = dataplane.Confirmed
 	}
+	g := newGuard(view, metrics, logger)
 	writes := dataplane.NewWrites(dataplane.WritesOptions{
-		Mode: mode, Roles: view, Timeout: cfg.OpcUa.WriteTimeout, Denials: metrics, Logger: logger,
+		Mode: mode, Gate: g, Timeout: cfg.OpcUa.WriteTimeout, Logger: logger,
 		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: cfg.OpcUa.ApplicationUri, Logger: logger},
 		StatusOf: drivers.StatusOf,
 	})
@@ -96,7 +97,7 @@ func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db
 		}
 		dp.repl, dp.stopRepl = r, stop
 	}
-	ap, err := startAlarms(cfg, tree, srv, space, db, dp.cache, view, med, self, metrics, logger)
+	ap, err := startAlarms(cfg, tree, srv, space, db, dp.cache, g, med, self, metrics, logger)
 	if err != nil {
 		dp.release()
 		return nil, fmt.Errorf("alarms: %w", err)

@@ -95,7 +95,7 @@ func newKeeperRig(t *testing.T, peerURIs ...string) *keeperRig {
 	view := redundancy.NewRoleView(ms, "site")
 	view.SetRole(redundancy.RolePrimary, 7)
 	k.follow(view)
-	view.SetFence(k.licensed) // as startRedundancy does
+	view.SetLicence(k.licence) // as startRedundancy does
 	return &keeperRig{clock: clock, store: store, ms: ms, view: view, k: k, peer: b}
 }
 

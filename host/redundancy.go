@@ -147,6 +147,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 	}
 
 	r.view = redundancy.NewRoleView(d, cfg.Node.ClusterId)
+	r.view.SetAlone(aloneByConfiguration(cfg))
 	var licence func() gate.Licence
 	if keeper != nil {
 		if err := keeper.start(tree, r.view); err != nil {
@@ -154,7 +155,7 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 			return nil, fmt.Errorf("lease keeper: %w", err)
 		}
 		r.stops = append(r.stops, func() { keeper.stop(tree) })
-		r.view.SetFence(keeper.licensed)
+		r.view.SetLicence(keeper.licence)
 		licence = keeper.licence
 	}
 	// The DB probe starts first: the publish actor Asks it (DbAskTimeout),

@@ -44,7 +44,9 @@
 //     endpoint, level) at Start, on every change and every HealthTick; the
 //     singleton copies endpoints into the snapshot entries, which is how
 //     peers learn whom to probe (package health, PeerProbeSupervisor).
-//   - RoleView holds the role of the last snapshot for the primary gate.
+//   - RoleView holds the role of the last snapshot and is the primary
+//     gate's Source (gate.Guard): role, driver members, membership,
+//     alone by configuration, licence, epoch.
 //
 // # Actors, and what survives a restart
 //

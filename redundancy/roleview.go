@@ -7,32 +7,46 @@ import (
 	"github.com/otopcua/otopcua/gate"
 )
 
-// RoleView is what data-plane code asks before it acts as Primary: this
-// node's role from the last redundancy snapshot and the live number of Up
-// driver members of its ClusterId. Pass both to gate.ShouldServiceAsPrimary:
+// RoleView is what data-plane code asks before it acts as Primary, through
+// a gate.Guard: it is the node's gate.Source. Input gathers this node's
+// role from the last redundancy snapshot, the live number of Up driver
+// members of its ClusterId, whether it is a member yet, whether it is alone
+// by configuration, the Primary's licence and the snapshot's epoch:
 //
-//	role, drivers := view.State()
-//	ok, reason := gate.ShouldServiceAsPrimary(role, drivers)
+//	g := gate.NewGuard(view, metrics, logger)
+//	if d := g.Check(gate.SiteWrite); d.Allow { … fenced by d.Epoch … }
 //
-// It is safe for concurrent use; State never blocks on I/O.
+// It is safe for concurrent use; Input never blocks on I/O.
 type RoleView struct {
 	members   Membership
 	clusterID string
 	role      atomic.Int32  // a Role
 	epoch     atomic.Uint64 // epoch of the snapshot that set role
-	fence     atomic.Pointer[func() bool]
+	alone     atomic.Bool
+	licence   atomic.Pointer[func() gate.Licence]
 }
 
-// SetFence installs the licence check of lease-majority: State reports
-// RoleFencedPrimary for the Primary while licensed returns false (see
-// gate.LicenceOf). It must be safe for concurrent use and quick.
-func (v *RoleView) SetFence(licensed func() bool) { v.fence.Store(&licensed) }
+var _ gate.Source = (*RoleView)(nil)
 
 // NewRoleView returns a view with role RoleUnknown. members may be nil (a
-// node without cluster membership: driver count 0, the single-node posture).
+// node without cluster membership: never a member, driver count 0, alone).
 func NewRoleView(members Membership, clusterID string) *RoleView {
-	return &RoleView{members: members, clusterID: clusterID}
+	v := &RoleView{members: members, clusterID: clusterID}
+	v.alone.Store(members == nil)
+	return v
 }
+
+// SetAlone records that this node is alone by configuration (a single-node
+// set: no OpcUa:PeerApplicationUris and no Cluster:SeedNodes but its own
+// address), so that it services before it has formed its cluster. Call it
+// before the view is handed to the gate.
+func (v *RoleView) SetAlone(alone bool) { v.alone.Store(alone || v.members == nil) }
+
+// SetLicence installs the Primary's licence under lease-majority
+// (gate.LicenceOf); without it the Primary is always Licensed. licence is
+// called only while the snapshot names this node Primary; it must be safe
+// for concurrent use and quick.
+func (v *RoleView) SetLicence(licence func() gate.Licence) { v.licence.Store(&licence) }
 
 // SetRole records the role named by the last snapshot (RoleUnknown when it
 // did not name this node) and that snapshot's redundancy epoch of this
@@ -42,8 +56,8 @@ func (v *RoleView) SetRole(r Role, epoch uint64) {
 	v.role.Store(int32(r))
 }
 
-// Epoch is the redundancy epoch of the snapshot that set the role: the
-// fencing token a serviced write is logged with (0 before any snapshot).
+// Epoch is the redundancy epoch of the snapshot that set the role (0
+// before any snapshot).
 func (v *RoleView) Epoch() uint64 { return v.epoch.Load() }
 
 // Role is the role from the last snapshot.
@@ -70,25 +84,47 @@ func (v *RoleView) driverMembers(st membership.State) int {
 	return n
 }
 
-// State returns Role and DriverMemberCount together, from one membership
-// snapshot.
-func (v *RoleView) State() (Role, int) {
-	if v.members == nil {
-		return v.fenced(v.Role()), 0
+// Input is the gate's input now, from one membership snapshot (Site is
+// left to the Guard). A node on its way out of the cluster is reported
+// Secondary, whatever the last snapshot said.
+func (v *RoleView) Input() gate.Input {
+	in := gate.Input{Role: v.Role(), Epoch: v.Epoch(), Alone: v.alone.Load(), Licence: gate.Licensed}
+	if v.members != nil {
+		st := v.members.Snapshot()
+		in.Drivers, in.Member = v.driverMembers(st), isMember(st)
+		if leaving(st) {
+			in.Role = RoleSecondary
+		}
 	}
-	st := v.members.Snapshot()
-	if leaving(st) {
-		return RoleSecondary, v.driverMembers(st)
+	if f := v.licence.Load(); in.Role == RolePrimary && f != nil {
+		in.Licence = (*f)()
 	}
-	return v.fenced(v.Role()), v.driverMembers(st)
+	return in
 }
 
-// fenced applies the licence check to the Primary (SetFence).
-func (v *RoleView) fenced(r Role) Role {
-	if f := v.fence.Load(); r == RolePrimary && f != nil && !(*f)() {
-		return gate.RoleFencedPrimary
+// State returns the role as operators see it — RoleFencedPrimary for a
+// Primary without its licence — and DriverMemberCount, from one
+// membership snapshot. The gate decides on Input.
+func (v *RoleView) State() (Role, int) {
+	in := v.Input()
+	if in.Role == RolePrimary && in.Licence != gate.Licensed {
+		return gate.RoleFencedPrimary, in.Drivers
 	}
-	return r
+	return in.Role, in.Drivers
+}
+
+// isMember reports whether this node is a member of the cluster st shows:
+// Joining, WeaklyUp or Up.
+func isMember(st membership.State) bool {
+	self, ok := st.SelfMember()
+	if !ok {
+		return false
+	}
+	switch self.Status {
+	case membership.Joining, membership.WeaklyUp, membership.Up:
+		return true
+	}
+	return false
 }
 
 // leaving reports whether this node is on its way out of the cluster st

@@ -38,7 +38,7 @@ func up(host string, port int, uid uint64, cid string, roles ...string) m.Member
 func TestRoleViewFeedsTheGate(t *testing.T) {
 	f := &members{st: m.State{Self: m.UniqueAddress{Host: "a", Port: 1, UID: 1}}}
 	v := redundancy.NewRoleView(f, "pair")
-	ask := func() (bool, gate.Reason) { return gate.ShouldServiceAsPrimary(v.State()) }
+	ask := func() (bool, gate.Reason) { d := gate.Decide(v.Input()); return d.Allow, d.Reason }
 
 	// Lone driver before any snapshot: service (single-node posture).
 	f.set(up("a", 1, 1, "pair", "driver"), up("x", 1, 9, "other", "driver"), up("adm", 1, 8, "pair", "admin"))
@@ -85,7 +85,7 @@ func TestRoleViewFeedsTheGate(t *testing.T) {
 		t.Fatal("a node no longer among the members is serviced")
 	}
 	// No membership at all: driver count 0.
-	if ok, _ := gate.ShouldServiceAsPrimary(redundancy.NewRoleView(nil, "pair").State()); !ok {
+	if d := gate.Decide(redundancy.NewRoleView(nil, "pair").Input()); !d.Allow {
 		t.Fatal("a node without membership is denied")
 	}
 }
@@ -127,12 +127,12 @@ func TestRoleViewJoiningNodeSeesItsPeer(t *testing.T) {
 	if n := v.DriverMemberCount(); n != 2 {
 		t.Fatalf("joining next to an Up peer: %d driver members, want 2", n)
 	}
-	if ok, r := gate.ShouldServiceAsPrimary(v.State()); ok || r != gate.DeniedRoleUnknown {
-		t.Fatalf("a joining node with an Up peer is served: %v %v", ok, r)
+	if d := gate.Decide(v.Input()); d.Allow || d.Reason != gate.DeniedRoleUnknown {
+		t.Fatalf("a joining node with an Up peer is served: %+v", d)
 	}
 	// Alone and joining: the single-node posture.
 	f.set(joining)
-	if ok, _ := gate.ShouldServiceAsPrimary(v.State()); !ok || v.DriverMemberCount() != 1 {
+	if d := gate.Decide(v.Input()); !d.Allow || v.DriverMemberCount() != 1 {
 		t.Fatalf("a lone joining driver is denied (drivers %d)", v.DriverMemberCount())
 	}
 	// Once Up it is counted once.
@@ -140,5 +140,72 @@ func TestRoleViewJoiningNodeSeesItsPeer(t *testing.T) {
 	f.set(up("a", 1, 1, "pair", "driver"), self)
 	if n := v.DriverMemberCount(); n != 2 {
 		t.Fatalf("Up next to its peer: %d, want 2", n)
+	}
+}
+
+// TestRoleViewInputBeforeAndAfterJoining: what the gate gets from a node
+// restarted into a running pair: not a member (empty gossip), no driver
+// member, denied unless it is alone by configuration; a member once it is
+// Joining; Secondary once removed.
+func TestRoleViewInputBeforeAndAfterJoining(t *testing.T) {
+	f := &members{}
+	f.st.Self = m.UniqueAddress{Host: "b", Port: 1, UID: 2}
+	v := redundancy.NewRoleView(f, "pair")
+	in := v.Input()
+	if in.Member || in.Drivers != 0 || in.Alone || in.Role != redundancy.RoleUnknown || in.Licence != gate.Licensed {
+		t.Fatalf("before joining: %+v", in)
+	}
+	if d := gate.Decide(in); d.Allow || d.Reason != gate.DeniedNotMember {
+		t.Fatalf("before joining, in a pair: %+v", d)
+	}
+	v.SetAlone(true)
+	if d := gate.Decide(v.Input()); !d.Allow || !v.Input().Alone {
+		t.Fatalf("before forming, a single-node set: %+v", d)
+	}
+	v.SetAlone(false)
+	joining := m.NewMember(f.st.Self, []string{"driver"}, "pair")
+	f.set(up("a", 1, 1, "pair", "driver"), joining)
+	if in := v.Input(); !in.Member || in.Drivers != 2 || in.Role != redundancy.RoleUnknown {
+		t.Fatalf("joining: %+v", in)
+	}
+	v.SetRole(redundancy.RoleSecondary, 4)
+	if d := gate.Decide(v.Input()); d.Allow || d.Reason != gate.DeniedSecondary {
+		t.Fatalf("named Secondary: %+v", d)
+	}
+	f.set(up("a", 1, 1, "pair", "driver"))
+	if in := v.Input(); in.Member || in.Role != redundancy.RoleSecondary {
+		t.Fatalf("removed: %+v", in)
+	}
+	if in := redundancy.NewRoleView(nil, "pair").Input(); in.Member || !in.Alone || in.Drivers != 0 {
+		t.Fatalf("no cluster at all: %+v", in)
+	}
+}
+
+// TestRoleViewLicence: the licence is asked for the Primary only and is
+// an input of its own; State shows the unlicensed Primary as fenced.
+func TestRoleViewLicence(t *testing.T) {
+	f := &members{st: m.State{Self: m.UniqueAddress{Host: "a", Port: 1, UID: 1}}}
+	f.set(up("a", 1, 1, "pair", "driver"), up("b", 1, 2, "pair", "driver"))
+	v := redundancy.NewRoleView(f, "pair")
+	asked, licence := 0, gate.Holding
+	v.SetLicence(func() gate.Licence { asked++; return licence })
+	v.SetRole(redundancy.RoleSecondary, 3)
+	if in := v.Input(); in.Licence != gate.Licensed || asked != 0 {
+		t.Fatalf("Secondary: licence %v, asked %d times", in.Licence, asked)
+	}
+	v.SetRole(redundancy.RolePrimary, 4)
+	in := v.Input()
+	if in.Role != redundancy.RolePrimary || in.Licence != gate.Holding || asked != 1 {
+		t.Fatalf("Primary on hold: %+v, asked %d", in, asked)
+	}
+	if d := gate.Decide(in); d.Allow || d.Reason != gate.DeniedFenced {
+		t.Fatalf("Primary on hold: %+v", d)
+	}
+	if r, _ := v.State(); r != gate.RoleFencedPrimary {
+		t.Fatalf("State shows %v, want FencedPrimary", r)
+	}
+	licence = gate.Licensed
+	if d := gate.Decide(v.Input()); !d.Allow || d.Epoch != 4 {
+		t.Fatalf("licensed Primary: %+v", d)
 	}
 }

@@ -29,7 +29,8 @@ const (
 	ApplyFailedName        = "otopcua.opcua.apply.failed"
 )
 
-// Sites of the Primary gate (attribute "site" of primary_gate_denied).
+// Sites of the Primary gate (attribute "site" of primary_gate_denied): the
+// Strings of gate.Site.
 const (
 	GateSiteWrite          = "write"
 	GateSiteAck            = "ack"
@@ -37,11 +38,15 @@ const (
 	GateSiteHistorianDrain = "historian-drain"
 )
 
-// Reasons of a Primary gate denial (attribute "reason").
+// Reasons of a Primary gate denial (attribute "reason"): the Labels of
+// gate.Reason.
 const (
 	GateReasonSecondary   = "secondary"
 	GateReasonDetached    = "detached"
 	GateReasonRoleUnknown = "role-unknown"
+	// GateReasonNotMember: not a cluster member yet while a driver peer
+	// may be the Primary (a restart into a running pair).
+	GateReasonNotMember = "not-member"
 )
 
 // Kinds of a failed address-space apply (attribute "kind" of apply.failed).
@@ -56,7 +61,7 @@ const (
 var (
 	knownServiceLevels = []byte{0, 100, 200, 240, 250}
 	knownGateSites     = []string{GateSiteWrite, GateSiteAck, GateSiteAlarmEmit, GateSiteHistorianDrain}
-	knownGateReasons   = []string{GateReasonSecondary, GateReasonDetached, GateReasonRoleUnknown}
+	knownGateReasons   = []string{GateReasonSecondary, GateReasonDetached, GateReasonRoleUnknown, GateReasonNotMember}
 	knownApplyKinds    = []string{ApplyKindRebuild, ApplyKindNodes}
 )
 

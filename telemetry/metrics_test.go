@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/otopcua/otopcua/gate"
 )
 
 // scrape returns the /metrics body.
@@ -72,7 +74,7 @@ func TestKnownSeriesExistAtStartUp(t *testing.T) {
 		expect(t, body, `otopcua_redundancy_service_level_change_total{level="`+l+`"}`, 0)
 	}
 	for _, s := range []string{"write", "ack", "alarm-emit", "historian-drain"} {
-		for _, r := range []string{"secondary", "detached", "role-unknown"} {
+		for _, r := range []string{"secondary", "detached", "role-unknown", "not-member"} {
 			expect(t, body, `otopcua_redundancy_primary_gate_denied_total{reason="`+r+`",site="`+s+`"}`, 0)
 		}
 	}
@@ -147,5 +149,23 @@ func TestNopMetrics(t *testing.T) {
 	}
 	if err := m.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestGateNamesAreTheGates: the site and reason names declared here are
+// the ones the gate counts with.
+func TestGateNamesAreTheGates(t *testing.T) {
+	var sites []string
+	for _, s := range gate.Sites() {
+		sites = append(sites, s.String())
+	}
+	if got, want := strings.Join(sites, " "), strings.Join(knownGateSites, " "); got != want {
+		t.Fatalf("gate sites %q, declared %q", got, want)
+	}
+	for r, want := range map[gate.Reason]string{gate.DeniedSecondary: GateReasonSecondary, gate.DeniedDetached: GateReasonDetached,
+		gate.DeniedRoleUnknown: GateReasonRoleUnknown, gate.DeniedNotMember: GateReasonNotMember} {
+		if r.Label() != want {
+			t.Errorf("%v labelled %q, declared %q", r, r.Label(), want)
+		}
 	}
 }

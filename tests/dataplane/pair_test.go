@@ -39,9 +39,27 @@ type pair struct {
 
 func startPair(t *testing.T, edit func(cfg map[string]any)) *pair {
 	t.Helper()
+	return startPairWith(t, rigOptions{edit: func(_ string, cfg map[string]any) {
+		if edit != nil {
+			edit(cfg)
+		}
+	}})
+}
+
+// rigOptions are the less common ways to start the pair.
+type rigOptions struct {
+	// device configures the field device (OnWrite, to tell who wrote).
+	device fielddevice.Options
+	// edit changes node name's configuration ("a", then "b") before it
+	// starts; SeedNodes lists a, then b.
+	edit func(name string, cfg map[string]any)
+}
+
+func startPairWith(t *testing.T, o rigOptions) *pair {
+	t.Helper()
 	p := &pair{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
-	dev, err := fielddevice.Start(devAddr)
+	dev, err := fielddevice.StartWith(devAddr, o.device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +76,8 @@ func startPair(t *testing.T, edit func(cfg map[string]any)) *pair {
 		cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(p.dir, "config.db")}
 		cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
-		if edit != nil {
-			edit(cfg)
+		if o.edit != nil {
+			o.edit(name, cfg)
 		}
 		p.cfgs[name] = cfg
 	}
