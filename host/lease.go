@@ -227,9 +227,6 @@ func (k *leaseKeeper) licence() gate.Licence {
 	return l
 }
 
-// licensed is the RoleView's fence.
-func (k *leaseKeeper) licensed() bool { return k.licence() == gate.Licensed }
-
 // tick feeds the core its timer with what the node sees now.
 func (k *leaseKeeper) tick() {
 	if !k.bound() {
