@@ -63,7 +63,7 @@ func fleetRedundancy() []cog.Builder[dashboard.Panel] {
 			overTime(`max by (cluster_id) (otopcua_redundancy_epoch)`, "{{cluster_id}}")).
 			Span(9).Decimals(0),
 		timeSeries("Primary gate denials by reason",
-			"Writes, alarm acks, alert emits and historian drains refused by the Primary gate. secondary: expected on Secondaries; role-unknown for more than the boot window: a node no redundancy snapshot names.",
+			"Writes, alarm acks, alert emits and historian drains refused by the Primary gate. secondary: expected on Secondaries; role-unknown for more than the boot window: a node no redundancy snapshot names; not-member: a node that runs but has not joined its cluster.",
 			overTime(`sum by (reason) (rate(otopcua_redundancy_primary_gate_denied_total[$__rate_interval]))`, "{{reason}}")).
 			Span(9).Unit("cps"),
 	}

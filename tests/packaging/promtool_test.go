@@ -36,7 +36,7 @@ var rigTargets = []string{
 // The alerts packaging/README.md documents.
 var alertNames = []string{
 	"OtopcuaTwoPrimaries", "OtopcuaNoPrimary", "OtopcuaServiceLevelStuck",
-	"OtopcuaRoleUnknownDenials", "OtopcuaConfigDbUnreachable",
+	"OtopcuaRoleUnknownDenials", "OtopcuaNotMemberDenials", "OtopcuaConfigDbUnreachable",
 	"OtopcuaDeviceDisconnected", "OtopcuaNodeDown",
 }
 
