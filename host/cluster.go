@@ -25,8 +25,9 @@ const (
 	// exit confirmed).
 	LeaveTimeout = 10 * time.Second
 	// WatchdogTimeout bounds the coordinated shutdown after the cluster
-	// ended this node's membership; the termination watchdog then exits
-	// the process with ExitRestart regardless.
+	// ended this node's membership (and after an actor gave up or a manual
+	// failover left); the termination watchdog then exits the process with
+	// the ending's exit code (exitCode) regardless.
 	WatchdogTimeout = 15 * time.Second
 )
 
