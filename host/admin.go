@@ -6,21 +6,22 @@ import (
 	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/config"
-	"github.com/otopcua/otopcua/health"
 )
 
-// mountAdmin mounts the admin pages and the JSON API (docs/admin.md) on
-// web: users, sessions and API tokens from the Config DB's admin_users,
-// the live state and the manual failover from b. The HTTP server's own
-// bounds (Http:ReadTimeout, Http:WriteTimeout, Http:MaxBodyBytes, the
-// header limits) already cut off a client that never finishes a request.
-func mountAdmin(web *health.HTTPServer, b *adminBackend, users *auth.Service, h config.HttpConfig, logger *slog.Logger) {
-	admin.New(admin.Options{
+// newAdmin builds the admin pages and the JSON API (docs/admin.md) that
+// routeTable mounts: users, sessions and API tokens from the Config DB's
+// admin_users, the live state and the manual failover from b. The HTTP
+// server's own bounds (Http:ReadTimeout, Http:WriteTimeout,
+// Http:MaxBodyBytes, the header limits) already cut off a client that never
+// finishes a request.
+func newAdmin(b *adminBackend, users *auth.Service, h config.HttpConfig, logger *slog.Logger) *admin.Handler {
+	a := admin.New(admin.Options{
 		Backend: b, Auth: users, TLS: h.Tls.Enabled(), Loopback: h.Loopback(),
 		Logger: logger.With("part", "admin"),
-	}).Mount(web)
+	})
 	if !h.Tls.Enabled() && !h.Loopback() {
 		logger.Warn("admin pages served without TLS on a non-loopback address: passwords travel in clear text; set Http:Tls:CertFile and Http:Tls:KeyFile",
 			"addr", h.Addr())
 	}
+	return a
 }

@@ -19,40 +19,17 @@ import (
 	"github.com/otopcua/otopcua/telemetry"
 )
 
-// ExitRestart is the process exit code after the cluster ended this
-// node's membership without a stop request: it was downed (by the leader,
-// or by itself under a split-brain strategy) or removed by the others. (A
-// manual failover's leave was requested: it exits 0, which the supervisor's
-// restart policy restarts as well.) The code is non-zero so
-// that the supervisor (systemd Restart=, Windows service recovery, docker
-// restart policy) starts the process again; it rejoins as a new
-// incarnation, the youngest member.
-const ExitRestart = 3
-
 // Bounds of the cluster's part in a stop.
 const (
 	// LeaveTimeout bounds the graceful leave on SIGTERM (Leave → Exiting →
 	// exit confirmed).
 	LeaveTimeout = 10 * time.Second
 	// WatchdogTimeout bounds the coordinated shutdown after the cluster
-	// ended this node's membership; the termination watchdog then exits
-	// the process with ExitRestart regardless.
+	// ended this node's membership (and after an actor gave up or a manual
+	// failover left); the termination watchdog then exits the process with
+	// the ending's exit code (exitCode) regardless.
 	WatchdogTimeout = 15 * time.Second
 )
-
-// ExitError is returned by Run when the process must exit with Code.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the cause.
-func (e *ExitError) Unwrap() error { return e.Err }
-
-// ExitCode is the process exit code.
-func (e *ExitError) ExitCode() int { return e.Code }
 
 // exit ends the process; tests replace it.
 var exit = os.Exit
@@ -170,15 +147,6 @@ func (c *clusterRuntime) stop() {
 	dead := c.d.DeadPeers()
 	c.d.Stop()
 	c.sys.Shutdown(len(dead) == 0)
-}
-
-// ended turns the daemon's Result into Run's error when the membership
-// ended without a stop request.
-func ended(r daemon.Result) error {
-	if r.Err != nil {
-		return r.Err
-	}
-	return &ExitError{Code: ExitRestart, Err: fmt.Errorf("cluster membership ended (%s); exiting with code %d for the supervisor to restart this node", r.Reason, ExitRestart)}
 }
 
 // startWatchdog is the termination watchdog: unless stopped first, it

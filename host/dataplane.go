@@ -20,6 +20,7 @@ import (
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
@@ -36,9 +37,7 @@ type dataPlane struct {
 	cache    *localdb.DB // nil when the LocalDb could not be opened
 	alarms   *alarmPlane
 	repl     *replication.Replicator // nil unless LocalDb replication is on
-	stopRepl func()
-
-	unsubscribe func() // the deployments notice subscription
+	parts    *parts
 }
 
 // DeploymentsTopic is the pub/sub topic of the deployments notice: a
@@ -52,6 +51,24 @@ func newSpace(srv *opcua.Server, cfg *config.Config) *dataplane.Space {
 	return dataplane.NewSpace(srv.AddressSpace(), cfg.Node.ClusterId)
 }
 
+// dataPlaneWiring is what startDataPlane's parts are started from.
+type dataPlaneWiring struct {
+	cfg     *config.Config
+	tree    *actors.Tree
+	srv     *opcua.Server
+	db      *configdb.DB
+	view    *redundancy.RoleView
+	med     *pubsub.Mediator
+	self    uint64
+	metrics *telemetry.Metrics
+	log     *slog.Logger
+
+	dp     *dataPlane
+	guard  *gate.Guard // the Primary gate every site of the data plane asks
+	writes *dataplane.Writes
+	dm     *dataplane.Metrics
+}
+
 // startDataPlane starts the driver host and follows the ClusterId's
 // deployments (Config DB first, the LocalDb cache when it does not answer
 // at start-up). A LocalDb that cannot be opened is reported and the node
@@ -63,86 +80,139 @@ func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
+	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger,
+		dp: &dataPlane{space: space, parts: newParts(logger)}}
+	if err := w.dp.parts.startAll(w.partList()); err != nil {
+		return nil, err
+	}
+	return w.dp, nil
+}
+
+// partList is the data plane's parts in start order. The LocalDb closes
+// after the driver host stops; the follower stops first.
+func (w *dataPlaneWiring) partList() []part {
+	return []part{
+		{name: "write router", start: w.newWrites},
+		{name: "data plane metrics", start: w.newMetrics},
+		{name: "driver host", start: w.startHost},
+		{name: "LocalDb", start: w.openLocalDb, under: "driver host"},
+		{name: "LocalDb replication", start: w.startReplication},
+		{name: "alarms", start: w.startAlarms},
+		{name: "deployment follower", start: w.newFollower},
+		{name: "deployments notice", start: w.follow},
+	}
+}
+
+func (w *dataPlaneWiring) newWrites() (func() error, error) {
 	mode := dataplane.Optimistic
-	if cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
+	if w.cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
 		mode = dataplane.Confirmed
 	}
-	g := newGuard(view, metrics, logger)
-	writes := dataplane.NewWrites(dataplane.WritesOptions{
-		Mode: mode, Gate: g, Timeout: cfg.OpcUa.WriteTimeout, Logger: logger,
-		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: cfg.OpcUa.ApplicationUri, Logger: logger},
+	space := w.dp.space
+	w.guard = newGuard(w.view, w.metrics, w.log)
+	w.writes = dataplane.NewWrites(dataplane.WritesOptions{
+		Mode: mode, Gate: w.guard, Timeout: w.cfg.OpcUa.WriteTimeout, Logger: w.log,
+		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
 		StatusOf: drivers.StatusOf,
 	})
-	dp := &dataPlane{space: space}
-	dm, err := dataplane.NewMetrics(metrics.Meter())
+	return nil, nil
+}
+
+func (w *dataPlaneWiring) newMetrics() (func() error, error) {
+	dm, err := dataplane.NewMetrics(w.metrics.Meter())
+	w.dm = dm
+	return nil, err
+}
+
+func (w *dataPlaneWiring) startHost() (func() error, error) {
+	host, err := dataplane.StartHost(dataplane.HostOptions{Root: w.tree.Root(), Parent: w.tree, Space: w.dp.space, Writes: w.writes, OnPoll: w.dm.OnPoll, Logger: w.log})
 	if err != nil {
 		return nil, err
 	}
-	host, err := dataplane.StartHost(dataplane.HostOptions{Root: tree.Root(), Parent: tree, Space: space, Writes: writes, OnPoll: dm.OnPoll, Logger: logger})
+	w.dp.host = host
+	return quiet(host.Stop), nil
+}
+
+// openLocalDb never stops start-up: without the cache the node runs on.
+func (w *dataPlaneWiring) openLocalDb() (func() error, error) {
+	cache, err := openLocalDb(w.cfg, w.log)
 	if err != nil {
+		w.log.Error("LocalDb could not be opened; the node runs without its deployment boot cache", "path", w.cfg.LocalDb.Path, "err", err)
+		return nil, nil
+	}
+	w.dp.cache = cache
+	return cache.Close, nil
+}
+
+func (w *dataPlaneWiring) startReplication() (func() error, error) {
+	if w.dp.cache == nil {
+		return nil, nil
+	}
+	r, stop, err := startReplication(w.cfg, w.dp.cache, w.metrics, w.log)
+	if err != nil || r == nil {
 		return nil, err
 	}
-	dp.host = host
-	cache, err := openLocalDb(cfg, logger)
+	w.dp.repl = r
+	return quiet(stop), nil
+}
+
+func (w *dataPlaneWiring) startAlarms() (func() error, error) {
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log)
 	if err != nil {
-		logger.Error("LocalDb could not be opened; the node runs without its deployment boot cache", "path", cfg.LocalDb.Path, "err", err)
-	} else {
-		dp.cache = cache
-	}
-	if dp.cache != nil {
-		r, stop, err := startReplication(cfg, dp.cache, metrics, logger)
-		if err != nil {
-			dp.release()
-			return nil, err
-		}
-		dp.repl, dp.stopRepl = r, stop
-	}
-	ap, err := startAlarms(cfg, tree, srv, space, db, dp.cache, g, med, self, metrics, logger)
-	if err != nil {
-		dp.release()
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
-	dp.alarms = ap
+	w.dp.alarms = ap
+	return quiet(ap.stop), nil
+}
+
+// newFollower builds the deployment follower. The first node to apply a
+// new version tells the others, which look at the Config DB at once
+// instead of at their next poll.
+func (w *dataPlaneWiring) newFollower() (func() error, error) {
+	cfg, med, logger := w.cfg, w.med, w.log
 	fo := dataplane.FollowerOptions{
-		ClusterID: cfg.Node.ClusterId, Central: central{db}, Decode: deployment.Decode,
-		Apply: func(doc *deployment.Document) error {
-			_, err := host.Apply(doc)
-			// The alarms follow the tags: after the devices, whatever
-			// part of them applied.
-			if aerr := ap.engine.Apply(doc); aerr != nil {
-				logger.Error("alarms of the deployment not applied", "err", aerr)
-			}
-			if errors.Is(err, dataplane.ErrApplyPartial) {
-				metrics.ApplyFailed(telemetry.ApplyKindNodes)
-				logger.Error("deployment applied in part", "err", err)
-				return nil // what could be applied serves
-			}
-			return err
-		},
+		ClusterID: cfg.Node.ClusterId, Central: central{w.db}, Decode: deployment.Decode,
+		Apply:        w.apply,
 		PollInterval: cfg.Deployment.PollInterval, Logger: logger,
 	}
-	if dp.cache != nil {
-		fo.Cache = cacheStore{dp.cache}
+	if w.dp.cache != nil {
+		fo.Cache = cacheStore{w.dp.cache}
 	}
-	// The first node to apply a new version tells the others, which look
-	// at the Config DB at once instead of at their next poll.
 	fo.OnApplied = func(int64) {
 		if err := med.Publish(DeploymentsTopic, wrapperspb.String(cfg.Node.ClusterId)); err != nil {
 			logger.Debug("deployments notice not published", "err", err)
 		}
 	}
-	dp.follower = dataplane.NewFollower(fo)
-	if err := dm.Register(metrics.Meter(), host, dp.follower); err != nil {
-		dp.release()
-		return nil, err
+	w.dp.follower = dataplane.NewFollower(fo)
+	return nil, w.dm.Register(w.metrics.Meter(), w.dp.host, w.dp.follower)
+}
+
+// apply applies a deployment to the driver host, then its alarms: they
+// follow the tags, after the devices, whatever part of them applied.
+func (w *dataPlaneWiring) apply(doc *deployment.Document) error {
+	_, err := w.dp.host.Apply(doc)
+	if aerr := w.dp.alarms.engine.Apply(doc); aerr != nil {
+		w.log.Error("alarms of the deployment not applied", "err", aerr)
 	}
-	dp.unsubscribe = med.Subscribe(DeploymentsTopic, func(_ membership.UniqueAddress, msg proto.Message) {
-		if s, ok := msg.(*wrapperspb.StringValue); ok && s.GetValue() == cfg.Node.ClusterId {
-			dp.follower.Kick()
+	if errors.Is(err, dataplane.ErrApplyPartial) {
+		w.metrics.ApplyFailed(telemetry.ApplyKindNodes)
+		w.log.Error("deployment applied in part", "err", err)
+		return nil // what could be applied serves
+	}
+	return err
+}
+
+// follow listens for the deployments notice and starts the follower; it
+// stops the other way round.
+func (w *dataPlaneWiring) follow() (func() error, error) {
+	clusterID, follower := w.cfg.Node.ClusterId, w.dp.follower
+	unsubscribe := w.med.Subscribe(DeploymentsTopic, func(_ membership.UniqueAddress, msg proto.Message) {
+		if s, ok := msg.(*wrapperspb.StringValue); ok && s.GetValue() == clusterID {
+			follower.Kick()
 		}
 	})
-	dp.follower.Start()
-	return dp, nil
+	follower.Start()
+	return quiet(func() { unsubscribe(); follower.Stop() }), nil
 }
 
 // handler is GET /api/deployment.
@@ -150,27 +220,13 @@ func (dp *dataPlane) handler(clusterID string) http.Handler {
 	return dataplane.DeploymentHandler(clusterID, dp.follower.Status, dp.host.Devices)
 }
 
+// stop stops the data plane: the follower first, the LocalDb last. A nil
+// dataPlane (no driver role) has nothing to stop.
 func (dp *dataPlane) stop() {
 	if dp == nil {
 		return
 	}
-	dp.unsubscribe()
-	dp.follower.Stop()
-	dp.release()
-}
-
-// release stops what startDataPlane started before the follower: the
-// alarms, the LocalDb replication, the driver host and the LocalDb. It is
-// stop's tail and every start-up failure's undo once the host runs.
-func (dp *dataPlane) release() {
-	dp.alarms.stop()
-	if dp.stopRepl != nil {
-		dp.stopRepl()
-	}
-	dp.host.Stop()
-	if dp.cache != nil {
-		_ = dp.cache.Close()
-	}
+	dp.parts.stop()
 }
 
 // central reads deployments from the Config DB.

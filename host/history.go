@@ -27,20 +27,7 @@ type alarmHistory struct {
 }
 
 func (a alarmHistory) ReadEvents(ctx context.Context, notifier *ua.NodeID, start, end time.Time, max uint32) ([]events.Event, error) {
-	newestFirst := end.Before(start)
-	from, to := start, end
-	if newestFirst {
-		from, to = end, start
-	}
-	if from.Equal(uaserver.MinTime) {
-		from = time.Time{}
-	}
-	if to.Equal(uaserver.MaxTime) {
-		to = time.Time{}
-	}
-	if start.Equal(end) { // one instant
-		to = from.Add(time.Microsecond)
-	}
+	c := newHistoryCursor(start, end)
 	device := ""
 	if notifier.Namespace() == a.space.Namespace() {
 		device = notifier.StringID()
@@ -55,25 +42,14 @@ func (a alarmHistory) ReadEvents(ctx context.Context, notifier *ua.NodeID, start
 	seen := map[string]bool{}
 	page := limit
 	for {
-		rows, err := a.h.ReadEvents(ctx, a.clusterID, from, to, page, newestFirst)
+		rows, err := a.h.ReadEvents(ctx, a.clusterID, c.from, c.to, page, c.newestFirst)
 		if err != nil {
 			return nil, err
 		}
-		fresh := 0
-		for _, r := range rows {
-			if seen[historyKey(r)] {
-				continue
-			}
-			fresh++
-			if device != "" && !strings.HasPrefix(r.Source, device+"/") {
-				continue
-			}
-			out = append(out, a.event(r))
-			if len(out) == limit {
-				return out, nil
-			}
-		}
-		if device == "" || len(rows) < page {
+		var fresh int
+		var full bool
+		out, fresh, full = a.collect(out, rows, seen, device, limit)
+		if full || device == "" || len(rows) < page {
 			return out, nil
 		}
 		if fresh == 0 {
@@ -83,23 +59,75 @@ func (a alarmHistory) ReadEvents(ctx context.Context, notifier *ua.NodeID, start
 			page = min(2*page, configdb.MaxAlarmHistoryBatch)
 			continue
 		}
-		last := rows[len(rows)-1].Time
-		atLast := map[string]bool{}
-		if (newestFirst && to.Equal(last)) || (!newestFirst && from.Equal(last)) {
-			atLast = seen // a page all at the cursor's instant: keep what was seen there
+		seen = c.advance(rows, seen)
+	}
+}
+
+// collect appends to out the rows not in seen that are device's ("" for
+// every device) as events; fresh counts the rows not in seen, full reports
+// that out reached limit with the last append.
+func (a alarmHistory) collect(out []events.Event, rows []historian.Event, seen map[string]bool, device string, limit int) (_ []events.Event, fresh int, full bool) {
+	for _, r := range rows {
+		if seen[historyKey(r)] {
+			continue
 		}
-		for _, r := range rows {
-			if r.Time.Equal(last) {
-				atLast[historyKey(r)] = true
-			}
+		fresh++
+		if device != "" && !strings.HasPrefix(r.Source, device+"/") {
+			continue
 		}
-		seen = atLast
-		if newestFirst {
-			to = last
-		} else {
-			from = last
+		out = append(out, a.event(r))
+		if len(out) == limit {
+			return out, fresh, true
 		}
 	}
+	return out, fresh, false
+}
+
+// historyCursor is the time window a HistoryRead still has to read: from
+// and to (zero: open), read from the newest when the request's end is
+// before its start.
+type historyCursor struct {
+	from, to    time.Time
+	newestFirst bool
+}
+
+func newHistoryCursor(start, end time.Time) historyCursor {
+	c := historyCursor{from: start, to: end, newestFirst: end.Before(start)}
+	if c.newestFirst {
+		c.from, c.to = end, start
+	}
+	if c.from.Equal(uaserver.MinTime) {
+		c.from = time.Time{}
+	}
+	if c.to.Equal(uaserver.MaxTime) {
+		c.to = time.Time{}
+	}
+	if start.Equal(end) { // one instant
+		c.to = c.from.Add(time.Microsecond)
+	}
+	return c
+}
+
+// advance moves the cursor to the time of the page's last row and returns
+// the keys of the rows seen at that instant, seen's included when the
+// whole page was at the cursor's instant.
+func (c *historyCursor) advance(rows []historian.Event, seen map[string]bool) map[string]bool {
+	last := rows[len(rows)-1].Time
+	atLast := map[string]bool{}
+	if (c.newestFirst && c.to.Equal(last)) || (!c.newestFirst && c.from.Equal(last)) {
+		atLast = seen // a page all at the cursor's instant: keep what was seen there
+	}
+	for _, r := range rows {
+		if r.Time.Equal(last) {
+			atLast[historyKey(r)] = true
+		}
+	}
+	if c.newestFirst {
+		c.to = last
+	} else {
+		c.from = last
+	}
+	return atLast
 }
 
 // historyKey identifies a history row: the idempotency key within the

@@ -6,23 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
-	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/cluster/membership"
-	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
-	"github.com/otopcua/otopcua/telemetry"
 )
 
 // Version and Commit fill Server.ServerStatus.BuildInfo; cmd/otopcua sets them.
@@ -55,209 +50,17 @@ type Options struct {
 	GCHook bool
 }
 
-// Run runs the node until ctx is cancelled.
+// Run runs the node until ctx is cancelled. It starts the node's parts in
+// the order of partList and stops them in reverse; how the run ends sets
+// what it returns (exitWith).
 func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) error {
-	metrics := telemetry.NopMetrics()
-	if cfg.Telemetry.MetricsEnabled {
-		m, err := telemetry.NewMetrics()
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-		metrics = m
+	n := &wiring{ctx: ctx, cfg: cfg, opts: opts, log: logger}
+	p := newParts(logger)
+	defer p.stop()
+	if err := p.startAll(n.partList()); err != nil {
+		return exitWith(endStartFailed, err)
 	}
-	defer metrics.Shutdown(context.Background())
-
-	// The cluster transport listens first, so that a used Cluster:Port
-	// stops start-up before anything else listens or joins.
-	sys, creds, err := startTransport(cfg, logger)
-	if err != nil {
-		return err
-	}
-	var cluster *clusterRuntime
-	defer func() {
-		if cluster == nil {
-			sys.Shutdown(false)
-		}
-	}()
-	started := time.Now()
-	tree, err := startTree(sys, opts.TestHooks, metrics.Meter(), logger)
-	if err != nil {
-		return err
-	}
-
-	// The Config DB opens before anything listens: a bad provider or
-	// connection string, or a database newer than this otopcua, stops
-	// start-up; an unreachable server does not (see openConfigDb).
-	db, closeDb, err := openConfigDb(ctx, cfg, logger)
-	if err != nil {
-		return err
-	}
-	defer closeDb()
-
-	// The admin users serve the admin pages and the OPC UA UserName tokens.
-	users, err := auth.New(auth.Options{DB: db})
-	if err != nil {
-		return fmt.Errorf("admin users: %w", err)
-	}
-	sec, err := newOpcuaSecurity(cfg, users, logger)
-	if err != nil {
-		return err
-	}
-	srv, err := opcua.New(opcuaConfig(cfg, sec, logger))
-	if err != nil {
-		return fmt.Errorf("OPC UA server: %w", err)
-	}
-	defer srv.Close()
-	// The tag namespace comes first after the server's own, so that it has
-	// the same index on every node of the set.
-	space := newSpace(srv, cfg)
-	if err := srv.RegisterMetrics(metrics.Meter()); err != nil {
-		return fmt.Errorf("OPC UA metrics: %w", err)
-	}
-
-	// Until the server listens, computed levels wait in the deferred
-	// publisher; the first one reaches clients as soon as it starts. The
-	// pins (drain, test hook) are inputs of the one ServiceLevel function.
-	deferred := &opcua.DeferredServiceLevelPublisher{}
-	shown := newLevelPublisher(deferred, metrics, logger)
-	pins := newLevelPins(opts.TestHooks)
-
-	if err := srv.Start(ctx); err != nil {
-		return fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", cfg.OpcUa.Port, err)
-	}
-	deferred.Bind(opcua.NewServerServiceLevelPublisher(srv))
-
-	var keeper *leaseKeeper
-	if cfg.Cluster.Lease.Provider != "" {
-		l, err := openLease(cfg, db)
-		if err != nil {
-			return fmt.Errorf("Cluster:Lease: %w", err)
-		}
-		keeper = newLeaseKeeper(l, cfg, tree.Clock(), logger)
-	}
-	var exits singleton.ExitGroup
-	cluster, err = startCluster(cfg, sys, creds, keeper, metrics, &exits, logger)
-	if err != nil {
-		return err
-	}
-	if err := metrics.RegisterInfo(telemetry.NodeInfo{Version: Version, Commit: Commit, ClusterID: cfg.Node.ClusterId,
-		NodeID: cfg.Cluster.NodeID(), ApplicationURI: srv.ApplicationURI()}); err != nil {
-		cluster.stop()
-		return err
-	}
-	red, err := startRedundancy(cfg, sys, tree, cluster.lease, cluster.d, db, srv, shown, pins, metrics.Meter(), &exits, logger)
-	if err != nil {
-		cluster.stop()
-		return err
-	}
-	dp, err := startDataPlane(cfg, tree, srv, db, space, red.view, red.med, cluster.d.Self().UID, metrics, logger)
-	if err != nil {
-		red.stop()
-		cluster.stop()
-		return fmt.Errorf("data plane: %w", err)
-	}
-	// Every node takes manual failover requests and follows the redundancy
-	// topic for the admin pages, whatever its roles.
-	failover := newFailoverReceiver(cluster.d.Self(), cfg.Node.ClusterId, logger)
-	red.stops = append(red.stops, red.med.Subscribe(wire.FailoverTopic, failover.Handle))
-	watch := newPanelWatcher(time.Now)
-	red.stops = append(red.stops, red.med.Subscribe(wire.Topic, watch.Handle))
-	backend := newAdminBackend(cluster.d, red.med, db, watch, downingText(cluster.nc), cfg.Redundancy.ManualFailoverDrain, time.Now)
-	if err := registerStateChange(srv, backend, cfg.Node.ClusterId, logger); err != nil {
-		dp.stop()
-		red.stop()
-		cluster.stop()
-		return fmt.Errorf("RequestServerStateChange: %w", err)
-	}
-
-	var web *health.HTTPServer
-	stopAll := func() {
-		if web != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = web.Shutdown(sctx)
-		}
-		dp.stop()
-		red.stop()
-		_ = srv.Close()
-		tree.Shutdown()
-		cluster.stop()
-	}
-	if addr := cfg.Http.Addr(); addr != "" {
-		tlsCfg, err := httpTLS(cfg.Http.Tls)
-		if err != nil {
-			stopAll()
-			return err
-		}
-		web = health.NewHTTPServer(addr, health.HTTPOptions{
-			ReadTimeout:  cfg.Http.ReadTimeout,
-			WriteTimeout: cfg.Http.WriteTimeout,
-			MaxBodyBytes: cfg.Http.MaxBodyBytes,
-			TLS:          tlsCfg,
-		}, probes(sys, cluster, srv, red.probe, shown), metrics.Handler(), logger)
-		web.Handle("GET /api/cluster/members", cluster.d.MembersHandler())
-		web.Handle("GET /api/cluster/config", clusterConfigHandler(cluster.nc, cluster.lease))
-		web.Handle("GET /api/actors", actorsHandler(tree, cluster.d, started))
-		if dp != nil {
-			web.Handle("GET /api/deployment", dp.handler(cfg.Node.ClusterId))
-			web.Handle("GET /alerts", dp.alarms.alertsHandler())
-			if dp.repl != nil {
-				web.Handle("GET /api/localdb", dp.repl.Handler())
-			}
-			if dp.alarms.hist != nil {
-				web.Handle("GET /api/historian", dp.alarms.hist.Handler())
-			}
-		}
-		if opts.GCHook {
-			web.Handle("POST /debug/gc", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				debug.FreeOSMemory() // runs a full collection first
-				fmt.Fprintln(w, "collected")
-			}))
-			logger.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
-		}
-		if opts.TestHooks {
-			web.Handle("POST /debug/service-level", pins.debugHandler())
-			web.Handle("POST /debug/actor-fault", actorFaultHandler(tree))
-			logger.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime, POST /debug/actor-fault?actor=PATH makes an actor panic; never enable this in production", "env", EnvTestHooks)
-		}
-		mountAdmin(web, backend, users, cfg.Http, logger)
-		if err := web.Start(); err != nil {
-			web = nil
-			stopAll()
-			return err
-		}
-	}
-	logger.Info("node ready", "endpoint", srv.EndpointURL(), "http", cfg.Http.Addr(),
-		"nodeId", cfg.Cluster.NodeID(), "clusterId", cfg.Node.ClusterId, "roles", cfg.Cluster.Roles)
-
-	select {
-	case <-ctx.Done():
-		logger.Info("stopping: leaving the cluster first")
-		cluster.leave(LeaveTimeout)
-		stopAll()
-		return nil
-	case <-cluster.d.Done():
-		r := cluster.d.Result()
-		logger.Warn("the cluster ended this node's membership; coordinated shutdown", "reason", r.Reason.String(), "err", r.Err)
-		code := ExitRestart
-		if r.Err != nil {
-			code = 1
-		}
-		stopWatchdog := startWatchdog(WatchdogTimeout, code, logger, exit)
-		defer stopWatchdog()
-		stopAll()
-		return ended(r)
-	case f := <-tree.Failed():
-		logger.Error("an actor failed past its restart limit: leaving the cluster and exiting with code 1 for the service supervisor to restart this node",
-			"actor", f.Path, "reason", f.Reason)
-		stopWatchdog := startWatchdog(WatchdogTimeout, 1, logger, exit)
-		defer stopWatchdog()
-		cluster.leave(LeaveTimeout)
-		stopAll()
-		return fmt.Errorf("actor %s failed past its restart limit: %s", f.Path, f.Reason)
-	case m := <-failover.Requested():
-		return manualFailover(ctx, m, cfg, cluster, pins, srv, stopAll, logger)
-	}
+	return n.serve(p)
 }
 
 // httpTLS loads Http:Tls's certificate and key; nil without Http:Tls.
@@ -285,11 +88,11 @@ func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Con
 		"drain", drain.String(), "actor", m.GetActor(), "estimatedReturn", wire.FromUnixMs(m.GetEstimatedReturnUnixMs()))
 	drainForFailover(ctx, m, pins, srv, clockwork.NewRealClock(), drain, cluster.d.Done())
 	cluster.leave(LeaveTimeout)
-	stopWatchdog := startWatchdog(WatchdogTimeout, 0, logger, exit)
+	stopWatchdog := startWatchdog(WatchdogTimeout, exitCode(endManualFailover), logger, exit)
 	defer stopWatchdog()
 	stopAll()
 	logger.Info("manual failover: left the cluster; exiting with code 0 for the supervisor to restart this node")
-	return nil
+	return exitWith(endManualFailover, nil)
 }
 
 func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opcua.Config {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,8 +101,30 @@ type redundancyRuntime struct {
 	view    *redundancy.RoleView
 	pub     *redundancy.PublishActor
 	sup     *health.PeerProbeSupervisor
-	stops   []func() // in start order; stop runs them backwards
-	once    sync.Once
+	parts   *parts // stop runs them backwards, the mediator last
+}
+
+// redundancyWiring is what startRedundancy's parts are started from.
+type redundancyWiring struct {
+	cfg    *config.Config
+	sys    *actors.System
+	tree   *actors.Tree
+	keeper *leaseKeeper // nil without a shared lease
+	d      *daemon.Daemon
+	db     *configdb.DB
+	srv    *opcua.Server
+	levels opcua.ServiceLevelPublisher
+	pins   *levelPins
+	meter  metric.Meter
+	exits  *singleton.ExitGroup
+	log    *slog.Logger
+
+	r       *redundancyRuntime
+	licence func() gate.Licence // nil without a shared lease
+	// pubRef is the publish actor once it exists: the DB probe's and the
+	// metrics' callbacks start before it.
+	pubRef atomic.Pointer[redundancy.PublishActor]
+	rm     *redundancy.Metrics
 }
 
 // startRedundancy starts the runtime on a node whose daemon runs. levels
@@ -115,97 +136,148 @@ type redundancyRuntime struct {
 // hands its singleton over. exits is the daemon's exiting group.
 func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, keeper *leaseKeeper, d *daemon.Daemon, db *configdb.DB,
 	srv *opcua.Server, levels opcua.ServiceLevelPublisher, pins *levelPins, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
-	ctx := context.Background()
-	r := &redundancyRuntime{}
-	med, err := pubsub.Start(pubsub.Options{System: sys, Membership: d, Logger: logger})
+	w := &redundancyWiring{cfg: cfg, sys: sys, tree: tree, keeper: keeper, d: d, db: db, srv: srv, levels: levels, pins: pins, meter: meter,
+		exits: exits, log: logger, r: &redundancyRuntime{parts: newParts(logger)}}
+	if err := w.r.parts.startAll(w.partList()); err != nil {
+		return nil, err
+	}
+	return w.r, nil
+}
+
+// partList is the runtime's parts in start order. The DB probe starts
+// before the publish actor: the publish actor Asks it (DbAskTimeout), and
+// its verdict changes wake the publish actor up. A node without the driver
+// role serves ServiceLevel 0 (Detached) and runs no publish actor.
+func (w *redundancyWiring) partList() []part {
+	list := []part{
+		{name: "pub/sub", start: w.startPubSub},
+		{name: "redundancy-state tracker", start: w.startTracker},
+		{name: "redundancy-state singleton", start: w.startStateSingleton},
+		{name: "role view", start: w.startRoleView},
+		{name: "lease keeper", start: w.startLeaseKeeper},
+		{name: "DB probe", start: w.startDbProbe},
+	}
+	if !slices.Contains(w.cfg.Cluster.Roles, config.RoleDriver) {
+		return append(list, part{name: "ServiceLevel 0", start: w.publishDetached})
+	}
+	return append(list,
+		part{name: "redundancy metrics", start: w.registerMetrics},
+		part{name: "publish actor", start: w.startPublishActor},
+		part{name: "peer probes", start: w.startPeerProbes},
+	)
+}
+
+func (w *redundancyWiring) startPubSub() (func() error, error) {
+	med, err := pubsub.Start(pubsub.Options{System: w.sys, Membership: w.d, Logger: w.log})
 	if err != nil {
 		return nil, fmt.Errorf("pub/sub: %w", err)
 	}
-	r.med = med
-	r.stops = append(r.stops, med.Stop)
+	w.r.med = med
+	return quiet(med.Stop), nil
+}
 
-	roles := cfg.Cluster.Roles
-	if slices.Contains(roles, config.RoleAdmin) {
-		r.tracker = redundancy.NewTracker()
-		r.stops = append(r.stops, med.Subscribe(wire.Topic, r.tracker.Handle))
-		tracker := r.tracker
-		m, err := singleton.Start(singleton.Options{
-			Daemon: d, Mediator: med, Role: config.RoleAdmin, Name: StateSingletonName, Exit: exits, Logger: logger,
-			Parent: tree,
-			Child: func() (string, actor.Producer) {
-				return redundancy.StateActorChild(redundancy.StateActorOptions{
-					Membership: d, PubSub: med, Tracker: tracker, Logger: logger,
-					Subscribers: func() []membership.UniqueAddress { return med.Registry().Nodes(wire.Topic) },
-				})
-			},
-		})
-		if err != nil {
-			r.stop()
-			return nil, fmt.Errorf("redundancy state singleton: %w", err)
-		}
-		r.stops = append(r.stops, m.Stop)
-	}
+// isAdmin: the admin role runs the redundancy-state singleton and tracks
+// its topic.
+func (w *redundancyWiring) isAdmin() bool {
+	return slices.Contains(w.cfg.Cluster.Roles, config.RoleAdmin)
+}
 
-	r.view = redundancy.NewRoleView(d, cfg.Node.ClusterId)
-	r.view.SetAlone(aloneByConfiguration(cfg))
-	var licence func() gate.Licence
-	if keeper != nil {
-		if err := keeper.start(tree, r.view); err != nil {
-			r.stop()
-			return nil, fmt.Errorf("lease keeper: %w", err)
-		}
-		r.stops = append(r.stops, func() { keeper.stop(tree) })
-		r.view.SetLicence(keeper.licence)
-		licence = keeper.licence
+func (w *redundancyWiring) startTracker() (func() error, error) {
+	if !w.isAdmin() {
+		return nil, nil
 	}
-	// The DB probe starts first: the publish actor Asks it (DbAskTimeout),
-	// and its verdict changes wake the publish actor up.
-	var pubRef atomic.Pointer[redundancy.PublishActor]
-	probe, err := health.NewDbProbe(db, health.DbProbeConfig{
-		Parent: tree,
-		Logger: logger,
+	w.r.tracker = redundancy.NewTracker()
+	return quiet(w.r.med.Subscribe(wire.Topic, w.r.tracker.Handle)), nil
+}
+
+func (w *redundancyWiring) startStateSingleton() (func() error, error) {
+	if !w.isAdmin() {
+		return nil, nil
+	}
+	d, med, tracker, logger := w.d, w.r.med, w.r.tracker, w.log
+	m, err := singleton.Start(singleton.Options{
+		Daemon: d, Mediator: med, Role: config.RoleAdmin, Name: StateSingletonName, Exit: w.exits, Logger: logger,
+		Parent: w.tree,
+		Child: func() (string, actor.Producer) {
+			return redundancy.StateActorChild(redundancy.StateActorOptions{
+				Membership: d, PubSub: med, Tracker: tracker, Logger: logger,
+				Subscribers: func() []membership.UniqueAddress { return med.Registry().Nodes(wire.Topic) },
+			})
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redundancy state singleton: %w", err)
+	}
+	return quiet(m.Stop), nil
+}
+
+func (w *redundancyWiring) startRoleView() (func() error, error) {
+	w.r.view = redundancy.NewRoleView(w.d, w.cfg.Node.ClusterId)
+	w.r.view.SetAlone(aloneByConfiguration(w.cfg))
+	return nil, nil
+}
+
+func (w *redundancyWiring) startLeaseKeeper() (func() error, error) {
+	keeper, tree := w.keeper, w.tree
+	if keeper == nil {
+		return nil, nil
+	}
+	if err := keeper.start(tree, w.r.view); err != nil {
+		return nil, fmt.Errorf("lease keeper: %w", err)
+	}
+	w.r.view.SetLicence(keeper.licence)
+	w.licence = keeper.licence
+	return quiet(func() { keeper.stop(tree) }), nil
+}
+
+func (w *redundancyWiring) startDbProbe() (func() error, error) {
+	probe, err := health.NewDbProbe(w.db, health.DbProbeConfig{
+		Parent: w.tree,
+		Logger: w.log,
 		OnChange: func(health.DbProbeResult) {
-			if pub := pubRef.Load(); pub != nil {
+			if pub := w.pubRef.Load(); pub != nil {
 				pub.NotifyDbChanged()
 			}
 		},
 	})
 	if err != nil {
-		r.stop()
 		return nil, err
 	}
-	if err := probe.RegisterMetrics(meter); err != nil {
-		r.stop()
+	if err := probe.RegisterMetrics(w.meter); err != nil {
 		return nil, err
 	}
-	if err := probe.Start(ctx); err != nil {
-		r.stop()
+	if err := probe.Start(context.Background()); err != nil {
 		return nil, err
 	}
-	r.probe = probe
-	r.stops = append(r.stops, probe.Stop)
-	if !slices.Contains(roles, config.RoleDriver) {
-		// A node without the driver role serves ServiceLevel 0 (Detached).
-		detachedLevels(pins, levels)
-		return r, nil
-	}
-	rm, err := redundancy.RegisterMetrics(meter, cfg.Node.ClusterId, func() (byte, bool) {
-		if pub := pubRef.Load(); pub != nil {
+	w.r.probe = probe
+	return quiet(probe.Stop), nil
+}
+
+func (w *redundancyWiring) publishDetached() (func() error, error) {
+	detachedLevels(w.pins, w.levels)
+	return nil, nil
+}
+
+func (w *redundancyWiring) registerMetrics() (func() error, error) {
+	rm, err := redundancy.RegisterMetrics(w.meter, w.cfg.Node.ClusterId, func() (byte, bool) {
+		if pub := w.pubRef.Load(); pub != nil {
 			return pub.Level()
 		}
 		return 0, false
-	}, r.view)
-	if err != nil {
-		r.stop()
-		return nil, err
-	}
+	}, w.r.view)
+	w.rm = rm
+	return nil, err
+}
+
+func (w *redundancyWiring) startPublishActor() (func() error, error) {
+	cfg, srv, rm := w.cfg, w.srv, w.rm
 	pub := redundancy.NewPublishActor(redundancy.PublishActorOptions{
-		Parent:                tree,
-		DbProbe:               probe.PID(),
-		Licence:               licence,
-		Pin:                   pins.get,
+		Parent:                w.tree,
+		DbProbe:               w.r.probe.PID(),
+		Licence:               w.licence,
+		Pin:                   w.pins.get,
 		AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
-		Membership:            d, PubSub: med, Publisher: levels, RoleView: r.view,
+		Membership:            w.d, PubSub: w.r.med, Publisher: w.levels, RoleView: w.r.view,
 		PeerStatus: func(uri string, level byte, alive bool) {
 			state := ua.ServerStateUnknown
 			if alive {
@@ -214,31 +286,34 @@ func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, 
 			srv.SetPeerStatus(uri, level, state)
 		},
 		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
-		ConfiguredRoles:     roles, ClusterID: cfg.Node.ClusterId,
+		ConfiguredRoles:     cfg.Cluster.Roles, ClusterID: cfg.Node.ClusterId,
 		ApplicationURI: srv.ApplicationURI(), OpcUaEndpoint: srv.EndpointURL(),
-		Logger: logger,
+		Logger: w.log,
 	})
-	pubRef.Store(pub)
-	pins.onChange(pub.NotifyPinChanged)
-	if keeper != nil {
-		keeper.setOnChange(pub.NotifyDbChanged)
+	w.pubRef.Store(pub)
+	w.pins.onChange(pub.NotifyPinChanged)
+	if w.keeper != nil {
+		w.keeper.setOnChange(pub.NotifyDbChanged)
 	}
-	pub.Start(ctx)
-	r.pub = pub
-	r.stops = append(r.stops, pub.Stop)
-	sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: d, PubSub: med, Logger: logger, Parent: tree})
-	sup.Start(ctx)
-	r.sup = sup
-	r.stops = append(r.stops, sup.Stop)
-	return r, nil
+	pub.Start(context.Background())
+	w.r.pub = pub
+	return quiet(pub.Stop), nil
+}
+
+func (w *redundancyWiring) startPeerProbes() (func() error, error) {
+	sup := health.NewPeerProbeSupervisor(health.PeerProbeOptions{Membership: w.d, PubSub: w.r.med, Logger: w.log, Parent: w.tree})
+	sup.Start(context.Background())
+	w.r.sup = sup
+	return quiet(sup.Stop), nil
+}
+
+// follow subscribes fn to topic until the runtime stops (before the
+// mediator and the parts started before the subscription).
+func (r *redundancyRuntime) follow(topic string, fn pubsub.Handler) {
+	cancel := r.med.Subscribe(topic, fn)
+	_ = r.parts.start("subscription "+topic, func() (func() error, error) { return quiet(cancel), nil })
 }
 
 // stop stops everything in reverse start order (the mediator last). It
 // runs once.
-func (r *redundancyRuntime) stop() {
-	r.once.Do(func() {
-		for _, fn := range slices.Backward(r.stops) {
-			fn()
-		}
-	})
-}
+func (r *redundancyRuntime) stop() { r.parts.stop() }

@@ -1,0 +1,348 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/admin/auth"
+	"github.com/otopcua/otopcua/cluster/clustertls"
+	"github.com/otopcua/otopcua/cluster/singleton"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/dataplane"
+	"github.com/otopcua/otopcua/health"
+	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/redundancy/wire"
+	"github.com/otopcua/otopcua/telemetry"
+)
+
+// HTTPShutdownTimeout bounds the HTTP server's graceful shutdown at the
+// end of a run; requests still running then are cut off.
+const HTTPShutdownTimeout = 5 * time.Second
+
+// wiring is one run's wiring: each part's start fills the fields the later
+// parts use. It is used by Run's goroutine only.
+type wiring struct {
+	ctx  context.Context
+	cfg  *config.Config
+	opts Options
+	log  *slog.Logger
+
+	metrics  *telemetry.Metrics
+	sys      *actors.System
+	creds    *clustertls.Credentials // nil without Cluster:Tls
+	started  time.Time               // when the supervision tree started (GET /api/actors)
+	tree     *actors.Tree
+	db       *configdb.DB
+	users    *auth.Service
+	sec      opcuaSecurity
+	srv      *opcua.Server
+	space    *dataplane.Space
+	deferred *opcua.DeferredServiceLevelPublisher
+	shown    *levelPublisher
+	pins     *levelPins
+	keeper   *leaseKeeper // nil without Cluster:Lease:Provider
+	exits    singleton.ExitGroup
+	cluster  *clusterRuntime
+	red      *redundancyRuntime
+	dp       *dataPlane // nil on a node without the driver role
+	failover *failoverReceiver
+	backend  *adminBackend
+}
+
+// partList is the node's parts in start order; they stop in reverse, the
+// Config DB after the cluster transport (host/doc.go explains the order).
+func (n *wiring) partList() []part {
+	return []part{
+		{name: "telemetry", start: n.startTelemetry},
+		{name: "cluster transport", start: n.startTransport},
+		{name: "supervision tree", start: n.startTree},
+		{name: "Config DB", start: n.openConfigDb, under: "cluster transport"},
+		{name: "OPC UA security", start: n.startSecurity},
+		{name: "OPC UA server", start: n.newServer},
+		{name: "OPC UA metrics", start: n.registerServerMetrics},
+		{name: "ServiceLevel publisher", start: n.newLevels},
+		{name: "OPC UA endpoint", start: n.listenOpcUa},
+		{name: "lease", start: n.openLease},
+		{name: "membership daemon", start: n.startCluster},
+		{name: "node info", start: n.registerInfo},
+		{name: "redundancy runtime", start: n.startRedundancy},
+		{name: "data plane", start: n.startDataPlane},
+		{name: "manual failover", start: n.startFailover},
+		{name: "RequestServerStateChange", start: n.registerStateChange},
+		{name: "HTTP", start: n.startHTTP},
+	}
+}
+
+func (n *wiring) startTelemetry() (func() error, error) {
+	n.metrics = telemetry.NopMetrics()
+	if n.cfg.Telemetry.MetricsEnabled {
+		m, err := telemetry.NewMetrics()
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		n.metrics = m
+	}
+	return func() error { return n.metrics.Shutdown(context.Background()) }, nil
+}
+
+// startTransport listens first, so that a used Cluster:Port stops start-up
+// before anything else listens or joins. Its stop stops the membership
+// daemon too, once that started: the daemon and the actor system stop
+// together, after the OPC UA server and the supervision tree.
+func (n *wiring) startTransport() (func() error, error) {
+	sys, creds, err := startTransport(n.cfg, n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.sys, n.creds = sys, creds
+	return quiet(func() {
+		if n.cluster != nil {
+			n.cluster.stop()
+			return
+		}
+		n.sys.Shutdown(false)
+	}), nil
+}
+
+func (n *wiring) startTree() (func() error, error) {
+	n.started = time.Now()
+	tree, err := startTree(n.sys, n.opts.TestHooks, n.metrics.Meter(), n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.tree = tree
+	return quiet(tree.Shutdown), nil
+}
+
+// openConfigDb opens the Config DB before anything listens: a bad provider
+// or connection string, or a database newer than this otopcua, stops
+// start-up; an unreachable server does not (see openConfigDb).
+func (n *wiring) openConfigDb() (func() error, error) {
+	db, closeDb, err := openConfigDb(n.ctx, n.cfg, n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.db = db
+	return quiet(closeDb), nil
+}
+
+// startSecurity loads the admin users, which serve the admin pages and the
+// OPC UA UserName tokens, and the OPC UA security settings.
+func (n *wiring) startSecurity() (func() error, error) {
+	users, err := auth.New(auth.Options{DB: n.db})
+	if err != nil {
+		return nil, fmt.Errorf("admin users: %w", err)
+	}
+	n.users = users
+	n.sec, err = newOpcuaSecurity(n.cfg, users, n.log)
+	return nil, err
+}
+
+// newServer builds the OPC UA server. The tag namespace comes first after
+// the server's own, so that it has the same index on every node of the
+// set.
+func (n *wiring) newServer() (func() error, error) {
+	srv, err := opcua.New(opcuaConfig(n.cfg, n.sec, n.log))
+	if err != nil {
+		return nil, fmt.Errorf("OPC UA server: %w", err)
+	}
+	n.srv = srv
+	n.space = newSpace(srv, n.cfg)
+	return srv.Close, nil
+}
+
+// newLevels: until the server listens, computed levels wait in the deferred
+// publisher; the first one reaches clients as soon as it starts. The
+// pins (drain, test hook) are inputs of the one ServiceLevel function.
+func (n *wiring) newLevels() (func() error, error) {
+	n.deferred = &opcua.DeferredServiceLevelPublisher{}
+	n.shown = newLevelPublisher(n.deferred, n.metrics, n.log)
+	n.pins = newLevelPins(n.opts.TestHooks)
+	return nil, nil
+}
+
+func (n *wiring) registerServerMetrics() (func() error, error) {
+	if err := n.srv.RegisterMetrics(n.metrics.Meter()); err != nil {
+		return nil, fmt.Errorf("OPC UA metrics: %w", err)
+	}
+	return nil, nil
+}
+
+func (n *wiring) listenOpcUa() (func() error, error) {
+	if err := n.srv.Start(n.ctx); err != nil {
+		return nil, fmt.Errorf("OPC UA server on port %d (OpcUa:Port): %w", n.cfg.OpcUa.Port, err)
+	}
+	n.deferred.Bind(opcua.NewServerServiceLevelPublisher(n.srv))
+	return nil, nil
+}
+
+// openLease opens Cluster:Lease when it is set; the lease keeper starts
+// with the redundancy runtime and stops with it.
+func (n *wiring) openLease() (func() error, error) {
+	if n.cfg.Cluster.Lease.Provider == "" {
+		return nil, nil
+	}
+	l, err := openLease(n.cfg, n.db)
+	if err != nil {
+		return nil, fmt.Errorf("Cluster:Lease: %w", err)
+	}
+	n.keeper = newLeaseKeeper(l, n.cfg, n.tree.Clock(), n.log)
+	return nil, nil
+}
+
+// startCluster starts the membership daemon; the cluster transport's stop
+// stops it.
+func (n *wiring) startCluster() (func() error, error) {
+	c, err := startCluster(n.cfg, n.sys, n.creds, n.keeper, n.metrics, &n.exits, n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.cluster = c
+	return nil, nil
+}
+
+func (n *wiring) registerInfo() (func() error, error) {
+	return nil, n.metrics.RegisterInfo(telemetry.NodeInfo{Version: Version, Commit: Commit, ClusterID: n.cfg.Node.ClusterId,
+		NodeID: n.cfg.Cluster.NodeID(), ApplicationURI: n.srv.ApplicationURI()})
+}
+
+// startRedundancy starts the redundancy runtime; it stops after the
+// graceful leave (its singleton hands over during the leave).
+func (n *wiring) startRedundancy() (func() error, error) {
+	red, err := startRedundancy(n.cfg, n.sys, n.tree, n.cluster.lease, n.cluster.d, n.db, n.srv, n.shown, n.pins, n.metrics.Meter(), &n.exits, n.log)
+	if err != nil {
+		return nil, err
+	}
+	n.red = red
+	return quiet(red.stop), nil
+}
+
+func (n *wiring) startDataPlane() (func() error, error) {
+	dp, err := startDataPlane(n.cfg, n.tree, n.srv, n.db, n.space, n.red.view, n.red.med, n.cluster.d.Self().UID, n.metrics, n.log)
+	if err != nil {
+		return nil, fmt.Errorf("data plane: %w", err)
+	}
+	n.dp = dp
+	return quiet(dp.stop), nil
+}
+
+// startFailover: every node takes manual failover requests and follows the
+// redundancy topic for the admin pages, whatever its roles. Both
+// subscriptions stop with the redundancy runtime's mediator.
+func (n *wiring) startFailover() (func() error, error) {
+	n.failover = newFailoverReceiver(n.cluster.d.Self(), n.cfg.Node.ClusterId, n.log)
+	n.red.follow(wire.FailoverTopic, n.failover.Handle)
+	watch := newPanelWatcher(time.Now)
+	n.red.follow(wire.Topic, watch.Handle)
+	n.backend = newAdminBackend(n.cluster.d, n.red.med, n.db, watch, downingText(n.cluster.nc), n.cfg.Redundancy.ManualFailoverDrain, time.Now)
+	return nil, nil
+}
+
+func (n *wiring) registerStateChange() (func() error, error) {
+	if err := registerStateChange(n.srv, n.backend, n.cfg.Node.ClusterId, n.log); err != nil {
+		return nil, fmt.Errorf("RequestServerStateChange: %w", err)
+	}
+	return nil, nil
+}
+
+// startHTTP serves Http:Port (off when Http:Port is unset): the probes,
+// /metrics and routeTable.
+func (n *wiring) startHTTP() (func() error, error) {
+	addr := n.cfg.Http.Addr()
+	if addr == "" {
+		return nil, nil
+	}
+	tlsCfg, err := httpTLS(n.cfg.Http.Tls)
+	if err != nil {
+		return nil, err
+	}
+	web := health.NewHTTPServer(addr, health.HTTPOptions{
+		ReadTimeout:  n.cfg.Http.ReadTimeout,
+		WriteTimeout: n.cfg.Http.WriteTimeout,
+		MaxBodyBytes: n.cfg.Http.MaxBodyBytes,
+		TLS:          tlsCfg,
+	}, probes(n.sys, n.cluster, n.srv, n.red.probe, n.shown), n.metrics.Handler(), n.log)
+	mount(web, routeTable(n.site()))
+	if err := web.Start(); err != nil {
+		return nil, err
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), HTTPShutdownTimeout)
+		defer cancel()
+		return web.Shutdown(ctx)
+	}, nil
+}
+
+// site gathers the handlers of routeTable, logging the test hooks it
+// mounts.
+func (n *wiring) site() site {
+	s := site{
+		members:       n.cluster.d.MembersHandler(),
+		clusterConfig: clusterConfigHandler(n.cluster.nc, n.cluster.lease),
+		actors:        actorsHandler(n.tree, n.cluster.d, n.started),
+	}
+	if dp := n.dp; dp != nil {
+		s.deployment = dp.handler(n.cfg.Node.ClusterId)
+		s.alerts = dp.alarms.alertsHandler()
+		if dp.repl != nil {
+			s.localDb = dp.repl.Handler()
+		}
+		if dp.alarms.hist != nil {
+			s.historian = dp.alarms.hist.Handler()
+		}
+	}
+	if n.opts.GCHook {
+		s.gc = gcHandler()
+		n.log.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
+	}
+	if n.opts.TestHooks {
+		s.serviceLevel = n.pins.debugHandler()
+		s.actorFault = actorFaultHandler(n.tree)
+		n.log.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime, POST /debug/actor-fault?actor=PATH makes an actor panic; never enable this in production", "env", EnvTestHooks)
+	}
+	s.admin = newAdmin(n.backend, n.users, n.cfg.Http, n.log)
+	return s
+}
+
+// serve waits for the end of the run and ends it: every ending stops the
+// parts (p) once, and its termination watchdog, when it has one, exits the
+// process with the ending's code if the stop hangs.
+func (n *wiring) serve(p *parts) error {
+	n.log.Info("node ready", "endpoint", n.srv.EndpointURL(), "http", n.cfg.Http.Addr(),
+		"nodeId", n.cfg.Cluster.NodeID(), "clusterId", n.cfg.Node.ClusterId, "roles", n.cfg.Cluster.Roles)
+	select {
+	case <-n.ctx.Done():
+		n.log.Info("stopping: leaving the cluster first")
+		n.cluster.leave(LeaveTimeout)
+		p.stop()
+		return exitWith(endStopped, nil)
+	case <-n.cluster.d.Done():
+		r := n.cluster.d.Result()
+		n.log.Warn("the cluster ended this node's membership; coordinated shutdown", "reason", r.Reason.String(), "err", r.Err)
+		stopWatchdog := startWatchdog(WatchdogTimeout, exitCode(endingOf(r)), n.log, exit)
+		defer stopWatchdog()
+		p.stop()
+		return ended(r)
+	case f := <-n.tree.Failed():
+		return n.actorGaveUp(p, f)
+	case m := <-n.failover.Requested():
+		return manualFailover(n.ctx, m, n.cfg, n.cluster, n.pins, n.srv, p.stop, n.log)
+	}
+}
+
+// actorGaveUp ends the run after an actor failed past its restart limit:
+// the node leaves the cluster and exits for the service supervisor to
+// restart it.
+func (n *wiring) actorGaveUp(p *parts, f actors.Failure) error {
+	n.log.Error("an actor failed past its restart limit: leaving the cluster and exiting with code 1 for the service supervisor to restart this node",
+		"actor", f.Path, "reason", f.Reason)
+	stopWatchdog := startWatchdog(WatchdogTimeout, exitCode(endActorGaveUp), n.log, exit)
+	defer stopWatchdog()
+	n.cluster.leave(LeaveTimeout)
+	p.stop()
+	return exitWith(endActorGaveUp, fmt.Errorf("actor %s failed past its restart limit: %s", f.Path, f.Reason))
+}
