@@ -51,15 +51,19 @@
 // The redundancy runtime (redundancy.go) is parts of its own: the pub/sub
 // mediator; by role admin, a Tracker of the topic redundancy-state and the
 // cluster singleton "redundancy-state" running the RedundancyStateActor;
-// the role view; the lease keeper; the DB probe (every 5 s); by role
-// driver, the OpcUaPublishActor, whose levels go through the test-hook
-// switch, the repeat-suppressing publisher that counts
-// otopcua.redundancy.service_level_change, and the deferred publisher to
-// Server.ServiceLevel, and the PeerProbeSupervisor. A node without the
-// driver role publishes ServiceLevel 0 once. The runtime stops after the
+// the role view (the Primary gate's inputs; alone by configuration, see
+// gate.go); the lease keeper; the DB probe (every 5 s); by role driver, the
+// OpcUaPublishActor, which computes servicelevel.Of (the drain and
+// test-hook pins of levels.go among its inputs) and hands every level to
+// the repeat-suppressing publisher that counts
+// otopcua.redundancy.service_level_change, then to the deferred publisher
+// of Server.ServiceLevel; and the PeerProbeSupervisor. A node without the
+// driver role publishes servicelevel.Of of its pins alone (0 unless the
+// test hook names a level). The runtime stops after the
 // graceful leave (its singleton hands over during the leave), before the
 // daemon and the actor system, the mediator last. The data plane
-// (dataplane.go) likewise: write router, driver host, LocalDb (closed after
+// (dataplane.go) likewise: the Primary gate's Guard and the write router,
+// driver host, LocalDb (closed after
 // the driver host), LocalDb replication, alarms, deployment follower.
 //
 // # HTTP routes and exit codes
@@ -72,7 +76,7 @@
 // 2 for an invalid configuration, ExitRestart (3) when the cluster ended
 // this node's membership.
 //
-// With OTOPCUA_TEST_HOOKS=1 (EnvTestHooks), POST /debug/service-level owns
-// Server.ServiceLevel from start-up and the runtime's levels are held back
-// until ?level=runtime.
+// With OTOPCUA_TEST_HOOKS=1 (EnvTestHooks), POST /debug/service-level pins
+// the ServiceLevel from start-up (255 until it names a level) until
+// ?level=runtime hands it back to the runtime.
 package host
