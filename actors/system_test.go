@@ -18,6 +18,7 @@ import (
 
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/cluster/wire"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 func freePort(t *testing.T) int {
@@ -241,17 +242,13 @@ func TestSupervisionStrategies(t *testing.T) {
 	if got, err := actors.Ask[string](s.Root(), restarting, 1, 2*time.Second); err != nil || got != "alive" {
 		t.Fatalf("DefaultSupervisor: the failed actor does not answer after its restart: %q %v", got, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		_, err := actors.Ask[string](s.Root(), stopping, 1, 200*time.Millisecond)
 		if errors.Is(err, actor.ErrDeadLetter) {
-			return // stopped for good
+			return nil // stopped for good
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("StopOnFailure: the failed actor still answers or hangs: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("StopOnFailure: the failed actor still answers or hangs: %v", err)
+	})
 }
 
 func TestAliveAnswersUntilShutdown(t *testing.T) {

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -39,16 +40,12 @@ func TestWatcherReportsChangesAndLoss(t *testing.T) {
 	defer w.Close()
 	waitLevel := func(want byte) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if r := w.Current(); r.Known && r.Level == want {
-				return
+		poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, func() error {
+			if r := w.Current(); !r.Known || r.Level != want {
+				return fmt.Errorf("watcher at %v, want %d", r, want)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("watcher at %v, want %d", w.Current(), want)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	waitLevel(240)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -203,12 +204,39 @@ func TestPeerProbeChildRestartKeepsItsSiblings(t *testing.T) {
 	if err := r.clock.BlockUntilContext(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
+		if n := fakeWaiters(r.clock); n != 2 {
+			return fmt.Errorf("%d timers on the clock, want 2 (the old incarnation's timer must be gone)", n)
+		}
+		return nil
+	})
 	r.clock.Advance(ProbeInterval)
-	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("one more probe each", func() bool { return r.prober.count(peerEpB) == 3 && r.prober.count(peerEpC) == 2 }))
-	time.Sleep(20 * time.Millisecond)
-	if b, c := r.prober.count(peerEpB), r.prober.count(peerEpC); b != 3 || c != 2 {
-		t.Fatalf("after one tick: %d and %d probes, want 3 and 2 (the old incarnation's timer must be gone)", b, c)
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("one more probe each", func() bool {
+		return r.prober.count(peerEpB) == 3 && r.prober.count(peerEpC) == 2 && r.results("127.0.0.1:4002") == 3 && r.results("127.0.0.1:4003") == 2
+	}))
+	// A second period: exactly one more probe each, counted after an
+	// advance that follows every tick of the first one.
+	r.clock.Advance(ProbeInterval)
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a second probe each", func() bool { return r.prober.count(peerEpB) >= 4 && r.prober.count(peerEpC) >= 3 }))
+	if b, c := r.prober.count(peerEpB), r.prober.count(peerEpC); b != 4 || c != 3 {
+		t.Fatalf("after two ticks: %d and %d probes, want 4 and 3 (the old incarnation's timer must be gone)", b, c)
 	}
+	if n := fakeWaiters(r.clock); n != 2 {
+		t.Fatalf("%d timers on the clock after two ticks, want 2", n)
+	}
+}
+
+// fakeWaiters is the number of timers and tickers waiting on c: a
+// BlockUntilContext whose context is already done answers at once
+// whether at least n are waiting.
+func fakeWaiters(c *clockwork.FakeClock) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	for c.BlockUntilContext(ctx, n+1) == nil {
+		n++
+	}
+	return n
 }
 
 // TestPeerProbeSupervisorRestartRebuildsItsChildren: a panic in the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/health"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/tests/pg"
 )
 
@@ -62,15 +63,13 @@ func nextChange(t *testing.T, changes <-chan health.DbProbeResult, within time.D
 // freshResult waits for a probe result newer than after and returns it.
 func freshResult(t *testing.T, probe *health.DbProbe, after time.Time, within time.Duration) health.DbProbeResult {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if r, ok := probe.Last(); ok && r.AsOf.After(after) {
-			return r
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no probe result within %v", within)
-	return health.DbProbeResult{}
+	var r health.DbProbeResult
+	poll.CheckFor(t, within, 5*time.Millisecond, poll.True("a probe result", func() bool {
+		var ok bool
+		r, ok = probe.Last()
+		return ok && r.AsOf.After(after)
+	}))
+	return r
 }
 
 // TestDbProbeSeesAPostgresOutage runs the probe with its production timings

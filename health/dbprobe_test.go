@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 var probeT0 = time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
@@ -133,17 +136,15 @@ func (r *probeRig) nextChange() DbProbeResult {
 // resultAt waits until Last holds a result stamped at (fake) time at.
 func (r *probeRig) resultAt(at time.Time) DbProbeResult {
 	r.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		if res, ok := r.probe.Last(); ok && res.AsOf.Equal(at) {
-			return res
+	var res DbProbeResult
+	poll.CheckFor(r.t, wait, time.Millisecond, func() error {
+		var ok bool
+		if res, ok = r.probe.Last(); ok && res.AsOf.Equal(at) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			res, ok := r.probe.Last()
-			r.t.Fatalf("no result at +%v; Last() = %+v, %v", at.Sub(probeT0), res, ok)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return fmt.Errorf("no result at +%v; Last() = %+v, %v", at.Sub(probeT0), res, ok)
+	})
+	return res
 }
 
 // waiters waits until the fake clock has n timers/tickers: the probe

@@ -617,11 +617,12 @@ func TestCachedCheckRunsOncePerPeriod(t *testing.T) {
 		}
 		return n
 	}
-	for deadline := time.Now().Add(10 * time.Second); parked() < 100; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 100 callers parked in the cached call after 10 s", parked())
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, func() error {
+		if n := parked(); n < 100 {
+			return fmt.Errorf("%d of 100 callers parked in the cached call", n)
 		}
-	}
+		return nil
+	})
 	close(release)
 	wg.Wait()
 	close(errs)

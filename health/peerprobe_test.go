@@ -345,21 +345,53 @@ func TestPeerProbeSupervisorSpawnsAndStops(t *testing.T) {
 	}
 
 	// The peer departs (Down in membership, still in the last snapshot):
-	// the probe stops and nothing more is probed however long we wait.
+	// the probe stops and nothing more is probed however many periods
+	// pass. A third driver, c, joins and stays: its probe of each period,
+	// counted after the advance, is the event the departed one's absence
+	// is read after.
 	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Down))
 	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the probe stops", func() bool { return len(sup.Probing()) == 0 }))
-	n := len(bus.results())
-	for range 5 {
-		clock.Advance(ProbeInterval)
+	const epC = "opc.tcp://127.0.0.1:4843"
+	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Down), upMember("127.0.0.1", 4003, 4, m.Up))
+	publish(snap(entry("127.0.0.1:4001", 1, redundancy.RolePrimary, ""),
+		entry("127.0.0.1:4002", 3, redundancy.RoleSecondary, "opc.tcp://127.0.0.1:4900"),
+		entry("127.0.0.1:4003", 4, redundancy.RoleSecondary, epC)))
+	resultsOf := func(target string) int {
+		n := 0
+		for _, r := range bus.results() {
+			if r.GetTarget() == target {
+				n++
+			}
+		}
+		return n
 	}
-	time.Sleep(20 * time.Millisecond)
-	if got := len(bus.results()); got != n {
-		t.Fatalf("%d results after the peer departed", got-n)
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("c probed", func() bool { return resultsOf("127.0.0.1:4003") == 1 }))
+	if got := sup.Probing(); len(got) != 1 || got["127.0.0.1:4003"] != epC {
+		t.Fatalf("probing %v: only c, not the departed peer", got)
+	}
+	n, probedB := len(bus.results()), prober.count("opc.tcp://127.0.0.1:4900")
+	for i := 1; i <= 5; i++ {
+		if err := clock.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(ProbeInterval)
+		// c's result is published after its probe ends, so its next tick
+		// finds it idle.
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True(fmt.Sprintf("c's probe %d", i+1), func() bool { return resultsOf("127.0.0.1:4003") == 1+i }))
+	}
+	if got := len(bus.results()); got != n+5 {
+		t.Fatalf("%d results after the peer departed", got-n-5)
+	}
+	if got := prober.count("opc.tcp://127.0.0.1:4900"); got != probedB {
+		t.Fatalf("the departed peer was probed %d more times", got-probedB)
 	}
 
 	// Stop with a probe running: it ends too.
 	members.set(upMember("127.0.0.1", 4001, 1, m.Up), upMember("127.0.0.1", 4002, 3, m.Up))
-	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the probe restarts", func() bool { return len(sup.Probing()) == 1 }))
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the probe restarts", func() bool {
+		got := sup.Probing()
+		return len(got) == 1 && got["127.0.0.1:4002"] != ""
+	}))
 	sup.Stop()
 	if len(sup.Probing()) != 0 {
 		t.Fatal("Stop left a probe")

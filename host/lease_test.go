@@ -13,6 +13,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/servicelevel"
 )
@@ -103,16 +104,7 @@ func newKeeperRig(t *testing.T, peerURIs ...string) *keeperRig {
 func (r *keeperRig) settle(t *testing.T) {
 	t.Helper()
 	r.k.tick()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if !r.k.busy() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the keeper's store call did not end")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the keeper's store call ended", func() bool { return !r.k.busy() }))
 }
 
 func (r *keeperRig) holder(t *testing.T) string {

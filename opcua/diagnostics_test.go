@@ -3,6 +3,7 @@ package opcua
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 	"github.com/otopcua/otopcua/opcua/uaserver"
@@ -191,13 +193,12 @@ func awaitCount(t *testing.T, sess *uaclient.Session, handle, want uint32) []uin
 	t.Helper()
 	var seen []uint32
 	var acks []*ua.SubscriptionAcknowledgement
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, func() error {
 		resp := call[*ua.PublishResponse](t, sess, &ua.PublishRequest{SubscriptionAcknowledgements: acks})
 		acks = nil
 		msg := resp.NotificationMessage
 		if msg == nil || len(msg.NotificationData) == 0 {
-			continue // keep-alive
+			return fmt.Errorf("i=%d never reported %d; it reported %v", handle, want, seen) // keep-alive
 		}
 		acks = []*ua.SubscriptionAcknowledgement{{SubscriptionID: resp.SubscriptionID, SequenceNumber: msg.SequenceNumber}}
 		for _, eo := range msg.NotificationData {
@@ -217,11 +218,11 @@ func awaitCount(t *testing.T, sess *uaclient.Session, handle, want uint32) []uin
 			}
 		}
 		if len(seen) > 0 && seen[len(seen)-1] == want {
-			return seen
+			return nil
 		}
-	}
-	t.Fatalf("i=%d never reported %d in 10 s; it reported %v", handle, want, seen)
-	return nil
+		return fmt.Errorf("i=%d never reported %d; it reported %v", handle, want, seen)
+	})
+	return seen
 }
 
 func TestSummarize(t *testing.T) {

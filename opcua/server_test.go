@@ -2,6 +2,7 @@ package opcua
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/limits"
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
@@ -358,8 +360,7 @@ func TestCurrentTimeIsPushed(t *testing.T) {
 	}
 	// The ticker goroutine registers with the fake clock asynchronously:
 	// advance until a tick lands, bounded by a real-time deadline.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
 		clk.Advance(currentTimeTick)
 		select {
 		case ts := <-got:
@@ -369,11 +370,9 @@ func TestCurrentTimeIsPushed(t *testing.T) {
 			if st := <-status; !st.CurrentTime.Equal(ts) || !st.StartTime.Equal(t0) {
 				t.Fatalf("pushed ServerStatus %+v, want CurrentTime %v", st, ts)
 			}
-			return
+			return nil
 		case <-time.After(20 * time.Millisecond):
+			return errors.New("no CurrentTime push after Start")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no CurrentTime push after Start")
-		}
-	}
+	})
 }

@@ -17,6 +17,7 @@ import (
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/wire"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // logSink collects a daemon's log lines.
@@ -136,13 +137,12 @@ func (c *memCluster) advance(total time.Duration) {
 			}
 			n.clock.Advance(DefaultTickInterval)
 			want := int64(n.clock.Since(n.d.epoch) / time.Millisecond)
-			deadline := time.Now().Add(5 * time.Second)
-			for n.d.lastTick.Load() < want {
-				if time.Now().After(deadline) {
-					c.t.Fatalf("%s did not process the tick at %d ms (last %d)", n.name, want, n.d.lastTick.Load())
+			poll.CheckFor(c.t, 5*time.Second, time.Millisecond, func() error {
+				if last := n.d.lastTick.Load(); last < want {
+					return fmt.Errorf("%s did not process the tick at %d ms (last %d)", n.name, want, last)
 				}
-				time.Sleep(time.Millisecond)
-			}
+				return nil
+			})
 		}
 	}
 }
@@ -334,19 +334,15 @@ func TestLeave(t *testing.T) {
 		t.Fatalf("b result = %+v", r)
 	}
 	c.until(3*time.Second, "b removed on a", func() bool { return statusAt(a.d.Snapshot(), "b") == m.Removed })
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
 		mu.Lock()
 		got := strings.Join(kinds, " ")
 		mu.Unlock()
-		if got == "MemberLeft MemberExited MemberRemoved" {
-			break
+		if got != "MemberLeft MemberExited MemberRemoved" {
+			return fmt.Errorf("a's subscriber saw %q", got)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a's subscriber saw %q", got)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	if v := Members(a.d.Snapshot(), false); len(v.Members) != 1 || v.Oldest["driver"] != "a:2552" {
 		t.Fatalf("a after b left: %+v", v)
 	}
@@ -416,7 +412,7 @@ func TestRestartedNodeRejoinsAsYoungest(t *testing.T) {
 	// the removed incarnation is quarantined on b
 	b.tr.inbox(&wire.Heartbeat{From: &wire.UniqueAddress{Host: "a", Port: 2552, Uid: old.UID},
 		To: &wire.UniqueAddress{Host: "b", Port: 2552, Uid: b.d.Self().UID}})
-	waitFor(t, "quarantined heartbeat counted", func() bool { return b.d.Stats().Quarantined >= 1 })
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("quarantined heartbeat counted", func() bool { return b.d.Stats().Quarantined >= 1 }))
 }
 
 func isDone(n *memNode) func() bool {
@@ -427,17 +423,6 @@ func isDone(n *memNode) func() bool {
 		default:
 			return false
 		}
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 5 s: %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -502,7 +487,7 @@ func (panicky) Send(m.Address, proto.Message) { panic("invariant broken") }
 func TestCrashStopsTheDaemon(t *testing.T) {
 	c := newMemCluster(t)
 	b := c.startWith("b", []string{"a", "b"}, nil, func(o *Options) { o.Transport = panicky{o.Transport.(*MemTransport)} })
-	waitFor(t, "crash reported", isDone(b))
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("crash reported", isDone(b)))
 	r := b.d.Result()
 	if r.Err == nil || !strings.Contains(r.Err.Error(), "invariant broken") || !b.d.Info().Finished {
 		t.Fatalf("result %+v", r)

@@ -22,6 +22,7 @@ import (
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
 	"github.com/otopcua/otopcua/cluster/wire"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 func needRemotes(t *testing.T) {
@@ -39,18 +40,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func eventually(t *testing.T, total time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > total {
-			t.Fatalf("not within %v: %s", total, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // proc is one simulated process: an actor system with its remote and a
@@ -142,7 +131,7 @@ func pair(t *testing.T, configure func(*node.Config)) (*proc, *proc) {
 	seeds := []int{pa, pb}
 	a := startProc(t, "a", pa, procOpts{seeds: seeds, configure: configure})
 	b := startProc(t, "b", pb, procOpts{seeds: seeds, configure: configure})
-	eventually(t, 15*time.Second, "a and b Up on both", func() bool { return a.upWith(b) && b.upWith(a) })
+	poll.CheckFor(t, 15*time.Second, 2*time.Millisecond, poll.True("a and b Up on both", func() bool { return a.upWith(b) && b.upWith(a) }))
 	return a, b
 }
 
@@ -172,16 +161,18 @@ func hb(from, to m.UniqueAddress, seq uint64) *wire.Heartbeat {
 func TestPinStaleMessageToNewIncarnationIsDropped(t *testing.T) {
 	port := freePort(t)
 	b1 := startProc(t, "b1", port, procOpts{seeds: []int{port}})
-	eventually(t, 5*time.Second, "b1 Up", func() bool { return b1.upWith() })
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("b1 Up", func() bool { return b1.upWith() }))
 	old := b1.d.Self()
 	b1.kill()
 
 	sender := rawSystem(t, 5) // protoactor's default schedule
 	sender.Root().Send(actors.PID(b1.addr().String(), Name), hb(m.UniqueAddress{Host: "127.0.0.1", Port: 1, UID: 7}, old, 1))
 	b2 := startProc(t, "b2", port, procOpts{seeds: []int{port}})
-	took := eventually(t, 8*time.Second, "stale heartbeat delivered to b2 and dropped", func() bool {
+	start := time.Now()
+	poll.CheckFor(t, 8*time.Second, 2*time.Millisecond, poll.True("stale heartbeat delivered to b2 and dropped", func() bool {
 		return b2.d.Stats().WrongIncarnation >= 1
-	})
+	}))
+	took := time.Since(start)
 	t.Logf("message queued for the dead incarnation reached the new one after %v and was dropped", took)
 	if s := b2.d.Stats(); s.Received != s.WrongIncarnation {
 		t.Fatalf("b2 received more than the stale message: %+v", s)
@@ -204,19 +195,19 @@ func TestPinLossAfterKillDoesNotBreakLiveness(t *testing.T) {
 	for i := range 3 { // lost: the connection is gone
 		b.sys.Root().Send(actors.PID(a.addr().String(), Name), hb(b.d.Self(), old, uint64(100+i)))
 	}
-	eventually(t, 5*time.Second, "b oldest", func() bool {
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("b oldest", func() bool {
 		o, ok := b.d.Snapshot().Oldest("driver")
 		return ok && o.Address == b.d.Self()
-	})
+	}))
 	oldest := time.Since(killed)
-	eventually(t, 5*time.Second, "b alone", func() bool { return b.upWith() })
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("b alone", func() bool { return b.upWith() }))
 	t.Logf("crash fast path: survivor oldest %v after the kill, dead member removed after %v",
 		oldest.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond))
 	if !strings.Contains(b.log.String(), "cluster crash fast path: downing") {
 		t.Fatalf("the crash was not handled by the fast path:\n%s", b.log.String())
 	}
 	a2 := startProc(t, "a2", a.port, procOpts{seeds: []int{a.port, b.port}})
-	eventually(t, 15*time.Second, "a2 joined", func() bool { return a2.upWith(b) && b.upWith(a2) })
+	poll.CheckFor(t, 15*time.Second, 2*time.Millisecond, poll.True("a2 joined", func() bool { return a2.upWith(b) && b.upWith(a2) }))
 	if o, _ := b.d.Snapshot().Oldest("driver"); o.Address != b.d.Self() {
 		t.Fatalf("the restarted node must join as the youngest: oldest %v", o.Address)
 	}
@@ -237,14 +228,16 @@ func TestPinReconnectToRestartedPeerIsFast(t *testing.T) {
 	// first InitJoin can reach b's port before it listens): count from here.
 	before := a.d.Stats().Transport.GateDropped
 	b.kill()
-	eventually(t, 10*time.Second, "a's sends to the dead peer held back by the gate", func() bool {
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("a's sends to the dead peer held back by the gate", func() bool {
 		return a.d.Stats().Transport.GateDropped >= before+2
-	})
+	}))
 	if dead := a.d.DeadPeers(); len(dead) != 1 || dead[0] != b.addr() {
 		t.Fatalf("DeadPeers = %v, want [%v]", dead, b.addr())
 	}
 	b2 := startProc(t, "b2", b.port, procOpts{seeds: []int{a.port, b.port}})
-	took := eventually(t, 3*time.Second, "b2 hears from a", func() bool { return b2.d.Stats().Received >= 1 })
+	start := time.Now()
+	poll.CheckFor(t, 3*time.Second, 2*time.Millisecond, poll.True("b2 hears from a", func() bool { return b2.d.Stats().Received >= 1 }))
+	took := time.Since(start)
 	t.Logf("restarted peer reached %v after it started listening (the gate had dropped %d sends before the kill)", took.Round(time.Millisecond), before)
 	if took > 500*time.Millisecond {
 		t.Fatalf("reconnect took %v; protoactor's retry sleep was not avoided", took)
@@ -339,14 +332,15 @@ func TestPinSilentPartitionSeenByHeartbeats(t *testing.T) {
 	}
 	a := startProc(t, "a", pa.port(), procOpts{seeds: seeds, bindPort: ra, configure: fast})
 	b := startProc(t, "b", pb.port(), procOpts{seeds: seeds, bindPort: rb, configure: fast})
-	eventually(t, 15*time.Second, "a and b Up through the proxies", func() bool { return a.upWith(b) && b.upWith(a) })
+	poll.CheckFor(t, 15*time.Second, 2*time.Millisecond, poll.True("a and b Up through the proxies", func() bool { return a.upWith(b) && b.upWith(a) }))
 
 	pa.cut.Store(true)
 	pb.cut.Store(true)
 	cut := time.Now()
-	took := eventually(t, 10*time.Second, "a holds b unreachable", func() bool {
+	poll.CheckFor(t, 10*time.Second, 2*time.Millisecond, poll.True("a holds b unreachable", func() bool {
 		return !a.d.Snapshot().Gossip.Reachability.IsReachableFrom(a.d.Self(), b.d.Self())
-	})
+	}))
+	took := time.Since(cut)
 	t.Logf("silent partition detected by heartbeats after %v", took.Round(time.Millisecond))
 	if took < time.Second {
 		t.Fatalf("detected after %v: faster than the detector allows, so not by heartbeats", took)
@@ -391,9 +385,9 @@ func TestPinStrangersCannotCorruptMembership(t *testing.T) {
 	for _, msg := range sends {
 		rogue.Root().Send(target, msg)
 	}
-	eventually(t, 5*time.Second, "all rogue messages received", func() bool {
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("all rogue messages received", func() bool {
 		return a.d.Stats().Received-before.Received >= uint64(len(sends))
-	})
+	}))
 	s := a.d.Stats()
 	if s.UnknownSender-before.UnknownSender != 2 || s.Invalid-before.Invalid != 1 || s.WrongIncarnation-before.WrongIncarnation != 1 {
 		t.Fatalf("refusals %+v (before %+v)", s, before)
@@ -406,7 +400,7 @@ func TestPinStrangersCannotCorruptMembership(t *testing.T) {
 	// a removed incarnation is quarantined
 	oldB := b.d.Self()
 	b.kill()
-	eventually(t, 5*time.Second, "b removed", func() bool { return a.status(b) == m.Removed })
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("b removed", func() bool { return a.status(b) == m.Removed }))
 	rogue.Root().Send(target, hb(oldB, to, 1))
-	eventually(t, 5*time.Second, "quarantined", func() bool { return a.d.Stats().Quarantined >= 1 })
+	poll.CheckFor(t, 5*time.Second, 2*time.Millisecond, poll.True("quarantined", func() bool { return a.d.Stats().Quarantined >= 1 }))
 }

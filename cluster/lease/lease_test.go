@@ -3,6 +3,7 @@ package lease_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/lease"
 	"github.com/otopcua/otopcua/cluster/lease/leasetest"
 	"github.com/otopcua/otopcua/configdb"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/tests/etcd"
 	"github.com/otopcua/otopcua/tests/pg"
 )
@@ -157,19 +159,14 @@ func TestConfigDBPostgresOutage(t *testing.T) {
 		t.Logf("%s: Acquire failed after %v: %v", stop.name, took, err)
 		stop.up()
 		var g lease.Grant
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		poll.CheckFor(t, 10*time.Second, 100*time.Millisecond, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			g, err = l.Acquire(ctx, "node-a")
-			cancel()
-			if err == nil || time.Now().After(deadline) {
-				break
+			defer cancel()
+			if g, err = l.Acquire(ctx, "node-a"); err != nil {
+				return fmt.Errorf("%s: Acquire after the database came back: %w", stop.name, err)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("%s: Acquire after the database came back: %v", stop.name, err)
-		}
+			return nil
+		})
 		if g.Epoch != g1.Epoch {
 			t.Fatalf("%s: the holder's renewal after the outage changed the epoch %d → %d", stop.name, g1.Epoch, g.Epoch)
 		}

@@ -260,15 +260,15 @@ func (r *rig) onlyActive(name string) error {
 // written just after the state a test waited for.
 func logHas(t *testing.T, n *pubsubtest.Node, texts ...string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, text := range texts {
-		for !strings.Contains(n.Log.String(), text) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's log lacks %q:\n%s", n.Name, text, n.Log.String())
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
+		log := n.Log.String()
+		for _, text := range texts {
+			if !strings.Contains(log, text) {
+				return fmt.Errorf("%s's log lacks %q:\n%s", n.Name, text, log)
 			}
-			time.Sleep(time.Millisecond)
 		}
-	}
+		return nil
+	})
 }
 
 // TestRunsOnlyOnOldest: the singleton runs on the oldest member and on no

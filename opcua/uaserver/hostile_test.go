@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -453,8 +454,7 @@ func TestSubscriptionThroughRealEngine(t *testing.T) {
 	if err != nil || resp.(*ua.CreateMonitoredItemsResponse).Results[0].StatusCode != ua.StatusOK {
 		t.Fatalf("CreateMonitoredItems: %v %v", err, resp)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.CheckFor(t, 10*time.Second, time.Millisecond, func() error {
 		resp, err := ses.Call(ctx, &ua.PublishRequest{SubscriptionAcknowledgements: []*ua.SubscriptionAcknowledgement{}}, 5*time.Second)
 		if err != nil {
 			t.Fatalf("Publish: %v", err)
@@ -468,12 +468,10 @@ func TestSubscriptionThroughRealEngine(t *testing.T) {
 			if !ok || len(dc.MonitoredItems) == 0 || dc.MonitoredItems[0].Value.Value.Value() != 21.5 {
 				t.Fatalf("notification %+v, want Temp = 21.5", pr.NotificationMessage.NotificationData[0].Value)
 			}
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("only keep-alives, no data change notification")
-		}
-	}
+		return errors.New("only keep-alives, no data change notification")
+	})
 	if _, err := ses.Call(ctx, &ua.DeleteSubscriptionsRequest{SubscriptionIDs: []uint32{subID}}, 5*time.Second); err != nil {
 		t.Fatalf("DeleteSubscriptions: %v", err)
 	}

@@ -364,11 +364,12 @@ func TestSlowPasswordCheckOutlastsTheUnactivatedDeadline(t *testing.T) {
 	clock.Advance(limits.Defaults().UnactivatedSessionTimeout + time.Second)
 	// The expiry timer runs (on its own goroutine, within microseconds)
 	// while the check holds: the session stays through a window far longer.
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	poll.Holds(t, 300*time.Millisecond, 10*time.Millisecond, func() error {
 		if n := r.SessionCount(); n != 1 {
-			t.Fatalf("%d sessions while the password check runs past the deadline, want 1", n)
+			return fmt.Errorf("%d sessions while the password check runs past the deadline, want 1", n)
 		}
-	}
+		return nil
+	})
 	let()
 	res := <-done
 	if res.err != nil {

@@ -355,13 +355,12 @@ func TestSilentConnectionsAreClosedWithinTheirDeadlines(t *testing.T) {
 			}
 			return nil
 		})
-		deadline := time.Now().Add(3 * idleTimeout)
-		for time.Now().Before(deadline) {
+		poll.Holds(t, 3*idleTimeout, 20*time.Millisecond, func() error {
 			if n := ts.Stats().Channels; n != 1 {
-				t.Fatalf("%d channels open while a Publish waits, want 1", n)
+				return fmt.Errorf("%d channels open while a Publish waits, want 1", n)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 		rc.mustDo(readReq(nodeTemp))
 	})
 	r := ts.Stats().Refusals
