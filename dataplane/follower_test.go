@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // fakeCentral is a Config DB that can be down.
@@ -126,7 +127,7 @@ func (r *followRig) appliedCount() int { r.mu.Lock(); defer r.mu.Unlock(); retur
 func (r *followRig) tick(t *testing.T, want func(FollowStatus) bool) {
 	t.Helper()
 	r.clock.Advance(5 * time.Second)
-	waitUntil(t, "the follower's poll", func() bool { return want(r.f.Status()) })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the follower's poll", func() bool { return want(r.f.Status()) }))
 }
 
 func TestFollowerAppliesNewVersionsAndCachesThem(t *testing.T) {
@@ -147,7 +148,7 @@ func TestFollowerAppliesNewVersionsAndCachesThem(t *testing.T) {
 	// Kick looks at once.
 	r.central.put(3, encode(t, "press3"))
 	r.f.Kick()
-	waitUntil(t, "the kicked poll", func() bool { return r.f.Status().Version == 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the kicked poll", func() bool { return r.f.Status().Version == 3 }))
 }
 
 func TestFollowerRefusesABadDocumentAndKeepsThePrevious(t *testing.T) {
@@ -156,7 +157,7 @@ func TestFollowerRefusesABadDocumentAndKeepsThePrevious(t *testing.T) {
 	r.f.Start()
 	r.central.put(2, encode(t, "bad"))
 	r.f.Kick()
-	waitUntil(t, "the refusal", func() bool { return r.f.Status().Refused == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the refusal", func() bool { return r.f.Status().Refused == 2 }))
 	s := r.f.Status()
 	if s.Version != 1 || s.RefusedReason == "" || r.appliedCount() != 1 || r.cache.cached() != 1 {
 		t.Fatalf("after a bad document: %+v, applied %d, cached %d", s, r.appliedCount(), r.cache.cached())
@@ -165,7 +166,7 @@ func TestFollowerRefusesABadDocumentAndKeepsThePrevious(t *testing.T) {
 	other, _ := json.Marshal(deployment.Document{ClusterId: "site-b"})
 	r.central.put(3, other)
 	r.f.Kick()
-	waitUntil(t, "the second refusal", func() bool { return r.f.Status().Refused == 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the second refusal", func() bool { return r.f.Status().Refused == 3 }))
 	if s := r.f.Status(); s.Version != 1 {
 		t.Fatalf("%+v", s)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/internal/fielddevice"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
 
@@ -79,10 +80,10 @@ func (r *hostRig) value(device, tag string) *ua.DataValue {
 
 func (r *hostRig) waitValue(t *testing.T, device, tag string, want any, status ua.StatusCode) {
 	t.Helper()
-	waitUntil(t, fmt.Sprintf("%s/%s = %v (%v)", device, tag, want, status), func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True(fmt.Sprintf("%s/%s = %v (%v)", device, tag, want, status), func() bool {
 		dv := r.value(device, tag)
 		return dv.Status == status && (want == nil || dv.Value != nil && dv.Value.Value() == want)
-	})
+	}))
 }
 
 func TestHostServesDevicesAsTags(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
 
@@ -126,17 +127,6 @@ func (r *writeRig) seenNow() []string {
 	return append([]string(nil), r.seen...)
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestOptimisticWriteDeniedOffThePrimaryIsReverted(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -177,7 +167,7 @@ func TestOptimisticWriteOnThePrimaryReachesTheDevice(t *testing.T) {
 	if st := r.write(77); st != ua.StatusOK {
 		t.Fatal(st)
 	}
-	waitUntil(t, "the device write", func() bool { a, _ := r.rec.last(); return a.OK })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the device write", func() bool { a, _ := r.rec.last(); return a.OK }))
 	if a, _ := r.rec.last(); a.Epoch != 42 || a.Message != "write serviced (epoch 42)" {
 		t.Fatalf("serviced write audited as %q epoch %d, want the epoch of the promotion (42)", a.Message, a.Epoch)
 	}
@@ -187,14 +177,14 @@ func TestOptimisticWriteOnThePrimaryReachesTheDevice(t *testing.T) {
 	// A lone node with no snapshot yet services too (single-node posture).
 	lone := newWriteRig(t, Optimistic, &fakeRoles{gate.RoleUnknown, 1}, 0)
 	lone.write(5)
-	waitUntil(t, "the lone node's device write", func() bool { return lone.dev.count() == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the lone node's device write", func() bool { return lone.dev.count() == 1 }))
 }
 
 func TestOptimisticWriteFailedByTheDeviceIsReverted(t *testing.T) {
 	r := newWriteRig(t, Optimistic, &fakeRoles{gate.RolePrimary, 2}, 0)
 	r.dev.err = fmt.Errorf("modbus exception 2: %w", ua.StatusBadOutOfRange)
 	r.write(55)
-	waitUntil(t, "the revert", func() bool { return len(r.seenNow()) == 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the revert", func() bool { return len(r.seenNow()) == 3 }))
 	if got := r.seenNow(); got[1] != "10/"+ua.StatusBadOutOfRange.Error() {
 		t.Fatalf("subscriber saw %v", got)
 	}
@@ -212,7 +202,7 @@ func TestOptimisticWritesBeyondThePendingBoundAreReverted(t *testing.T) {
 		t.Fatalf("second write: audit %+v, want BadTooManyOperations", a)
 	}
 	close(r.dev.block)
-	waitUntil(t, "the first write", func() bool { return r.dev.count() == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first write", func() bool { return r.dev.count() == 1 }))
 }
 
 func TestConfirmedWrites(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/internal/poll"
 )
 
 // TestDrainActorRestartsAndDrainsAgain: the drain runs as the historian
@@ -41,13 +42,20 @@ func TestDrainActorRestartsAndDrainsAgain(t *testing.T) {
 		t.Fatalf("status after the restart %+v", st)
 	}
 
+	// The old incarnation's ticker leaves the clock (its goroutine stops
+	// it), so the new one's is the only ticker left: one DrainEvery can
+	// make one tick only.
+	poll.CheckFor(t, wait, time.Millisecond, poll.True("the old incarnation's ticker gone from the clock", func() bool { return !holdsTimers(n.clock, 2) }))
+	if !holdsTimers(n.clock, 1) {
+		t.Fatal("the new incarnation has no ticker on the clock")
+	}
 	n.enqueue(evs(5, 8)...)
 	n.tick()
 	wantExactlyOnce(t, central, evs(0, 8))
 	select {
 	case <-n.ticks:
 		t.Fatal("two ticks for one DrainEvery: the old incarnation's timer still runs")
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	n.stop()
 	if _, ok := tree.Actor(path); ok {

@@ -187,6 +187,14 @@ func (n *node) waitTick() {
 	}
 }
 
+// holdsTimers reports whether clock holds at least n timers and tickers
+// that have not fired, without waiting.
+func holdsTimers(clock *clockwork.FakeClock, n int) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return clock.BlockUntilContext(ctx, n) == nil
+}
+
 // tick moves the node's clock by DrainEvery and waits for the tick that
 // follows. (One Advance over several periods may give one tick or two,
 // depending on when the drain goroutine reads the ticker: step instead.)

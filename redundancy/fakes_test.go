@@ -1,10 +1,13 @@
 package redundancy
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/proto"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
@@ -121,27 +124,21 @@ func all[T proto.Message](b *fakeBus) []T {
 	return out
 }
 
-// eventually polls cond every millisecond until it holds or 5 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
+// roundTrip sends the actor at pid a Touch and waits for its answer. One
+// mailbox, handled in order: when the answer comes, the actor has handled
+// every message sent to it before the Touch, so what the test reads next is
+// the state after those messages (the barrier for "it did not happen").
+func roundTrip(t *testing.T, root *actor.RootContext, pid *actor.PID) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	if _, err := root.RequestFuture(pid, &actor.Touch{}, 5*time.Second).Result(); err != nil {
+		t.Fatalf("no round trip through %v: %v", pid, err)
 	}
 }
 
-// never checks that cond stays false for a short while (the actor had the
-// chance to act on what the test just did).
-func never(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		if cond() {
-			t.Fatalf("unexpected: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+// holdsTimers reports whether clock holds at least n timers and tickers
+// that have not fired, without waiting.
+func holdsTimers(clock *clockwork.FakeClock, n int) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return clock.BlockUntilContext(ctx, n) == nil
 }

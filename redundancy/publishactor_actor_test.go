@@ -14,6 +14,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -65,9 +66,9 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 		if err := tree.Fault(path, "test"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a Publish after the restart", func() bool { return len(r.levels.all()) > n })
-		eventually(t, "the restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == restarts })
-		eventually(t, "a NodeStatus after the restart", func() bool { return len(all[*wire.NodeStatus](r.bus)) > st })
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a Publish after the restart", func() bool { return len(r.levels.all()) > n }))
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the restart counted", func() bool { i, _ := tree.Actor(path); return i.Restarts == restarts }))
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a NodeStatus after the restart", func() bool { return len(all[*wire.NodeStatus](r.bus)) > st }))
 	}
 
 	// The restart publishes the same level again: the entry of the last
@@ -84,7 +85,10 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 	r.drain()
 	r.wantLevel(t, 0)
 	fault(2)
-	never(t, "the pin was lost in the restart", func() bool { l, _ := r.actor.Level(); return r.levels.last() != 0 || l != 0 })
+	r.settle(t)
+	if l, _ := r.actor.Level(); r.levels.last() != 0 || l != 0 {
+		t.Fatalf("the pin was lost in the restart: published %d, Level %d", r.levels.last(), l)
+	}
 	st := all[*wire.NodeStatus](r.bus)
 	if st[len(st)-1].GetServiceLevel() != 0 {
 		t.Fatalf("NodeStatus after the restart advertises %d", st[len(st)-1].GetServiceLevel())
@@ -93,12 +97,12 @@ func TestPublishActorRestartsAndPublishesAgain(t *testing.T) {
 	// The restarted actor still takes its ticks.
 	n := len(all[*wire.NodeStatus](r.bus))
 	r.clock.Advance(HealthTick)
-	eventually(t, "the tick's NodeStatus", func() bool { return len(all[*wire.NodeStatus](r.bus)) > n })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the tick's NodeStatus", func() bool { return len(all[*wire.NodeStatus](r.bus)) > n }))
 	if gaveUp.Load() != nil {
 		t.Fatal("the tree gave up")
 	}
 	r.actor.Stop()
-	eventually(t, "the actor is gone from the tree", func() bool { _, ok := tree.Actor(path); return !ok })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the actor is gone from the tree", func() bool { _, ok := tree.Actor(path); return !ok }))
 	if r.members.subscribers() != 0 {
 		t.Fatal("Stop left the membership subscription")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
@@ -190,7 +191,27 @@ func (r *pubRig) probe(target string, ok bool) {
 
 func (r *pubRig) wantLevel(t *testing.T, want byte) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("level %d", want), func() bool { return r.levels.last() == int(want) })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True(fmt.Sprintf("level %d", want), func() bool { return r.levels.last() == int(want) }))
+}
+
+// settle is a round trip through the actor: when it returns, the actor has
+// handled every message sent to it before.
+func (r *pubRig) settle(t *testing.T) {
+	t.Helper()
+	roundTrip(t, r.actor.parent.Root(), r.actor.PID())
+}
+
+// tick moves the clock by HealthTick and waits until the actor has handled
+// a tick at the new time: every tick advertises a NodeStatus stamped with
+// the time it was handled at. (A tick the ticker dropped because the one
+// before was not read yet is covered: that one is handled at the new time.)
+func (r *pubRig) tick(t *testing.T) {
+	t.Helper()
+	r.clock.Advance(HealthTick)
+	at := wire.UnixMs(r.clock.Now())
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a tick at "+r.clock.Now().Format(time.StampMilli), func() bool {
+		return slices.ContainsFunc(all[*wire.NodeStatus](r.bus), func(s *wire.NodeStatus) bool { return s.GetAtUnixMs() == at })
+	}))
 }
 
 func TestPublishActorFirstLevelAtOnce(t *testing.T) {
@@ -241,7 +262,10 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 
 	// A failed probe of another node changes nothing; of this node: 200.
 	r.probe(peerNode, false)
-	never(t, "a probe about a peer moved the level", func() bool { return r.levels.last() != 250 })
+	r.settle(t)
+	if r.levels.last() != 250 {
+		t.Fatalf("a probe about a peer moved the level to %d", r.levels.last())
+	}
 	r.probe(selfNode, false)
 	r.wantLevel(t, 200)
 	r.probe(selfNode, true)
@@ -253,7 +277,7 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	n, logged := len(r.levels.all()), strings.Count(r.log.String(), "ServiceLevel computed")
 	r.snapshot(RolePrimary, 2)
 	r.clock.Advance(HealthTick)
-	eventually(t, "the two computes published", func() bool { return len(r.levels.all()) >= n+2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the two computes published", func() bool { return len(r.levels.all()) >= n+2 }))
 	if again := r.levels.all()[n:]; slices.ContainsFunc(again, func(l byte) bool { return l != 250 }) {
 		t.Fatalf("a repeated snapshot and a tick published %v, want only 250", again)
 	}
@@ -264,7 +288,7 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	// A snapshot for another incarnation at this address is not ours: the
 	// role becomes unknown, the entry we had stays until it is stale.
 	r.snapshot(RolePrimary, 99)
-	eventually(t, "the role view forgets the role", func() bool { return r.view.Role() == RoleUnknown })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the role view forgets the role", func() bool { return r.view.Role() == RoleUnknown }))
 
 	// The DB becomes unreachable: the HealthTick picks it up (100).
 	r.db.set(false, r.clock.Now())
@@ -309,7 +333,12 @@ func TestPublishActorProbeFreshness(t *testing.T) {
 		r.db.set(true, r.clock.Now())
 		r.snapshot(RoleSecondary, 2)
 	}
-	never(t, "the failure stopped counting within 30 s", func() bool { return r.levels.last() != 200 })
+	// The last snapshot's compute, at +30 s, is done (and a tick still on
+	// its way computes at +30 s too).
+	r.settle(t)
+	if r.levels.last() != 200 {
+		t.Fatalf("level %d: the failure stopped counting within 30 s", r.levels.last())
+	}
 	r.clock.Advance(HealthTick)
 	r.db.set(true, r.clock.Now())
 	r.snapshot(RoleSecondary, 2)
@@ -323,11 +352,14 @@ func TestPublishActorWarnsOnceWhenSnapshotsOmitIt(t *testing.T) {
 	for range 3 {
 		r.snapshot(RoleUnknown, 0)
 	}
-	eventually(t, "the warning", func() bool { return strings.Contains(r.log.String(), "do not name this node") })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the warning", func() bool { return strings.Contains(r.log.String(), "do not name this node") }))
 	for range 3 {
 		r.snapshot(RoleUnknown, 0)
 	}
-	never(t, "a second warning", func() bool { return strings.Count(r.log.String(), "do not name this node") > 1 })
+	r.settle(t)
+	if n := strings.Count(r.log.String(), "do not name this node"); n > 1 {
+		t.Fatalf("%d warnings, want one", n)
+	}
 	if !strings.Contains(r.log.String(), "nodeId="+selfNode) {
 		t.Fatalf("the warning does not name the NodeId:\n%s", r.log.String())
 	}
@@ -341,35 +373,42 @@ func TestPublishActorNoWarningWithoutDriverPeer(t *testing.T) {
 	for range 4 {
 		r.snapshot(RoleUnknown, 0)
 	}
-	never(t, "a warning without a driver peer", func() bool { return strings.Contains(r.log.String(), "do not name this node") })
+	r.settle(t)
+	if strings.Contains(r.log.String(), "do not name this node") {
+		t.Fatalf("a warning without a driver peer:\n%s", r.log.String())
+	}
 }
 
 func TestPublishActorAdvertisesAndReportsPeers(t *testing.T) {
 	r := newPubRig(t)
 	r.start(t)
 	r.clock.Advance(HealthTick)
-	eventually(t, "the NodeStatus of the tick", func() bool { return len(all[*wire.NodeStatus](r.bus)) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the NodeStatus of the tick", func() bool { return len(all[*wire.NodeStatus](r.bus)) == 2 }))
 
 	// A configured peer's status is shown; an unknown URI is not.
 	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 250, At: r.clock.Now()}.ToWire())
 	r.bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4009", UID: 9, ApplicationURI: "urn:stranger", ServiceLevel: 240, At: r.clock.Now()}.ToWire())
-	eventually(t, "the peer's level", func() bool { return r.peers.last() == 250 })
-	never(t, "a stranger's level", func() bool { return len(r.peers.all()) != 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the peer's level", func() bool { return r.peers.last() == 250 }))
+	r.settle(t)
+	if got := r.peers.all(); len(got) != 1 {
+		t.Fatalf("peer levels %v: a stranger's level was reported", got)
+	}
 	// No news for 30 s: reported gone on a tick.
 	for range 7 {
 		r.clock.Advance(HealthTick)
 	}
-	eventually(t, "the peer reported gone", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the peer reported gone", func() bool {
 		r.goneMu.Lock()
 		defer r.goneMu.Unlock()
 		return slices.Equal(r.gone, []string{"urn:a"})
-	})
-	r.clock.Advance(HealthTick)
-	never(t, "the peer reported gone twice", func() bool {
-		r.goneMu.Lock()
-		defer r.goneMu.Unlock()
-		return len(r.gone) > 1
-	})
+	}))
+	r.tick(t)
+	r.goneMu.Lock()
+	gone := slices.Clone(r.gone)
+	r.goneMu.Unlock()
+	if len(gone) > 1 {
+		t.Fatalf("the peer reported gone twice: %v", gone)
+	}
 }
 
 func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
@@ -382,7 +421,7 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	r.db.set(true, r.clock.Now())
 	r.members.set(r.peer, r.self)
 	r.wantLevel(t, 200) // Up, DB reachable, no snapshot yet: stale
-	eventually(t, "first observation", func() bool { return len(r.afters()) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("first observation", func() bool { return len(r.afters()) == 1 }))
 	if got := r.afters()[0]; got != 0 {
 		t.Fatalf("since = %v, want 0", got)
 	}
@@ -398,7 +437,7 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	r.db.set(true, r.clock.Now())
 	r.snapshot(RolePrimary, 2)
 	r.wantLevel(t, 250)
-	eventually(t, "second observation", func() bool { return len(r.afters()) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("second observation", func() bool { return len(r.afters()) == 2 }))
 	if got := r.afters()[1]; got != 1500*time.Millisecond {
 		t.Fatalf("since = %v, want 1.5s", got)
 	}
@@ -412,7 +451,7 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	// inside the window. A peer status sent after it is a barrier (one
 	// mailbox, in order).
 	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 200, At: r.clock.Now()}.ToWire())
-	eventually(t, "the peer status sent after the membership event", func() bool { return r.peers.last() == 200 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the peer status sent after the membership event", func() bool { return r.peers.last() == 200 }))
 	for range int(FreshFor/HealthTick) + 1 {
 		r.clock.Advance(HealthTick)
 		r.db.set(true, r.clock.Now())
@@ -425,7 +464,7 @@ func TestPublishActorTimesMembershipToServiceLevel(t *testing.T) {
 	// AfterMembershipChange would run after Publish, in the same compute:
 	// a peer status sent now is handled only once that compute returned.
 	r.bus.Publish(wire.Topic, NodeInfo{NodeID: peerNode, UID: 1, ApplicationURI: "urn:a", ServiceLevel: 240, At: r.clock.Now()}.ToWire())
-	eventually(t, "the peer status sent after the level", func() bool { return r.peers.last() == 240 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the peer status sent after the level", func() bool { return r.peers.last() == 240 }))
 	if got := r.afters(); len(got) != 2 {
 		t.Fatalf("observations %v, want only the two earlier ones", got)
 	}
@@ -448,17 +487,17 @@ func TestPublishActorAdvertisesConfigDbHealth(t *testing.T) {
 	r.db.st, r.db.known = DbStatus{Reachable: false, AsOf: r.clock.Now(), Err: "dial tcp 10.0.0.9:1433: connection refused"}, true
 	r.db.mu.Unlock()
 	r.clock.Advance(HealthTick)
-	eventually(t, "an unreachable NodeStatus", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("an unreachable NodeStatus", func() bool {
 		s := latest()
 		return s.GetConfigdbState() == wire.ConfigDbState_CONFIG_DB_STATE_UNREACHABLE &&
 			s.GetConfigdbError() == "dial tcp 10.0.0.9:1433: connection refused"
-	})
+	}))
 	r.db.set(true, r.clock.Now())
 	r.clock.Advance(HealthTick)
-	eventually(t, "an ok NodeStatus", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("an ok NodeStatus", func() bool {
 		s := latest()
 		return s.GetConfigdbState() == wire.ConfigDbState_CONFIG_DB_STATE_OK && s.GetConfigdbError() == ""
-	})
+	}))
 }
 
 // A node draining for a manual failover pins 0: published and advertised
@@ -474,15 +513,18 @@ func TestPublishActorPinHoldsTheLevel(t *testing.T) {
 
 	r.drain()
 	r.wantLevel(t, 0)
-	eventually(t, "a NodeStatus with level 0", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a NodeStatus with level 0", func() bool {
 		st := all[*wire.NodeStatus](r.bus)
 		return st[len(st)-1].GetServiceLevel() == 0
-	})
+	}))
 	r.snapshot(RoleSecondary, 2)
 	r.actor.NotifyDbChanged()
-	r.clock.Advance(HealthTick)
+	r.tick(t)
 	r.snapshot(RolePrimary, 2)
-	never(t, "the pinned level moved", func() bool { l, _ := r.actor.Level(); return r.levels.last() != 0 || l != 0 })
+	r.settle(t)
+	if l, _ := r.actor.Level(); r.levels.last() != 0 || l != 0 {
+		t.Fatalf("the pinned level moved: published %d, Level %d", r.levels.last(), l)
+	}
 	got := r.levels.all()
 	for _, l := range got[slices.Index(got, 250)+1:] {
 		if l != 0 {

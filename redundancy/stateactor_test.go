@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/otopcua/otopcua/actors/actorstest"
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -48,7 +50,19 @@ func (r *stateRig) event(t *testing.T, members ...m.Member) {
 	t.Helper()
 	before := r.actor.kicks.Load()
 	r.members.set(members...)
-	eventually(t, "the actor takes the membership event", func() bool { return r.actor.kicks.Load() > before })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the actor takes the membership event", func() bool { return r.actor.kicks.Load() > before }))
+}
+
+// settled checks that the debounce timer has not fired (the clock still
+// holds it and the heartbeat ticker) and makes a round trip through the
+// actor: until the clock moves or membership changes again nothing can
+// publish, so a count read now is final.
+func (r *stateRig) settled(t *testing.T) {
+	t.Helper()
+	if !holdsTimers(r.clock, 2) {
+		t.Fatal("the debounce timer fired: the clock no longer holds it and the heartbeat ticker")
+	}
+	roundTrip(t, r.actor.parent.Root(), r.actor.pid)
 }
 
 func snapshots(b *fakeBus) []*wire.RedundancyStateChanged {
@@ -61,7 +75,7 @@ func snapshots(b *fakeBus) []*wire.RedundancyStateChanged {
 func firstFrom(t *testing.T, b *fakeBus, what string, publisher m.UniqueAddress) Snapshot {
 	t.Helper()
 	var got Snapshot
-	eventually(t, what, func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True(what, func() bool {
 		for _, w := range snapshots(b) {
 			if w.GetPublisher() == publisher.NodeID() {
 				got, _ = SnapshotFromWire(w)
@@ -69,7 +83,7 @@ func firstFrom(t *testing.T, b *fakeBus, what string, publisher m.UniqueAddress)
 			}
 		}
 		return false
-	})
+	}))
 	return got
 }
 
@@ -90,13 +104,19 @@ func TestStateActorDebouncesAndRepublishes(t *testing.T) {
 
 	// The first snapshot waits for the quiet period after Start.
 	clock.Advance(200 * time.Millisecond)
-	never(t, "a snapshot before 250 ms", func() bool { return count() > 0 })
+	r.settled(t)
+	if count() > 0 {
+		t.Fatal("a snapshot before 250 ms")
+	}
 	// An event at +200 ms moves the deadline to +450 ms.
 	r.event(t, ms...)
 	clock.Advance(200 * time.Millisecond) // +400
-	never(t, "a snapshot before the quiet period after the last event", func() bool { return count() > 0 })
+	r.settled(t)
+	if count() > 0 {
+		t.Fatal("a snapshot before the quiet period after the last event")
+	}
 	clock.Advance(50 * time.Millisecond) // +450
-	eventually(t, "the debounced snapshot", func() bool { return count() == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the debounced snapshot", func() bool { return count() == 1 }))
 	s, err := SnapshotFromWire(snapshots(bus)[0])
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +133,13 @@ func TestStateActorDebouncesAndRepublishes(t *testing.T) {
 		r.event(t, ms...)
 		clock.Advance(200 * time.Millisecond)
 		if i < 4 {
-			never(t, "a snapshot while events keep coming within the cap", func() bool { return count() > 1 })
+			r.settled(t)
+			if count() > 1 {
+				t.Fatalf("a snapshot while events keep coming within the cap (event %d)", i)
+			}
 		}
 	}
-	eventually(t, "the capped snapshot", func() bool { return count() == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the capped snapshot", func() bool { return count() == 2 }))
 	if capped, _ := SnapshotFromWire(snapshots(bus)[1]); !capped.AsOf.Equal(tEpoch.Add(1450 * time.Millisecond)) {
 		t.Fatalf("capped snapshot at +%v, want +1.45s (DebounceMax after the first event)", capped.AsOf.Sub(tEpoch))
 	}
@@ -124,18 +147,22 @@ func TestStateActorDebouncesAndRepublishes(t *testing.T) {
 	// Nothing happens: the heartbeat republishes every 10 s (the ticker
 	// started at Start, so its first beat is at +10 s).
 	clock.Advance(10*time.Second - 1450*time.Millisecond)
-	eventually(t, "the heartbeat", func() bool { return count() == 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the heartbeat", func() bool { return count() == 3 }))
 	clock.Advance(RepublishEvery)
-	eventually(t, "the next heartbeat", func() bool { return count() == 4 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the next heartbeat", func() bool { return count() == 4 }))
 	last, _ := SnapshotFromWire(snapshots(bus)[3])
 	if last.Sequence != 4 || last.Epochs["pair"] != s.Epochs["pair"] {
 		t.Fatalf("heartbeat #%d epochs %v, first %v", last.Sequence, last.Epochs, s.Epochs)
 	}
 
-	// Stop: nothing more.
+	// Stop: nothing more. The actor is gone and so are its timers, so
+	// nothing is left that could publish when the clock moves.
 	r.actor.Stop()
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("Stop left no timer on the clock", func() bool { return !holdsTimers(clock, 1) }))
 	clock.Advance(time.Minute)
-	never(t, "a snapshot after Stop", func() bool { return count() > 4 })
+	if count() > 4 {
+		t.Fatalf("%d snapshots: one after Stop", count())
+	}
 	if r.members.subscribers() != 0 {
 		t.Fatal("Stop left the membership subscription")
 	}
@@ -148,15 +175,15 @@ func TestStateActorCarriesAdvertisedEndpoints(t *testing.T) {
 	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
 	r.start(t)
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first snapshot", func() bool { return len(snapshots(bus)) == 1 }))
 
 	// The Secondary advertises its endpoint: the actor publishes again
 	// after the quiet period, with the endpoint in the entry.
 	before := r.actor.kicks.Load()
 	bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4002", UID: 2, ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842"}.ToWire())
-	eventually(t, "the NodeStatus wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the NodeStatus wakes the actor", func() bool { return r.actor.kicks.Load() > before }))
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the snapshot after the NodeStatus", func() bool { return len(snapshots(bus)) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the snapshot after the NodeStatus", func() bool { return len(snapshots(bus)) == 2 }))
 	s, _ := SnapshotFromWire(snapshots(bus)[1])
 	if e := s.Entries["127.0.0.1:4002"]; e.OpcUaEndpoint != "opc.tcp://127.0.0.1:4842" || e.ApplicationURI != "urn:b" {
 		t.Fatalf("entry %+v", e)
@@ -165,7 +192,10 @@ func TestStateActorCarriesAdvertisedEndpoints(t *testing.T) {
 	// not wake the actor.
 	before = r.actor.kicks.Load()
 	bus.Publish(wire.Topic, NodeInfo{NodeID: "127.0.0.1:4002", UID: 2, ApplicationURI: "urn:b", OpcUaEndpoint: "opc.tcp://127.0.0.1:4842", ServiceLevel: 240}.ToWire())
-	never(t, "a repeated NodeStatus wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+	roundTrip(t, r.actor.parent.Root(), r.actor.pid)
+	if r.actor.kicks.Load() > before {
+		t.Fatal("a repeated NodeStatus wakes the actor")
+	}
 }
 
 // TestEpochMonotonicAcrossInstances: a new singleton instance after a
@@ -184,7 +214,7 @@ func TestEpochMonotonicAcrossInstances(t *testing.T) {
 
 	a.start(t)
 	clockA.Advance(DebounceQuiet)
-	eventually(t, "a's snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a's snapshot", func() bool { return len(snapshots(bus)) == 1 }))
 	first, _ := SnapshotFromWire(snapshots(bus)[0])
 	epA := first.Epochs["pair"]
 	if epA.Primary != "127.0.0.1:4001" || epA.Epoch == 0 {
@@ -221,7 +251,7 @@ func TestEpochMonotonicAcrossInstances(t *testing.T) {
 		m.UniqueAddress{Host: "127.0.0.1", Port: 4001, UID: 11}, member("127.0.0.1", 4001, 11, m.Up, 1, "pair", "admin", "driver"))
 	fresh.start(t)
 	fresh.clock.Advance(DebounceQuiet)
-	eventually(t, "the fresh snapshot", func() bool { return len(snapshots(fresh.bus)) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the fresh snapshot", func() bool { return len(snapshots(fresh.bus)) == 1 }))
 	fourth, _ := SnapshotFromWire(snapshots(fresh.bus)[0])
 	if fourth.Epochs["pair"].Epoch <= epB.Epoch {
 		t.Fatalf("epoch after a full restart %d, before %d", fourth.Epochs["pair"].Epoch, epB.Epoch)
@@ -238,8 +268,9 @@ func TestStateActorGreetsNewSubscribers(t *testing.T) {
 	r := newStateRig(t, clock, bus, ms[0].Address, ms...)
 	var mu sync.Mutex
 	subs := []m.UniqueAddress{ms[0].Address}
+	var reads atomic.Int32 // of Subscribers: one at the start, then one per poll
 	r.actor = NewStateActor(StateActorOptions{Membership: r.members, PubSub: bus, Tracker: r.tracker, Clock: clock,
-		Subscribers: func() []m.UniqueAddress { mu.Lock(); defer mu.Unlock(); return slices.Clone(subs) }})
+		Subscribers: func() []m.UniqueAddress { reads.Add(1); mu.Lock(); defer mu.Unlock(); return slices.Clone(subs) }})
 	r.actor.Start(context.Background())
 	t.Cleanup(r.actor.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -248,24 +279,30 @@ func TestStateActorGreetsNewSubscribers(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first snapshot", func() bool { return len(snapshots(bus)) == 1 }))
 
 	mu.Lock()
 	subs = append(subs, ms[1].Address)
 	mu.Unlock()
 	before := r.actor.kicks.Load()
 	clock.Advance(SubscriberPoll - DebounceQuiet) // the poll at +500 ms
-	eventually(t, "the poll sees the new subscriber", func() bool { return r.actor.kicks.Load() > before })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the poll sees the new subscriber", func() bool { return r.actor.kicks.Load() > before }))
 	clock.Advance(DebounceQuiet)
-	eventually(t, "a snapshot for the new subscriber", func() bool { return len(snapshots(bus)) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a snapshot for the new subscriber", func() bool { return len(snapshots(bus)) == 2 }))
 
 	mu.Lock()
 	subs = subs[:1]
 	mu.Unlock()
 	before = r.actor.kicks.Load()
-	clock.Advance(SubscriberPoll)
-	clock.Advance(SubscriberPoll)
-	never(t, "a departed subscriber wakes the actor", func() bool { return r.actor.kicks.Load() > before })
+	for range 2 { // two polls, each read before the clock moves again
+		n := reads.Load()
+		clock.Advance(SubscriberPoll)
+		poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the poll reads the subscribers", func() bool { return reads.Load() > n }))
+	}
+	roundTrip(t, r.actor.parent.Root(), r.actor.pid) // the second poll is done
+	if r.actor.kicks.Load() > before {
+		t.Fatal("a departed subscriber wakes the actor")
+	}
 	if len(snapshots(bus)) != 2 {
 		t.Fatalf("%d snapshots, want 2", len(snapshots(bus)))
 	}
@@ -286,16 +323,16 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the tree lists the actor", func() bool { i, ok := tree.Actor(pid.Id); return ok && i.Kind == StateActorKind })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the tree lists the actor", func() bool { i, ok := tree.Actor(pid.Id); return ok && i.Kind == StateActorKind }))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := clock.BlockUntilContext(ctx, 2); err != nil { // republish ticker + debounce timer
 		t.Fatal(err)
 	}
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the first snapshot", func() bool { return len(snapshots(bus)) == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first snapshot", func() bool { return len(snapshots(bus)) == 1 }))
 	clock.Advance(RepublishEvery)
-	eventually(t, "the heartbeat", func() bool { return len(snapshots(bus)) == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the heartbeat", func() bool { return len(snapshots(bus)) == 2 }))
 	before, _ := SnapshotFromWire(snapshots(bus)[1])
 	if before.Sequence != 2 || before.Epochs["pair"].Epoch == 0 {
 		t.Fatalf("before the fault: #%d %v", before.Sequence, before.Epochs)
@@ -304,15 +341,15 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	if err := tree.Fault(pid.Id, "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the restart counted", func() bool { i, _ := tree.Actor(pid.Id); return i.Restarts == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the restart counted", func() bool { i, _ := tree.Actor(pid.Id); return i.Restarts == 1 }))
 	// The new incarnation publishes after its quiet period (or at its
 	// first heartbeat); the clock moves until it did.
-	eventually(t, "a snapshot after the restart", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a snapshot after the restart", func() bool {
 		clock.Advance(50 * time.Millisecond)
 		return len(snapshots(bus)) > 2
-	})
+	}))
 	clock.Advance(RepublishEvery)
-	eventually(t, "the next heartbeat", func() bool { return len(snapshots(bus)) > 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the next heartbeat", func() bool { return len(snapshots(bus)) > 3 }))
 	prev := before
 	for _, w := range snapshots(bus)[2:] {
 		s, err := SnapshotFromWire(w)
@@ -336,10 +373,10 @@ func TestStateActorRestartKeepsEpochsAndSequence(t *testing.T) {
 	// A membership event still reaches the new incarnation.
 	n := len(snapshots(bus))
 	r.members.set(ms[1])
-	eventually(t, "a snapshot after the membership event", func() bool {
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("a snapshot after the membership event", func() bool {
 		clock.Advance(50 * time.Millisecond)
 		return len(snapshots(bus)) > n
-	})
+	}))
 	last, _ := SnapshotFromWire(snapshots(bus)[len(snapshots(bus))-1])
 	if ep := last.Epochs["pair"]; ep.Primary != "127.0.0.1:4002" || ep.Epoch <= before.Epochs["pair"].Epoch {
 		t.Fatalf("epoch after the Primary changed %+v, before %+v", ep, before.Epochs["pair"])
@@ -362,19 +399,22 @@ func TestStateActorPublishesAPrimaryChangeAtOnce(t *testing.T) {
 	r.start(t)
 	count := func() int { return len(snapshots(bus)) }
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the first snapshot", func() bool { return count() == 1 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the first snapshot", func() bool { return count() == 1 }))
 
 	// The same Primary: debounced.
 	r.event(t, ms...)
-	never(t, "an immediate snapshot without a Primary change", func() bool { return count() > 1 })
+	r.settled(t)
+	if count() > 1 {
+		t.Fatal("an immediate snapshot without a Primary change")
+	}
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the debounced snapshot", func() bool { return count() == 2 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the debounced snapshot", func() bool { return count() == 2 }))
 
 	// The Primary (4001) is downed: 4002 is Primary at once.
 	down := ms[0]
 	down.Status = m.Down
 	r.event(t, down, ms[1])
-	eventually(t, "the Primary change without the debounce", func() bool { return count() == 3 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the Primary change without the debounce", func() bool { return count() == 3 }))
 	s, err := SnapshotFromWire(snapshots(bus)[2])
 	if err != nil {
 		t.Fatal(err)
@@ -383,5 +423,5 @@ func TestStateActorPublishesAPrimaryChangeAtOnce(t *testing.T) {
 		t.Fatalf("snapshot %+v at %v, want Primary 4002 at once", s.Epochs, s.AsOf)
 	}
 	clock.Advance(DebounceQuiet)
-	eventually(t, "the settled snapshot after the debounce", func() bool { return count() == 4 })
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, poll.True("the settled snapshot after the debounce", func() bool { return count() == 4 }))
 }
