@@ -275,14 +275,22 @@ func TestExpiringHugeSubscriptionDoesNotStallOthers(t *testing.T) {
 
 	// The careless client: 100,000 items on one variable, then it goes
 	// away without deleting them. Its subscription lives 3 s without
-	// Publish requests (lifetime 30 × 100 ms).
+	// Publish requests (lifetime 30 × 100 ms) once its items exist: it is
+	// created with a lifetime of 5 min, so that creating the items (slow
+	// under the race detector on a busy machine) never outlasts it, and
+	// ModifySubscription sets 3 s when they are all there.
 	start := time.Now()
 	bad := openLeanSession(t, s.EndpointURL())
-	badSub := bad.subscribe(100, 30, 10)
+	badSub := bad.subscribe(100, 3000, 10)
 	for done := 0; done < items; done += limits.Defaults().MaxMonitoredItemsPerCall {
 		if got := countCodes(bad.addItems(badSub, v.NodeID(), limits.Defaults().MaxMonitoredItemsPerCall)); got[ua.StatusOK] != limits.Defaults().MaxMonitoredItemsPerCall {
 			t.Fatalf("creating items: %v", got)
 		}
+	}
+	if r := bad.mustCall(&ua.ModifySubscriptionRequest{
+		SubscriptionID: badSub, RequestedPublishingInterval: 100, RequestedLifetimeCount: 30, RequestedMaxKeepAliveCount: 10,
+	}).(*ua.ModifySubscriptionResponse); r.RevisedLifetimeCount != 30 {
+		t.Fatalf("ModifySubscription revised the lifetime to %d, want 30", r.RevisedLifetimeCount)
 	}
 	created := time.Since(start)
 	if n := v.Watchers(); n != items {
