@@ -73,22 +73,25 @@ var (
 	ErrNoToken = errors.New("admin: unknown bearer token")
 )
 
-// LockedError: too many wrong passwords for this user or from this address;
-// no password is checked until Until.
-type LockedError struct {
+// ThrottledError: too many failed logins of this user name from this
+// address, or from this address for any name; the attempt was refused
+// without checking its password, and no attempt of the same kind is
+// checked before Until. Each attempt made before Until is counted as one
+// more failure and lengthens the wait.
+type ThrottledError struct {
 	Until time.Time
-	// Who is "user NAME" or "address ADDR".
+	// Who is "user NAME from address ADDR" or "address ADDR".
 	Who string
 }
 
-func (e *LockedError) Error() string {
-	return fmt.Sprintf("admin: %s is locked after too many failed logins until %s", e.Who, e.Until.UTC().Format(time.RFC3339))
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("admin: too many failed logins of %s: no password is checked until %s", e.Who, e.Until.UTC().Format(time.RFC3339))
 }
 
 // Authenticator checks logins, sessions and bearer tokens.
 type Authenticator interface {
 	// Login checks name and password from remoteAddr (host of the client
-	// address) and opens a session: ErrBadCredentials, *LockedError or
+	// address) and opens a session: ErrBadCredentials, *ThrottledError or
 	// ErrBusy otherwise.
 	Login(ctx context.Context, name, password, remoteAddr string) (Session, error)
 	// Session returns the live session id names (and extends its idle

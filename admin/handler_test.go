@@ -167,14 +167,25 @@ func TestLoginFailures(t *testing.T) {
 		t.Errorf("wrong password: %d, cookies %v, body %s", w.Code, w.Result().Cookies(), w.Body)
 	}
 
-	e.a.SetLoginError(&admin.LockedError{Until: t0.Add(5 * time.Minute), Who: "user alice"})
-	w = e.do(loginRequest("alice", "alice-pw"))
-	body := w.Body.String()
-	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "300" ||
-		!strings.Contains(body, "user alice") || !strings.Contains(body, "2026-03-14 09:35:00Z") || !strings.Contains(body, "in 5m0s") {
-		t.Errorf("locked: %d Retry-After %q body %s", w.Code, w.Header().Get("Retry-After"), body)
+	for _, tc := range []struct {
+		wait       time.Duration
+		retryAfter string
+		in, until  string
+	}{
+		{5 * time.Minute, "300", "in 5m0s", "2026-03-14 09:35:00Z"},
+		{1500 * time.Millisecond, "2", "in 2s", "2026-03-14 09:30:01Z"}, // rounded up: waiting Retry-After is enough
+		{-time.Second, "1", "in 1s", "2026-03-14 09:29:59Z"},            // the wait ended meanwhile: at least 1
+	} {
+		until := t0.Add(tc.wait)
+		e.a.SetLoginError(&admin.ThrottledError{Until: until, Who: "user alice from address 127.0.0.2"})
+		w = e.do(loginRequest("alice", "alice-pw"))
+		body := w.Body.String()
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != tc.retryAfter ||
+			!strings.Contains(body, "user alice from address 127.0.0.2") || !strings.Contains(body, tc.in) ||
+			!strings.Contains(body, tc.until) || !strings.Contains(body, "not checked") {
+			t.Errorf("throttled for %v: %d Retry-After %q body %s; want 429, Retry-After %s", tc.wait, w.Code, w.Header().Get("Retry-After"), body, tc.retryAfter)
+		}
 	}
-
 	e.a.SetLoginError(admin.ErrBusy)
 	if w := e.do(loginRequest("alice", "alice-pw")); w.Code != http.StatusServiceUnavailable || !strings.Contains(w.Body.String(), "try again") {
 		t.Errorf("busy: %d body %s", w.Code, w.Body)

@@ -174,17 +174,17 @@ func (h *Handler) loginSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) loginFailed(w http.ResponseWriter, r *http.Request, f loginForm, err error) {
 	d := loginData{Name: f.Name, Next: f.Next}
-	var locked *LockedError
+	var throttled *ThrottledError
 	switch {
 	case errors.Is(err, ErrBadCredentials):
 		h.log.Warn("admin: wrong name or password", "user", f.Name, "from", remoteHost(r))
 		d.Error = "Wrong name or password."
 		h.renderLogin(w, r, http.StatusUnauthorized, d)
-	case errors.As(err, &locked):
-		wait := max(locked.Until.Sub(h.clock.Now()), time.Second).Round(time.Second)
+	case errors.As(err, &throttled):
+		wait := retryAfter(throttled.Until, h.clock.Now())
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)))
-		d.Error = "Too many failed logins for " + locked.Who + ": no password is checked until " +
-			fmtTime(locked.Until) + " (in " + wait.String() + ")."
+		d.Error = "Too many failed logins of " + throttled.Who + ": this attempt was not checked, and none is before " +
+			fmtTime(throttled.Until) + " (in " + wait.String() + "); each earlier attempt makes the wait longer."
 		h.renderLogin(w, r, http.StatusTooManyRequests, d)
 	case errors.Is(err, ErrBusy):
 		w.Header().Set("Retry-After", "1")
@@ -195,6 +195,13 @@ func (h *Handler) loginFailed(w http.ResponseWriter, r *http.Request, f loginFor
 		d.Error = "The login could not be checked: " + err.Error()
 		h.renderLogin(w, r, http.StatusServiceUnavailable, d)
 	}
+}
+
+// retryAfter is the whole seconds, at least one, from now until until
+// (rounded up: a client that waits that long is not refused again).
+func retryAfter(until, now time.Time) time.Duration {
+	secs := (until.Sub(now) + time.Second - 1) / time.Second
+	return max(secs, 1) * time.Second
 }
 
 // logout ends the session. It needs the session's CSRF token (form field

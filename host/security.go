@@ -133,7 +133,9 @@ func identityHosts(cfg *config.Config) []string {
 }
 
 // opcuaUsers checks UserName tokens against the admin users of the Config
-// DB, with the admin pages' lockout and check slots.
+// DB, with the admin pages' failure waits and check slots (one
+// auth.Service serves both, so a name's failures from one address count
+// on both surfaces).
 type opcuaUsers struct{ s *auth.Service }
 
 func (u opcuaUsers) Verify(ctx context.Context, name, password, addr string) (string, ua.StatusCode) {
@@ -146,16 +148,17 @@ func (u opcuaUsers) Role(ctx context.Context, name string) (string, ua.StatusCod
 	return string(user.Role), userCode(err)
 }
 
-// userCode maps an Authenticator error to a status code: wrong or locked
-// credentials are BadUserAccessDenied (a failed activation); a busy or
-// unreachable user store is BadResourceUnavailable (not the client's
-// fault).
+// userCode maps an Authenticator error to a status code: wrong credentials
+// and an attempt refused unchecked while its name from that address, or
+// that address, must wait are BadUserAccessDenied (Part 4: the user could
+// not be authenticated; a failed activation); a busy or unreachable user
+// store is BadResourceUnavailable (not the client's fault).
 func userCode(err error) ua.StatusCode {
-	var locked *admin.LockedError
+	var throttled *admin.ThrottledError
 	switch {
 	case err == nil:
 		return ua.StatusOK
-	case errors.Is(err, admin.ErrBadCredentials), errors.As(err, &locked):
+	case errors.Is(err, admin.ErrBadCredentials), errors.As(err, &throttled):
 		return ua.StatusBadUserAccessDenied
 	default:
 		return ua.StatusBadResourceUnavailable

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/url"
 	"testing"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/admin"
+	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/opcua/pki"
+	"github.com/otopcua/otopcua/telemetry"
 )
 
 // TestClientCertificateRefusalKeepsItsStatusCode: the trust store's
@@ -51,5 +55,35 @@ func TestClientCertificateRefusalKeepsItsStatusCode(t *testing.T) {
 	var verr *pki.ValidationError
 	if !errors.As(err, &verr) {
 		t.Fatalf("%v does not unwrap to the store's *pki.ValidationError", err)
+	}
+}
+
+// TestUserCodes: a throttled UserName attempt is BadUserAccessDenied, as a
+// wrong password is (Part 4: the user could not be authenticated), not a
+// code that tells the client the name exists or that the node is busy.
+func TestUserCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want ua.StatusCode
+	}{
+		{nil, ua.StatusOK},
+		{admin.ErrBadCredentials, ua.StatusBadUserAccessDenied},
+		{&admin.ThrottledError{Until: time.Now(), Who: "user op from address 127.0.0.2"}, ua.StatusBadUserAccessDenied},
+		{fmt.Errorf("wrapped: %w", &admin.ThrottledError{Who: "address 127.0.0.2"}), ua.StatusBadUserAccessDenied},
+		{admin.ErrBusy, ua.StatusBadResourceUnavailable},
+		{errors.New("config db down"), ua.StatusBadResourceUnavailable},
+	} {
+		if got := userCode(tc.err); got != tc.want {
+			t.Errorf("userCode(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestThrottledSurfacesAreTheMetricsSurfaces: the surfaces admin/auth
+// reports are the label values the metric records at zero on start-up.
+func TestThrottledSurfacesAreTheMetricsSurfaces(t *testing.T) {
+	if auth.SurfaceAdmin != telemetry.AuthSurfaceAdmin || auth.SurfaceOpcUa != telemetry.AuthSurfaceOpcUa {
+		t.Fatalf("admin/auth surfaces %q %q, telemetry %q %q", auth.SurfaceAdmin, auth.SurfaceOpcUa,
+			telemetry.AuthSurfaceAdmin, telemetry.AuthSurfaceOpcUa)
 	}
 }

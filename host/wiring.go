@@ -133,7 +133,10 @@ func (n *wiring) openConfigDb() (func() error, error) {
 // startSecurity loads the admin users, which serve the admin pages and the
 // OPC UA UserName tokens, and the OPC UA security settings.
 func (n *wiring) startSecurity() (func() error, error) {
-	users, err := auth.New(auth.Options{DB: n.db})
+	// Failures are counted in this node's memory only: a shared count in
+	// the Config DB would let an attacker's failures on one node make the
+	// name wait on the other too (see docs/security.md).
+	users, err := auth.New(auth.Options{DB: n.db, Throttled: n.metrics.AuthThrottled})
 	if err != nil {
 		return nil, fmt.Errorf("admin users: %w", err)
 	}

@@ -27,6 +27,7 @@ const (
 	ServiceLevelChangeName = "otopcua.redundancy.service_level_change"
 	PrimaryGateDeniedName  = "otopcua.redundancy.primary_gate_denied"
 	ApplyFailedName        = "otopcua.opcua.apply.failed"
+	AuthThrottledName      = "otopcua.auth.throttled"
 )
 
 // Sites of the Primary gate (attribute "site" of primary_gate_denied): the
@@ -55,6 +56,13 @@ const (
 	ApplyKindNodes   = "nodes"
 )
 
+// Surfaces of a throttled login (attribute "surface" of auth.throttled):
+// the admin/auth Surface constants.
+const (
+	AuthSurfaceAdmin = "admin" // the admin login page
+	AuthSurfaceOpcUa = "opcua" // an OPC UA UserName identity token
+)
+
 // Known attribute values, recorded at zero on start-up so that every series
 // a dashboard or alert rule refers to exists before its first event. Other
 // values are still counted; their series appear on first use.
@@ -63,6 +71,7 @@ var (
 	knownGateSites     = []string{GateSiteWrite, GateSiteAck, GateSiteAlarmEmit, GateSiteHistorianDrain}
 	knownGateReasons   = []string{GateReasonSecondary, GateReasonDetached, GateReasonRoleUnknown, GateReasonNotMember}
 	knownApplyKinds    = []string{ApplyKindRebuild, ApplyKindNodes}
+	knownAuthSurfaces  = []string{AuthSurfaceAdmin, AuthSurfaceOpcUa}
 )
 
 // Metrics holds otopcua's instruments and the /metrics handler. The zero
@@ -75,6 +84,7 @@ type Metrics struct {
 	serviceLevelChange metric.Int64Counter
 	primaryGateDenied  metric.Int64Counter
 	applyFailed        metric.Int64Counter
+	authThrottled      metric.Int64Counter
 }
 
 // NewMetrics builds an OTel meter provider whose Prometheus exporter is
@@ -122,7 +132,7 @@ func NopMetrics() *Metrics {
 
 func newMetrics(meter metric.Meter) (*Metrics, error) {
 	m := &Metrics{meter: meter}
-	var err1, err2, err3 error
+	var err1, err2, err3, err4 error
 	m.serviceLevelChange, err1 = meter.Int64Counter(ServiceLevelChangeName,
 		metric.WithUnit("{change}"),
 		metric.WithDescription("OPC UA Server.ServiceLevel transitions published by this node, by new level."))
@@ -132,7 +142,10 @@ func newMetrics(meter metric.Meter) (*Metrics, error) {
 	m.applyFailed, err3 = meter.Int64Counter(ApplyFailedName,
 		metric.WithUnit("{apply}"),
 		metric.WithDescription("Address-space apply passes that swallowed at least one failure, by kind."))
-	if err := errors.Join(err1, err2, err3); err != nil {
+	m.authThrottled, err4 = meter.Int64Counter(AuthThrottledName,
+		metric.WithUnit("{attempt}"),
+		metric.WithDescription("Logins refused without a password check because their user name from that address, or that address, must wait after failed logins, by surface."))
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return nil, fmt.Errorf("telemetry: instruments: %w", err)
 	}
 	return m, nil
@@ -154,6 +167,9 @@ func (m *Metrics) registerKnownSeries() {
 	for _, k := range knownApplyKinds {
 		m.applyFailed.Add(ctx, 0, kindAttr(k))
 	}
+	for _, sf := range knownAuthSurfaces {
+		m.authThrottled.Add(ctx, 0, surfaceAttr(sf))
+	}
 }
 
 func levelAttr(level byte) metric.AddOption {
@@ -166,6 +182,10 @@ func gateAttr(site, reason string) metric.AddOption {
 
 func kindAttr(kind string) metric.AddOption {
 	return metric.WithAttributes(attribute.String("kind", kind))
+}
+
+func surfaceAttr(surface string) metric.AddOption {
+	return metric.WithAttributes(attribute.String("surface", surface))
 }
 
 // ServiceLevelChanged counts one published ServiceLevel transition to level.
@@ -183,6 +203,13 @@ func (m *Metrics) PrimaryGateDenied(site, reason string) {
 // the given kind (ApplyKind…).
 func (m *Metrics) ApplyFailed(kind string) {
 	m.applyFailed.Add(context.Background(), 1, kindAttr(kind))
+}
+
+// AuthThrottled counts one login refused unchecked because it must wait
+// after failed logins, from surface (AuthSurface…). Safe for concurrent
+// use; it does not block.
+func (m *Metrics) AuthThrottled(surface string) {
+	m.authThrottled.Add(context.Background(), 1, surfaceAttr(surface))
 }
 
 // Meter is the meter for instruments other packages add (membership gauges,

@@ -80,10 +80,13 @@ func TestKnownSeriesExistAtStartUp(t *testing.T) {
 	}
 	expect(t, body, `otopcua_opcua_apply_failed_total{kind="rebuild"}`, 0)
 	expect(t, body, `otopcua_opcua_apply_failed_total{kind="nodes"}`, 0)
+	expect(t, body, `otopcua_auth_throttled_total{surface="admin"}`, 0)
+	expect(t, body, `otopcua_auth_throttled_total{surface="opcua"}`, 0)
 	for _, want := range []string{
 		"# TYPE otopcua_redundancy_service_level_change_total counter",
 		"# TYPE otopcua_redundancy_primary_gate_denied_total counter",
 		"# TYPE otopcua_opcua_apply_failed_total counter",
+		"# TYPE otopcua_auth_throttled_total counter",
 		"go_goroutines ",
 		"process_start_time_seconds ",
 	} {
@@ -108,6 +111,8 @@ func TestCountersCount(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		m.ApplyFailed(ApplyKindNodes)
 	}
+	m.AuthThrottled(AuthSurfaceOpcUa)
+	m.AuthThrottled(AuthSurfaceOpcUa)
 	body := scrape(t, m.Handler())
 	expect(t, body, `otopcua_redundancy_service_level_change_total{level="250"}`, 2)
 	expect(t, body, `otopcua_redundancy_service_level_change_total{level="240"}`, 1)
@@ -118,6 +123,8 @@ func TestCountersCount(t *testing.T) {
 	expect(t, body, `otopcua_redundancy_primary_gate_denied_total{reason="secondary",site="ack"}`, 0)
 	expect(t, body, `otopcua_opcua_apply_failed_total{kind="nodes"}`, 3)
 	expect(t, body, `otopcua_opcua_apply_failed_total{kind="rebuild"}`, 0)
+	expect(t, body, `otopcua_auth_throttled_total{surface="opcua"}`, 2)
+	expect(t, body, `otopcua_auth_throttled_total{surface="admin"}`, 0)
 }
 
 func TestMeterInstrumentsShareTheEndpoint(t *testing.T) {
@@ -142,6 +149,7 @@ func TestNopMetrics(t *testing.T) {
 	m.ServiceLevelChanged(250)
 	m.PrimaryGateDenied(GateSiteWrite, GateReasonDetached)
 	m.ApplyFailed(ApplyKindNodes)
+	m.AuthThrottled(AuthSurfaceAdmin)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusNotFound {

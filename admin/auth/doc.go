@@ -9,11 +9,28 @@
 //     against a dummy hash of the same cost and refused with the same
 //     admin.ErrBadCredentials as a wrong password, so neither the answer
 //     nor its time tells whether the name exists.
-//   - Lockout: 10 wrong passwords for one name within 5 min lock that
-//     name for 5 min, 50 failures from one client address lock the
-//     address; while locked, no password is checked (*admin.LockedError,
-//     also for the right one). Names that cannot be users count against
-//     the address only.
+//   - Failure waits, not locks: after 5 failed logins of one user name
+//     from one client address (FreeFailures), each further attempt of that
+//     name from that address must wait 1 s, then 2, 4, 8… s, at most 5 min
+//     (FirstWait, MaxWait); after 50 failures from one address for any
+//     names (FreeAddressFailures), the address waits the same way. An
+//     attempt inside a wait is refused unchecked (*admin.ThrottledError,
+//     also for the right password) and counted as one more failure of
+//     that key, restarting its wait; a key idle for 15 min starts afresh
+//     (ForgetAfter). The same name from any other address is never slowed,
+//     so nobody can lock a name from afar. Names that cannot be users
+//     count against the address only; a success forgets the name's
+//     failures from that address only. Login (the admin page) and Verify
+//     (OPC UA UserName tokens) share the tables.
+//   - Per node: the tables live in this node's memory. A count shared
+//     through the Config DB would let an attacker's failures on one node
+//     make a name wait on the other; per node, the worst an attacker gets
+//     is a wait for its own address (on each node it tries).
+//   - Bounded: each table (name-and-address, address) holds at most
+//     MaxTracked (10,000) keys, least recently failed dropped first in
+//     O(1); a flood of 100,000 distinct names or addresses keeps the
+//     latest 10,000 and forgets the rest early (each flooding address still
+//     waits after its own 50 failures).
 //   - Load: at most 4 bcrypt checks run at once; a login waits at most 2 s
 //     for a slot and at most 64 wait (admin.ErrBusy beyond). Bearer and
 //     HasUsers queries are bounded the same way (16 at once), and each
@@ -42,7 +59,10 @@
 //     of the trusted proxy's forwarded address) to Login.
 //  2. Put Session.ID in an HttpOnly, SameSite=Strict cookie (Secure over
 //     TLS) and require Session.CSRFToken on every state-changing request.
-//  3. Map admin.ErrBadCredentials and *admin.LockedError to 401 (the
-//     latter may say until when), admin.ErrBusy to 503 with Retry-After,
-//     any other error to 500 without its text.
+//  3. Map admin.ErrBadCredentials to 401, *admin.ThrottledError to 429
+//     with Retry-After (the seconds until its Until, rounded up) on the
+//     admin page and to BadUserAccessDenied on OPC UA, admin.ErrBusy to 503
+//     with Retry-After, any other error to 500 without its text.
+//  4. Set Options.Throttled to count the throttled attempts
+//     (otopcua_auth_throttled_total{surface}).
 package auth

@@ -31,7 +31,8 @@ type Store interface {
 type Options struct {
 	// DB is the user store (required).
 	DB Store
-	// Clock times sessions, locks and the busy wait. Default: the real clock.
+	// Clock times sessions, failure waits and the busy wait. Default: the
+	// real clock.
 	Clock actors.Clock
 
 	// SessionIdle ends a session not used for this long. Default 30 min.
@@ -50,18 +51,32 @@ type Options struct {
 	// ends the session at the next recheck. Default 1 min.
 	RecheckEvery time.Duration
 
-	// MaxFailures wrong passwords for one user name within LockFor lock that
-	// name for LockFor. Default 10.
-	MaxFailures int
-	// MaxAddressFailures failed logins from one client address within
-	// LockFor lock that address for LockFor. Default 50.
-	MaxAddressFailures int
-	// LockFor is the counting window and the length of a lock. Default 5 min.
-	LockFor time.Duration
-	// MaxTracked is the most user names, and separately the most addresses,
-	// whose failures are remembered; beyond, the stalest record is dropped.
-	// Default 10,000.
+	// FreeFailures is how many failed logins of one user name from one
+	// client address cost no wait; after each further failure that name
+	// waits from that address (only) for FirstWait, then twice as long per
+	// failure, at most MaxWait. Default 5.
+	FreeFailures int
+	// FreeAddressFailures is how many failed logins from one client
+	// address, for any names, cost no wait; beyond, the address waits the
+	// same way. Default 50.
+	FreeAddressFailures int
+	// FirstWait is the wait after the first failure beyond the free ones.
+	// Default 1 s.
+	FirstWait time.Duration
+	// MaxWait is the longest wait. Default 5 min.
+	MaxWait time.Duration
+	// ForgetAfter: a name-and-address or an address without a failure for
+	// this long starts afresh (free failures again). Default 15 min.
+	ForgetAfter time.Duration
+	// MaxTracked is the most name-and-address pairs, and separately the
+	// most addresses, whose failures are remembered; beyond, the least
+	// recently failed is forgotten. Default 10,000.
 	MaxTracked int
+	// Throttled, when set, is told of each attempt refused unchecked
+	// because its key waits, with the surface it came from (SurfaceAdmin
+	// for Login, SurfaceOpcUa for Verify). It is called concurrently, on
+	// the login's goroutine, without Service's lock; it must not block.
+	Throttled func(surface string)
 
 	// MaxConcurrentChecks is how many logins are checked at once (a bcrypt
 	// check keeps one core busy for about a quarter of a second at cost 12).
@@ -102,7 +117,9 @@ func (o *Options) withDefaults() error {
 		{"SessionIdle", &o.SessionIdle, 30 * time.Minute},
 		{"SessionMax", &o.SessionMax, 12 * time.Hour},
 		{"RecheckEvery", &o.RecheckEvery, time.Minute},
-		{"LockFor", &o.LockFor, 5 * time.Minute},
+		{"FirstWait", &o.FirstWait, time.Second},
+		{"MaxWait", &o.MaxWait, 5 * time.Minute},
+		{"ForgetAfter", &o.ForgetAfter, 15 * time.Minute},
 		{"BusyWait", &o.BusyWait, 2 * time.Second},
 		{"LookupTimeout", &o.LookupTimeout, 5 * time.Second},
 		{"HasUsersFor", &o.HasUsersFor, 5 * time.Second},
@@ -122,8 +139,8 @@ func (o *Options) withDefaults() error {
 	}{
 		{"MaxSessions", &o.MaxSessions, 10000},
 		{"MaxSessionsPerUser", &o.MaxSessionsPerUser, 20},
-		{"MaxFailures", &o.MaxFailures, 10},
-		{"MaxAddressFailures", &o.MaxAddressFailures, 50},
+		{"FreeFailures", &o.FreeFailures, 5},
+		{"FreeAddressFailures", &o.FreeAddressFailures, 50},
 		{"MaxTracked", &o.MaxTracked, 10000},
 		{"MaxConcurrentChecks", &o.MaxConcurrentChecks, 4},
 		{"MaxQueuedLogins", &o.MaxQueuedLogins, 64},
@@ -141,6 +158,13 @@ func (o *Options) withDefaults() error {
 	if o.BcryptCost < bcrypt.MinCost || o.BcryptCost > bcrypt.MaxCost {
 		return fmt.Errorf("admin/auth: Options.BcryptCost %d: accepted are %d to %d", o.BcryptCost, bcrypt.MinCost, bcrypt.MaxCost)
 	}
+	if o.MaxWait < o.FirstWait {
+		return fmt.Errorf("admin/auth: Options.MaxWait %v: accepted are durations of at least FirstWait (%v)", o.MaxWait, o.FirstWait)
+	}
+	if o.ForgetAfter < o.MaxWait {
+		// Shorter, a key that waited MaxWait would find its failures gone.
+		return fmt.Errorf("admin/auth: Options.ForgetAfter %v: accepted are durations of at least MaxWait (%v)", o.ForgetAfter, o.MaxWait)
+	}
 	return nil
 }
 
@@ -156,8 +180,8 @@ type Service struct {
 
 	mu       sync.Mutex // guards everything below; never held during I/O or bcrypt
 	sessions *sessionTable
-	users    *failureTable // by user name
-	addrs    *failureTable // by client address
+	pairs    *throttle // by user name and client address (pairKey)
+	addrs    *throttle // by client address
 	hasUsers struct {
 		known bool
 		v     bool
@@ -189,24 +213,33 @@ func New(o Options) (*Service, error) {
 		checks:    make(chan struct{}, o.MaxConcurrentChecks),
 		lookups:   make(chan struct{}, o.MaxConcurrentLookups),
 		sessions:  newSessionTable(o.SessionIdle, o.SessionMax, o.MaxSessions, o.MaxSessionsPerUser),
-		users:     newFailureTable(o.MaxFailures, o.LockFor, o.MaxTracked),
-		addrs:     newFailureTable(o.MaxAddressFailures, o.LockFor, o.MaxTracked),
+		pairs:     newThrottle(o.FreeFailures, o.FirstWait, o.MaxWait, o.ForgetAfter, o.MaxTracked),
+		addrs:     newThrottle(o.FreeAddressFailures, o.FirstWait, o.MaxWait, o.ForgetAfter, o.MaxTracked),
 	}, nil
 }
 
+// Surfaces a login comes from (Options.Throttled).
+const (
+	SurfaceAdmin = "admin" // Login: the admin login page
+	SurfaceOpcUa = "opcua" // Verify: an OPC UA UserName identity token
+)
+
 // Login checks name and password from remoteAddr and opens a session.
 //
-// A locked user name or address is refused with *admin.LockedError before
-// any check, also with the right password. Otherwise the login waits for
-// one of MaxConcurrentChecks check slots (at most BusyWait, admin.ErrBusy
-// after that or when MaxQueuedLogins already wait), then reads the user and
-// compares the password with bcrypt; an unknown user is compared against a
-// dummy hash and gets the same admin.ErrBadCredentials as a wrong password.
-// The failure that reaches MaxFailures (or MaxAddressFailures) returns the
-// *admin.LockedError itself. A Config DB failure is returned as it is and
-// counts as no failure.
+// An attempt whose address, or whose name from that address, must wait
+// (Options.FreeFailures, FreeAddressFailures) is refused with
+// *admin.ThrottledError before any check, also with the right password,
+// and counted as one more failure of the key that waits. Otherwise the
+// login waits for one of MaxConcurrentChecks check slots (at most BusyWait,
+// admin.ErrBusy after that or when MaxQueuedLogins already wait), then
+// reads the user and compares the password with bcrypt; an unknown user is
+// compared against a dummy hash and gets the same admin.ErrBadCredentials
+// as a wrong password, which counts against the name from that address and
+// against the address. A Config DB failure is returned as it is and counts
+// as no failure. The same name from another address is never slowed by
+// these failures.
 func (s *Service) Login(ctx context.Context, name, password, remoteAddr string) (admin.Session, error) {
-	u, role, err := s.authenticate(ctx, name, password, remoteAddr)
+	u, role, err := s.authenticate(ctx, SurfaceAdmin, name, password, remoteAddr)
 	if err != nil {
 		return admin.Session{}, err
 	}
@@ -217,24 +250,34 @@ func (s *Service) Login(ctx context.Context, name, password, remoteAddr string) 
 }
 
 // Verify checks name and password from remoteAddr as Login does (the same
-// locks, failure counts, check slots and errors: admin.ErrBadCredentials,
-// *admin.LockedError, admin.ErrBusy, a Config DB failure) and returns the
+// failure counts and waits, check slots and errors: admin.ErrBadCredentials,
+// *admin.ThrottledError, admin.ErrBusy, a Config DB failure) and returns the
 // user, without opening a session. The OPC UA endpoint calls it for a
 // UserName identity token.
 func (s *Service) Verify(ctx context.Context, name, password, remoteAddr string) (admin.User, error) {
-	u, role, err := s.authenticate(ctx, name, password, remoteAddr)
+	u, role, err := s.authenticate(ctx, SurfaceOpcUa, name, password, remoteAddr)
 	if err != nil {
 		return admin.User{}, err
 	}
 	return admin.User{Name: u.Name, Role: role}, nil
 }
 
+// attempt names the failure keys of one login.
+type attempt struct {
+	name      string
+	validName bool   // the name could be a user's; else only addr counts
+	addr      string // addressKey of the client
+	surface   string
+}
+
+// pair is the key of the name from the address.
+func (a attempt) pair() string { return a.name + "\x00" + a.addr }
+
 // authenticate is the check of Login and Verify; a success forgets the
-// user name's failures.
-func (s *Service) authenticate(ctx context.Context, name, password, remoteAddr string) (configdb.AdminUser, admin.Role, error) {
-	addr := addressKey(remoteAddr)
-	validName := configdb.CheckUserName(name) == nil
-	if err := s.refuseLocked(name, validName, addr); err != nil {
+// failures of the name from that address (not those of the address).
+func (s *Service) authenticate(ctx context.Context, surface, name, password, remoteAddr string) (configdb.AdminUser, admin.Role, error) {
+	a := attempt{name: name, validName: configdb.CheckUserName(name) == nil, addr: addressKey(remoteAddr), surface: surface}
+	if err := s.refuseWaiting(a); err != nil {
 		return configdb.AdminUser{}, "", err
 	}
 	release, err := s.acquireCheck(ctx)
@@ -242,23 +285,24 @@ func (s *Service) authenticate(ctx context.Context, name, password, remoteAddr s
 		return configdb.AdminUser{}, "", err
 	}
 	defer release()
-	// A lock may have been placed while this login waited.
-	if err := s.refuseLocked(name, validName, addr); err != nil {
+	// A wait may have begun while this login waited for its slot.
+	if err := s.refuseWaiting(a); err != nil {
 		return configdb.AdminUser{}, "", err
 	}
-	u, ok, err := s.check(ctx, name, validName, password)
+	u, ok, err := s.check(ctx, name, a.validName, password)
 	if err != nil {
 		return configdb.AdminUser{}, "", err
 	}
 	if !ok {
-		return configdb.AdminUser{}, "", s.failed(name, validName, addr)
+		s.failed(a)
+		return configdb.AdminUser{}, "", admin.ErrBadCredentials
 	}
 	role, err := admin.ParseRole(u.Role)
 	if err != nil {
 		return configdb.AdminUser{}, "", fmt.Errorf("admin/auth: user %q: %w", u.Name, err)
 	}
 	s.mu.Lock()
-	s.users.reset(name, s.o.Clock.Now())
+	s.pairs.reset(a.pair())
 	s.mu.Unlock()
 	return u, role, nil
 }
@@ -316,42 +360,40 @@ func (s *Service) check(ctx context.Context, name string, validName bool, passwo
 	return u, true, nil
 }
 
-// refuseLocked returns the *admin.LockedError of a locked address or name.
-func (s *Service) refuseLocked(name string, validName bool, addr string) error {
+// refuseWaiting returns the *admin.ThrottledError of an attempt whose
+// address, or name from that address, must wait, after counting the
+// attempt as one more failure of that key (which restarts its wait,
+// longer), and tells Options.Throttled. It returns nil for an attempt that
+// may be checked.
+func (s *Service) refuseWaiting(a attempt) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	now := s.o.Clock.Now()
-	if until, ok := s.addrs.locked(addr, now); ok {
-		return &admin.LockedError{Until: until, Who: "address " + addr}
+	var err *admin.ThrottledError
+	if _, ok := s.addrs.waiting(a.addr, now); ok {
+		err = &admin.ThrottledError{Until: s.addrs.fail(a.addr, now), Who: "address " + a.addr}
+	} else if _, ok := s.pairs.waiting(a.pair(), now); a.validName && ok {
+		err = &admin.ThrottledError{Until: s.pairs.fail(a.pair(), now), Who: "user " + a.name + " from address " + a.addr}
 	}
-	if !validName {
+	s.mu.Unlock()
+	if err == nil {
 		return nil
 	}
-	if until, ok := s.users.locked(name, now); ok {
-		return &admin.LockedError{Until: until, Who: "user " + name}
+	if s.o.Throttled != nil {
+		s.o.Throttled(a.surface)
 	}
-	return nil
+	return err
 }
 
-// failed counts a failed login against the name (when it could be a user's)
-// and the address, and says whether that locked either.
-func (s *Service) failed(name string, validName bool, addr string) error {
+// failed counts a checked, failed login against the name from the address
+// (when the name could be a user's) and against the address.
+func (s *Service) failed(a attempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.o.Clock.Now()
-	var userLock time.Time
-	var userLocked bool
-	if validName {
-		userLock, userLocked = s.users.fail(name, now)
+	if a.validName {
+		s.pairs.fail(a.pair(), now)
 	}
-	addrLock, addrLocked := s.addrs.fail(addr, now)
-	switch {
-	case userLocked:
-		return &admin.LockedError{Until: userLock, Who: "user " + name}
-	case addrLocked:
-		return &admin.LockedError{Until: addrLock, Who: "address " + addr}
-	}
-	return admin.ErrBadCredentials
+	s.addrs.fail(a.addr, now)
 }
 
 // acquireCheck takes a login check slot, waiting at most BusyWait.

@@ -126,99 +126,159 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-func wantLocked(t *testing.T, err error, who string, until time.Time) {
+// wantThrottled fails unless err is an *admin.ThrottledError of who until
+// until.
+func wantThrottled(t *testing.T, err error, who string, until time.Time) {
 	t.Helper()
-	var le *admin.LockedError
-	if !errors.As(err, &le) {
-		t.Fatalf("got %v, want *admin.LockedError for %s", err, who)
+	var te *admin.ThrottledError
+	if !errors.As(err, &te) {
+		t.Fatalf("got %v, want *admin.ThrottledError for %s", err, who)
 	}
-	if le.Who != who || !le.Until.Equal(until) {
-		t.Fatalf("locked %q until %v, want %q until %v", le.Who, le.Until, who, until)
+	if te.Who != who || !te.Until.Equal(until) {
+		t.Fatalf("throttled %q until %v, want %q until %v", te.Who, te.Until, who, until)
 	}
 }
 
-func TestLockoutAfterTenWrongPasswords(t *testing.T) {
+// surfaces records the Options.Throttled calls.
+type surfaces struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *surfaces) add(surface string) { s.mu.Lock(); s.got = append(s.got, surface); s.mu.Unlock() }
+
+func (s *surfaces) list() string { s.mu.Lock(); defer s.mu.Unlock(); return strings.Join(s.got, " ") }
+
+// TestWrongPasswordsSlowTheNameFromThatAddressOnly: five wrong passwords
+// for alice from one address make alice wait from that address only; the
+// right password from another address signs in at once; an attempt
+// inside the wait is refused unchecked (the store is not asked), counted,
+// and makes the wait longer.
+func TestWrongPasswordsSlowTheNameFromThatAddressOnly(t *testing.T) {
 	store := newFakeStore()
 	store.add(t, "alice", admin.RoleAdministrator, goodPassword)
-	s, clock := newService(t, store, nil)
+	var seen surfaces
+	s, clock := newService(t, store, func(o *Options) { o.Throttled = seen.add })
 	ctx := ctxT(t)
-	for i := 1; i <= 9; i++ {
-		if _, err := s.Login(ctx, "alice", fmt.Sprintf("wrong guess %d", i), "10.0.0.1"); !errors.Is(err, admin.ErrBadCredentials) {
+	const attacker = "192.0.2.66"
+	for i := 1; i <= 5; i++ {
+		if _, err := s.Login(ctx, "alice", fmt.Sprintf("wrong guess %d", i), attacker+":40000"); err != admin.ErrBadCredentials {
 			t.Fatalf("wrong password %d: %v, want ErrBadCredentials", i, err)
 		}
-		clock.Advance(10 * time.Second)
 	}
-	_, err := s.Login(ctx, "alice", "wrong guess 10", "10.0.0.2")
-	until := clock.Now().Add(5 * time.Minute)
-	wantLocked(t, err, "user alice", until)
-
-	// While locked the right password is refused, from any address, and no
-	// password is checked (the store is not even asked).
+	// The fifth failure started a 1 s wait: the sixth attempt, even with the
+	// right password, is refused without asking the store, and waits 2 s.
 	before := store.calls.Load()
-	_, err = s.Login(ctx, "alice", goodPassword, "10.0.0.3")
-	wantLocked(t, err, "user alice", until)
+	_, err := s.Login(ctx, "alice", goodPassword, attacker+":40001")
+	wantThrottled(t, err, "user alice from address "+attacker, t0.Add(2*time.Second))
 	if store.calls.Load() != before {
-		t.Fatal("a locked user's login read the store")
+		t.Fatal("a throttled login read the store")
 	}
-	clock.Advance(5*time.Minute - time.Second)
-	_, err = s.Login(ctx, "alice", goodPassword, "10.0.0.3")
-	wantLocked(t, err, "user alice", until)
-
+	if got := seen.list(); got != SurfaceAdmin {
+		t.Fatalf("Throttled told %q, want one %q", got, SurfaceAdmin)
+	}
+	// alice from anywhere else: at once.
+	if sess, err := s.Login(ctx, "alice", goodPassword, "10.0.0.1:5000"); err != nil || sess.User.Name != "alice" {
+		t.Fatalf("alice from another address during the attack: %+v, %v", sess, err)
+	}
+	// The attacker hammering only lengthens its own wait: 4 s, then 8 s.
 	clock.Advance(time.Second)
-	sess, err := s.Login(ctx, "alice", goodPassword, "10.0.0.3")
-	if err != nil {
-		t.Fatalf("after LockFor: %v", err)
+	_, err = s.Login(ctx, "alice", "wrong guess 7", attacker)
+	wantThrottled(t, err, "user alice from address "+attacker, clock.Now().Add(4*time.Second))
+	_, err = s.Login(ctx, "alice", "wrong guess 8", attacker)
+	wantThrottled(t, err, "user alice from address "+attacker, clock.Now().Add(8*time.Second))
+	// Another name from that address is not slowed: the address has had 5
+	// checked failures of its 50 (refused attempts count only against the
+	// key that waits).
+	if _, err := s.Login(ctx, "bob", "wrong guess 1", attacker); err != admin.ErrBadCredentials {
+		t.Fatalf("another name from the attacker's address: %v, want ErrBadCredentials", err)
 	}
-	if sess.User != (admin.User{Name: "alice", Role: admin.RoleAdministrator}) {
-		t.Fatalf("session user %+v", sess.User)
+	// After the wait the right password is checked, and resets the count.
+	clock.Advance(8 * time.Second)
+	if _, err := s.Login(ctx, "alice", goodPassword, attacker); err != nil {
+		t.Fatalf("after the wait: %v", err)
 	}
-	// The count starts again: nine more wrong do not lock.
-	for i := 0; i < 9; i++ {
-		if _, err := s.Login(ctx, "alice", "wrong again!", "10.0.0.4"); !errors.Is(err, admin.ErrBadCredentials) {
-			t.Fatalf("wrong password %d after the lock ended: %v", i+1, err)
+	for i := 1; i <= 5; i++ {
+		if _, err := s.Login(ctx, "alice", "wrong again!", attacker); err != admin.ErrBadCredentials {
+			t.Fatalf("wrong password %d after a success: %v, want ErrBadCredentials", i, err)
 		}
 	}
 }
 
-func TestFailuresOutsideTheWindowDoNotLock(t *testing.T) {
+// TestNoOneKeepsANameLockedFromAfar is the attack of issue 23: two wrong
+// passwords a minute for an Administrator, for an hour, from one address.
+// The owner signs in from another address every time; the attacker's
+// address waits up to MaxWait, so most of its attempts are never checked.
+func TestNoOneKeepsANameLockedFromAfar(t *testing.T) {
 	store := newFakeStore()
-	store.add(t, "alice", admin.RoleViewer, goodPassword)
-	s, clock := newService(t, store, nil)
+	store.add(t, "root", admin.RoleAdministrator, goodPassword)
+	var seen surfaces
+	s, clock := newService(t, store, func(o *Options) { o.Throttled = seen.add })
 	ctx := ctxT(t)
-	// One wrong password every 34 s: never 10 within one 5-minute window.
-	for i := 0; i < 30; i++ {
-		if _, err := s.Login(ctx, "alice", "not the password", "10.0.0.1"); !errors.Is(err, admin.ErrBadCredentials) {
-			t.Fatalf("failure %d spread over time: %v", i+1, err)
+	checked := 0
+	for minute := 0; minute < 60; minute++ {
+		for range 2 {
+			_, err := s.Verify(ctx, "root", "guessing away", "192.0.2.66")
+			switch {
+			case err == admin.ErrBadCredentials:
+				checked++
+			case !errors.As(err, new(*admin.ThrottledError)):
+				t.Fatalf("minute %d: attacker got %v", minute, err)
+			}
+			clock.Advance(30 * time.Second)
 		}
-		clock.Advance(34 * time.Second)
+		if _, err := s.Login(ctx, "root", goodPassword, "10.0.0.1"); err != nil {
+			t.Fatalf("minute %d: the owner from another address: %v", minute, err)
+		}
+	}
+	throttled := strings.Count(seen.list(), SurfaceOpcUa)
+	// The 5th failure starts a wait of 1 s, the 6th to 10th 2, 4, 8, 16
+	// and 32 s: the 11th attempt, 30 s later, is inside the wait, and so
+	// is every one after it (each restarts the wait, at most 5 min).
+	if checked != 10 || throttled != 110 {
+		t.Fatalf("of 120 attempts %d were checked and %d throttled, want 10 and 110", checked, throttled)
 	}
 }
 
-func TestAddressLock(t *testing.T) {
+func TestAddressWaits(t *testing.T) {
 	store := newFakeStore()
 	store.add(t, "alice", admin.RoleViewer, goodPassword)
 	s, clock := newService(t, store, nil)
 	ctx := ctxT(t)
 	const attacker = "192.0.2.66"
-	for i := 1; i < 50; i++ {
-		name := fmt.Sprintf("guess%d", i) // a new name each time: no user lock
-		if _, err := s.Login(ctx, name, "password123456", attacker+":40000"); !errors.Is(err, admin.ErrBadCredentials) {
+	for i := 1; i <= 50; i++ {
+		name := fmt.Sprintf("guess%d", i) // a new name each time: no name waits
+		if _, err := s.Login(ctx, name, "password123456", attacker+":40000"); err != admin.ErrBadCredentials {
 			t.Fatalf("failure %d: %v", i, err)
 		}
 	}
-	_, err := s.Login(ctx, "guess50", "password123456", attacker+":40001")
-	until := clock.Now().Add(5 * time.Minute)
-	wantLocked(t, err, "address "+attacker, until)
-	// The right password of a real user from that address is refused too;
-	// from another address it works.
+	_, err := s.Login(ctx, "guess51", "password123456", attacker+":40001")
+	wantThrottled(t, err, "address "+attacker, t0.Add(2*time.Second))
+	// The right password of a real user from that address waits too; from
+	// another address it works.
 	_, err = s.Login(ctx, "alice", goodPassword, attacker)
-	wantLocked(t, err, "address "+attacker, until)
+	wantThrottled(t, err, "address "+attacker, t0.Add(4*time.Second))
 	if _, err := s.Login(ctx, "alice", goodPassword, "10.0.0.1:5000"); err != nil {
 		t.Fatalf("alice from another address: %v", err)
 	}
-	clock.Advance(5 * time.Minute)
+	clock.Advance(4 * time.Second)
 	if _, err := s.Login(ctx, "alice", goodPassword, attacker); err != nil {
-		t.Fatalf("after LockFor: %v", err)
+		t.Fatalf("after the wait: %v", err)
+	}
+	// Names that cannot be users count against the address only.
+	s.mu.Lock()
+	before := s.pairs.len()
+	s.mu.Unlock()
+	clock.Advance(time.Hour)
+	for range 3 {
+		if _, err := s.Login(ctx, "no spaces allowed", "password123456", "10.0.0.7"); err != admin.ErrBadCredentials {
+			t.Fatalf("an impossible name: %v", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pairs.len() != before {
+		t.Fatalf("impossible names made %d name-and-address records", s.pairs.len()-before)
 	}
 }
 
@@ -512,8 +572,10 @@ func TestOptionsAreChecked(t *testing.T) {
 		want string
 	}{
 		{Options{}, "Options.DB is required"},
-		{Options{DB: newFakeStore(), LockFor: -time.Second}, "Options.LockFor -1s: accepted are positive durations, or 0 for the default 5m0s"},
-		{Options{DB: newFakeStore(), MaxFailures: -1}, "Options.MaxFailures -1: accepted are positive numbers, or 0 for the default 10"},
+		{Options{DB: newFakeStore(), MaxWait: -time.Second}, "Options.MaxWait -1s: accepted are positive durations, or 0 for the default 5m0s"},
+		{Options{DB: newFakeStore(), FreeFailures: -1}, "Options.FreeFailures -1: accepted are positive numbers, or 0 for the default 5"},
+		{Options{DB: newFakeStore(), FirstWait: time.Minute, MaxWait: time.Second}, "Options.MaxWait 1s: accepted are durations of at least FirstWait (1m0s)"},
+		{Options{DB: newFakeStore(), ForgetAfter: time.Minute}, "Options.ForgetAfter 1m0s: accepted are durations of at least MaxWait (5m0s)"},
 		{Options{DB: newFakeStore(), BcryptCost: 3}, "Options.BcryptCost 3: accepted are 4 to 31"},
 	} {
 		_, err := New(tc.o)
@@ -608,12 +670,13 @@ func BenchmarkLogin(b *testing.B) {
 	}
 }
 
-// TestVerify: Verify answers as Login does, shares its locks, and opens no
-// session.
+// TestVerify: Verify answers as Login does, shares its failure waits, and
+// opens no session.
 func TestVerify(t *testing.T) {
 	store := newFakeStore()
 	store.add(t, "otto", admin.RoleOperator, goodPassword)
-	s, clock := newService(t, store, func(o *Options) { o.MaxFailures = 3 })
+	var seen surfaces
+	s, clock := newService(t, store, func(o *Options) { o.FreeFailures, o.Throttled = 2, seen.add })
 	ctx := ctxT(t)
 
 	u, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.9:50000")
@@ -630,22 +693,26 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("unknown user: %v, want ErrBadCredentials", err)
 	}
 
-	// Wrong passwords through Verify lock the name for Login too.
+	// Wrong passwords through Verify make the name wait from that address
+	// for Login too (one table serves both surfaces), not from another.
 	for i := 0; i < 2; i++ {
 		if _, err := s.Verify(ctx, "otto", "wrong password", "10.0.0.9"); err != admin.ErrBadCredentials {
 			t.Fatalf("wrong password %d: %v, want ErrBadCredentials", i+1, err)
 		}
 	}
-	_, err = s.Verify(ctx, "otto", "wrong password", "10.0.0.9")
-	wantLocked(t, err, "user otto", t0.Add(5*time.Minute))
-	if _, err := s.Login(ctx, "otto", goodPassword, "10.0.0.10"); err == nil {
-		t.Fatal("Login succeeded for a name Verify locked")
+	_, err = s.Verify(ctx, "otto", goodPassword, "10.0.0.9:50001")
+	wantThrottled(t, err, "user otto from address 10.0.0.9", t0.Add(2*time.Second))
+	_, err = s.Login(ctx, "otto", goodPassword, "10.0.0.9")
+	wantThrottled(t, err, "user otto from address 10.0.0.9", t0.Add(4*time.Second))
+	if got := seen.list(); got != SurfaceOpcUa+" "+SurfaceAdmin {
+		t.Fatalf("Throttled told %q, want %q then %q", got, SurfaceOpcUa, SurfaceAdmin)
 	}
-	_, err = s.Verify(ctx, "otto", goodPassword, "10.0.0.11")
-	wantLocked(t, err, "user otto", t0.Add(5*time.Minute))
-	clock.Advance(5 * time.Minute)
+	if _, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.10"); err != nil {
+		t.Fatalf("otto from another address: %v", err)
+	}
+	clock.Advance(4 * time.Second)
 	if _, err := s.Verify(ctx, "otto", goodPassword, "10.0.0.9"); err != nil {
-		t.Fatalf("after the lock: %v", err)
+		t.Fatalf("after the wait: %v", err)
 	}
 
 	if u, err := s.User(ctx, "otto"); err != nil || u.Role != admin.RoleOperator {

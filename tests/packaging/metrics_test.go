@@ -35,6 +35,7 @@ var exportedMetrics = []string{
 	"otopcua_opcua_subscriptions",
 	"otopcua_opcua_monitored_items",
 	"otopcua_opcua_limit_refusals_total",
+	"otopcua_auth_throttled_total",
 	// Nodes with the driver role.
 	"otopcua_redundancy_service_level",
 	"otopcua_redundancy_is_primary",
