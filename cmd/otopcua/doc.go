@@ -4,6 +4,12 @@
 //	otopcua config check FILE              load and validate FILE (+ OTOPCUA_ overrides)
 //	otopcua config effective FILE          the effective cluster settings as HOCON
 //	otopcua config effective --url URL     what a running node installed
+//	otopcua status [--url URL]             a running node's actor tree
+//
+// The two that read a running node's reports send an API token of a
+// Viewer or above (--token, or OTOPCUA_TOKEN; otopcua user token NAME
+// makes one) unless the node runs with Http:AnonymousRead.
+//
 //	otopcua host --config FILE             run this node until SIGINT/SIGTERM
 //	otopcua deploy DOC --config FILE       validate a deployment document and store it
 //	                                       in the Config DB (--check: validate only;
