@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -44,6 +45,11 @@ func ParseRole(s string) (Role, error) {
 // CanFailover: only an Administrator may trigger a manual failover
 // (deliberately not ConfigEditor: it restarts a production node).
 func (r Role) CanFailover() bool { return r == RoleAdministrator }
+
+// CanRead: every role, Viewer and above, reads the pages, the JSON API and
+// the host's read reports (docs/security.md); a role this build does not
+// know reads nothing.
+func (r Role) CanRead() bool { return slices.Contains(Roles, r) }
 
 // CanReadAudit: only an Administrator reads /audit.
 func (r Role) CanReadAudit() bool { return r == RoleAdministrator }

@@ -13,6 +13,8 @@
 // Invariants:
 //   - Every page but /login needs a live session (else 303 to /login); the
 //     API needs a session cookie or Authorization: Bearer (else 401).
+//     Handler.Reader puts the host's read reports under the API's rule,
+//     for any role Viewer and above (Role.CanRead).
 //   - A state-changing request passes http.CrossOriginProtection and, when
 //     it is authenticated by the cookie, carries the session's CSRF token
 //     (form field csrf or header X-CSRF-Token). Bearer requests carry no

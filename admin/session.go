@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -99,6 +100,22 @@ func (h *Handler) api(fn func(http.ResponseWriter, *http.Request, caller)) http.
 		}
 		fn(w, r, c)
 	})
+}
+
+// Reader guards a read-only report of the host (JSON or text) with the
+// API's rule: the caller is signed in (session cookie) or sends
+// Authorization: Bearer TOKEN, of role Viewer or above; else 401 with the
+// API's JSON error, as every /api/ route of this package answers. The
+// answer is marked no-store: reports show device addresses and live
+// process values. The security headers are added as on every admin route.
+func (h *Handler) Reader(next http.Handler) http.Handler {
+	return h.secure(h.api(func(w http.ResponseWriter, r *http.Request, c caller) {
+		if !c.User.Role.CanRead() {
+			writeAPIError(w, http.StatusForbidden, "forbidden", "the role "+strconv.Quote(string(c.User.Role))+" may not read this report")
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
 }
 
 // authenticateAPI returns the caller, or the HTTP status and reason to

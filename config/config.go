@@ -516,6 +516,16 @@ type HttpConfig struct {
 	// that passwords travel in clear text unless Hostname is a loopback
 	// address.
 	Tls HttpTLSConfig
+
+	// AnonymousRead serves the node's read reports (/api/cluster/members,
+	// /api/cluster/config, /api/actors, /api/deployment, /alerts,
+	// /api/localdb, /api/historian) to callers without a session or an API
+	// token, as before they needed one: for a lab or a test rig only,
+	// since they show device addresses and live process values. The admin
+	// pages and their API stay signed in; /healthz, /readyz and /metrics
+	// are open either way. Start-up and `otopcua config check` warn while
+	// it is true. Default false.
+	AnonymousRead bool
 }
 
 // HttpTLSConfig is the "Http:Tls" section.

@@ -793,3 +793,43 @@ func TestLeaseWarnings(t *testing.T) {
 		t.Fatalf("no warning for an unused lease: %v", c.Warnings())
 	}
 }
+
+// TestAnonymousReadWarns: Http:AnonymousRead is off by default, loads from
+// the file and from OTOPCUA_HTTP__ANONYMOUSREAD, and warns (naming the key
+// and the address) only while it is on and the HTTP port serves.
+func TestAnonymousReadWarns(t *testing.T) {
+	const loop = `{"Cluster": {"Hostname": "127.0.0.1", "PublicHostname": "a", "SeedNodes": ["a:4053"]}, "Http": {"Hostname": "127.0.0.1", "Port": 8081%s}}`
+	for _, tc := range []struct {
+		name, extra string
+		environ     []string
+		wantOn      bool
+	}{
+		{"default", "", nil, false},
+		{"file true", `, "AnonymousRead": true`, nil, true},
+		{"file false", `, "AnonymousRead": false`, nil, false},
+		{"environment", "", []string{"OTOPCUA_HTTP__ANONYMOUSREAD=true"}, true},
+		{"environment wins", `, "AnonymousRead": true`, []string{"OTOPCUA_HTTP__ANONYMOUSREAD=false"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustLoad(t, fmt.Sprintf(loop, tc.extra), tc.environ...)
+			if c.Http.AnonymousRead != tc.wantOn {
+				t.Fatalf("Http:AnonymousRead = %v, want %v", c.Http.AnonymousRead, tc.wantOn)
+			}
+			w := strings.Join(c.Warnings(), "\n")
+			warned := strings.Contains(w, "Http:AnonymousRead is true: 127.0.0.1:8081 serves")
+			if warned != tc.wantOn {
+				t.Fatalf("warned %v, want %v: %q", warned, tc.wantOn, w)
+			}
+		})
+	}
+	if Default().Http.AnonymousRead {
+		t.Fatal("Http:AnonymousRead defaults to true, want false")
+	}
+	c := mustLoad(t, `{"Http": {"Port": 0, "AnonymousRead": true}}`)
+	if strings.Contains(strings.Join(c.Warnings(), "\n"), "AnonymousRead") {
+		t.Fatal("warned about Http:AnonymousRead with the HTTP port off")
+	}
+	if _, err := LoadBytes("c.json", []byte(`{"Http": {"AnonymousRead": "yes"}}`), nil); err == nil || !strings.Contains(err.Error(), "Http:AnonymousRead") {
+		t.Fatalf("a non-boolean Http:AnonymousRead loaded: %v", err)
+	}
+}

@@ -476,6 +476,9 @@ func (c *Config) Warnings() []string {
 	if cl.Lease.Provider != "" && cl.SplitBrainResolverStrategy != StrategyLeaseMajority {
 		w = append(w, fmt.Sprintf("Cluster:Lease:Provider is %s but Cluster:SplitBrainResolverStrategy is %s: only lease-majority uses the lease", cl.Lease.Provider, cl.SplitBrainResolverStrategy))
 	}
+	if c.Http.AnonymousRead && c.Http.Port != 0 {
+		w = append(w, fmt.Sprintf("Http:AnonymousRead is true: %s serves the plant's read reports (devices and their addresses, live alert values, cluster members, peer addresses) to anyone who reaches Http:Port, without a session or an API token; set it to false outside a lab", c.Http.Addr()))
+	}
 	if c.OpcUa.Security.AutoAcceptUntrusted {
 		w = append(w, "OpcUa:Security:AutoAcceptUntrusted is true: every unknown client certificate is trusted on first contact; set it to false once the clients are commissioned")
 	}

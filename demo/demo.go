@@ -112,8 +112,12 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("otopcua demo: field devices: %w", err)
 	}
 	defer stopDevices()
+	token, err := viewerToken(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("otopcua demo: the Viewer that reads the nodes: %w", err)
+	}
 	d := newRunner(o, dir, nodes)
-	d.devAddr = devAddr
+	d.devAddr, d.token = devAddr, token
 	return d.run(ctx)
 }
 
@@ -157,6 +161,7 @@ type runner struct {
 	quit    chan struct{} // closed when the loop stops reading updates
 
 	devAddr string // the demo's Modbus TCP device
+	token   string // ViewerName's API token: the nodes' reports need it
 
 	drawn   int              // lines of the table on screen (Redraw)
 	last    string           // the table as last printed
@@ -298,7 +303,7 @@ func (r *runner) poll(ctx context.Context, name, base string) {
 	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
-		v, err := fetchView(ctx, client, base, time.Second)
+		v, err := fetchView(ctx, client, base, r.token, time.Second)
 		if err != nil {
 			v = nil
 		}
@@ -319,6 +324,8 @@ func (r *runner) header() {
 		fmt.Fprintf(&b, "  %s  OPC UA %s  HTTP %s%s  cluster %s  log %s\n",
 			n.Name, n.Endpoint(), n.HTTP(), membersPath, n.ClusterAddr(), n.LogPath)
 	}
+	fmt.Fprintf(&b, "The nodes' reports need a Viewer: %s's API token is %s (curl -H 'Authorization: Bearer %s' %s%s)\n",
+		ViewerName, r.token, r.token, r.nodes[0].HTTP(), membersPath)
 	b.WriteString("ServiceLevel: 250 healthy Primary, 240 healthy Secondary, 200 stale, 100 Config DB unreachable, 0 not a member, 255 not computed yet\n")
 	if r.o.KillPrimaryAfter > 0 {
 		fmt.Fprintf(&b, "The Primary gets SIGKILL after %s.\n", r.o.KillPrimaryAfter)

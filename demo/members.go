@@ -61,14 +61,15 @@ func (v *clusterView) oldestDriver() string {
 	return redundancy.Elect(views)[self.ClusterID].Primary
 }
 
-// fetchView GETs base + membersPath within timeout.
-func fetchView(ctx context.Context, client *http.Client, base string, timeout time.Duration) (*clusterView, error) {
+// fetchView GETs base + membersPath with the API token within timeout.
+func fetchView(ctx context.Context, client *http.Client, base, token string, timeout time.Duration) (*clusterView, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+membersPath, nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err

@@ -69,8 +69,11 @@
 // # HTTP routes and exit codes
 //
 // routeTable (routes.go) is every route of Http:Port beside the probes and
-// /metrics, with its guard: anyone, test hook, or signed in (the admin
-// package's session or API token). exitCode (exitcode.go) is the exit-code
+// /metrics, with its guard: anyone, test hook, signed in (the admin
+// package's session or API token), or viewer: the read reports
+// (/api/cluster/*, /api/actors, /api/deployment, /alerts, /api/localdb,
+// /api/historian) need a session or an API token of role Viewer or above,
+// and are open to anyone only with Http:AnonymousRead. exitCode (exitcode.go) is the exit-code
 // policy, as seen by `otopcua host`: 0 after SIGTERM/SIGINT (graceful
 // leave, at most LeaveTimeout) or a manual failover, 1 when a part fails,
 // 2 for an invalid configuration, ExitRestart (3) when the cluster ended

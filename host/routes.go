@@ -13,8 +13,9 @@ import (
 type guard int
 
 const (
-	// anyone: no sign-in. The read-only reports operators, scrapers and
-	// the drills read; the admin pages' login, logout and static files.
+	// anyone: no sign-in. The admin pages' login, logout and static
+	// files; the host's read reports with Http:AnonymousRead. (/healthz,
+	// /readyz and /metrics, mounted by health.HTTPServer, are open too.)
 	anyone guard = iota
 	// testHook: no sign-in, and mounted only when the process runs with a
 	// test-hook variable (EnvTestHooks, EnvGCHook). Never in production.
@@ -23,6 +24,10 @@ const (
 	// one) or an API token (API: 401 without one), checked by the admin
 	// package.
 	signedIn
+	// viewer: a host read report, served to a session or an API token of
+	// role Viewer or above (admin.Handler.Reader), 401 with the API's JSON
+	// error without one.
+	viewer
 )
 
 func (g guard) String() string {
@@ -33,6 +38,8 @@ func (g guard) String() string {
 		return "test hook"
 	case signedIn:
 		return "signed in"
+	case viewer:
+		return "viewer"
 	}
 	return fmt.Sprintf("guard(%d)", int(g))
 }
@@ -54,34 +61,48 @@ type site struct {
 	deployment, alerts, localDb, historian http.Handler
 	// gc with EnvGCHook; serviceLevel and actorFault with EnvTestHooks.
 	gc, serviceLevel, actorFault http.Handler
-	// admin serves the admin pages and JSON API (docs/admin.md).
+	// admin serves the admin pages and JSON API (docs/admin.md) and
+	// guards the read reports. Required.
 	admin *admin.Handler
+	// anonymousRead is Http:AnonymousRead: the read reports are open to
+	// anyone (a lab) instead of guarded as viewer.
+	anonymousRead bool
 }
 
 // routeTable is Http:Port's route table: every route this node serves
 // beside the probes and /metrics, with its guard. The host's own routes are
-// read-only reports, open to anyone, and test hooks; the admin package's
-// routes follow, signed in but for its login, logout and static files.
+// read-only reports, for a Viewer or above (anyone with
+// Http:AnonymousRead), and test hooks; the admin package's routes follow,
+// signed in but for its login, logout and static files.
 func routeTable(s site) []route {
+	if s.admin == nil {
+		panic("host: routeTable needs the admin handler: it guards the read reports")
+	}
+	read := viewer
+	if s.anonymousRead {
+		read = anyone
+	}
 	rs := []route{
-		{"GET /api/cluster/members", anyone, s.members},
-		{"GET /api/cluster/config", anyone, s.clusterConfig},
-		{"GET /api/actors", anyone, s.actors},
-		{"GET /api/deployment", anyone, s.deployment},
-		{"GET /alerts", anyone, s.alerts},
-		{"GET /api/localdb", anyone, s.localDb},
-		{"GET /api/historian", anyone, s.historian},
+		{"GET /api/cluster/members", read, s.members},
+		{"GET /api/cluster/config", read, s.clusterConfig},
+		{"GET /api/actors", read, s.actors},
+		{"GET /api/deployment", read, s.deployment},
+		{"GET /alerts", read, s.alerts},
+		{"GET /api/localdb", read, s.localDb},
+		{"GET /api/historian", read, s.historian},
 		{"POST /debug/gc", testHook, s.gc},
 		{"POST /debug/service-level", testHook, s.serviceLevel},
 		{"POST /debug/actor-fault", testHook, s.actorFault},
 	}
 	rs = slices.DeleteFunc(rs, func(r route) bool { return r.handler == nil })
-	if s.admin != nil {
-		var admins adminRoutes
-		s.admin.Mount(&admins)
-		rs = append(rs, admins...)
+	for i, r := range rs {
+		if r.guard == viewer {
+			rs[i].handler = s.admin.Reader(r.handler)
+		}
 	}
-	return rs
+	var admins adminRoutes
+	s.admin.Mount(&admins)
+	return append(rs, admins...)
 }
 
 // adminOpen are the admin routes served without sign-in: the rest of the

@@ -308,6 +308,7 @@ func (n *wiring) site() site {
 		n.log.Warn("test hooks enabled: POST /debug/service-level owns Server.ServiceLevel until ?level=runtime hands it to the redundancy runtime, POST /debug/actor-fault?actor=PATH makes an actor panic; never enable this in production", "env", EnvTestHooks)
 	}
 	s.admin = newAdmin(n.backend, n.users, n.cfg.Http, n.log)
+	s.anonymousRead = n.cfg.Http.AnonymousRead
 	return s
 }
 

@@ -27,7 +27,7 @@ const effectiveTimeout = 10 * time.Second
 const maxEffectiveBody = 1 << 20
 
 func (c *cli) configEffectiveCmd() *cobra.Command {
-	var nodeURL string
+	var nodeURL, token string
 	var ignoreEnv bool
 	cmd := &cobra.Command{
 		Use:   "effective FILE | --url http://host:port",
@@ -40,7 +40,9 @@ fills the others; a key set in both to different values is reported on
 stderr, with every line of akka.conf that has no effect.
 
 With --url, print what a running node reports it installed
-(GET ` + clusterConfigPath + `): the files may say something else.
+(GET ` + clusterConfigPath + `): the files may say something else. The node
+answers a Viewer or above: an API token in --token or ` + tokenEnv + `
+(none for a node with Http:AnonymousRead).
 
 Exits 0 on success, 2 for an invalid configuration, 1 when the node cannot
 be asked.`,
@@ -50,7 +52,7 @@ be asked.`,
 			case nodeURL != "" && len(args) > 0:
 				return &exitError{code: exitUsage, err: errors.New("give either FILE or --url, not both")}
 			case nodeURL != "":
-				return c.effectiveFromNode(nodeURL)
+				return c.effectiveFromNode(nodeURL, c.apiToken(token))
 			case len(args) == 0:
 				return &exitError{code: exitUsage, err: errors.New("give FILE or --url http://host:port")}
 			}
@@ -63,6 +65,7 @@ be asked.`,
 	}
 	cmd.Flags().StringVar(&nodeURL, "url", "", "ask the running node at this HTTP address (http://host:port) instead of reading files")
 	cmd.Flags().BoolVar(&ignoreEnv, "ignore-env", false, "read FILE alone, without OTOPCUA_ environment overrides")
+	bindToken(cmd, &token)
 	return cmd
 }
 
@@ -101,8 +104,9 @@ func effectiveCluster(cfg *config.Config, path string, environ []string) (hoconc
 	return hoconcompat.LoadEffective(&cfg.Cluster, explicit)
 }
 
-// effectiveFromNode prints what a running node reports.
-func (c *cli) effectiveFromNode(base string) error {
+// effectiveFromNode prints what a running node reports, asked with the
+// API token ("" none).
+func (c *cli) effectiveFromNode(base, token string) error {
 	target, err := nodeConfigURL(base)
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
@@ -114,6 +118,7 @@ func (c *cli) effectiveFromNode(base string) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	req.Header.Set("Accept", "text/plain")
+	setBearer(req, token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("asking the node: %w", err)}
@@ -124,7 +129,7 @@ func (c *cli) effectiveFromNode(base string) error {
 		return &exitError{code: exitFailure, err: fmt.Errorf("GET %s: %w", target, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &exitError{code: exitFailure, err: fmt.Errorf("GET %s: %s: %s", target, resp.Status, strings.TrimSpace(string(body)))}
+		return &exitError{code: exitFailure, err: fmt.Errorf("GET %s: %s: %s%s", target, resp.Status, strings.TrimSpace(string(body)), refusalHint(resp.StatusCode, token))}
 	}
 	if _, err := c.stdout.Write(body); err != nil {
 		return err

@@ -37,7 +37,9 @@ var (
 	movedRe   = regexp.MustCompile(` Primary moved from (a|b) to (a|b) after (\d+\.\d) s$`)
 )
 
-// table is one printed rendering of the live table: node → ServiceLevel.
+// table is one printed rendering of the live table: node → ServiceLevel,
+// node + " member" → its MEMBER column (from GET /api/cluster/members,
+// read with the demo Viewer's token).
 type table map[string]string
 
 // TestDemoFailoverAndCleanStop runs `otopcua demo --kill-primary-after 5s`
@@ -107,7 +109,7 @@ func TestDemoFailoverAndCleanStop(t *testing.T) {
 					cur = table{}
 				case cur != nil && rowRe.MatchString(line):
 					m := rowRe.FindStringSubmatch(line)
-					cur[m[1]] = m[5]
+					cur[m[1]], cur[m[1]+" member"] = m[5], m[3]
 				case cur != nil && strings.HasPrefix(line, "Primary:"):
 					done, cur = cur, nil
 				}
@@ -121,6 +123,8 @@ func TestDemoFailoverAndCleanStop(t *testing.T) {
 	}
 	healthy := func(tbl table) (primary string, ok bool) {
 		switch {
+		case tbl["a member"] != "Up" || tbl["b member"] != "Up":
+			return "", false
 		case tbl["a"] == "250" && tbl["b"] == "240":
 			return "a", true
 		case tbl["b"] == "250" && tbl["a"] == "240":

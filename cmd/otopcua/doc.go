@@ -4,6 +4,7 @@
 //	otopcua config check FILE              load and validate FILE (+ OTOPCUA_ overrides)
 //	otopcua config effective FILE          the effective cluster settings as HOCON
 //	otopcua config effective --url URL     what a running node installed
+//	otopcua status [--url URL]             a running node's actor tree
 //	otopcua host --config FILE             run this node until SIGINT/SIGTERM
 //	otopcua deploy DOC --config FILE       validate a deployment document and store it
 //	                                       in the Config DB (--check: validate only;
@@ -15,6 +16,10 @@
 //	otopcua simulate modbus [--listen ADDR] [--profile press|tank]
 //	                                       a Modbus TCP field device whose registers
 //	                                       move, for rigs and demonstrations
+//
+// status and config effective --url read a running node's reports: they
+// send an API token of a Viewer or above (--token, or OTOPCUA_TOKEN; otopcua
+// user token NAME makes one) unless the node runs with Http:AnonymousRead.
 //
 // Exit codes: 0 success (including a graceful stop on SIGINT/SIGTERM),
 // 1 the host stopped with an error, 2 a usage error or an invalid

@@ -26,6 +26,7 @@ func (c *cli) statusCmd() *cobra.Command {
 		rawURL  string
 		asJSON  bool
 		timeout time.Duration
+		token   string
 	)
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -37,7 +38,11 @@ mediator are shown beside the tree (supervisor "own").
 
 Without --url the node is the local one of --config (as for otopcua health).
 --url is the node's HTTP base, e.g. http://127.0.0.1:8080. --json prints
-the raw answer.`,
+the raw answer.
+
+The node answers a Viewer or above: give an API token (otopcua user token
+NAME) with --token or, kept out of the process list, in OTOPCUA_TOKEN. A
+node with Http:AnonymousRead needs none.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var pinned *tls.Config
@@ -53,26 +58,39 @@ the raw answer.`,
 				return &exitError{code: exitUsage, err: fmt.Errorf("status: --url %q: want the node's HTTP base such as http://127.0.0.1:8080", rawURL)}
 			}
 			u.Path = strings.TrimSuffix(u.Path, "/") + "/api/actors"
-			return c.status(cmd.Context(), u.String(), pinned, timeout, asJSON)
+			return c.status(cmd.Context(), statusRequest{url: u.String(), token: c.apiToken(token), pinned: pinned, timeout: timeout, asJSON: asJSON})
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", defaultConfigFile, "appsettings.json of the local node (for Http:Hostname and Http:Port)")
 	cmd.Flags().StringVar(&rawURL, "url", "", "the node's HTTP base URL (default: the local node's)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the JSON answer")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultHealthTimeout, "bound on the request")
+	bindToken(cmd, &token)
 	return cmd
 }
 
-func (c *cli) status(parent context.Context, u string, pinned *tls.Config, timeout time.Duration, asJSON bool) error {
-	ctx, cancel := context.WithTimeout(parent, timeout)
+// statusRequest is one `otopcua status`: the node's /api/actors URL, the
+// API token ("" none), the pinned TLS of the local node (nil none).
+type statusRequest struct {
+	url     string
+	token   string
+	pinned  *tls.Config
+	timeout time.Duration
+	asJSON  bool
+}
+
+func (c *cli) status(parent context.Context, s statusRequest) error {
+	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
+	u := s.url
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("status: %w", err)}
 	}
+	setBearer(req, s.token)
 	client := http.DefaultClient
-	if pinned != nil {
-		client = &http.Client{Transport: &http.Transport{TLSClientConfig: pinned}}
+	if s.pinned != nil {
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.pinned}}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -84,13 +102,13 @@ func (c *cli) status(parent context.Context, u string, pinned *tls.Config, timeo
 		return &exitError{code: exitFailure, err: fmt.Errorf("status: %s: %w", u, err)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &exitError{code: exitFailure, err: fmt.Errorf("status: %s answered %s: %s", u, resp.Status, strings.TrimSpace(string(body)))}
+		return &exitError{code: exitFailure, err: fmt.Errorf("status: %s answered %s: %s%s", u, resp.Status, strings.TrimSpace(string(body)), refusalHint(resp.StatusCode, s.token))}
 	}
 	var rep host.ActorsReport
 	if err := json.Unmarshal(body, &rep); err != nil {
 		return &exitError{code: exitFailure, err: fmt.Errorf("status: %s: not an actor report: %w", u, err)}
 	}
-	if asJSON {
+	if s.asJSON {
 		_, err := c.stdout.Write(body)
 		return err
 	}

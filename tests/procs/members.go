@@ -168,8 +168,14 @@ func (v *ClusterView) String() string {
 }
 
 // FetchView GETs url (a node's base HTTP URL) + MembersPath with client
-// (nil: http.DefaultClient) within timeout.
+// (nil: http.DefaultClient) within timeout, without credentials (a node
+// with Http:AnonymousRead).
 func FetchView(client *http.Client, url string, timeout time.Duration) (*ClusterView, error) {
+	return fetchView(client, url, "", timeout)
+}
+
+// fetchView is FetchView sending token as a bearer token ("": none).
+func fetchView(client *http.Client, url, token string, timeout time.Duration) (*ClusterView, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -179,6 +185,7 @@ func FetchView(client *http.Client, url string, timeout time.Duration) (*Cluster
 	if err != nil {
 		return nil, err
 	}
+	setToken(req, token)
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -201,7 +208,7 @@ func FetchView(client *http.Client, url string, timeout time.Duration) (*Cluster
 // Members fetches the node's view of the cluster (GET /api/cluster/members)
 // within 1 s, so a stopped or partitioned node cannot hang the caller.
 func (n *Node) Members() (*ClusterView, error) {
-	return FetchView(n.httpClient(), n.HTTP(), time.Second)
+	return fetchView(n.httpClient(), n.HTTP(), n.Token, time.Second)
 }
 
 // ClusterAddr is the node's cluster address as peers see it,

@@ -93,6 +93,9 @@ type Node struct {
 	OpcPort  int
 	HTTPPort int
 	Env      []string
+	// Token, when set, is sent as Authorization: Bearer on the node's
+	// HTTP requests (Get, Post, Members): an API token from AddUser.
+	Token string
 
 	t       testing.TB
 	wrap    []string     // command prefix, e.g. ip netns exec NS
@@ -128,7 +131,10 @@ func NewPorts(t testing.TB) Ports {
 // BaseConfig is a loopback appsettings.json for a node with the given
 // ports. Anonymous OPC UA sessions get every right (OpcUa:Authorization),
 // so that the tests' anonymous clients may write and acknowledge; tests of
-// the rights set their own.
+// the rights set their own. Http:AnonymousRead is on: the rigs read
+// /api/cluster/members, /api/deployment, /alerts … without a user, as a
+// lab would; a test of the HTTP port's guards sets it to false and reads
+// with a Viewer's token (Node.Token, AddUser).
 func BaseConfig(name string, p Ports) map[string]any {
 	return map[string]any{
 		"Cluster": map[string]any{
@@ -141,7 +147,7 @@ func BaseConfig(name string, p Ports) map[string]any {
 			// The test rig's clients write and acknowledge anonymously; a
 			// node's default gives anonymous sessions read only.
 			"Authorization": map[string]any{"Anonymous": []string{"read", "write", "acknowledge", "call"}}},
-		"Http":      map[string]any{"Hostname": "127.0.0.1", "Port": p.HTTP},
+		"Http":      map[string]any{"Hostname": "127.0.0.1", "Port": p.HTTP, "AnonymousRead": true},
 		"Telemetry": map[string]any{"LogLevel": "debug", "LogFormat": "json"},
 	}
 }
@@ -337,6 +343,7 @@ func (n *Node) do(method, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	setToken(req, n.Token)
 	resp, err := n.httpClient().Do(req)
 	if err != nil {
 		return "", err
@@ -350,6 +357,13 @@ func (n *Node) do(method, path string) (string, error) {
 		return buf.String(), fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, buf.String())
 	}
 	return buf.String(), nil
+}
+
+// setToken adds token as Authorization: Bearer; none when token is "".
+func setToken(req *http.Request, token string) {
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 }
 
 func (n *Node) httpClient() *http.Client {
