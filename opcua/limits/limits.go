@@ -42,10 +42,11 @@ type Limits struct {
 	// MaxUnactivatedSessions bounds the sessions created but not yet
 	// activated, server-wide: they count against this small budget as well
 	// as MaxSessions. When it is full, a new session evicts the oldest
-	// unactivated session of the address holding the most of them; a
-	// client whose own address holds that most is refused
-	// (BadTooManySessions). A session whose password is being checked is
-	// outside this budget (MaxPasswordChecksPerAddress). Default 20.
+	// unactivated session of the address holding the most of them, if
+	// the newcomer's own address holds none or at least two fewer; else
+	// it is refused (BadTooManySessions). A session whose password is
+	// being checked is outside this budget (MaxPasswordChecksPerAddress).
+	// Default 20.
 	MaxUnactivatedSessions int
 
 	// MaxUnactivatedSessionsPerAddress bounds the unactivated sessions of

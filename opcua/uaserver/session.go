@@ -127,9 +127,10 @@ func (l *cpList[T]) take(id []byte) *T {
 // It answers BadTooManySessions, naming the limit, when MaxSessions
 // sessions exist, when addr holds MaxSessionsPerAddress or
 // MaxUnactivatedSessionsPerAddress, or when the unactivated budget is full
-// and addr is among its largest holders; a full budget otherwise makes
-// room by evicting a session of the largest holder (evictionVictim). An
-// unactivated session is closed after UnactivatedSessionTimeout.
+// and addr holds about as much of it as its largest holder; a full budget
+// otherwise makes room by evicting a session of the largest holder
+// (evictionVictim has the rule). An unactivated session is closed after
+// UnactivatedSessionTimeout.
 func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Duration) (*session, string, ua.StatusCode) {
 	t.mu.Lock()
 	if t.closed {
