@@ -28,6 +28,7 @@ func (c *Config) validateLimits(p *problems) {
 	atLeast("MaxSessionsPerAddress", l.MaxSessionsPerAddress, 1)
 	atLeast("MaxUnactivatedSessions", l.MaxUnactivatedSessions, 1)
 	atLeast("MaxUnactivatedSessionsPerAddress", l.MaxUnactivatedSessionsPerAddress, 1)
+	atLeast("MaxPasswordChecksPerAddress", l.MaxPasswordChecksPerAddress, 1)
 	atLeast("MaxResponseSize", l.MaxResponseSize, minResponseSize)
 	atLeast("MaxSubscriptions", l.MaxSubscriptions, 1)
 	atLeast("MaxSubscriptionsPerSession", l.MaxSubscriptionsPerSession, 1)

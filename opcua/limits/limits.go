@@ -41,12 +41,24 @@ type Limits struct {
 
 	// MaxUnactivatedSessions bounds the sessions created but not yet
 	// activated, server-wide: they count against this small budget as well
-	// as MaxSessions (BadTooManySessions). Default 20.
+	// as MaxSessions. When it is full, a new session evicts the oldest
+	// unactivated session of the address holding the most of them, if
+	// the newcomer's own address holds none or at least two fewer; else
+	// it is refused (BadTooManySessions). A session whose password is
+	// being checked is outside this budget (MaxPasswordChecksPerAddress).
+	// Default 20.
 	MaxUnactivatedSessions int
 
 	// MaxUnactivatedSessionsPerAddress bounds the unactivated sessions of
 	// one client IP address (BadTooManySessions). Default 5.
 	MaxUnactivatedSessionsPerAddress int
+
+	// MaxPasswordChecksPerAddress bounds the ActivateSession requests with
+	// a user name and password that one client IP address has being
+	// checked at once; one beyond it answers BadTooManySessions without
+	// its password being looked at (and is not counted as a failed
+	// sign-in). Default 2.
+	MaxPasswordChecksPerAddress int
 
 	// UnactivatedSessionTimeout is how long a session may stay unactivated
 	// after CreateSession; it is then closed (the server's clock).
@@ -140,6 +152,7 @@ func Defaults() Limits {
 		MaxSessionsPerAddress:            50,
 		MaxUnactivatedSessions:           20,
 		MaxUnactivatedSessionsPerAddress: 5,
+		MaxPasswordChecksPerAddress:      2,
 		UnactivatedSessionTimeout:        10 * time.Second,
 		MinSessionTimeout:                time.Second,
 		MaxSessionTimeout:                time.Hour,
@@ -173,6 +186,7 @@ func (l Limits) WithDefaults() Limits {
 	defInt(&l.MaxSessionsPerAddress, d.MaxSessionsPerAddress)
 	defInt(&l.MaxUnactivatedSessions, d.MaxUnactivatedSessions)
 	defInt(&l.MaxUnactivatedSessionsPerAddress, d.MaxUnactivatedSessionsPerAddress)
+	defInt(&l.MaxPasswordChecksPerAddress, d.MaxPasswordChecksPerAddress)
 	defDur(&l.UnactivatedSessionTimeout, d.UnactivatedSessionTimeout)
 	defDur(&l.MinSessionTimeout, d.MinSessionTimeout)
 	defDur(&l.MaxSessionTimeout, d.MaxSessionTimeout)

@@ -608,6 +608,31 @@ func (ch *channel) abort(code ua.StatusCode, reason string) error {
 	return fmt.Errorf("%s: %s", reason, code)
 }
 
+// shut closes the channel from outside its goroutines, without waiting:
+// an ERR of code and reason is sent unless a write is in progress (its
+// client does not read: then the connection just closes), the channel
+// stops sending, and the connection is half-closed and closed errLinger
+// later, or as soon as the client closes its end, so the client reads the
+// ERR before the connection goes. Safe for concurrent use.
+func (ch *channel) shut(code ua.StatusCode, reason string) {
+	go func() {
+		if !ch.sendMu.TryLock() {
+			ch.close()
+			return
+		}
+		if ch.ctx.Err() == nil {
+			_ = ch.conn.SetWriteDeadline(time.Now().Add(errLinger))
+			_ = writeUACP(ch.conn, "ERRF", &uacp.Error{ErrorCode: uint32(code), Reason: reason})
+		}
+		ch.cancel()
+		ch.sendMu.Unlock()
+		if cw, ok := ch.conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		time.AfterFunc(errLinger, ch.close)
+	}()
+}
+
 // errResponseTooLarge means the encoded response exceeds MaxResponseSize
 // or the client's MaxMessageSize or MaxChunkCount.
 var errResponseTooLarge = errors.New("response exceeds the client's message limits")

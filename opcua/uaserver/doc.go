@@ -70,6 +70,18 @@
 // BadSessionIdInvalid; a request for a session bound to another channel
 // answers BadSecureChannelIdInvalid.
 //
+// Unactivated sessions live in a small budget (MaxUnactivatedSessions,
+// per address MaxUnactivatedSessionsPerAddress) and end after
+// UnactivatedSessionTimeout. A full budget does not refuse every
+// newcomer: evictionVictim (evict.go, pure) picks the oldest session of
+// the address holding the most, which ends, its channel closed with ERR
+// BadTooManySessions when no other session uses it; the newcomer is
+// refused only when its own address holds about as much. A session whose
+// password is being checked is outside the budget and takes one of its
+// address's MaxPasswordChecksPerAddress slots instead (BadTooManySessions
+// beyond, before any decryption or directory call); a refused password
+// puts it back into the budget by the same rule.
+//
 // # Security
 //
 // A channel's policy and mode are fixed by its first OpenSecureChannel;

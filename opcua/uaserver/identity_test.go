@@ -54,14 +54,20 @@ type fakeUsers struct {
 	// slow, when set, is called by Verify before it checks: a check that
 	// takes as long as the test wants.
 	slow func()
+	// gate, when set, is called by Verify with the name and password
+	// before it checks (after slow).
+	gate func(name, password string)
 }
 
 func (f *fakeUsers) Verify(_ context.Context, name, password, _ string) (string, ua.StatusCode) {
 	f.mu.Lock()
-	slow := f.slow
+	slow, gate := f.slow, f.gate
 	f.mu.Unlock()
 	if slow != nil {
 		slow()
+	}
+	if gate != nil {
+		gate(name, password)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -97,13 +97,15 @@ func TestUnactivatedSessionsOfOneClientDoNotLockOutAnother(t *testing.T) {
 }
 
 // TestSessionBudgets covers the other session limits: activated sessions
-// per address, the server-wide unactivated budget and MaxSessions.
+// per address, the server-wide unactivated budget (a newcomer evicts the
+// largest holder's oldest session; a largest holder is refused) and
+// MaxSessions.
 func TestSessionBudgets(t *testing.T) {
 	ts := startServer(t, func(c *Config) {
 		c.MaxSessions = 6
 		c.MaxSessionsPerAddress = 3
 		c.MaxUnactivatedSessions = 2
-		c.MaxUnactivatedSessionsPerAddress = 1
+		c.MaxUnactivatedSessionsPerAddress = 2
 	})
 	// Activated sessions: 3 per address.
 	a := dialRawFrom(t, ts.url, "127.0.0.2")
@@ -119,21 +121,32 @@ func TestSessionBudgets(t *testing.T) {
 		}
 		a.activate()
 	}
-	// Unactivated: 1 per address, 2 in all.
+	// Unactivated: 2 per address, 2 in all. b fills the budget; c evicts
+	// b's older session (b's channel stays: its other session is on it);
+	// c, now as large a holder as b, is refused.
 	b := dialRawFrom(t, ts.url, "127.0.0.3")
 	c := dialRawFrom(t, ts.url, "127.0.0.4")
 	d := dialRawFrom(t, ts.url, "127.0.0.5")
-	for _, tc := range []struct {
+	var bFirst *ua.NodeID
+	for i, tc := range []struct {
 		rc   *rawClient
 		want ua.StatusCode
 	}{
-		{b, ua.StatusOK}, {b, ua.StatusBadTooManySessions}, // per address
-		{c, ua.StatusOK}, {d, ua.StatusBadTooManySessions}, // server-wide
+		{b, ua.StatusOK}, {b, ua.StatusOK}, {b, ua.StatusBadTooManySessions}, // per address
+		{c, ua.StatusOK},                 // evicts b's first
+		{c, ua.StatusBadTooManySessions}, // server-wide: c holds as many as b
 	} {
 		if code := tc.rc.tryCreateSession(60000); code != tc.want {
-			t.Fatalf("CreateSession: %v, want %v", code, tc.want)
+			t.Fatalf("CreateSession %d: %v, want %v", i, code, tc.want)
+		}
+		if i == 0 {
+			bFirst = b.token
 		}
 	}
+	bSecond := b.token
+	b.token = bFirst
+	b.wantStatus(activateRequest(&ua.AnonymousIdentityToken{PolicyID: anonymousPolicyID}), ua.StatusBadSessionIDInvalid)
+	b.token = bSecond
 	// Activating frees the unactivated budget; MaxSessions (6) still holds.
 	b.activate()
 	c.activate()
@@ -148,6 +161,7 @@ func TestSessionBudgets(t *testing.T) {
 	r := ts.Stats().Refusals
 	for limit, want := range map[string]uint64{
 		LimitSessionsPerAddress: 1, LimitUnactivatedSessionsPerAddress: 1, LimitUnactivatedSessions: 1, LimitSessions: 1,
+		LimitUnactivatedSessionEvictions: 1,
 	} {
 		if r[limit] != want {
 			t.Errorf("refusals[%s] = %d, want %d", limit, r[limit], want)

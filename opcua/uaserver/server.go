@@ -256,6 +256,17 @@ func (s *Server) newTokenID() uint32 {
 	return s.nextTok
 }
 
+// shutChannel closes channel id, if it is still open, with an ERR of code
+// and reason (channel.shut). It does not wait.
+func (s *Server) shutChannel(id uint32, code ua.StatusCode, reason string) {
+	s.mu.Lock()
+	ch := s.channels[id]
+	s.mu.Unlock()
+	if ch != nil {
+		ch.shut(code, reason)
+	}
+}
+
 func (s *Server) removeChannel(ch *channel) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -27,24 +27,36 @@ func SessionIDOf(sessionID *ua.NodeID) subscription.SessionID {
 // A session lives until CloseSession or until no request arrived for its
 // revised timeout (measured on Config.Clock). Closing its secure channel
 // does not end it: the client may re-activate it on a new channel.
+//
+// The unactivated budget (MaxUnactivatedSessions, per address
+// MaxUnactivatedSessionsPerAddress) holds the sessions created and not yet
+// activated, except those whose password is being checked: those count
+// against MaxPasswordChecksPerAddress instead, so that a flood of sign-ins
+// from many addresses does not crowd the budget. When the budget is full a
+// new session evicts one (evictionVictim).
 type sessionTable struct {
 	srv *Server
 
 	mu          sync.Mutex
 	byToken     map[string]*session      // key: authentication token NodeId string; mu must be held.
 	byAddr      map[string]*addrSessions // sessions by client IP address; mu must be held.
-	unactivated int                      // sessions not yet activated; mu must be held.
+	budget      map[*session]struct{}    // the unactivated budget; mu must be held.
+	checks      map[string]int           // password checks running, by client IP address; mu must be held.
+	unactivated int                      // sessions not yet activated, in the budget or not; mu must be held.
 	nextID      uint32                   // last numeric session id issued; mu must be held.
+	nextSeq     uint64                   // creation order of the last session created; mu must be held.
 	closed      bool                     // set by closeAll; mu must be held.
 }
 
 // addrSessions counts the sessions of one client IP address.
 type addrSessions struct {
-	sessions, unactivated int
+	sessions int // all of them
+	pending  int // those in the unactivated budget
 }
 
 func newSessionTable(s *Server) *sessionTable {
-	return &sessionTable{srv: s, byToken: make(map[string]*session), byAddr: make(map[string]*addrSessions), nextID: randUint32()}
+	return &sessionTable{srv: s, byToken: make(map[string]*session), byAddr: make(map[string]*addrSessions),
+		budget: make(map[*session]struct{}), checks: make(map[string]int), nextID: randUint32()}
 }
 
 // session is one OPC UA session.
@@ -55,14 +67,16 @@ type session struct {
 	name    string
 	timeout time.Duration // revised session timeout
 	created time.Time     // CreateSession, on clock
+	seq     uint64        // creation order, for the eviction rule
 	clock   clockwork.Clock
 
 	mu        sync.Mutex
 	closed    bool               // mu must be held.
 	activated bool               // sessionTable.mu and mu must be held to write; either to read.
 	checking  int                // ActivateSessions whose identity is being checked; mu must be held.
+	pwChecks  int                // of those, password checks: out of the unactivated budget while > 0; sessionTable.mu must be held.
 	addr      string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
-	chID      uint32             // channel bound to (the creating one until activated); mu must be held.
+	chID      uint32             // channel bound to (the creating one until activated); sessionTable.mu and mu must be held to write; either to read.
 	nonce     []byte             // last server nonce; mu must be held.
 	sec       sessionSecurity    // channel security at CreateSession; mu must be held.
 	who       identity           // user, role and rights of the last activation; mu must be held.
@@ -111,32 +125,46 @@ func (l *cpList[T]) take(id []byte) *T {
 
 // create adds a session bound to channel chID from client address addr.
 // It answers BadTooManySessions, naming the limit, when MaxSessions
-// sessions exist, when addr holds MaxSessionsPerAddress, or when the
-// unactivated budget (MaxUnactivatedSessions, per address
-// MaxUnactivatedSessionsPerAddress) is spent. An unactivated session is
-// closed after UnactivatedSessionTimeout.
+// sessions exist, when addr holds MaxSessionsPerAddress or
+// MaxUnactivatedSessionsPerAddress, or when the unactivated budget is full
+// and addr holds about as much of it as its largest holder; a full budget
+// otherwise makes room by evicting a session of the largest holder
+// (evictionVictim has the rule). An unactivated session is closed after
+// UnactivatedSessionTimeout.
 func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Duration) (*session, string, ua.StatusCode) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.closed {
+		t.mu.Unlock()
 		return nil, "", ua.StatusBadServerHalted
 	}
 	cfg := &t.srv.cfg
-	a := t.byAddr[addr]
-	if a == nil {
-		a = &addrSessions{}
-	}
+	limit := ""
 	switch {
 	case len(t.byToken) >= cfg.MaxSessions:
-		return nil, LimitSessions, ua.StatusBadTooManySessions
-	case t.unactivated >= cfg.MaxUnactivatedSessions:
-		return nil, LimitUnactivatedSessions, ua.StatusBadTooManySessions
-	case a.sessions >= cfg.MaxSessionsPerAddress:
-		return nil, LimitSessionsPerAddress, ua.StatusBadTooManySessions
-	case a.unactivated >= cfg.MaxUnactivatedSessionsPerAddress:
-		return nil, LimitUnactivatedSessionsPerAddress, ua.StatusBadTooManySessions
+		limit = LimitSessions
+	case t.byAddr[addr] != nil && t.byAddr[addr].sessions >= cfg.MaxSessionsPerAddress:
+		limit = LimitSessionsPerAddress
 	}
+	var ev eviction
+	if limit == "" {
+		ev, limit = t.makeRoomLocked(addr)
+	}
+	if limit != "" {
+		t.mu.Unlock()
+		return nil, limit, ua.StatusBadTooManySessions
+	}
+	sess := t.addLocked(chID, addr, name, timeout)
+	t.mu.Unlock()
+	t.evict(ev)
+	return sess, "", ua.StatusOK
+}
+
+// addLocked creates a session in the unactivated budget. t.mu must be
+// held and the budget must have room.
+func (t *sessionTable) addLocked(chID uint32, addr, name string, timeout time.Duration) *session {
+	cfg := &t.srv.cfg
 	t.nextID++
+	t.nextSeq++
 	clock := cfg.Clock
 	now := clock.Now()
 	sess := &session{
@@ -145,6 +173,7 @@ func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Durat
 		name:     name,
 		timeout:  timeout,
 		created:  now,
+		seq:      t.nextSeq,
 		clock:    clock,
 		addr:     addr,
 		chID:     chID,
@@ -156,11 +185,93 @@ func (t *sessionTable) create(chID uint32, addr, name string, timeout time.Durat
 	sess.timer = clock.AfterFunc(min(timeout, cfg.UnactivatedSessionTimeout), func() { t.expire(sess) })
 	sess.mu.Unlock()
 	t.byToken[sess.token.String()] = sess
+	a := t.byAddr[addr]
+	if a == nil {
+		a = &addrSessions{}
+		t.byAddr[addr] = a
+	}
 	a.sessions++
-	a.unactivated++
-	t.byAddr[addr] = a
 	t.unactivated++
-	return sess, "", ua.StatusOK
+	t.enterBudgetLocked(sess)
+	return sess
+}
+
+// eviction is a session removed from the table to make room in the
+// unactivated budget, still to be announced (evict).
+type eviction struct {
+	sess *session
+	chID uint32
+	// lastOnChannel: no other session is bound to the evicted one's
+	// channel, which is then closed.
+	lastOnChannel bool
+}
+
+// makeRoomLocked makes room in the unactivated budget for one session of
+// addr: it names the limit that refuses it, or removes the victim of a
+// full budget (evictionVictim) and returns it for evict. t.mu must be
+// held.
+func (t *sessionTable) makeRoomLocked(addr string) (eviction, string) {
+	cfg := &t.srv.cfg
+	if a := t.byAddr[addr]; a != nil && a.pending >= cfg.MaxUnactivatedSessionsPerAddress {
+		return eviction{}, LimitUnactivatedSessionsPerAddress
+	}
+	if len(t.budget) < cfg.MaxUnactivatedSessions {
+		return eviction{}, ""
+	}
+	held := make([]*session, 0, len(t.budget))
+	view := make([]pendingSession, 0, len(t.budget))
+	for sess := range t.budget {
+		held = append(held, sess)
+		view = append(view, pendingSession{addr: sess.addr, seq: sess.seq})
+	}
+	i := evictionVictim(view, addr)
+	if i < 0 {
+		return eviction{}, LimitUnactivatedSessions
+	}
+	victim := held[i]
+	t.removeLocked(victim)
+	ev := eviction{sess: victim, chID: victim.chID, lastOnChannel: true}
+	for _, other := range t.byToken {
+		if other.chID == victim.chID {
+			ev.lastOnChannel = false
+			break
+		}
+	}
+	return ev, ""
+}
+
+// evict announces an eviction made by makeRoomLocked: counted, the engine
+// told, and the session's channel closed with an ERR BadTooManySessions
+// when no other session uses it (the client learns at once why its
+// session is gone, and the connection is freed). Called with no lock
+// held; a zero eviction does nothing.
+func (t *sessionTable) evict(ev eviction) {
+	if ev.sess == nil {
+		return
+	}
+	t.srv.counters.refuse(LimitUnactivatedSessionEvictions)
+	t.finish(ev.sess, true, "evicted: the unactivated session budget is full")
+	if ev.lastOnChannel {
+		t.srv.shutChannel(ev.chID, ua.StatusBadTooManySessions,
+			"session evicted: the server's budget of sessions not yet activated is full (OpcUa:Limits:MaxUnactivatedSessions)")
+	}
+}
+
+// enterBudgetLocked puts the unactivated sess into the unactivated
+// budget. t.mu must be held.
+func (t *sessionTable) enterBudgetLocked(sess *session) {
+	t.budget[sess] = struct{}{}
+	t.byAddr[sess.addr].pending++
+}
+
+// leaveBudgetLocked takes sess out of the unactivated budget, if it is
+// there. t.mu must be held.
+func (t *sessionTable) leaveBudgetLocked(sess *session) {
+	if _, ok := t.budget[sess]; !ok {
+		return
+	}
+	delete(t.budget, sess)
+	t.byAddr[sess.addr].pending--
 }
 
 // counts returns the activated and unactivated sessions held.
@@ -170,18 +281,18 @@ func (t *sessionTable) counts() (activated, unactivated int) {
 	return len(t.byToken) - t.unactivated, t.unactivated
 }
 
-// uncountLocked removes sess from the address and activation counts.
-// t.mu must be held.
+// uncountLocked removes sess from the address, budget and activation
+// counts. t.mu must be held.
 func (t *sessionTable) uncountLocked(sess *session) {
 	a := t.byAddr[sess.addr]
 	if a == nil {
 		return
 	}
-	a.sessions--
+	t.leaveBudgetLocked(sess)
 	if !sess.activated {
-		a.unactivated--
 		t.unactivated--
 	}
+	a.sessions--
 	if a.sessions <= 0 {
 		delete(t.byAddr, sess.addr)
 	}
@@ -240,26 +351,40 @@ func (t *sessionTable) expire(sess *session) {
 // ended it (false when it had already ended).
 func (t *sessionTable) end(sess *session, deleteSubscriptions bool, reason string) bool {
 	t.mu.Lock()
+	ended := t.removeLocked(sess)
+	t.mu.Unlock()
+	if ended {
+		t.finish(sess, deleteSubscriptions, reason)
+	}
+	return ended
+}
+
+// removeLocked marks sess closed and removes it from the table; it reports
+// false when sess had already ended. The caller then calls finish with no
+// lock held. t.mu must be held.
+func (t *sessionTable) removeLocked(sess *session) bool {
 	sess.mu.Lock()
 	if sess.closed {
 		sess.mu.Unlock()
-		t.mu.Unlock()
 		return false
 	}
 	sess.closed = true
 	sess.timer.Stop()
 	sess.cps, sess.hcps = nil, nil
+	sess.mu.Unlock()
 	delete(t.byToken, sess.token.String())
 	t.uncountLocked(sess)
-	sess.mu.Unlock()
-	t.mu.Unlock()
+	return true
+}
 
+// finish tells the engine that sess, removed by removeLocked, has ended,
+// and logs why. Called with no lock held.
+func (t *sessionTable) finish(sess *session, deleteSubscriptions bool, reason string) {
 	if t.srv.subs != nil {
 		t.srv.subs.SessionClosed(sess.sid, deleteSubscriptions)
 	}
 	t.srv.log.Info("uaserver: session ended", "session", sess.sid, "name", sess.name, "reason", reason,
 		"delete_subscriptions", deleteSubscriptions)
-	return true
 }
 
 // closeAll ends every session and refuses new ones.
@@ -307,31 +432,72 @@ func (s *session) may(want Rights) bool {
 	return s.who.rights.Has(want)
 }
 
-// beginCheck records that an ActivateSession of sess arrived and its
-// identity is being checked: the unactivated deadline counts to the
-// arrival of the request, so a slow password check (a bcrypt on a loaded
-// machine) does not end the session under the client. The check itself is
-// bounded by the user directory. It reports false when sess has ended.
-func (t *sessionTable) beginCheck(sess *session) bool {
+// beginCheck records that an ActivateSession of sess from client address
+// addr arrived and its identity is being checked: the unactivated deadline
+// counts to the arrival of the request, so a slow password check (a bcrypt
+// on a loaded machine) does not end the session under the client. The
+// check itself is bounded by the user directory.
+//
+// A password check (password: a UserName token) also takes one of addr's
+// MaxPasswordChecksPerAddress check slots, and an unactivated session
+// leaves the unactivated budget while it runs. With no slot free it
+// answers BadTooManySessions, naming the limit; a session that has ended
+// answers BadSessionIdInvalid.
+func (t *sessionTable) beginCheck(sess *session, addr string, password bool) (string, ua.StatusCode) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	if sess.closed {
-		return false
+	switch {
+	case sess.closed:
+		return "", ua.StatusBadSessionIDInvalid
+	case password && t.checks[addr] >= t.srv.cfg.MaxPasswordChecksPerAddress:
+		return LimitPasswordChecksPerAddress, ua.StatusBadTooManySessions
+	}
+	if password {
+		t.checks[addr]++
+		sess.pwChecks++
+		t.leaveBudgetLocked(sess)
 	}
 	sess.checking++
-	return true
+	return "", ua.StatusOK
 }
 
 // endCheck undoes beginCheck. A session still unactivated gets its
-// unactivated deadline back (ended at once when it has passed).
-func (t *sessionTable) endCheck(sess *session) {
+// unactivated deadline back (ended at once when it has passed); after a
+// refused password it goes back into the unactivated budget by the rule
+// of create (it may evict another), or, with no room for it there, ends.
+func (t *sessionTable) endCheck(sess *session, addr string, password bool) {
+	t.mu.Lock()
+	if password {
+		if t.checks[addr]--; t.checks[addr] <= 0 {
+			delete(t.checks, addr)
+		}
+		sess.pwChecks--
+	}
 	sess.mu.Lock()
-	defer sess.mu.Unlock()
 	sess.checking--
-	if sess.closed || sess.activated || sess.checking > 0 {
+	waiting := !sess.closed && !sess.activated
+	if waiting && sess.checking == 0 {
+		sess.timer.Reset(max(0, t.srv.cfg.UnactivatedSessionTimeout-sess.clock.Since(sess.created)))
+	}
+	sess.mu.Unlock()
+	if !password || !waiting || sess.pwChecks > 0 {
+		t.mu.Unlock()
 		return
 	}
-	sess.timer.Reset(max(0, t.srv.cfg.UnactivatedSessionTimeout-sess.clock.Since(sess.created)))
+	ev, limit := t.makeRoomLocked(sess.addr)
+	if limit == "" {
+		t.enterBudgetLocked(sess)
+	} else {
+		t.removeLocked(sess)
+	}
+	t.mu.Unlock()
+	t.evict(ev)
+	if limit != "" {
+		t.srv.counters.refuse(limit)
+		t.finish(sess, true, "not activated, and no room left in the unactivated budget after its password check")
+	}
 }
 
 // activate binds sess to channel chID from client address addr as who and
@@ -349,7 +515,12 @@ func (t *sessionTable) activate(sess *session, chID uint32, addr string, who ide
 	case !sess.activated && chID != sess.chID:
 		return nil, ua.StatusBadSecureChannelIDInvalid
 	}
-	if addr != sess.addr {
+	if !sess.activated {
+		t.leaveBudgetLocked(sess)
+		t.unactivated--
+	}
+	sess.activated = true
+	if addr != sess.addr { // a later activation from another address
 		t.uncountLocked(sess)
 		sess.addr = addr
 		a := t.byAddr[addr]
@@ -358,16 +529,7 @@ func (t *sessionTable) activate(sess *session, chID uint32, addr string, who ide
 			t.byAddr[addr] = a
 		}
 		a.sessions++
-		if !sess.activated {
-			a.unactivated++
-			t.unactivated++
-		}
 	}
-	if !sess.activated {
-		t.byAddr[addr].unactivated--
-		t.unactivated--
-	}
-	sess.activated = true
 	sess.who = who
 	sess.chID = chID
 	sess.nonce = randBytes(sessionNonceLen)

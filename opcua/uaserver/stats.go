@@ -23,6 +23,15 @@ const (
 	LimitResponseSize                  = "response_size"
 	LimitOperationsPerCall             = "operations_per_call"
 	LimitActivationFailures            = "activation_failures_per_address"
+
+	// LimitUnactivatedSessionEvictions counts the unactivated sessions
+	// closed to make room for a session of another address
+	// (MaxUnactivatedSessions full; see evictionVictim).
+	LimitUnactivatedSessionEvictions = "unactivated_session_evictions"
+	// LimitPasswordChecksPerAddress counts the ActivateSession requests
+	// refused because their address had MaxPasswordChecksPerAddress
+	// password checks running.
+	LimitPasswordChecksPerAddress = "password_checks_per_address"
 )
 
 // Limits lists every limit name of this layer, for metrics that want each
@@ -30,7 +39,7 @@ const (
 var Limits = []string{
 	LimitConnections, LimitConnectionsPerAddress,
 	LimitSessions, LimitSessionsPerAddress, LimitUnactivatedSessions, LimitUnactivatedSessionsPerAddress,
-	LimitUnactivatedSessionTimeout,
+	LimitUnactivatedSessionTimeout, LimitUnactivatedSessionEvictions, LimitPasswordChecksPerAddress,
 	LimitHelloTimeout, LimitOpenSecureChannelTimeout, LimitCreateSessionTimeout, LimitIdleChannelTimeout,
 	LimitWriteTimeout, LimitResponseSize, LimitOperationsPerCall, LimitActivationFailures,
 }

@@ -88,10 +88,16 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 	if code := s.verifyClientSignature(c, sess, req); code != ua.StatusOK {
 		return nil, code
 	}
-	if !s.sessions.beginCheck(sess) {
-		return nil, ua.StatusBadSessionIDInvalid
+	password := s.checksPassword(req)
+	if limit, code := s.sessions.beginCheck(sess, c.ch.addr, password); code != ua.StatusOK {
+		if limit != "" {
+			s.counters.rejectedSessions.Add(1)
+			s.counters.refuse(limit)
+			s.log.Warn("uaserver: password check refused", "session", sess.sid, "status", code, "limit", limit, "client", c.ch.addr)
+		}
+		return nil, code
 	}
-	defer s.sessions.endCheck(sess)
+	defer s.sessions.endCheck(sess, c.ch.addr, password)
 	who, code := s.identify(c.ch.ctx, c.ch.addr, sess.serverNonce(), req)
 	if code != ua.StatusOK {
 		s.counters.rejectedSessions.Add(1)
@@ -109,6 +115,18 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 		Results:         make([]ua.StatusCode, len(req.ClientSoftwareCertificates)),
 		DiagnosticInfos: []*ua.DiagnosticInfo{},
 	}, nil
+}
+
+// checksPassword reports whether req's identity token is a user name and
+// password that the server checks (the UserName policy is offered): such a
+// check decrypts the password and asks Users (a bcrypt), so it takes one
+// of the client address's MaxPasswordChecksPerAddress slots.
+func (s *Server) checksPassword(req *ua.ActivateSessionRequest) bool {
+	if req.UserIdentityToken == nil || s.cfg.Security.PrivateKey == nil || s.cfg.Users == nil {
+		return false
+	}
+	_, ok := req.UserIdentityToken.Value.(*ua.UserNameIdentityToken)
+	return ok
 }
 
 // closeSession implements CloseSession (Part 4 §5.6.4).

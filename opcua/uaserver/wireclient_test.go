@@ -27,7 +27,18 @@ type wireClient struct {
 // dialWire connects, sends hello and opens a secure channel.
 func dialWire(t *testing.T, addr string, hel *uacp.Hello) *wireClient {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return dialWireFrom(t, addr, "", hel)
+}
+
+// dialWireFrom is dialWire from the local address ip ("" lets the kernel
+// choose).
+func dialWireFrom(t *testing.T, addr, ip string, hel *uacp.Hello) *wireClient {
+	t.Helper()
+	d := net.Dialer{}
+	if ip != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip)}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
