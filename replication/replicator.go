@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 )
 
 // Defaults of Options.
@@ -82,6 +83,7 @@ type Replicator struct {
 	refused map[string]int64
 	logged  map[string]time.Time
 	started time.Time
+	limits  serverLimits
 
 	lis    net.Listener
 	srv    *grpc.Server
@@ -140,7 +142,8 @@ func New(opts Options) (*Replicator, error) {
 	}
 	opts.Batch = min(opts.Batch, MaxBatchChanges)
 	r := &Replicator{opts: opts, log: opts.Logger.With("component", "localdb-replication"), key: opts.APIKey,
-		peers: map[string]*peerState{}, served: map[string]*servedState{}, refused: map[string]int64{}, logged: map[string]time.Time{}}
+		peers: map[string]*peerState{}, served: map[string]*servedState{}, refused: map[string]int64{}, logged: map[string]time.Time{},
+		limits: defaultServerLimits}
 	for _, p := range opts.Peers {
 		r.peers[p] = &peerState{addr: p, received: map[string]int64{}, applied: map[string]int64{}}
 	}
@@ -172,12 +175,7 @@ func (r *Replicator) Start(ctx context.Context) error {
 		return fmt.Errorf("replication: listen on %s (LocalDb:SyncListenPort): %w", r.opts.Listen, err)
 	}
 	r.lis = lis
-	sopts := []grpc.ServerOption{grpc.ForceServerCodec(wireCodec{}), grpc.MaxRecvMsgSize(MaxMessageBytes + 1024),
-		grpc.MaxSendMsgSize(MaxMessageBytes + 1024)}
-	if r.opts.ServerCredentials != nil {
-		sopts = append(sopts, grpc.Creds(r.opts.ServerCredentials))
-	}
-	r.srv = grpc.NewServer(sopts...)
+	r.srv = grpc.NewServer(r.serverOptions()...)
 	r.srv.RegisterService(&serviceDesc, r)
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.mu.Lock()
@@ -397,35 +395,65 @@ func (r *Replicator) logRefusal(peerAddr, reason, msg string, err error) {
 	r.log.Warn("localdb replication: "+msg+" (repeats are not logged for a minute)", "peer", peerAddr, "reason", reason, "err", err)
 }
 
-// authorize is the server's key check (constant time) and proof.
-func (r *Replicator) authorize(ctx context.Context) error {
-	from := "unknown"
-	if pr, ok := peer.FromContext(ctx); ok {
-		from = pr.Addr.String()
-		if host, _, err := net.SplitHostPort(from); err == nil {
-			from = host // a peer's port changes per connection
-		}
+// admit is the server's key check, run by gRPC when a stream's HEADERS
+// arrive: before the stream exists, before any of its message is read or
+// allocated for. A refused stream is answered codes.Unauthenticated at
+// once; the bytes it sends after are dropped. It is called from the
+// connection's reader goroutine and must not block: it takes mu briefly.
+func (r *Replicator) admit(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	if _, err := r.checkKey(ctx); err != nil {
+		return nil, err
 	}
-	key := r.apiKey()
+	return ctx, nil
+}
+
+// prove answers an admitted call's nonce with HMAC-SHA256(key, nonce) in
+// the response header. It checks the key again: a key replaced by
+// SetAPIKey since the stream was admitted refuses the call.
+func (r *Replicator) prove(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	nonce, err := r.checkKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if nonce != "" {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(proofHeader, proof(r.apiKey(), nonce)))
+	}
+	return handler(ctx, req)
+}
+
+// checkKey compares the caller's key (metadata of ctx) with this node's in
+// constant time; a refusal is counted, logged (throttled) and returned as
+// the caller's status.
+func (r *Replicator) checkKey(ctx context.Context) (nonce string, err error) {
 	got, nonce, ok := incomingKey(ctx)
 	reason := ""
 	switch {
 	case !ok:
 		reason = ReasonMissingKey
-	case !keysEqual(got, key):
+	case !keysEqual(got, r.apiKey()):
 		reason = ReasonWrongKey
 	}
-	if reason != "" {
-		r.mu.Lock()
-		r.refused[reason]++
-		r.mu.Unlock()
-		r.logRefusal(from, reason, "refused a peer's request", errors.New("missing or mismatched LocalDb:Replication:ApiKey"))
-		return unauthenticated(reason)
+	if reason == "" {
+		return nonce, nil
 	}
-	if nonce != "" {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(proofHeader, proof(key, nonce)))
+	r.mu.Lock()
+	r.refused[reason]++
+	r.mu.Unlock()
+	r.logRefusal(callerHost(ctx), reason, "refused a peer's request", errors.New("missing or mismatched LocalDb:Replication:ApiKey"))
+	return "", unauthenticated(reason)
+}
+
+// callerHost is the caller's IP address (its port changes per connection).
+func callerHost(ctx context.Context) string {
+	pr, ok := peer.FromContext(ctx)
+	if !ok || pr.Addr == nil {
+		return "unknown"
 	}
-	return nil
+	from := pr.Addr.String()
+	if host, _, err := net.SplitHostPort(from); err == nil {
+		return host
+	}
+	return from
 }
 
 // pull serves one Pull from the LocalDb.
