@@ -113,10 +113,15 @@ type serverLimits struct {
 	// SETTINGS_MAX_CONCURRENT_STREAMS); a stream over it is reset with
 	// REFUSED_STREAM. The puller uses one at a time.
 	streams uint32
-	// minPing is the shortest pause between a client's keepalive pings;
-	// pings more often, or any ping on a connection without a stream, end
-	// the connection with GOAWAY ENHANCE_YOUR_CALM after three.
+	// minPing is the shortest pause between a client's keepalive pings
+	// while it has a stream; a client pinging more often, or pinging at
+	// all without a stream (within gRPC's 20 s), gets GOAWAY
+	// ENHANCE_YOUR_CALM at the third strike and is disconnected.
 	minPing time.Duration
+	// probe is how long a connection may stay silent before the server
+	// pings it; a client that does not answer within probeTimeout (a
+	// vanished peer holding a half-open connection) is disconnected.
+	probe, probeTimeout time.Duration
 	// idle closes a connection without a stream for that long (GOAWAY).
 	// A puller is never idle longer than MaxBackoff.
 	idle time.Duration
@@ -129,7 +134,8 @@ type serverLimits struct {
 }
 
 // defaultServerLimits are the served port's limits (docs/localdb-replication.md).
-var defaultServerLimits = serverLimits{streams: 4, minPing: 30 * time.Second, idle: 2 * time.Minute,
+var defaultServerLimits = serverLimits{streams: 4, minPing: 5 * time.Minute, probe: time.Minute,
+	probeTimeout: 20 * time.Second, idle: 2 * time.Minute,
 	age: 30 * time.Minute, grace: 2 * callTimeout, handshake: 10 * time.Second}
 
 // serverOptions are the served port's gRPC options: the codec, the limits
@@ -148,7 +154,7 @@ func (r *Replicator) serverOptions() []grpc.ServerOption {
 		grpc.InitialConnWindowSize(64 << 10),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: l.minPing, PermitWithoutStream: false}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.idle, MaxConnectionAge: l.age,
-			MaxConnectionAgeGrace: l.grace}),
+			MaxConnectionAgeGrace: l.grace, Time: l.probe, Timeout: l.probeTimeout}),
 		grpc.ConnectionTimeout(l.handshake),
 		grpc.InTapHandle(r.admit),
 		grpc.UnaryInterceptor(r.prove),
