@@ -105,3 +105,33 @@ func checkPeer(s string) error {
 	_, err = parsePort(port)
 	return err
 }
+
+// replicationClearText is the warning for LocalDb replication on, without
+// Cluster:Tls, on a non-loopback address (this node's Cluster:Hostname or
+// a peer's): LocalDb:Replication:ApiKey then crosses the network in clear
+// text with every request, so whoever sees one request holds the key. ""
+// when replication is off, Cluster:Tls is set or every address is loopback.
+func (c *Config) replicationClearText() string {
+	r := c.LocalDbReplication()
+	if !r.On || c.Cluster.Tls.Enabled() {
+		return ""
+	}
+	exposed := ""
+	switch {
+	case !c.Cluster.Loopback():
+		exposed = fmt.Sprintf("listens on %s (Cluster:Hostname, LocalDb:SyncListenPort)", r.Listen)
+	default:
+		for i, peer := range r.Peers {
+			if host, _, err := net.SplitHostPort(peer); err == nil && !loopbackHost(host) {
+				exposed = fmt.Sprintf("pulls from %s (LocalDb:Peers:%d)", peer, i)
+				break
+			}
+		}
+	}
+	if exposed == "" {
+		return ""
+	}
+	return "LocalDb replication " + exposed + " without Cluster:Tls: LocalDb:Replication:ApiKey crosses the network in clear text with every request, " +
+		"so anyone who can watch that network can take it and read or overwrite the replicated deployments and alarm events; " +
+		"set Cluster:Tls (CaFile, CertFile, KeyFile) on both nodes"
+}

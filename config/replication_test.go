@@ -1,9 +1,12 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/otopcua/otopcua/internal/testcert"
 )
 
 func TestLocalDbReplicationOffByDefault(t *testing.T) {
@@ -100,6 +103,54 @@ func TestLocalDbReplicationInvalidValues(t *testing.T) {
 			}
 			if strings.Contains(items[0].String(), "short\"") {
 				t.Fatalf("the secret is printed: %s", items[0])
+			}
+		})
+	}
+}
+
+// TestReplicationWithoutTlsWarns: replication on, Cluster:Tls unset and a
+// non-loopback address (this node's Cluster:Hostname or a peer) warns,
+// naming the keys and never the key's value; Tls, loopback everywhere or
+// replication off do not.
+func TestReplicationWithoutTlsWarns(t *testing.T) {
+	ca := testcert.NewCA(t, "cluster ca")
+	cert, key := ca.Node(t, "a")
+	tlsKeys := fmt.Sprintf(`, "Tls": {"CaFile": %q, "CertFile": %q, "KeyFile": %q}`, ca.File, cert, key)
+	const secret = "0123456789abcdef-replication"
+	localDb := func(peer string) string {
+		return fmt.Sprintf(`"LocalDb": {"SyncListenPort": 4850, "Peers": [%q], "Replication": {"ApiKey": %q}}`, peer, secret)
+	}
+	for _, tc := range []struct {
+		name, hostname, tls, localDb string
+		want                         []string // substrings of the one warning; nil: none
+	}{
+		{"remote listen", "10.0.0.5", "", localDb("10.0.0.6:4850"),
+			[]string{"listens on 10.0.0.5:4850 (Cluster:Hostname, LocalDb:SyncListenPort) without Cluster:Tls", "LocalDb:Replication:ApiKey crosses the network in clear text"}},
+		{"loopback listen, remote peer", "127.0.0.1", "", localDb("10.0.0.6:4850"),
+			[]string{"pulls from 10.0.0.6:4850 (LocalDb:Peers:0) without Cluster:Tls"}},
+		{"remote listen with tls", "10.0.0.5", tlsKeys, localDb("10.0.0.6:4850"), nil},
+		{"loopback both", "127.0.0.1", "", localDb("127.0.0.1:4851"), nil},
+		{"replication off", "10.0.0.5", "", `"LocalDb": {}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustLoad(t, fmt.Sprintf(`{"Cluster": {"Hostname": %q, "PublicHostname": "a", "SeedNodes": ["a:4053"]%s}, %s}`,
+				tc.hostname, tc.tls, tc.localDb))
+			var got []string
+			for _, w := range c.Warnings() {
+				if strings.HasPrefix(w, "LocalDb replication") {
+					got = append(got, w)
+				}
+				if strings.Contains(w, secret) {
+					t.Fatalf("a warning shows the key: %q", w)
+				}
+			}
+			if len(got) != min(len(tc.want), 1) {
+				t.Fatalf("replication warnings %q, want %d", got, min(len(tc.want), 1))
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(got[0], s) {
+					t.Errorf("warning %q lacks %q", got[0], s)
+				}
 			}
 		})
 	}

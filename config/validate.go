@@ -485,6 +485,9 @@ func (c *Config) Warnings() []string {
 	if !cl.Loopback() && !cl.Tls.Enabled() {
 		w = append(w, fmt.Sprintf("Cluster:Hostname %s is not a loopback address and Cluster:Tls is not set: cluster traffic is clear text and any process that reaches Cluster:Port can talk to this node; set Cluster:Tls (CaFile, CertFile, KeyFile)", cl.Hostname))
 	}
+	if rw := c.replicationClearText(); rw != "" {
+		w = append(w, rw)
+	}
 	if !cl.Loopback() && cl.Secret == "" {
 		w = append(w, fmt.Sprintf("Cluster:Hostname %s is not a loopback address and Cluster:Secret is not set: any node that reaches Cluster:Port can join this cluster; set Cluster:Secret (or OTOPCUA_CLUSTER__SECRET) on every node", cl.Hostname))
 	}

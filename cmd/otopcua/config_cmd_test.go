@@ -20,3 +20,23 @@ func TestConfigCheckSaysWhyLocalDbReplicationIsOff(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout.String(), stderr.String(), want)
 	}
 }
+
+// TestConfigCheckWarnsOfClearTextReplication: replication on a
+// non-loopback Cluster:Hostname without Cluster:Tls is valid (exit 0) and
+// printed as a warning naming the keys to set.
+func TestConfigCheckWarnsOfClearTextReplication(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "appsettings.json")
+	if err := os.WriteFile(file, []byte(`{"Cluster": {"Hostname": "10.0.0.5", "PublicHostname": "a", "SeedNodes": ["a:4053"]},
+		"LocalDb": {"SyncListenPort": 4850, "Peers": ["10.0.0.6:4850"], "Replication": {"ApiKey": "0123456789abcdef-pair"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"config", "check", "--ignore-env", file}, &stdout, &stderr, nil)
+	want := "warning: LocalDb replication listens on 10.0.0.5:4850 (Cluster:Hostname, LocalDb:SyncListenPort) without Cluster:Tls"
+	if code != 0 || !strings.Contains(stdout.String(), want) || !strings.Contains(stdout.String(), "set Cluster:Tls (CaFile, CertFile, KeyFile)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout.String(), stderr.String(), want)
+	}
+	if strings.Contains(stdout.String(), "0123456789abcdef-pair") {
+		t.Fatalf("config check printed the key: %q", stdout.String())
+	}
+}
