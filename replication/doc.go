@@ -14,13 +14,20 @@
 //
 //  1. Fail closed: a request without the shared key, or with another one
 //     (compared in constant time), is refused with codes.Unauthenticated
-//     before its body is read; a peer that cannot prove it holds the key
-//     (HMAC of a fresh nonce) is not believed. Either way nothing crosses:
-//     no row is served to or applied from it. Each refusal is counted by
-//     reason and logged at most once per peer and reason per minute.
-//  2. A malformed message (fuzzed: FuzzDecode) is refused whole; nothing
+//     when its HEADERS arrive (Replicator.admit, gRPC's tap handle),
+//     before the stream exists and before any of its message is read or
+//     allocated for; a peer that cannot prove it holds the key (HMAC of a
+//     fresh nonce, answered by the unary interceptor Replicator.prove) is
+//     not believed. Either way nothing crosses: no row is served to or
+//     applied from it. Each refusal is counted by reason and logged at
+//     most once per peer address and reason per minute.
+//  2. The served port holds little for any client (serverOptions): a
+//     request over maxRequestBytes (the largest Pull) is refused from its
+//     length prefix; streams per connection, header size, flow-control
+//     windows, pings, idle and old connections are bounded.
+//  3. A malformed message (fuzzed: FuzzDecode) is refused whole; nothing
 //     of it is applied.
-//  3. A batch is applied in one LocalDb transaction with its cursor; a
+//  4. A batch is applied in one LocalDb transaction with its cursor; a
 //     crash leaves the batch applied whole or not at all.
 //
 // Rows applied from a peer keep their stamps and are served on, so each
