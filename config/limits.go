@@ -29,6 +29,8 @@ func (c *Config) validateLimits(p *problems) {
 	atLeast("MaxUnactivatedSessions", l.MaxUnactivatedSessions, 1)
 	atLeast("MaxUnactivatedSessionsPerAddress", l.MaxUnactivatedSessionsPerAddress, 1)
 	atLeast("MaxPasswordChecksPerAddress", l.MaxPasswordChecksPerAddress, 1)
+	atLeast("MaxSecureChannelOpensPerAddress", l.MaxSecureChannelOpensPerAddress, 1)
+	atLeast("MaxTokenRenewalsPerAddress", l.MaxTokenRenewalsPerAddress, 1)
 	atLeast("MaxResponseSize", l.MaxResponseSize, minResponseSize)
 	atLeast("MaxSubscriptions", l.MaxSubscriptions, 1)
 	atLeast("MaxSubscriptionsPerSession", l.MaxSubscriptionsPerSession, 1)
@@ -49,6 +51,7 @@ func (c *Config) validateLimits(p *problems) {
 	positive("CreateSessionTimeout", l.CreateSessionTimeout)
 	positive("IdleChannelTimeout", l.IdleChannelTimeout)
 	positive("WriteTimeout", l.WriteTimeout)
+	positive("SecureChannelReplayWindow", l.SecureChannelReplayWindow)
 	if l.MinSessionTimeout > 0 && l.MaxSessionTimeout > 0 && l.MinSessionTimeout > l.MaxSessionTimeout {
 		p.add("OpcUa:Limits:MinSessionTimeout", l.MinSessionTimeout.String(),
 			"accepted values are durations ≤ OpcUa:Limits:MaxSessionTimeout ("+l.MaxSessionTimeout.String()+")")

@@ -60,6 +60,30 @@ type Limits struct {
 	// sign-in). Default 2.
 	MaxPasswordChecksPerAddress int
 
+	// MaxSecureChannelOpensPerAddress is the number of secured
+	// OpenSecureChannel (Issue) requests one client IP address may make
+	// per second, with a burst of as many: each costs the server two RSA
+	// private-key operations. One beyond it is answered ERR
+	// BadTcpServerTooBusy and its connection closed before any of them.
+	// Default 20.
+	MaxSecureChannelOpensPerAddress int
+
+	// MaxTokenRenewalsPerAddress is the number of secured
+	// OpenSecureChannel Renew requests the channels of one client IP
+	// address may make per second, with a burst of as many (a client
+	// renews each channel once per 75 % of its token lifetime, at least
+	// 10 s). One beyond it closes its channel with ERR
+	// BadTcpServerTooBusy. Default 10.
+	MaxTokenRenewalsPerAddress int
+
+	// SecureChannelReplayWindow is how long a secured OpenSecureChannel is
+	// remembered: the same request (byte for byte) or the same client nonce
+	// within it is answered ERR BadNonceInvalid, the identical request
+	// before any private-key operation. At most 100,000 requests are
+	// remembered (about 12 MB with their nonces); beyond that the oldest is forgotten early.
+	// Default 10 min.
+	SecureChannelReplayWindow time.Duration
+
 	// UnactivatedSessionTimeout is how long a session may stay unactivated
 	// after CreateSession; it is then closed (the server's clock).
 	// Default 10 s.
@@ -153,6 +177,9 @@ func Defaults() Limits {
 		MaxUnactivatedSessions:           20,
 		MaxUnactivatedSessionsPerAddress: 5,
 		MaxPasswordChecksPerAddress:      2,
+		MaxSecureChannelOpensPerAddress:  20,
+		MaxTokenRenewalsPerAddress:       10,
+		SecureChannelReplayWindow:        10 * time.Minute,
 		UnactivatedSessionTimeout:        10 * time.Second,
 		MinSessionTimeout:                time.Second,
 		MaxSessionTimeout:                time.Hour,
@@ -187,6 +214,9 @@ func (l Limits) WithDefaults() Limits {
 	defInt(&l.MaxUnactivatedSessions, d.MaxUnactivatedSessions)
 	defInt(&l.MaxUnactivatedSessionsPerAddress, d.MaxUnactivatedSessionsPerAddress)
 	defInt(&l.MaxPasswordChecksPerAddress, d.MaxPasswordChecksPerAddress)
+	defInt(&l.MaxSecureChannelOpensPerAddress, d.MaxSecureChannelOpensPerAddress)
+	defInt(&l.MaxTokenRenewalsPerAddress, d.MaxTokenRenewalsPerAddress)
+	defDur(&l.SecureChannelReplayWindow, d.SecureChannelReplayWindow)
 	defDur(&l.UnactivatedSessionTimeout, d.UnactivatedSessionTimeout)
 	defDur(&l.MinSessionTimeout, d.MinSessionTimeout)
 	defDur(&l.MaxSessionTimeout, d.MaxSessionTimeout)

@@ -10,6 +10,8 @@
 //	issuers/certs   CAs used only to complete chains (not trusted by themselves)
 //	issuers/crl     revocation lists of those CAs
 //	rejected/certs  refused untrusted certificates, named THUMBPRINT.der, at most 1,000
+//	                (an index in memory, re-read at most once a minute: a write
+//	                evicts the oldest first and never lists the directory)
 //
 // Invariants:
 //

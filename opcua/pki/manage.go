@@ -1,11 +1,9 @@
 package pki
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"time"
 )
 
@@ -72,6 +70,9 @@ func (s *Store) Remove(thumbprint string) error {
 			if err := os.Remove(f.path); err != nil {
 				return fmt.Errorf("pki: %w", err)
 			}
+			if d == DirRejectedCerts {
+				s.rejected.dropped(filepath.Base(f.path))
+			}
 			found = true
 		}
 	}
@@ -94,16 +95,18 @@ func (s *Store) move(thumbprint, from, to string) error {
 		}
 		return fmt.Errorf("pki: %s: %w in %s", thumbHex(t), ErrUnknownThumbprint, from)
 	}
-	if err := s.writeCert(to, src[0].cert); err != nil {
+	if to == DirRejectedCerts {
+		s.storeRejected(src[0].cert)
+	} else if err := s.writeCert(to, src[0].cert); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
 	for _, f := range src {
 		if err := os.Remove(f.path); err != nil {
 			return fmt.Errorf("pki: %w", err)
 		}
-	}
-	if to == DirRejectedCerts {
-		s.pruneRejected(s.maxRejected)
+		if from == DirRejectedCerts {
+			s.rejected.dropped(filepath.Base(f.path))
+		}
 	}
 	s.invalidate()
 	return nil
@@ -118,37 +121,6 @@ func (s *Store) find(dir string, t [20]byte) []certFile {
 		}
 	}
 	return out
-}
-
-// pruneRejected removes the oldest files of rejected/certs (by modification
-// time, then name) until at most keep remain.
-func (s *Store) pruneRejected(keep int) {
-	dir := filepath.Join(s.dir, DirRejectedCerts)
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) <= keep {
-		return
-	}
-	type file struct {
-		name string
-		mod  time.Time
-	}
-	files := make([]file, 0, len(entries))
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
-			files = append(files, file{e.Name(), info.ModTime()})
-		}
-	}
-	sort.Slice(files, func(i, j int) bool {
-		if !files[i].mod.Equal(files[j].mod) {
-			return files[i].mod.Before(files[j].mod)
-		}
-		return files[i].name < files[j].name
-	})
-	for i := 0; i < len(files)-keep; i++ {
-		if err := os.Remove(filepath.Join(dir, files[i].name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			s.log.Warn("pki: cannot drop an old rejected certificate", "file", files[i].name, "err", err)
-		}
-	}
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

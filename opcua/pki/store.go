@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/pki/certfile"
 )
 
@@ -63,8 +64,10 @@ type Options struct {
 	// Validity of a generated application instance certificate. Default
 	// DefaultValidity (5 years).
 	Validity time.Duration
-	// MaxRejected bounds the files in rejected/certs; the oldest are
-	// removed beyond it. Default DefaultMaxRejected (1,000).
+	// MaxRejected bounds the files in rejected/certs: before a new one is
+	// written the oldest are removed, so the directory never holds more
+	// (files other processes add are seen within RejectedRescanInterval).
+	// Default DefaultMaxRejected (1,000).
 	MaxRejected int
 }
 
@@ -84,6 +87,9 @@ type Store struct {
 	stamp     uint64    // fingerprint of the watched directories at the last load
 	checkedAt time.Time // when stamp was last compared; zero forces a check
 	logged    map[refusal]bool
+
+	rejected *rejectedDir      // rejected/certs and its cap
+	logs     *loglimit.Limiter // refusal warnings, per status
 }
 
 // Open opens (creating when missing) a PKI directory with the usual layout:
@@ -116,6 +122,11 @@ func Open(dir string, o Options) (*Store, error) {
 	if s.maxRejected <= 0 {
 		s.maxRejected = DefaultMaxRejected
 	}
+	s.rejected = &rejectedDir{path: filepath.Join(dir, DirRejectedCerts), max: s.maxRejected}
+	s.rejected.mu.Lock()
+	s.rejected.scan(s.clock.Now(), s.warnEvict)
+	s.rejected.mu.Unlock()
+	s.logs = loglimit.New(loglimit.DefaultInterval, 0)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {

@@ -7,7 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -71,8 +71,9 @@ type accepted struct {
 // issuer is unknown) is stored in rejected/certs; with AutoAcceptUntrusted an
 // untrusted self-signed or otherwise complete chain is copied to
 // trusted/certs instead and the remaining checks apply. Each refused
-// certificate is logged once. A certificate accepted once is cached until
-// the trust lists change, so a repeat costs a hash, a map look-up and the
+// certificate is logged once, and of the refusals with one status at most
+// one a minute (with the count of the others not logged). A certificate
+// accepted once is cached until the trust lists change, so a repeat costs a hash, a map look-up and the
 // time and URI checks.
 func (s *Store) Validate(der []byte, appURI string) error {
 	key := sha1.Sum(der)
@@ -285,7 +286,9 @@ type refusal struct {
 	code  ua.StatusCode
 }
 
-// refused logs verr once per thumbprint and status code and returns it.
+// refused logs verr once per thumbprint and status code, and at most one
+// line a minute per status code (that line counts the others), and
+// returns it.
 func (s *Store) refused(thumb [20]byte, verr *ValidationError) error {
 	s.mu.Lock()
 	k := refusal{thumb, verr.Code}
@@ -298,29 +301,19 @@ func (s *Store) refused(thumb [20]byte, verr *ValidationError) error {
 	}
 	s.mu.Unlock()
 	if first {
-		s.log.Warn("pki: client certificate refused", "status", codeName(verr.Code), "reason", verr.Reason, "thumbprint", thumbHex(thumb))
+		s.logs.Log(s.log, slog.LevelWarn, codeName(verr.Code), s.clock.Now(),
+			"pki: client certificate refused", "status", codeName(verr.Code), "reason", verr.Reason, "thumbprint", thumbHex(thumb))
 	}
 	return verr
 }
 
-// storeRejected writes leaf to rejected/certs (once) and keeps the
-// directory within MaxRejected files.
-func (s *Store) storeRejected(leaf *x509.Certificate) {
-	name := thumbHex(sha1.Sum(leaf.Raw)) + ".der"
-	p := filepath.Join(s.dir, DirRejectedCerts, name)
-	if _, err := os.Stat(p); err == nil {
-		return
-	}
-	s.pruneRejected(s.maxRejected - 1)
-	if err := writeFileAtomic(p, leaf.Raw, 0o644); err != nil {
-		s.log.Error("pki: cannot store a rejected certificate", "file", p, "err", err)
-	}
-}
-
 // writeCert writes c to dir as THUMBPRINT.der.
 func (s *Store) writeCert(dir string, c *x509.Certificate) error {
-	return writeFileAtomic(filepath.Join(s.dir, dir, thumbHex(sha1.Sum(c.Raw))+".der"), c.Raw, 0o644)
+	return writeFileAtomic(filepath.Join(s.dir, dir, certName(c)), c.Raw, 0o644)
 }
+
+// certName is the file name of c in a store directory.
+func certName(c *x509.Certificate) string { return thumbHex(sha1.Sum(c.Raw)) + ".der" }
 
 // parseCRL decodes a DER or PEM ("X509 CRL") revocation list.
 func parseCRL(data []byte) (*x509.RevocationList, error) {

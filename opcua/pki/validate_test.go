@@ -226,6 +226,9 @@ func TestRejectedDirectoryBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Files written behind the store's back are learned at its next
+	// listing of the directory.
+	f.clock.Advance(RejectedRescanInterval)
 	c := client(t)
 	code(t, f.s.Validate(c.Raw, clientURI))
 	got := files(t, dir)

@@ -138,7 +138,7 @@ func (ch *channel) run() {
 	case errors.Is(err, errChannelClosedByClient), ch.srv.ctx.Err() != nil:
 		ch.log.Debug("uaserver: channel closed", "reason", err)
 	default:
-		ch.log.Info("uaserver: channel closed", "reason", err)
+		ch.srv.logs.Log(ch.log, slog.LevelInfo, ch.addr+" closed", time.Now(), "uaserver: channel closed", "reason", err)
 	}
 }
 
@@ -316,14 +316,18 @@ func (ch *channel) handleOpenChunk(m *uasc.MessageChunk, b []byte) error {
 	sec := &chanSecurity{policy: ua.SecurityPolicyURINone, mode: ua.MessageSecurityModeNone}
 	p := m.Data
 	if m.SecurityPolicyURI != ua.SecurityPolicyURINone || ch.sec.secured() {
+		if err := ch.guardOpen(b); err != nil {
+			return err
+		}
 		var cur *chanSecurity
 		if ch.opened {
 			cur = &ch.sec
 		}
 		var serr *errSecurity
 		if sec, p, serr = ch.srv.openSecurity(m, b, cur); serr != nil {
+			ch.srv.guard.forgetRequest(digestOf('r', b))
 			ch.srv.counters.securityRefusals.Add(1)
-			ch.log.Info("uaserver: OpenSecureChannel refused", "status", serr.code, "reason", serr.reason)
+			ch.logRefusal(serr.code, serr.reason)
 			return ch.abort(serr.code, serr.reason)
 		}
 	}
@@ -332,6 +336,43 @@ func (ch *channel) handleOpenChunk(m *uasc.MessageChunk, b []byte) error {
 		return err
 	}
 	return ch.handleOpen(m, reqID, body, sec)
+}
+
+// guardOpen runs the checks of a secured OpenSecureChannel chunk b that
+// come before any private-key operation: the same bytes seen within
+// SecureChannelReplayWindow answer ERR BadNonceInvalid (they carry a
+// client nonce already used: Part 4 §5.5.2 lists that code for
+// OpenSecureChannel), and an address beyond MaxSecureChannelOpensPerAddress
+// (Issue) or MaxTokenRenewalsPerAddress (Renew) a second answers ERR
+// BadTcpServerTooBusy (Part 6 §7.1.5: the server is too busy to
+// process the request; the client may retry later). Both close the
+// channel. A chunk that passes is remembered until its checks fail.
+func (ch *channel) guardOpen(b []byte) error {
+	now := time.Now()
+	if !ch.srv.guard.claimRequest(digestOf('r', b), now) {
+		ch.srv.counters.refuse(LimitReplayedOpenSecureChannel)
+		ch.logRefusal(ua.StatusBadNonceInvalid, "OpenSecureChannel replayed")
+		return ch.abort(ua.StatusBadNonceInvalid, "OpenSecureChannel replayed")
+	}
+	if ch.srv.guard.allow(ch.addr, ch.opened, now) {
+		return nil
+	}
+	ch.srv.guard.forgetRequest(digestOf('r', b))
+	limit, what := LimitSecureChannelOpensPerAddress, "secured OpenSecureChannel requests"
+	if ch.opened {
+		limit, what = LimitTokenRenewalsPerAddress, "security token renewals"
+	}
+	ch.srv.counters.refuse(limit)
+	reason := "too many " + what + " from this address (" + limit + ")"
+	ch.logRefusal(ua.StatusBadTCPServerTooBusy, reason)
+	return ch.abort(ua.StatusBadTCPServerTooBusy, reason)
+}
+
+// logRefusal logs a refused OpenSecureChannel at most once a minute per
+// client address and status, with the count of the ones not logged.
+func (ch *channel) logRefusal(code ua.StatusCode, reason string) {
+	ch.srv.logs.Log(ch.log, slog.LevelInfo, ch.addr+" opn "+code.Error(), time.Now(),
+		"uaserver: OpenSecureChannel refused", "status", code, "reason", reason)
 }
 
 // handleOpen answers OpenSecureChannel (issue or renew), Part 4 §5.5.2, on
@@ -345,8 +386,13 @@ func (ch *channel) handleOpen(m *uasc.MessageChunk, reqID uint32, body []byte, s
 	}
 	if code, reason := ch.checkOpen(m, req, sec); code != ua.StatusOK {
 		ch.srv.counters.securityRefusals.Add(1)
-		ch.log.Info("uaserver: OpenSecureChannel refused", "status", code, "reason", reason)
+		ch.logRefusal(code, reason)
 		return ch.abort(code, reason)
+	}
+	if sec.asym != nil && !ch.srv.guard.claimNonce(req.ClientNonce, time.Now()) {
+		ch.srv.counters.refuse(LimitReplayedOpenSecureChannel)
+		ch.logRefusal(ua.StatusBadNonceInvalid, "client nonce already used")
+		return ch.abort(ua.StatusBadNonceInvalid, "client nonce already used")
 	}
 	sec.mode = req.SecurityMode
 	var nonce []byte

@@ -95,6 +95,17 @@
 // None channel sequence numbers are not checked: a forger can always get
 // them right there. Session signatures: svc_security.go.
 //
+// A secured OpenSecureChannel costs two RSA private-key operations, so
+// handshake.go (pure, explicit instants, bounded) guards them: the same
+// chunk seen within SecureChannelReplayWindow is answered ERR
+// BadNonceInvalid before any private-key operation, the same client nonce
+// after the decryption and before the signature; a client address gets
+// MaxSecureChannelOpensPerAddress Issue and MaxTokenRenewalsPerAddress
+// Renew requests a second (token buckets), ERR BadTcpServerTooBusy
+// beyond. Only chunks whose signature verified stay remembered. The
+// refusal and channel-closed log lines go through a loglimit.Limiter: one
+// a minute per address and kind, with the count suppressed.
+//
 // # Users and rights
 //
 // ActivateSession (identity.go) accepts an anonymous or absent token

@@ -31,24 +31,41 @@ func clientOpen(t testing.TB, policy string, mode ua.MessageSecurityMode, seq ui
 	t.Helper()
 	nonce := make([]byte, nonceLen)
 	_, _ = rand.Read(nonce)
-	hdr := uasc.NewAsymmetricSecurityHeader(policy, cliCert, uapolicy.Thumbprint(srvCert))
+	return sealedOpen(t, openSpec{policy: policy, mode: mode, typ: ua.SecurityTokenRequestTypeIssue, seq: seq, nonce: nonce})
+}
+
+// openSpec is an OpenSecureChannel request a test sends.
+type openSpec struct {
+	policy string
+	mode   ua.MessageSecurityMode
+	typ    ua.SecurityTokenRequestType
+	scID   uint32 // 0 for Issue
+	seq    uint32
+	nonce  []byte
+}
+
+// sealedOpen encodes o as one OPN chunk from cliCert, signed with cliKey
+// and encrypted for srvCert (every call encrypts anew: OAEP is random).
+func sealedOpen(t testing.TB, o openSpec) []byte {
+	t.Helper()
+	hdr := uasc.NewAsymmetricSecurityHeader(o.policy, cliCert, uapolicy.Thumbprint(srvCert))
 	m := &uasc.Message{
 		MessageHeader: &uasc.MessageHeader{
-			Header:                   uasc.NewHeader("OPN", 'F', 0),
+			Header:                   uasc.NewHeader("OPN", 'F', o.scID),
 			AsymmetricSecurityHeader: hdr,
-			SequenceHeader:           uasc.NewSequenceHeader(seq, seq),
+			SequenceHeader:           uasc.NewSequenceHeader(o.seq, o.seq),
 		},
 		TypeID: ua.NewFourByteExpandedNodeID(0, id.OpenSecureChannelRequest_Encoding_DefaultBinary),
 		Service: &ua.OpenSecureChannelRequest{
-			RequestHeader: newRequestHeader(), RequestType: ua.SecurityTokenRequestTypeIssue,
-			SecurityMode: mode, ClientNonce: nonce, RequestedLifetime: 60000,
+			RequestHeader: newRequestHeader(), RequestType: o.typ,
+			SecurityMode: o.mode, ClientNonce: o.nonce, RequestedLifetime: 60000,
 		},
 	}
 	b, err := m.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := uapolicy.Asymmetric(policy, cliKey, srvCert509PublicKey(t))
+	a, err := uapolicy.Asymmetric(o.policy, cliKey, srvCert509PublicKey(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +118,9 @@ func FuzzOpenSecureChannel(f *testing.F) {
 	var cfg Config
 	secure(securedEndpointSet...)(&cfg)
 	cfg.ListenAddr, cfg.Logger = "127.0.0.1:0", discardLogger()
+	// Every input comes from one address: without this all but the first
+	// twenty would be refused before the crypto the fuzzer explores.
+	cfg.MaxSecureChannelOpensPerAddress = 1 << 30
 	srv, err := New(cfg, newFakeStore(), nil)
 	if err != nil {
 		f.Fatal(err)

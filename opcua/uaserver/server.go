@@ -13,6 +13,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/gopcua/opcua/uapolicy"
 
+	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
@@ -60,6 +61,8 @@ type Server struct {
 	history  historyConfig // SetEventHistory
 
 	activations *activationLimiter // refused ActivateSessions per address
+	guard       *handshakeGuard    // replays and rates of secured OpenSecureChannel
+	logs        *loglimit.Limiter  // repeated refusal lines, per address and kind
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -109,6 +112,8 @@ func New(cfg Config, nodes NodeStore, engine *subscription.Engine) (*Server, err
 		s.subs = engine
 	}
 	s.activations = newActivationLimiter(cfg.MaxActivationFailuresPerAddress, cfg.ActivationLockout, cfg.MaxActivationAddresses)
+	s.guard = newHandshakeGuard(cfg.SecureChannelReplayWindow, cfg.MaxSecureChannelOpensPerAddress, cfg.MaxTokenRenewalsPerAddress)
+	s.logs = loglimit.New(loglimit.DefaultInterval, loglimit.DefaultMaxKeys)
 	s.sessions = newSessionTable(s)
 	s.handlers = s.defaultHandlers()
 	return s, nil

@@ -32,6 +32,18 @@ const (
 	// refused because their address had MaxPasswordChecksPerAddress
 	// password checks running.
 	LimitPasswordChecksPerAddress = "password_checks_per_address"
+	// LimitSecureChannelOpensPerAddress counts the secured
+	// OpenSecureChannel Issue requests refused because their address
+	// made MaxSecureChannelOpensPerAddress a second.
+	LimitSecureChannelOpensPerAddress = "secure_channel_opens_per_address"
+	// LimitTokenRenewalsPerAddress counts the channels closed because
+	// their address renewed more than MaxTokenRenewalsPerAddress tokens a
+	// second.
+	LimitTokenRenewalsPerAddress = "token_renewals_per_address"
+	// LimitReplayedOpenSecureChannel counts the secured
+	// OpenSecureChannel requests refused because the same request or
+	// client nonce was seen within SecureChannelReplayWindow.
+	LimitReplayedOpenSecureChannel = "replayed_open_secure_channel"
 )
 
 // Limits lists every limit name of this layer, for metrics that want each
@@ -42,6 +54,7 @@ var Limits = []string{
 	LimitUnactivatedSessionTimeout, LimitUnactivatedSessionEvictions, LimitPasswordChecksPerAddress,
 	LimitHelloTimeout, LimitOpenSecureChannelTimeout, LimitCreateSessionTimeout, LimitIdleChannelTimeout,
 	LimitWriteTimeout, LimitResponseSize, LimitOperationsPerCall, LimitActivationFailures,
+	LimitSecureChannelOpensPerAddress, LimitTokenRenewalsPerAddress, LimitReplayedOpenSecureChannel,
 }
 
 // Stats is a snapshot of the service layer's load and counters.
