@@ -51,8 +51,12 @@ type HostOptions struct {
 	// OnPoll, if set, sees every poll of every device (metrics). It runs
 	// on the device's actor and must not block.
 	OnPoll func(device string, p drivers.Poll)
-	Clock  clockwork.Clock
-	Logger *slog.Logger
+	// Degraded is when Devices shows a device whose reads fail as
+	// degraded (drivers.Condition). Default drivers.DefaultDegraded; a
+	// zero field takes its default.
+	Degraded drivers.DegradedRule
+	Clock    clockwork.Clock
+	Logger   *slog.Logger
 }
 
 // Host is the driver host: an actor with one child per device of the
@@ -146,21 +150,32 @@ func (h *Host) Stop() {
 	}
 }
 
-// Devices returns each applied device's connection state, by name.
+// Devices returns each applied device's state (drivers.Condition under
+// HostOptions.Degraded: degraded for a device whose reads all fail while
+// it takes connections) and read counts, by name.
 func (h *Host) Devices() []DeviceStatus {
+	now := h.o.Clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]DeviceStatus, 0, len(h.devices))
 	for _, d := range h.devices {
-		hl := d.driver.Health()
-		st := DeviceStatus{Name: d.def.Name, Driver: d.def.Driver, State: hl.State.String(), Since: hl.Since, Tags: len(d.def.Tags)}
-		if hl.LastError != nil {
-			st.LastError = hl.LastError.Error()
-		}
-		out = append(out, st)
+		out = append(out, statusOf(d.def, d.driver.Health(), d.driver.Stats(), now, h.o.Degraded))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// statusOf is a device's line of /api/deployment at now.
+func statusOf(def deployment.Device, hl drivers.Health, st drivers.Stats, now time.Time, rule drivers.DegradedRule) DeviceStatus {
+	ds := DeviceStatus{
+		Name: def.Name, Driver: def.Driver, State: drivers.Condition(hl, now, rule).String(), Since: hl.Since,
+		Tags: len(def.Tags), ReadErrors: st.ReadsFailed, FailedPolls: hl.Reads.Failed,
+		FailingSince: hl.Reads.Since, LastGoodRead: hl.Reads.LastGood,
+	}
+	if hl.LastError != nil {
+		ds.LastError = hl.LastError.Error()
+	}
+	return ds
 }
 
 // Stats returns each applied device's counters, by name.

@@ -16,6 +16,7 @@ const (
 	DriverReadsMetric       = "otopcua.driver.reads"
 	DriverWritesMetric      = "otopcua.driver.writes"
 	DeviceConnectedMetric   = "otopcua.device.connected"
+	DeviceDegradedMetric    = "otopcua.device.degraded"
 	PollDurationMetric      = "otopcua.driver.poll.duration"
 	DeploymentCacheMetric   = "otopcua.deployment.from_cache"
 	DeploymentVersionMetric = "otopcua.deployment.version"
@@ -46,7 +47,12 @@ func (m *Metrics) OnPoll(device string, p drivers.Poll) {
 }
 
 // Register adds the observed series: reads and writes by device and
-// result, connected by device, from_cache and the applied version.
+// result, connected and degraded by device, from_cache and the applied
+// version. connected keeps its meaning (a connection is open now), so a
+// degraded device is 1 there while its connection is open (a device that
+// answers every request with an exception) and 0 between attempts (a
+// silent one, whose connection each timeout drops); degraded is 1 exactly
+// while /api/deployment shows the device degraded.
 func (m *Metrics) Register(meter metric.Meter, host *Host, follower *Follower) error {
 	reads, e1 := meter.Int64ObservableCounter(DriverReadsMetric, metric.WithUnit("{request}"),
 		metric.WithDescription("Read requests to field devices, by device and result (ok, failed)."))
@@ -58,7 +64,9 @@ func (m *Metrics) Register(meter metric.Meter, host *Host, follower *Follower) e
 		metric.WithDescription("1 while the applied deployment came from the LocalDb cache (the Config DB did not answer at start-up)."))
 	version, e5 := meter.Int64ObservableGauge(DeploymentVersionMetric,
 		metric.WithDescription("Version of the applied deployment (0: none)."))
-	if err := errors.Join(e1, e2, e3, e4, e5); err != nil {
+	degraded, e6 := meter.Int64ObservableGauge(DeviceDegradedMetric,
+		metric.WithDescription("1 while the device takes connections but its reads all fail (state degraded in /api/deployment)."))
+	if err := errors.Join(e1, e2, e3, e4, e5, e6); err != nil {
 		return fmt.Errorf("dataplane: metrics: %w", err)
 	}
 	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -74,6 +82,13 @@ func (m *Metrics) Register(meter metric.Meter, host *Host, follower *Follower) e
 			}
 			o.ObserveInt64(connected, c, metric.WithAttributes(dev))
 		}
+		for _, d := range host.Devices() {
+			g := int64(0)
+			if d.State == drivers.StateDegraded.String() {
+				g = 1
+			}
+			o.ObserveInt64(degraded, g, metric.WithAttributes(attribute.String("device", d.Name)))
+		}
 		st := follower.Status()
 		c := int64(0)
 		if st.Source == SourceCache {
@@ -82,6 +97,6 @@ func (m *Metrics) Register(meter metric.Meter, host *Host, follower *Follower) e
 		o.ObserveInt64(cached, c)
 		o.ObserveInt64(version, st.Version)
 		return nil
-	}, reads, writes, connected, cached, version)
+	}, reads, writes, connected, degraded, cached, version)
 	return err
 }

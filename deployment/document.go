@@ -15,6 +15,22 @@ const (
 	DefaultTimeout = time.Second
 )
 
+// Caps on the size of a deployment (docs/deployments.md, "Limits"). They
+// follow from what one node serves: MaxTagsPerDevice is the OPC UA
+// per-call limits' default (OpcUa:Limits MaxNodesPerRead, MaxNodesPerWrite,
+// MaxMonitoredItemsPerCall: 10,000), so a client reads or subscribes to a
+// whole device in one request; MaxTags is the default
+// MaxMonitoredItemsPerSubscription (100,000), so one subscription can watch
+// every tag, and about ten times the 10,000 tags measured in
+// docs/benchmarks.md ("Data plane": 61 MiB of RSS and 13 % of a core per
+// 10,000 tags polled every 100 ms), which is what a 2-core node carries.
+const (
+	// MaxTagsPerDevice is the most tags one device may have.
+	MaxTagsPerDevice = 10000
+	// MaxTags is the most tags a document may have over all its devices.
+	MaxTags = 100000
+)
+
 // Document is one deployment of one ClusterId (DESIGN.md "Deployment
 // document").
 type Document struct {

@@ -22,6 +22,8 @@ const (
 	acceptSource       = "accepted values are device/tag naming a tag of this document, such as press1/Temperature"
 	acceptCondition    = "accepted values are true-or-false expressions over the tags, written device.tag, such as press1.Temperature > 80"
 	acceptAlarmList    = "accepted values are lists of at most 1000 alarms"
+	acceptTagList      = "accepted values are lists of at most 10000 tags per device"
+	acceptDeviceList   = "accepted values are lists of devices with at most 100000 tags in all"
 	acceptSeverity     = "accepted values are whole numbers 1..1000"
 	acceptPollInterval = "accepted values are durations of at least 10ms, as " + config.DurationFormat + " (default 1s)"
 	acceptTimeout      = "accepted values are durations greater than 0, as " + config.DurationFormat + " (default 1s)"
@@ -60,6 +62,8 @@ const (
 //     min < max (constant: min is its value, no max), both within the
 //     tag's type (bool 0 or 1, integers whole and in range); no table,
 //     address, wordOrder, scale, offset or writable.
+//   - Size: at most MaxTagsPerDevice tags per device and MaxTags in the
+//     document (reported at devices[i].tags and devices, with the count).
 //   - Alarms: at most MaxAlarms; source device/tag names a tag of this
 //     document, severity 1..1000; the condition is at most
 //     MaxConditionLen bytes and compiles (CompileAlarm): it names only
@@ -164,6 +168,9 @@ func (v *validator) document(doc *Document) {
 		v.add("clusterId", doc.ClusterId, acceptClusterID)
 	}
 	if v.enter("devices") {
+		if n := countTags(doc); n > MaxTags {
+			v.add("devices", doc.Devices, acceptDeviceList+fmt.Sprintf("; the document has %d", n))
+		}
 		names := map[string]string{}
 		for i := range doc.Devices {
 			if p := fmt.Sprintf("devices[%d]", i); v.object(p) {
@@ -174,6 +181,15 @@ func (v *validator) document(doc *Document) {
 	if v.enter("alarms") {
 		v.alarms(doc)
 	}
+}
+
+// countTags is the number of tags of doc's devices.
+func countTags(doc *Document) int {
+	n := 0
+	for i := range doc.Devices {
+		n += len(doc.Devices[i].Tags)
+	}
+	return n
 }
 
 // name checks a name and that it is the first of its scope; seen maps each
@@ -228,6 +244,9 @@ func (v *validator) device(d *Device, p string, names map[string]string) {
 	}
 	if !v.enter(p + ".tags") {
 		return
+	}
+	if len(d.Tags) > MaxTagsPerDevice {
+		v.add(p+".tags", d.Tags, acceptTagList+fmt.Sprintf("; the device has %d", len(d.Tags)))
 	}
 	sc := &tagScope{dev: d, devPath: p, names: map[string]string{}, used: map[string]map[int]int{}}
 	for j := range d.Tags {

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -132,11 +133,13 @@ func TestOverlapAgainstBruteForce(t *testing.T) {
 	})
 }
 
-// A device with the most tags a table can hold validates in well under a
-// second (the overlap check is linear in registers).
+// A device with MaxTagsPerDevice tags validates in well under a second
+// (the overlap check is linear in registers); one tag more is refused at
+// the device's tags with the count. Before the cap (issue #23) this test
+// decoded the 32,768 float32 tags a holding table can hold.
 func TestValidateLargeDevice(t *testing.T) {
 	var parts []string
-	for a := 0; a < 65536; a += 2 {
+	for a := 0; a < 2*MaxTagsPerDevice; a += 2 {
 		parts = append(parts, fmt.Sprintf(`{"name": "t%d", "table": "holding", "address": %d, "type": "float32"}`, a, a))
 	}
 	src := doc(mb(parts...))
@@ -145,7 +148,65 @@ func TestValidateLargeDevice(t *testing.T) {
 		t.Fatalf("%.200s", err)
 	}
 	t.Logf("%d tags, %d bytes, decoded and validated in %v", len(parts), len(src), time.Since(start))
-	if strings.Count(src, "float32") != 32768 {
+	if strings.Count(src, "float32") != MaxTagsPerDevice {
 		t.Fatal("test document is wrong")
+	}
+
+	parts = append(parts, `{"name": "one-more", "table": "coil", "address": 0, "type": "bool"}`)
+	_, err := Decode([]byte(doc(mb(parts...))))
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+		t.Fatalf("%d tags: %.300v", len(parts), err)
+	}
+	got := ve.Problems[0]
+	if got.Path != "devices[0].tags" || !strings.HasPrefix(got.Value, `[{"name":"t0"`) ||
+		got.Accepted != "accepted values are lists of at most 10000 tags per device; the device has 10001" {
+		t.Fatalf("problem %.300s", got)
+	}
+	if s := got.String(); !strings.HasPrefix(s, `devices[0].tags = [{"name":"t0"`) || !strings.HasSuffix(s, "…: "+got.Accepted) {
+		t.Fatalf("String() = %q", s)
+	}
+}
+
+// TestTagCaps: the caps' edges in a Document built in Go. MaxTags over
+// ten devices at MaxTagsPerDevice each is valid; one tag more on an
+// eleventh device is refused at devices, and a device over its own cap is
+// refused at its tags whatever the document's total.
+func TestTagCaps(t *testing.T) {
+	device := func(name string, n int) Device {
+		d := Device{Name: name, Driver: DriverModbusTCP, Address: "10.0.0.1:502", Tags: make([]Tag, n)}
+		for i := range d.Tags {
+			d.Tags[i] = Tag{Name: fmt.Sprintf("c%d", i), Table: TableCoil, Address: intp(i), Type: TypeBool}
+		}
+		return d
+	}
+	full := &Document{ClusterId: "site-a"}
+	for i := range MaxTags / MaxTagsPerDevice {
+		full.Devices = append(full.Devices, device(fmt.Sprintf("d%d", i), MaxTagsPerDevice))
+	}
+	for _, tc := range []struct {
+		name string
+		doc  *Document
+		want []Problem
+	}{
+		{"at both caps", full, nil},
+		{"one tag over the document's cap",
+			&Document{ClusterId: "site-a", Devices: append(append([]Device(nil), full.Devices...), device("extra", 1))},
+			[]Problem{{"devices", "[… 11 devices]", acceptDeviceList + "; the document has 100001"}}},
+		{"one tag over a device's cap",
+			&Document{ClusterId: "site-a", Devices: []Device{device("a", 5), device("big", MaxTagsPerDevice+1)}},
+			[]Problem{{"devices[1].tags", "[… 10001 tags]", acceptTagList + "; the device has 10001"}}},
+		{"both",
+			&Document{ClusterId: "site-a", Devices: append(append([]Device(nil), full.Devices[1:]...), device("big", MaxTagsPerDevice+2))},
+			[]Problem{
+				{"devices", "[… 10 devices]", acceptDeviceList + "; the document has 100002"},
+				{"devices[9].tags", "[… 10002 tags]", acceptTagList + "; the device has 10002"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.doc.Validate(); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v\nwant %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -101,6 +101,10 @@ func render(value any) string {
 		return strconv.FormatBool(x)
 	case []Alarm: // too long to show
 		return fmt.Sprintf("[… %d alarms]", len(x))
+	case []Tag:
+		return fmt.Sprintf("[… %d tags]", len(x))
+	case []Device:
+		return fmt.Sprintf("[… %d devices]", len(x))
 	}
 	panic(fmt.Sprintf("deployment: invariant broken: no rendering for %T", value))
 }

@@ -74,7 +74,10 @@
 //     Variables, with the DataType of ValueType.
 //  3. Write only on the Primary, from any goroutine, and map the result
 //     with StatusOf.
-//  4. Read Health and Stats for the admin API and the metrics whenever.
+//  4. Read Health and Stats for the admin API and the metrics whenever;
+//     show a device's state as Condition(Health, now, rule): degraded for
+//     a device that takes connections while its reads all fail (ReadRun,
+//     DefaultDegraded: 3 failed polls in a row over at least 5 s).
 //  5. To stop: cancel the Poller's context, then Close the driver (Close
 //     alone also stops Run with ErrClosed). Close never blocks.
 package drivers

@@ -36,7 +36,8 @@ import (
 //     themselves, so calling it is optional (it makes the first connection
 //     at once instead of at the first poll, and ignores the back-off).
 //   - Health and Stats may be called from any goroutine at any time; they
-//     take a short internal lock and never wait for I/O.
+//     take a short internal lock and never wait for I/O. Condition turns
+//     a Health into the state the admin API shows (degraded included).
 //   - Close may be called from any goroutine, at any time, more than once.
 //     It never blocks on the device: not on a connect in progress, not on a
 //     request in flight. The goroutine doing that I/O releases the
@@ -97,6 +98,10 @@ const (
 	StateConnected
 	// StateClosed: Close was called.
 	StateClosed
+	// StateDegraded is never a driver's own state: Condition derives it
+	// from Health for a device that takes connections while its reads
+	// all fail.
+	StateDegraded
 )
 
 func (s State) String() string {
@@ -109,6 +114,8 @@ func (s State) String() string {
 		return "connected"
 	case StateClosed:
 		return "closed"
+	case StateDegraded:
+		return "degraded"
 	}
 	return "unknown"
 }
@@ -125,6 +132,14 @@ type Health struct {
 	// LastError is the last failure of a connect, request or write; nil
 	// until one happens and again after a poll in which every tag was Good.
 	LastError error
+	// ConnectOK is whether the last connect that ended opened a
+	// connection: true while connected, and after a connection that
+	// opened and then broke (a device that accepts and never answers);
+	// false before any and after a connect that failed. A driver without
+	// connections (simulated) leaves it false.
+	ConnectOK bool
+	// Reads is the current run of failed polls (Condition reads it).
+	Reads ReadRun
 }
 
 // Stats are a device's counters for the metrics, on the injected clock.

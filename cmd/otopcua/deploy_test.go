@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -175,6 +176,31 @@ func TestBinaryDeployRefusesAnInvalidDocument(t *testing.T) {
 	}
 	if _, ok := f.latest(t); ok {
 		t.Fatal("an invalid document was stored")
+	}
+}
+
+// TestBinaryDeployRefusesTooManyTags: a device of 10,001 simulated tags is
+// refused by deploy --check and by deploy alike, naming the device's tags,
+// the list as written (cut) and the cap with the count; nothing is stored.
+func TestBinaryDeployRefusesTooManyTags(t *testing.T) {
+	f := newDeployFixture(t)
+	tags := make([]string, 10001)
+	for i := range tags {
+		tags[i] = fmt.Sprintf(`{"name": "t%d", "type": "int16", "signal": "constant", "min": 1}`, i)
+	}
+	doc := f.file(t, "big.json", `{"clusterId": "site-a", "devices": [{"name": "sim", "driver": "simulated", "tags": [`+
+		strings.Join(tags, ", ")+`]}]}`)
+	want := "invalid deployment document in " + doc + ": 1 problem\n" +
+		`  devices[0].tags = [{"name":"t0","type":"int16","signal":"constant","min":1},{"name":"t1","type":"i…: ` +
+		"accepted values are lists of at most 10000 tags per device; the device has 10001\n"
+	for _, args := range [][]string{{"--check", doc}, {doc, "--config", f.config}} {
+		r := runDeploy(t, cleanEnv(), args...)
+		if r.code != 2 || r.stderr != want || r.stdout != "" {
+			t.Fatalf("%q: exit %d\nstdout %q\nstderr:\n%s\nwant exit 2 and:\n%s", args, r.code, r.stdout, r.stderr, want)
+		}
+	}
+	if _, ok := f.latest(t); ok {
+		t.Fatal("a document over the cap was stored")
 	}
 }
 

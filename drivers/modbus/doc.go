@@ -38,5 +38,11 @@
 // that accepts connections but answers garbage keeps backing off). A
 // Modbus exception is an answer and keeps the connection.
 //
+// Health reports whether the last connect opened a connection (ConnectOK)
+// and the run of polls that read no value (a poll reads a value when one
+// of its requests returns values), so that drivers.Condition shows a
+// device that accepts connections and never answers as degraded rather
+// than flickering between connected and disconnected.
+//
 // See locksordering.txt for the locks.
 package modbus

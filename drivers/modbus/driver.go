@@ -33,15 +33,17 @@ type Driver struct {
 	readings *drivers.Readings
 
 	// mu guards the connection state below; it is never held during I/O.
-	mu       sync.Mutex
-	closed   bool
-	sess     *session // the open connection, nil when none
-	dialing  *dial    // the connect in progress, nil when none
-	failures int      // consecutive failures since the last answer
-	retryAt  time.Time
-	state    drivers.State
-	since    time.Time
-	lastErr  error
+	mu        sync.Mutex
+	closed    bool
+	sess      *session // the open connection, nil when none
+	dialing   *dial    // the connect in progress, nil when none
+	failures  int      // consecutive failures since the last answer
+	retryAt   time.Time
+	state     drivers.State
+	since     time.Time
+	lastErr   error
+	connectOK bool            // the last connect that ended opened a connection
+	run       drivers.ReadRun // the current run of failed polls
 }
 
 // session is one open connection and the requests using it.
@@ -149,6 +151,7 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 		}
 		d.commFailed(0, d.clock.Now())
 		d.ctr.Reads(0, len(d.plan))
+		d.polled(start, false)
 		d.ctr.Poll(d.clock.Since(start))
 		return d.readings.Snapshot(), err
 	}
@@ -161,9 +164,17 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 	err = errors.Join(p.errs...)
 	d.mu.Lock()
 	d.lastErr = err
+	d.run = d.run.Next(start, p.ok > 0)
 	d.mu.Unlock()
 	d.ctr.Poll(d.clock.Since(start))
 	return d.readings.Snapshot(), err
+}
+
+// polled advances the run of failed polls by the poll that began at start.
+func (d *Driver) polled(start time.Time, good bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.run = d.run.Next(start, good)
 }
 
 // poll is what one poll on a session found.
@@ -376,7 +387,7 @@ func send(c *mb.ModbusClient, t deployment.Tag, words []uint16, bit bool) (err e
 func (d *Driver) Health() drivers.Health {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h := drivers.Health{State: d.state, Since: d.since, LastError: d.lastErr}
+	h := drivers.Health{State: d.state, Since: d.since, LastError: d.lastErr, ConnectOK: d.connectOK, Reads: d.run}
 	if d.state == drivers.StateDisconnected && d.failures > 0 {
 		h.RetryAt = d.retryAt
 	}
@@ -497,9 +508,11 @@ func (d *Driver) runDial(dl *dial) {
 		err = drivers.ErrClosed
 	case err != nil:
 		err = fmt.Errorf("%w: connect to %s: %w", drivers.ErrCommunication, d.dev.Address, err)
+		d.connectOK = false
 		d.failedLocked(err)
 	default:
 		d.sess = &session{c: c}
+		d.connectOK = true
 		d.setStateLocked(drivers.StateConnected)
 		d.log.Info("modbus device connected", "address", d.dev.Address)
 	}

@@ -52,6 +52,7 @@ var exportedMetrics = []string{
 	"otopcua_historian_drain_state",
 	// Nodes serving a deployment with devices.
 	"otopcua_device_connected",
+	"otopcua_device_degraded",
 	"otopcua_driver_reads_total",
 	"otopcua_driver_writes_total",
 	"otopcua_deployment_version",
