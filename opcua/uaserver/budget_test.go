@@ -177,6 +177,11 @@ func TestPasswordChecksHaveTheirOwnBudget(t *testing.T) {
 		}
 		return nil
 	})
+	// A session back from a refused password never evicts: the four came
+	// back into a budget of 2, two of them found no room and ended.
+	if n := r.Stats().Refusals[LimitUnactivatedSessionEvictions]; n != 0 {
+		t.Fatalf("%d evictions by sessions back from a refused password, want 0", n)
+	}
 }
 
 // holder is a hostile client that holds one unactivated session from

@@ -80,7 +80,8 @@
 // password is being checked is outside the budget and takes one of its
 // address's MaxPasswordChecksPerAddress slots instead (BadTooManySessions
 // beyond, before any decryption or directory call); a refused password
-// puts it back into the budget by the same rule.
+// puts it back into the budget where there is room, without evicting
+// anyone, and ends it otherwise.
 //
 // # Security
 //

@@ -206,17 +206,30 @@ type eviction struct {
 	lastOnChannel bool
 }
 
+// roomLocked names the limit that leaves no room in the unactivated
+// budget for one more session of addr, without evicting: "" when there
+// is room. t.mu must be held.
+func (t *sessionTable) roomLocked(addr string) string {
+	cfg := &t.srv.cfg
+	if a := t.byAddr[addr]; a != nil && a.pending >= cfg.MaxUnactivatedSessionsPerAddress {
+		return LimitUnactivatedSessionsPerAddress
+	}
+	if len(t.budget) >= cfg.MaxUnactivatedSessions {
+		return LimitUnactivatedSessions
+	}
+	return ""
+}
+
 // makeRoomLocked makes room in the unactivated budget for one session of
 // addr: it names the limit that refuses it, or removes the victim of a
 // full budget (evictionVictim) and returns it for evict. t.mu must be
 // held.
 func (t *sessionTable) makeRoomLocked(addr string) (eviction, string) {
-	cfg := &t.srv.cfg
-	if a := t.byAddr[addr]; a != nil && a.pending >= cfg.MaxUnactivatedSessionsPerAddress {
-		return eviction{}, LimitUnactivatedSessionsPerAddress
-	}
-	if len(t.budget) < cfg.MaxUnactivatedSessions {
+	switch t.roomLocked(addr) {
+	case "":
 		return eviction{}, ""
+	case LimitUnactivatedSessionsPerAddress:
+		return eviction{}, LimitUnactivatedSessionsPerAddress
 	}
 	held := make([]*session, 0, len(t.budget))
 	view := make([]pendingSession, 0, len(t.budget))
@@ -486,14 +499,18 @@ func (t *sessionTable) endCheck(sess *session, addr string, password bool) {
 		t.mu.Unlock()
 		return
 	}
-	ev, limit := t.makeRoomLocked(sess.addr)
+	// Back from a refused password: it re-enters the budget only where
+	// there is room, and never evicts. Another session's eviction here
+	// would cut a client whose own refusal is on its way (its channel
+	// closed before it read the answer), on behalf of a sign-in that
+	// already failed.
+	limit := t.roomLocked(sess.addr)
 	if limit == "" {
 		t.enterBudgetLocked(sess)
 	} else {
 		t.removeLocked(sess)
 	}
 	t.mu.Unlock()
-	t.evict(ev)
 	if limit != "" {
 		t.srv.counters.refuse(limit)
 		t.finish(sess, true, "not activated, and no room left in the unactivated budget after its password check")
