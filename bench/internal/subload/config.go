@@ -65,6 +65,11 @@ type Config struct {
 	ServerPID int
 	// RSSEvery is the RSS sampling period. Default: 250 ms.
 	RSSEvery time.Duration
+
+	// OnWindow, when set, is called once the measured window has opened,
+	// on the run's goroutine; it must not block. Tests use it to fail
+	// the server inside the window.
+	OnWindow func()
 }
 
 // Defaults returns c with zero fields set to their defaults, or an error

@@ -139,6 +139,9 @@ func (r *run) do(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	if cfg.OnWindow != nil {
+		cfg.OnWindow()
+	}
 	werr := r.wait(ctx, w.end)
 	end, cerr := r.closeWindow(ctx, w)
 	stopPublishing()

@@ -97,7 +97,7 @@ func TestRunFailsInsteadOfHanging(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	t0 := time.Now()
+	var t0 time.Time // when the window opened and the server went
 	res := Run(context.Background(), Config{
 		URL: "opc.tcp://" + l.Addr().String(), Items: 10, CallTimeout: 300 * time.Millisecond,
 		Warmup: time.Second, Measure: time.Second, StallTimeout: 2 * time.Second,
@@ -121,17 +121,19 @@ func TestRunFailsWhenServerGoes(t *testing.T) {
 		impl = "otopcua" // see race_on_test.go
 	}
 	srv := startServer(t, impl, 50)
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		srv.Close()
-	}()
-	t0 := time.Now()
+	var t0 time.Time // when the window opened and the server went
 	res := Run(context.Background(), Config{
 		URL: srv.URL(), Items: 50, Warmup: time.Second, Measure: 20 * time.Second,
 		CallTimeout: 2 * time.Second, StallTimeout: 3 * time.Second,
+		// The server goes once the window is open, however long the
+		// set-up and the warm-up took on a busy machine.
+		OnWindow: func() { t0 = time.Now(); go srv.Close() },
 	})
 	if res.OK {
 		t.Fatal("run succeeded although the server closed")
+	}
+	if t0.IsZero() {
+		t.Fatalf("the window never opened: %s", res.Error)
 	}
 	t.Logf("failed after %v: %s", time.Since(t0).Round(time.Millisecond), res.Error)
 	if took := time.Since(t0); took > 10*time.Second {
