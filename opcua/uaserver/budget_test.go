@@ -101,7 +101,7 @@ func TestEvictedSessionsChannelIsClosedWithTooManySessions(t *testing.T) {
 // client and a real user from a fifth address sign in at once; a second
 // check from a flooding address is refused BadTooManySessions without its
 // password reaching the directory. When the checks are refused their
-// sessions go back into the budget without overfilling it.
+// sessions go back into the budget where there is room, evicting no one.
 func TestPasswordChecksHaveTheirOwnBudget(t *testing.T) {
 	r := newIdentityRig(t, func(c *Config) {
 		c.MaxUnactivatedSessions = 2
