@@ -232,7 +232,10 @@ func login(t *testing.T, base, name, password string) *http.Response {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// A login is a bcrypt check of cost 12: about 5 s in a node built with
+	// -race, longer while the other drills share the two cores. The bound
+	// is for a node that never answers, not a latency check.
+	c := &http.Client{Timeout: 60 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := c.Do(req)
 	must(t, err)
 	res.Body.Close()

@@ -111,6 +111,9 @@ func TestAuthenticatedCluster(t *testing.T) {
 		}
 		return logHas(x, daemon.LogJoinRefusedBy+" "+clusterAddr(pa)+": its Cluster:Secret differs")
 	})
+	// x opens its HTTP port last, after its data plane: its view is read
+	// from there (under -race on a busy machine the refusal comes first).
+	x.WaitReady(30 * time.Second)
 	notMember(t, clusterAddr(px), a, b, x)
 
 	// 3. A node without Cluster:Tls (no client certificate) is refused by
