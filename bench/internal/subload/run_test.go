@@ -97,7 +97,7 @@ func TestRunFailsInsteadOfHanging(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	var t0 time.Time // when the window opened and the server went
+	t0 := time.Now()
 	res := Run(context.Background(), Config{
 		URL: "opc.tcp://" + l.Addr().String(), Items: 10, CallTimeout: 300 * time.Millisecond,
 		Warmup: time.Second, Measure: time.Second, StallTimeout: 2 * time.Second,
