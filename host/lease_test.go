@@ -126,8 +126,8 @@ func TestLeaseKeeperLicence(t *testing.T) {
 	if l := r.k.licence(); l != gate.Licensed || r.holder(t) != "" {
 		t.Fatalf("whole set: licence %v, holder %q; want licensed without the lease", l, r.holder(t))
 	}
-	if role, _ := r.view.State(); role != gate.RolePrimary {
-		t.Fatalf("whole set: role %v", role)
+	if in := r.view.Input(); in.Role != gate.RolePrimary || in.Licence != gate.Licensed {
+		t.Fatalf("whole set: role %v, licence %v", in.Role, in.Licence)
 	}
 
 	r.clock.Advance(1800 * time.Millisecond) // the peer silent for > a heartbeat + pause/4
@@ -178,8 +178,8 @@ func TestLeaseKeeperLicence(t *testing.T) {
 	if l := r.k.licence(); l != gate.Unlicensed {
 		t.Fatalf("split, lease held elsewhere: licence %v, want unlicensed", l)
 	}
-	if role, _ := r.view.State(); role != gate.RoleFencedPrimary {
-		t.Fatalf("the gate sees role %v, want FencedPrimary", role)
+	if d := gate.Decide(r.view.Input()); d.Reason != gate.DeniedFenced {
+		t.Fatalf("the gate decides %+v, want fenced", d)
 	}
 	if lvl := primaryLevel(r.k.licence()); lvl != servicelevel.Critical {
 		t.Fatalf("level %d, want 100", lvl)
@@ -245,8 +245,8 @@ func TestLeaseKeeperFencesAWokenProcess(t *testing.T) {
 	if l := r.k.licence(); l != gate.Unlicensed {
 		t.Fatalf("woken, peer just 'heard', lease elsewhere: %v, want unlicensed", l)
 	}
-	if role, _ := r.view.State(); role != gate.RoleFencedPrimary {
-		t.Fatalf("woken: the gate sees %v", role)
+	if d := gate.Decide(r.view.Input()); d.Reason != gate.DeniedFenced {
+		t.Fatalf("woken: the gate decides %+v, want fenced", d)
 	}
 	r.settle(t) // the first tick awake: still fenced for a pause
 	r.ms.hear(r.peer, r.clock.Now())

@@ -244,8 +244,8 @@ func TestPublishActorFollowsItsInputs(t *testing.T) {
 	r.db.set(true, r.clock.Now())
 	r.actor.NotifyDbChanged()
 	r.wantLevel(t, 200) // DB reachable, no snapshot: stale
-	if role, drivers := r.view.State(); role != RoleUnknown || drivers != 2 {
-		t.Fatalf("role view before a snapshot: %v, %d", role, drivers)
+	if in := r.view.Input(); in.Role != RoleUnknown || in.Drivers != 2 {
+		t.Fatalf("role view before a snapshot: %v, %d", in.Role, in.Drivers)
 	}
 
 	// The snapshot names this node Secondary: 240; then Primary: 250.

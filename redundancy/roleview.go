@@ -63,18 +63,11 @@ func (v *RoleView) Epoch() uint64 { return v.epoch.Load() }
 // Role is the role from the last snapshot.
 func (v *RoleView) Role() Role { return Role(v.role.Load()) }
 
-// DriverMemberCount is the number of Up members with role driver in this
-// node's ClusterId, read live from membership, counting this node too
-// while it is a driver member that is not Up yet (Joining, WeaklyUp): a
-// node joining a running pair sees one Up driver, its peer, and must not
-// take that for the single-node posture. 0 before this node is a member.
-func (v *RoleView) DriverMemberCount() int {
-	if v.members == nil {
-		return 0
-	}
-	return v.driverMembers(v.members.Snapshot())
-}
-
+// driverMembers is the number of Up members with role driver in this
+// node's ClusterId, counting this node too while it is a driver member
+// that is not Up yet (Joining, WeaklyUp): a node joining a running pair
+// sees one Up driver, its peer, and must not take that for the
+// single-node posture. 0 before this node is a member.
 func (v *RoleView) driverMembers(st membership.State) int {
 	n := CountDriverMembers(st.Gossip.Members, v.clusterID)
 	if self, ok := st.SelfMember(); ok && (self.Status == membership.Joining || self.Status == membership.WeaklyUp) &&
@@ -100,17 +93,6 @@ func (v *RoleView) Input() gate.Input {
 		in.Licence = (*f)()
 	}
 	return in
-}
-
-// State returns the role as operators see it — RoleFencedPrimary for a
-// Primary without its licence — and DriverMemberCount, from one
-// membership snapshot. The gate decides on Input.
-func (v *RoleView) State() (Role, int) {
-	in := v.Input()
-	if in.Role == RolePrimary && in.Licence != gate.Licensed {
-		return gate.RoleFencedPrimary, in.Drivers
-	}
-	return in.Role, in.Drivers
 }
 
 // isMember reports whether this node is a member of the cluster st shows:

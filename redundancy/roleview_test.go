@@ -42,8 +42,8 @@ func TestRoleViewFeedsTheGate(t *testing.T) {
 
 	// Lone driver before any snapshot: service (single-node posture).
 	f.set(up("a", 1, 1, "pair", "driver"), up("x", 1, 9, "other", "driver"), up("adm", 1, 8, "pair", "admin"))
-	if ok, _ := ask(); !ok || v.DriverMemberCount() != 1 {
-		t.Fatalf("lone driver, role unknown: ok=%v drivers=%d", ok, v.DriverMemberCount())
+	if ok, _ := ask(); !ok || v.Input().Drivers != 1 {
+		t.Fatalf("lone driver, role unknown: ok=%v drivers=%d", ok, v.Input().Drivers)
 	}
 	// A driver peer in the same ClusterId joins: deny until a snapshot.
 	f.set(up("a", 1, 1, "pair", "driver"), up("b", 1, 2, "pair", "driver"))
@@ -105,8 +105,8 @@ func TestRoleViewConcurrent(t *testing.T) {
 					v.SetRole(redundancy.Role(j%4), uint64(j))
 					continue
 				}
-				if r, n := v.State(); r > redundancy.RoleDetached || n != 2 {
-					t.Errorf("State() = %v, %d", r, n)
+				if in := v.Input(); in.Role > redundancy.RoleDetached || in.Drivers != 2 {
+					t.Errorf("Input() = %v, %d drivers", in.Role, in.Drivers)
 					return
 				}
 			}
@@ -124,7 +124,7 @@ func TestRoleViewJoiningNodeSeesItsPeer(t *testing.T) {
 	v := redundancy.NewRoleView(f, "pair")
 	joining := m.NewMember(f.st.Self, []string{"driver"}, "pair") // Joining
 	f.set(up("a", 1, 1, "pair", "driver"), joining)
-	if n := v.DriverMemberCount(); n != 2 {
+	if n := v.Input().Drivers; n != 2 {
 		t.Fatalf("joining next to an Up peer: %d driver members, want 2", n)
 	}
 	if d := gate.Decide(v.Input()); d.Allow || d.Reason != gate.DeniedRoleUnknown {
@@ -132,13 +132,13 @@ func TestRoleViewJoiningNodeSeesItsPeer(t *testing.T) {
 	}
 	// Alone and joining: the single-node posture.
 	f.set(joining)
-	if d := gate.Decide(v.Input()); !d.Allow || v.DriverMemberCount() != 1 {
-		t.Fatalf("a lone joining driver is denied (drivers %d)", v.DriverMemberCount())
+	if d := gate.Decide(v.Input()); !d.Allow || v.Input().Drivers != 1 {
+		t.Fatalf("a lone joining driver is denied (drivers %d)", v.Input().Drivers)
 	}
 	// Once Up it is counted once.
 	self := up("b", 1, 2, "pair", "driver")
 	f.set(up("a", 1, 1, "pair", "driver"), self)
-	if n := v.DriverMemberCount(); n != 2 {
+	if n := v.Input().Drivers; n != 2 {
 		t.Fatalf("Up next to its peer: %d, want 2", n)
 	}
 }
@@ -182,7 +182,7 @@ func TestRoleViewInputBeforeAndAfterJoining(t *testing.T) {
 }
 
 // TestRoleViewLicence: the licence is asked for the Primary only and is
-// an input of its own; State shows the unlicensed Primary as fenced.
+// an input of its own, and an unlicensed Primary is fenced.
 func TestRoleViewLicence(t *testing.T) {
 	f := &members{st: m.State{Self: m.UniqueAddress{Host: "a", Port: 1, UID: 1}}}
 	f.set(up("a", 1, 1, "pair", "driver"), up("b", 1, 2, "pair", "driver"))
@@ -200,9 +200,6 @@ func TestRoleViewLicence(t *testing.T) {
 	}
 	if d := gate.Decide(in); d.Allow || d.Reason != gate.DeniedFenced {
 		t.Fatalf("Primary on hold: %+v", d)
-	}
-	if r, _ := v.State(); r != gate.RoleFencedPrimary {
-		t.Fatalf("State shows %v, want FencedPrimary", r)
 	}
 	licence = gate.Licensed
 	if d := gate.Decide(v.Input()); !d.Allow || d.Epoch != 4 {

@@ -225,11 +225,8 @@ func (t *sessionTable) roomLocked(addr string) string {
 // full budget (evictionVictim) and returns it for evict. t.mu must be
 // held.
 func (t *sessionTable) makeRoomLocked(addr string) (eviction, string) {
-	switch t.roomLocked(addr) {
-	case "":
-		return eviction{}, ""
-	case LimitUnactivatedSessionsPerAddress:
-		return eviction{}, LimitUnactivatedSessionsPerAddress
+	if limit := t.roomLocked(addr); limit != LimitUnactivatedSessions {
+		return eviction{}, limit // room, or the address's own limit: nothing to evict
 	}
 	held := make([]*session, 0, len(t.budget))
 	view := make([]pendingSession, 0, len(t.budget))
