@@ -160,3 +160,92 @@ func (e *StaleEpochError) Unwrap() error { return ErrStaleEpoch }
 // because someone else changed the resource meanwhile (Azure's 412
 // Precondition Failed on If-Match): the caller re-observes and re-plans.
 var ErrConflict = errors.New("floating: resource changed meanwhile")
+
+// Action ops: the planner emits them, the provider's executor interprets
+// them. Params keys are listed with each.
+const (
+	// linux. addr-add / addr-del: Params "address" (CIDR). announce:
+	// "address", "kind" ("garp" or "unsolicited-na"), "count", "interval"
+	// (a Go duration).
+	OpAddrAdd  = "addr-add"
+	OpAddrDel  = "addr-del"
+	OpAnnounce = "announce"
+	// aws. assign: "address", "allow-reassignment" ("true"/"false");
+	// confirm: "address", "timeout" (waits until instance metadata lists
+	// the address on the ENI); unassign: "address".
+	OpAWSAssign   = "aws-assign-private-ip"
+	OpAWSConfirm  = "aws-confirm-metadata"
+	OpAWSUnassign = "aws-unassign-private-ip"
+	// oci. assign: "address", "unassign-if-already-assigned"; unassign:
+	// "address" (deletes the secondary private IP object from the VNIC).
+	OpOCIAssign   = "oci-assign-private-ip"
+	OpOCIUnassign = "oci-unassign-private-ip"
+	// azure. remove: "address" (Target: the NIC that holds it, "" = found
+	// by listing the resource group); add: "address", "ip-configuration".
+	// Both under If-Match of the NIC's ETag; a 412 is ErrConflict.
+	OpAzureRemove = "azure-remove-ip-configuration"
+	OpAzureAdd    = "azure-add-ip-configuration"
+)
+
+// Params are the timings of eligibility, from Redundancy:FloatingAddress.
+type Params struct {
+	// AutoFailover: when false the address moves only when its holder
+	// gives it up (a planned failover or a drain), never on liveness.
+	AutoFailover bool
+	// HeartbeatTTL and PromotionHold: a member whose last heartbeat on the
+	// shared stream is older than StreamMax - (TTL + Hold) is stale.
+	HeartbeatTTL, PromotionHold time.Duration
+	// LicenceRequired: the pair runs under lease-majority; a member must
+	// hold its licence to be eligible.
+	LicenceRequired bool
+}
+
+// Member is one member of the ClusterId as this node sees it.
+type Member struct {
+	// Node is the member's node id (host:port).
+	Node string
+	// Primary: the last redundancy snapshot names it Primary.
+	Primary bool
+	// Draining: a planned failover or a drain takes it out.
+	Draining bool
+	// Healthy: its ServiceLevel is in the Healthy band.
+	Healthy bool
+	// Licensed: it holds its licence (lease-majority).
+	Licensed bool
+	// Heartbeat is the time, on the shared stream's clock, of its last
+	// heartbeat (zero: none seen).
+	Heartbeat time.Time
+	// Claims: its last heartbeat says it holds the address.
+	Claims bool
+	// Gone: the process is proven dead (its cluster port refuses
+	// connections after membership removed it) — not merely unreachable.
+	Gone bool
+}
+
+// View is everything a floating-address decision reads, for one node.
+type View struct {
+	// Self is this node's id; it appears in Members.
+	Self    string
+	Members []Member
+	// StreamMax is the latest event time observed on the shared stream
+	// (streamMaxObservedAt): "now" for staleness, never a wall clock.
+	StreamMax time.Time
+	// Epoch is the ClusterId's redundancy epoch (the ownership epoch).
+	Epoch uint64
+	// Holder is who really holds the address, as last observed.
+	Holder Observation
+}
+
+// Decision is Decide's answer for the node of View.Self.
+type Decision struct {
+	// Owner is the desired owner ("" when no member is eligible).
+	Owner string
+	// Verb is what this node does now.
+	Verb Verb
+	// From is the holder a reassign takes the address from.
+	From string
+	// Epoch is the ownership epoch of the verb.
+	Epoch uint64
+	// Reason explains the verb in an operator's words.
+	Reason string
+}
