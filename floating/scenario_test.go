@@ -90,7 +90,7 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 	case "primary":
 		e.setPrimary(t, d)
 	case "stream-tick", "run":
-		e.tick(t, d, durOf(t, d, names(d)[0]), d.Cmd == "run")
+		e.tick(durOf(t, d, names(d)[0]), d.Cmd == "run")
 	case "heartbeat":
 		e.heartbeatCmd(t, d)
 	case "skew":
@@ -172,16 +172,27 @@ func (e *env) addMembers(t *testing.T, d *datadriven.TestData) {
 	if a, ok := d.Arg("auto"); ok && a.Vals[0] == "off" {
 		e.p.AutoFailover = false
 	}
-	e.interval = durArg(t, d, "interval", time.Second)
-	e.stream = NewStream("c1")
+	var ns []string
 	for _, n := range names(d) {
-		if n == "licence" {
-			continue
+		if n != "licence" {
+			ns = append(ns, n)
 		}
-		i := len(e.members)
+	}
+	e.start(ns, durArg(t, d, "interval", time.Second), nil)
+}
+
+// start makes the members ns, heartbeating every interval. skew gives
+// member i's clock offset (nil: none; the twin's are ±10 s).
+func (e *env) start(ns []string, interval time.Duration, skew func(i int) time.Duration) {
+	e.interval = interval
+	e.stream = NewStream("c1")
+	if skew == nil && e.twin { // the twin's clocks: +10 s, −10 s, +10 s, …
+		skew = func(i int) time.Duration { return 10 * time.Second * time.Duration(1-2*(i%2)) }
+	}
+	for i, n := range ns {
 		m := &simMember{name: n, idx: i}
-		if e.twin { // the twin's clocks: +10 s, −10 s, +10 s, …
-			m.skew = 10 * time.Second * time.Duration(1-2*(i%2))
+		if skew != nil {
+			m.skew = skew(i)
 		}
 		e.members = append(e.members, m)
 	}
@@ -270,7 +281,7 @@ func (e *env) beat(m *simMember, claims bool) bool {
 func (e *env) live(m *simMember) bool { return !m.frozen && !m.gone }
 
 // tick runs the stream clock by dur in simStep steps.
-func (e *env) tick(t *testing.T, d *datadriven.TestData, dur time.Duration, decide bool) {
+func (e *env) tick(dur time.Duration, decide bool) {
 	for end := e.now + dur; e.now < end; {
 		e.now += simStep
 		for _, m := range e.members {
