@@ -43,7 +43,7 @@ func desiredOwner(v View, p Params) (string, string) {
 		return "", "no member is Primary"
 	case 1:
 	default:
-		return "", strings.Join(prim, " and ") + " are all Primary in this view; nobody owns the address until the view settles"
+		return "", strings.Join(prim, " and ") + " are each named Primary in this view; nobody owns the address until the view settles"
 	}
 	m := member(v, prim[0])
 	if why := ineligible(m, v.StreamMax, p); why != "" {
