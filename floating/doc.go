@@ -53,12 +53,18 @@
 // cluster's gossip is not used because each node timestamps gossip with
 // its own clock and the two sides of a partition see different gossip.
 // PromotionHold on top of HeartbeatTTL absorbs a short gap and flapping.
+// One limit: when the stream resumes after a stall longer than TTL + Hold,
+// the first rows to arrive move its time at once, and a live member whose
+// row comes later looks stale until it does (at most one
+// HeartbeatInterval); a new owner in that window may reassign from it,
+// which the ownership epoch then fences.
 //
 // # The caller's duties (the node's floating-address loop)
 //
 //  1. Feed every heartbeat row of the ClusterId into Stream.Observe before
 //     each Decide, and read the rows again after a pause of the process
-//     (a woken node's old Stream would find itself fresh).
+//     (a woken node's old Stream would find itself fresh). A row's Seq
+//     grows across the sender's restarts (the row's serial number).
 //  2. Build the View from the redundancy snapshot and Stream.Fill; Holder
 //     from the executor's last Observe.
 //  3. Before a seize or reassign, store a heartbeat with Claims true and
