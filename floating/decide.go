@@ -46,10 +46,28 @@ func desiredOwner(v View, p Params) (string, string) {
 		return "", strings.Join(prim, " and ") + " are each named Primary in this view; nobody owns the address until the view settles"
 	}
 	m := member(v, prim[0])
-	if why := ineligible(m, v.StreamMax, p); why != "" {
-		return "", m.Node + " is Primary but " + why + "; nobody owns the address"
+	why := ineligible(m, v.StreamMax, p)
+	if why == "" {
+		return m.Node, m.Node + " is Primary and eligible"
 	}
-	return m.Node, m.Node + " is Primary and eligible"
+	if s, ok := successor(v); ok && m.Draining && ineligible(s, v.StreamMax, p) == "" {
+		return s.Node, m.Node + " is Primary but " + why + ": a planned hand-over to " + s.Node + ", the next Primary, which is eligible"
+	}
+	return "", m.Node + " is Primary but " + why + "; nobody owns the address"
+}
+
+// successor is the one member v marks Successor.
+func successor(v View) (Member, bool) {
+	var found []Member
+	for _, m := range v.Members {
+		if m.Successor && !m.Primary {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		return Member{}, false
+	}
+	return found[0], true
 }
 
 // ineligible says why m may not own the address ("" when it may):

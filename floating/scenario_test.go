@@ -59,11 +59,14 @@ type env struct {
 	interval time.Duration
 	members  []*simMember
 	primary  string
-	epoch    uint64
-	holder   string // "", a member, or "foreign:ID"
-	stalled  bool
-	stream   *Stream
-	out      *strings.Builder
+	// successor is the member the election picks after the Primary
+	// ("" none): the target of a planned hand-over.
+	successor string
+	epoch     uint64
+	holder    string // "", a member, or "foreign:ID"
+	stalled   bool
+	stream    *Stream
+	out       *strings.Builder
 }
 
 type simMember struct {
@@ -89,6 +92,8 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		e.addMembers(t, d)
 	case "primary":
 		e.setPrimary(t, d)
+	case "successor":
+		e.successor = names(d)[0]
 	case "stream-tick", "run":
 		e.tick(durOf(t, d, names(d)[0]), d.Cmd == "run")
 	case "heartbeat":
@@ -322,7 +327,7 @@ func (e *env) view(m *simMember) View {
 	}
 	for _, o := range e.members {
 		v.Members = append(v.Members, Member{Node: o.name, Primary: o.name == primary, Draining: o.draining,
-			Healthy: !o.unhealthy, Licensed: !o.unlicence, Gone: o.gone})
+			Healthy: !o.unhealthy, Licensed: !o.unlicence, Gone: o.gone, Successor: o.name == e.successor})
 	}
 	e.stream.Fill(v.Members)
 	return v

@@ -24,6 +24,10 @@ type Heartbeat struct {
 	Claims bool
 	// Epoch is the ownership epoch the sender last acted under.
 	Epoch uint64
+	// Draining, Healthy and Licensed are the sender's own eligibility
+	// inputs (a planned failover, drain or leave under way; ServiceLevel in
+	// the Healthy band; its licence under lease-majority).
+	Draining, Healthy, Licensed bool
 	// MAC is the hardware address (or the cloud NIC id) the sender answers
 	// with, so an observer can name a holder it sees on the wire.
 	MAC string

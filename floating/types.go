@@ -217,6 +217,10 @@ type Member struct {
 	Heartbeat time.Time
 	// Claims: its last heartbeat says it holds the address.
 	Claims bool
+	// Successor: the member the election picks when the Primary is gone
+	// (the next oldest driver member): a planned failover hands the
+	// address to it while the draining Primary is still Primary.
+	Successor bool
 	// Gone: the process is proven dead (its cluster port refuses
 	// connections after membership removed it) — not merely unreachable.
 	Gone bool
