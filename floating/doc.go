@@ -18,8 +18,11 @@
 //	fresh(m)    = Heartbeat ≠ 0 ∧ Heartbeat + HeartbeatTTL + PromotionHold > StreamMax
 //
 // and the desired owner is the member the redundancy snapshot names
-// Primary, if it is eligible; otherwise nobody ("" — also when a view names
-// two Primaries). The ownership epoch is the redundancy epoch. Decide then
+// Primary, if it is eligible; when that Primary is draining (a planned
+// failover or a leave), its Successor — the member the election picks
+// next — if that one is eligible, so the address moves before the old
+// Primary leaves; otherwise nobody ("" — also when a view names two
+// Primaries). The ownership epoch is the redundancy epoch. Decide then
 // gives the verb of the node Self, from who really holds the address:
 //
 //	holder            Self is owner                         Self is not owner
