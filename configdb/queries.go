@@ -107,7 +107,7 @@ func buildQueries(d *dialect) *queries {
 			"WHERE cluster_id = $1 AND holder = $2"),
 		putHeartbeat:   d.bind(d.upsertHeartbeat()),
 		listHeartbeats: d.bind("SELECT node, seq, emitted_at, observed_at, claims, epoch, mac FROM floating_heartbeats WHERE cluster_id = $1 ORDER BY node"),
-		readLease: d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
+		readLease:      d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
 	}
 }
 
