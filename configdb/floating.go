@@ -18,6 +18,10 @@ type FloatingHeartbeat struct {
 	EmittedAt, ObservedAt time.Time
 	// Claims: the sender holds the floating address.
 	Claims bool
+	// Draining, Healthy and Licensed are the sender's own eligibility
+	// inputs: a planned failover or leave under way, its ServiceLevel in
+	// the Healthy band, its licence under lease-majority (true without).
+	Draining, Healthy, Licensed bool
 	// Epoch is the ownership epoch the sender last acted under.
 	Epoch uint64
 	// MAC is the hardware address (or cloud resource id) the sender
@@ -35,12 +39,9 @@ func (db *DB) PutFloatingHeartbeat(ctx context.Context, clusterID string, h Floa
 	if len([]rune(h.MAC)) > maxKeyLen {
 		return FloatingHeartbeat{}, fmt.Errorf("%w: heartbeat address %q: at most %d characters", ErrInvalid, h.MAC, maxKeyLen)
 	}
-	claims := 0
-	if h.Claims {
-		claims = 1
-	}
 	var seq, observed int64
-	err := db.sql.QueryRowContext(ctx, db.q.putHeartbeat, clusterID, h.Node, h.EmittedAt.UnixMicro(), claims, int64(h.Epoch), h.MAC).Scan(&seq, &observed)
+	err := db.sql.QueryRowContext(ctx, db.q.putHeartbeat, clusterID, h.Node, h.EmittedAt.UnixMicro(), bit(h.Claims), int64(h.Epoch), h.MAC,
+		bit(h.Draining), bit(h.Healthy), bit(h.Licensed)).Scan(&seq, &observed)
 	if err != nil {
 		return FloatingHeartbeat{}, fmt.Errorf("configdb: %s: floating heartbeat of %q in %q: %w", db.d.provider, h.Node, clusterID, err)
 	}
@@ -65,11 +66,13 @@ func (db *DB) FloatingHeartbeats(ctx context.Context, clusterID string) ([]Float
 		var (
 			h                          FloatingHeartbeat
 			seq, em, ob, claims, epoch int64
+			draining, healthy, lic     int64
 		)
-		if err := rows.Scan(&h.Node, &seq, &em, &ob, &claims, &epoch, &h.MAC); err != nil {
+		if err := rows.Scan(&h.Node, &seq, &em, &ob, &claims, &epoch, &h.MAC, &draining, &healthy, &lic); err != nil {
 			return nil, fmt.Errorf("configdb: %s: floating heartbeats of %q: %w", db.d.provider, clusterID, err)
 		}
 		h.Seq, h.Epoch, h.Claims = uint64(seq), uint64(epoch), claims != 0
+		h.Draining, h.Healthy, h.Licensed = draining != 0, healthy != 0, lic != 0
 		h.EmittedAt, h.ObservedAt = time.UnixMicro(em).UTC(), time.UnixMicro(ob).UTC()
 		out = append(out, h)
 	}
@@ -77,4 +80,11 @@ func (db *DB) FloatingHeartbeats(ctx context.Context, clusterID string) ([]Float
 		return nil, fmt.Errorf("configdb: %s: floating heartbeats of %q: %w", db.d.provider, clusterID, err)
 	}
 	return out, nil
+}
+
+func bit(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

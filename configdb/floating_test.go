@@ -29,7 +29,8 @@ func testFloatingHeartbeats(t *testing.T, db *DB) {
 	if _, err := db.PutFloatingHeartbeat(ctx, "c2", FloatingHeartbeat{Node: "z:1", EmittedAt: before}); err != nil {
 		t.Fatal(err)
 	}
-	a2, err := db.PutFloatingHeartbeat(ctx, "c1", FloatingHeartbeat{Node: "a:1", EmittedAt: skewed, Claims: false, Epoch: 5, MAC: "02:00:00:00:00:0a"})
+	a2, err := db.PutFloatingHeartbeat(ctx, "c1", FloatingHeartbeat{Node: "a:1", EmittedAt: skewed, Claims: false, Epoch: 5, MAC: "02:00:00:00:00:0a",
+		Draining: true, Healthy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func testFloatingHeartbeats(t *testing.T, db *DB) {
 		t.Fatalf("rows of c1: %+v", rows)
 	}
 	a := rows[0]
-	if a.Seq != 2 || a.Claims || a.Epoch != 5 || a.MAC != "02:00:00:00:00:0a" || !a.ObservedAt.Equal(a2.ObservedAt) ||
+	if a.Seq != 2 || a.Claims || !a.Draining || !a.Healthy || a.Licensed || a.Epoch != 5 || a.MAC != "02:00:00:00:00:0a" || !a.ObservedAt.Equal(a2.ObservedAt) ||
 		a.EmittedAt.Sub(skewed).Abs() > time.Millisecond {
 		t.Fatalf("row of a: %+v, want the second heartbeat %+v", a, a2)
 	}

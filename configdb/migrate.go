@@ -161,7 +161,9 @@ func schemaV5(d *dialect) []string {
 // One row per (cluster, node), overwritten by each heartbeat: seq rises by
 // 1 on every write (across the node's restarts), observed_at is
 // microseconds since the Unix epoch on the DATABASE's clock, emitted_at the
-// same on the sender's clock (shown as skew, never used in a decision).
+// same on the sender's clock (shown as skew, never used in a decision);
+// claims, draining, healthy and licensed are the sender's own view of its
+// hold and its eligibility.
 func schemaV6(d *dialect) []string {
 	return []string{
 		"CREATE TABLE floating_heartbeats (" +
@@ -171,6 +173,9 @@ func schemaV6(d *dialect) []string {
 			"emitted_at BIGINT NOT NULL, " +
 			"observed_at BIGINT NOT NULL, " +
 			"claims INTEGER NOT NULL, " +
+			"draining INTEGER NOT NULL, " +
+			"healthy INTEGER NOT NULL, " +
+			"licensed INTEGER NOT NULL, " +
 			"epoch BIGINT NOT NULL, " +
 			"mac " + d.key + " NOT NULL, " +
 			"PRIMARY KEY (cluster_id, node))",
