@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -161,7 +162,6 @@ func (r *floatingRuntime) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	r.act(ctx, floating.Decision{Verb: floating.VerbRelease, Epoch: r.o.View.Epoch(), Reason: "this node stops"})
-	r.heartbeat(ctx)
 }
 
 // handOver marks this node draining and waits (at most timeout) until the
@@ -242,7 +242,7 @@ func (r *floatingRuntime) setHolds(h bool) {
 
 // step is one heartbeat: write ours, read theirs, decide, act.
 func (r *floatingRuntime) step(ctx context.Context) {
-	r.heartbeat(ctx)
+	_ = r.heartbeat(ctx, r.holding())
 	v := r.view(ctx)
 	d := floating.Decide(v, r.o.Params)
 	r.mu.Lock()
@@ -250,21 +250,20 @@ func (r *floatingRuntime) step(ctx context.Context) {
 	r.mu.Unlock()
 	switch d.Verb {
 	case floating.VerbSeize, floating.VerbReassign, floating.VerbRelease:
-		if r.act(ctx, d) {
-			r.heartbeat(ctx) // tell the others at once
-		}
+		r.act(ctx, d)
 	}
 }
 
-// heartbeat writes this node's heartbeat and feeds every member's last one
-// into the stream. A Config DB that does not answer stalls the stream: no
-// member is declared stale for lack of observation.
-func (r *floatingRuntime) heartbeat(ctx context.Context) {
+// heartbeat writes this node's heartbeat (claims: whether it says it holds
+// the address) and feeds every member's last one into the stream. A Config
+// DB that does not answer stalls the stream: no member is declared stale
+// for lack of observation.
+func (r *floatingRuntime) heartbeat(ctx context.Context, claims bool) error {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Interval)
 	defer cancel()
 	draining, healthy, licensed := r.selfFlags()
 	_, err := r.o.DB.PutFloatingHeartbeat(ctx, r.o.ClusterID, configdb.FloatingHeartbeat{
-		Node: r.o.Self, EmittedAt: r.o.Clock.Now(), Claims: r.holding(), Epoch: r.o.View.Epoch(), MAC: r.o.HolderID,
+		Node: r.o.Self, EmittedAt: r.o.Clock.Now(), Claims: claims, Epoch: r.o.View.Epoch(), MAC: r.o.HolderID,
 		Draining: draining, Healthy: healthy, Licensed: licensed})
 	var rows []configdb.FloatingHeartbeat
 	if err == nil {
@@ -274,13 +273,14 @@ func (r *floatingRuntime) heartbeat(ctx context.Context) {
 	defer r.mu.Unlock()
 	if err != nil {
 		r.st.StreamErr = err.Error()
-		return
+		return err
 	}
 	r.st.StreamErr = ""
 	for _, h := range rows {
 		r.stream.Observe(floating.Heartbeat{ClusterID: r.o.ClusterID, Node: h.Node, Seq: h.Seq, EmittedAt: h.EmittedAt,
 			ObservedAt: h.ObservedAt, Claims: h.Claims, Epoch: h.Epoch, MAC: h.MAC, Draining: h.Draining, Healthy: h.Healthy, Licensed: h.Licensed})
 	}
+	return nil
 }
 
 // view gathers floating.Decide's input: the driver members of this
@@ -380,11 +380,21 @@ func (r *floatingRuntime) refuses(ctx context.Context, node string) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
-// act plans and applies d's verb; it reports whether the hold changed.
+// act plans and applies d's verb; it reports whether the hold changed. A
+// take is preceded by a heartbeat that claims the address, stored by the
+// Config DB (no stored claim, no take: a member that sees no claim from a
+// live holder may take the address from it, so the claim must be on the
+// stream first); a release is followed by one that claims nothing.
 func (r *floatingRuntime) act(ctx context.Context, d floating.Decision) bool {
 	in := floating.Intent{ClusterID: r.o.ClusterID, Address: r.o.Address, Self: r.o.Self, Owner: d.Owner, Verb: d.Verb,
 		From: d.From, Epoch: d.Epoch, Reason: d.Reason}
+	take := d.Verb != floating.VerbRelease
 	plan, err := floating.PlanFor(in, r.o.Target)
+	if err == nil && take {
+		if herr := r.heartbeat(ctx, true); herr != nil {
+			err = fmt.Errorf("the claim was not stored on the stream, so the address is not taken: %w", herr)
+		}
+	}
 	if err == nil {
 		actx, cancel := context.WithTimeout(ctx, r.applyTimeout())
 		err = r.o.Exec.Apply(actx, plan)
@@ -402,11 +412,13 @@ func (r *floatingRuntime) act(ctx context.Context, d floating.Decision) bool {
 		return false
 	}
 	r.o.Log.Info("floating address: "+string(d.Verb), "address", r.o.Address.String(), "epoch", d.Epoch, "reason", d.Reason, "plan", plan.Description)
-	take := d.Verb != floating.VerbRelease
 	if take {
 		r.o.Metrics.FloatingSeize()
 	}
 	r.setHolds(take)
+	if !take {
+		_ = r.heartbeat(ctx, false) // tell the others at once
+	}
 	return true
 }
 
