@@ -29,7 +29,7 @@ var (
 // segment is a bridge with host namespaces a, b (the pair), client and
 // intruder, as netem makes them.
 type segment struct {
-	net *netem.Net
+	net                    *netem.Net
 	a, b, client, intruder *netem.Host
 }
 
