@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +38,10 @@ func TestSeizeReassignRelease(t *testing.T) {
 	apply(t, eb, takePlan(floating.VerbReassign, float4, 2, 3, 20*time.Millisecond))
 	waitNeighbour(t, cl, "client", addr, macB)
 	got := probeFrom(t, s.client, addr, 300*time.Millisecond)
-	if len(got) != 2 {
+	slices.SortFunc(got, func(x, y net.HardwareAddr) int { return strings.Compare(x.String(), y.String()) })
+	both := []net.HardwareAddr{macA, macB}
+	slices.SortFunc(both, func(x, y net.HardwareAddr) int { return strings.Compare(x.String(), y.String()) })
+	if macsString(got) != macsString(both) {
 		t.Fatalf("with the address on A (frozen) and B the client's probe saw %s, want both %s and %s", macsString(got), macA, macB)
 	}
 
@@ -191,4 +196,24 @@ func TestRemoveIfPresent(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestApplyEndsWithItsContext: a long announce stops when the caller's
+// context ends, with its error, instead of holding the node's loop.
+func TestApplyEndsWithItsContext(t *testing.T) {
+	s := newSegment(t)
+	ea := executor(t, s.a, float4, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := ea.Apply(ctx, takePlan(floating.VerbSeize, float4, 1, MaxAnnounceCount, MaxAnnounceInterval))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Apply under a 300 ms context = %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Apply returned after %v, long after its context ended", d)
+	}
+	if l, err := ea.Look(context.Background()); err != nil || !l.Present {
+		t.Fatalf("the address added before the announce is gone: %+v, %v", l, err)
+	}
 }

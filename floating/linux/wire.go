@@ -108,57 +108,45 @@ func probeARP(ctx context.Context, sp space, ifi *net.Interface, addr netip.Addr
 		return sendARP(c, ifi, arp.OperationRequest, netip.IPv4Unspecified(), zeroMAC, addr)
 	}
 	var macs []net.HardwareAddr
-	err = collect(ctx, c, deadline, send, func(b []byte) {
+	b := make([]byte, max(ifi.MTU, 1500)+18) // Ethernet header and a VLAN tag
+	readOne := func() error {
+		n, _, err := c.ReadFrom(b)
+		if err != nil {
+			return err
+		}
 		var f ethernet.Frame
 		var p arp.Packet
-		if f.UnmarshalBinary(b) != nil || f.EtherType != ethernet.EtherTypeARP || p.UnmarshalBinary(f.Payload) != nil {
-			return
+		if f.UnmarshalBinary(b[:n]) != nil || f.EtherType != ethernet.EtherTypeARP || p.UnmarshalBinary(f.Payload) != nil {
+			return nil
 		}
-		if p.SenderIP != addr || string(p.SenderHardwareAddr) == string(ifi.HardwareAddr) {
-			return
+		if p.SenderIP == addr && string(p.SenderHardwareAddr) != string(ifi.HardwareAddr) {
+			macs = addMAC(macs, p.SenderHardwareAddr)
 		}
-		macs = addMAC(macs, p.SenderHardwareAddr)
-	})
+		return nil
+	}
+	err = collect(ctx, c, deadline, send, readOne)
 	return macs, err
 }
 
-// reader is what collect reads from: a packet or an ICMPv6 socket.
-type reader interface {
-	SetReadDeadline(time.Time) error
-}
-
-// collect sends, reads until deadline (sending again half-way), and hands
-// every packet read to got. ctx ending early ends it.
-func collect(ctx context.Context, c interface {
-	reader
-	ReadFrom([]byte) (int, net.Addr, error)
-}, deadline time.Time, send func() error, got func([]byte)) error {
-	return collectWith(ctx, c, deadline, send, func(b []byte) (int, error) {
-		n, _, err := c.ReadFrom(b)
-		return n, err
-	}, got)
-}
-
-func collectWith(ctx context.Context, c reader, deadline time.Time, send func() error, read func([]byte) (int, error), got func([]byte)) error {
+// collect sends, then calls readOne (which reads one packet and keeps what
+// it needs of it) until deadline, sending again half-way. ctx ending early
+// ends it; neither that nor the deadline is an error.
+func collect(ctx context.Context, c interface{ SetReadDeadline(time.Time) error }, deadline time.Time, send, readOne func() error) error {
 	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if err := send(); err != nil {
 		return fmt.Errorf("floating/linux: send probe: %w", err)
 	}
 	resend := time.Now().Add(time.Until(deadline) / 2)
-	b := make([]byte, 9000)
-	for {
+	for ctx.Err() == nil {
 		until := deadline
 		if !resend.IsZero() {
 			until = resend
 		}
-		if ctx.Err() != nil {
-			return nil
-		}
 		if err := c.SetReadDeadline(until); err != nil {
 			return err
 		}
-		n, err := read(b)
+		err := readOne()
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			if ctx.Err() != nil || resend.IsZero() {
@@ -168,12 +156,11 @@ func collectWith(ctx context.Context, c reader, deadline time.Time, send func() 
 			if err := send(); err != nil {
 				return fmt.Errorf("floating/linux: send probe: %w", err)
 			}
-			continue
 		case err != nil:
 			return fmt.Errorf("floating/linux: read probe answers: %w", err)
 		}
-		got(b[:n])
 	}
+	return nil
 }
 
 // listenND opens an NDP connection on ifi inside sp, bound to the
@@ -217,21 +204,21 @@ func probeND(ctx context.Context, sp space, ifi *net.Interface, addr netip.Addr,
 	}
 	send := func() error { return c.WriteTo(ns, nil, group) }
 	var macs []net.HardwareAddr
-	var last ndp.Message
-	read := func([]byte) (int, error) {
+	readOne := func() error {
 		m, _, _, err := c.ReadFrom()
-		last = m
-		return 0, err
-	}
-	err = collectWith(ctx, c, deadline, send, read, func([]byte) {
-		na, ok := last.(*ndp.NeighborAdvertisement)
+		if err != nil {
+			return err
+		}
+		na, ok := m.(*ndp.NeighborAdvertisement)
 		if !ok || na.TargetAddress != addr {
-			return
+			return nil
 		}
 		if mac := targetLLA(na); mac != nil && string(mac) != string(ifi.HardwareAddr) {
 			macs = addMAC(macs, mac)
 		}
-	})
+		return nil
+	}
+	err = collect(ctx, c, deadline, send, readOne)
 	return macs, err
 }
 
