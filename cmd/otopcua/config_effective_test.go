@@ -204,3 +204,49 @@ func TestBinaryConfigEffective(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestConfigEffectiveShowsFloatingAddress: the effective
+// Redundancy:FloatingAddress keys follow the cluster settings as comments
+// (the output still reads back as an akka.conf), and config check prints
+// the section's line; auto-down with an address is refused naming both
+// keys.
+func TestConfigEffectiveShowsFloatingAddress(t *testing.T) {
+	path := writePair(t, `
+    "SplitBrainResolverStrategy": "keep-oldest"`, referenceAkkaConf)
+	env := []string{
+		"OTOPCUA_REDUNDANCY__FLOATINGADDRESS__ADDRESS=10.0.0.100/24",
+		"OTOPCUA_REDUNDANCY__FLOATINGADDRESS__INTERFACE=eth0",
+		"OTOPCUA_REDUNDANCY__FLOATINGADDRESS__ANNOUNCECOUNT=5",
+	}
+	code, out, errOut := runCLI(env, "config", "effective", path)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if h := readBack(t, out); h.Strategy.Value != "keep-oldest" {
+		t.Errorf("strategy %v", h.Strategy.Value)
+	}
+	for _, want := range []string{
+		"# Redundancy:FloatingAddress (appsettings.json only): floating address 10.0.0.100/24 provider=linux interface=eth0 announce=5x200ms",
+		`#   Redundancy:FloatingAddress:Address = "10.0.0.100/24"`,
+		"#   Redundancy:FloatingAddress:HeartbeatTtl = 1.5s",
+		"#   Redundancy:FloatingAddress:AnnounceCount = 5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(env, "config", "check", path)
+	if code != 0 || !strings.Contains(out, "\nfloating address 10.0.0.100/24 provider=linux interface=eth0") {
+		t.Errorf("config check: exit %d\n%s", code, out)
+	}
+	if _, out, _ = runCLI(nil, "config", "effective", path); !strings.Contains(out, "floating address off (Redundancy:FloatingAddress:Address is not set)") {
+		t.Errorf("without an address:\n%s", out)
+	}
+	auto := writePair(t, `
+    "SplitBrainResolverStrategy": "auto-down"`, referenceAkkaConf)
+	code, _, errOut = runCLI(env, "config", "check", auto)
+	want := `Cluster:SplitBrainResolverStrategy = "auto-down": accepted values with Redundancy:FloatingAddress:Address set are lease-majority, keep-oldest or keep-majority: under auto-down both sides of a partition become Primary and both would claim the floating address 10.0.0.100/24; set Redundancy:FloatingAddress:AllowDualClaim to true to accept that`
+	if code != exitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("auto-down with a floating address: exit %d\n%s\nwant %s", code, errOut, want)
+	}
+}
