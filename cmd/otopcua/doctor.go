@@ -208,7 +208,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func printFindings(w io.Writer, reports map[string]*host.FloatingReport, fs []finding) {
 	for _, u := range sortedKeys(reports) {
 		r := reports[u]
-		fmt.Fprintf(w, "%s  %s  holds=%v owner=%s verb=%s epoch=%d\n", r.Self, r.Address, r.Holds, orDash(r.Owner), r.Verb, r.Epoch)
+		fmt.Fprintf(w, "%s  %s  holds=%v owner=%s verb=%s epoch=%d\n", r.Self, r.Address, r.Holds, orNone(r.Owner), r.Verb, r.Epoch)
 	}
 	skews := memberSkews(reports)
 	for _, n := range sortedKeys(skews) {
@@ -226,9 +226,9 @@ func printFindings(w io.Writer, reports map[string]*host.FloatingReport, fs []fi
 	}
 }
 
-func orDash(s string) string {
+func orNone(s string) string {
 	if s == "" {
-		return "-"
+		return "none"
 	}
 	return s
 }
