@@ -94,7 +94,8 @@ type Config struct {
 	Redundancy RedundancyConfig
 }
 
-// RedundancyConfig is the "Redundancy" section: planned failovers.
+// RedundancyConfig is the "Redundancy" section: planned failovers and the
+// floating address.
 type RedundancyConfig struct {
 	// ManualFailoverDrain is how long a Primary asked to leave by a manual
 	// failover (admin pages) shows ServiceLevel 0 and its
@@ -110,6 +111,10 @@ type RedundancyConfig struct {
 	// its own lease attempt and stop. A peer proven dead by the crash fast
 	// path is taken over without it. Accepted 0 s to 30 s; default 2 s.
 	PromotionHold time.Duration
+
+	// FloatingAddress is a service address that follows the Primary of
+	// this node's ClusterId. Default: none (Address "").
+	FloatingAddress FloatingAddressConfig
 }
 
 // MaxPromotionHold is the longest Redundancy:PromotionHold accepted.
@@ -598,7 +603,7 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
-		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating()},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},

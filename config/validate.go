@@ -104,6 +104,7 @@ func (c *Config) Validate() error {
 	c.validateNode(&p)
 	c.validateOpcUa(&p)
 	c.validateStores(&p)
+	c.validateFloating(&p)
 	c.validateHTTPAndTelemetry(&p)
 	c.validatePortCollisions(&p)
 	if len(p) == 0 {
@@ -485,6 +486,7 @@ func (c *Config) Warnings() []string {
 	if !cl.Loopback() && !cl.Tls.Enabled() {
 		w = append(w, fmt.Sprintf("Cluster:Hostname %s is not a loopback address and Cluster:Tls is not set: cluster traffic is clear text and any process that reaches Cluster:Port can talk to this node; set Cluster:Tls (CaFile, CertFile, KeyFile)", cl.Hostname))
 	}
+	w = append(w, c.floatingWarnings()...)
 	if rw := c.replicationClearText(); rw != "" {
 		w = append(w, rw)
 	}

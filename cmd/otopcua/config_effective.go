@@ -34,7 +34,8 @@ func (c *cli) configEffectiveCmd() *cobra.Command {
 		Short: "Print the effective cluster settings as HOCON",
 		Long: `With FILE, load it as "otopcua host" would (defaults, FILE, OTOPCUA_
 environment overrides), read the akka.conf named by Cluster:AkkaConfigPath
-when set, and print the cluster settings the node would install, as HOCON.
+when set, and print the cluster settings the node would install, as HOCON,
+followed by the Redundancy:FloatingAddress keys as comments.
 Cluster:* keys set in FILE or the environment win over akka.conf; akka.conf
 fills the others; a key set in both to different values is reported on
 stderr, with every line of akka.conf that has no effect.
@@ -83,7 +84,22 @@ func (c *cli) effectiveFromFile(path string, environ []string) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	_, err = io.WriteString(c.stdout, hoconcompat.Render(eff))
+	if _, err := io.WriteString(c.stdout, hoconcompat.Render(eff)); err != nil {
+		return err
+	}
+	return writeFloating(c.stdout, cfg)
+}
+
+// writeFloating prints the effective Redundancy:FloatingAddress keys after
+// the cluster settings, as HOCON comments: they are appsettings.json keys
+// with no akka.conf counterpart, and the output stays an akka.conf.
+func writeFloating(w io.Writer, cfg *config.Config) error {
+	var b strings.Builder
+	b.WriteString("\n# Redundancy:FloatingAddress (appsettings.json only): " + cfg.FloatingSummary() + "\n")
+	for _, l := range cfg.FloatingLines() {
+		b.WriteString("#   " + l + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 
