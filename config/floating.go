@@ -342,8 +342,33 @@ func (c *ClusterConfig) DualActiveOnPartition() bool {
 
 // validateFloatingStrategy refuses a floating address under a strategy
 // that lets both sides of a partition act, unless AllowDualClaim says the
-// operator accepts two claims of the address.
+// operator accepts two claims of the address. With Cluster:AkkaConfigPath
+// the strategy may come from akka.conf, which Load does not read: the
+// check is then FloatingStrategyError's, once akka.conf is applied.
 func (c *Config) validateFloatingStrategy(p *problems) {
+	if c.Cluster.AkkaConfigPath != "" {
+		return
+	}
+	c.floatingStrategy(p)
+}
+
+// FloatingStrategyError is the refusal of a floating address under a
+// strategy that lets both sides of a partition act (without
+// AllowDualClaim), as a *ValidationError, or nil. Validate checks it unless
+// Cluster:AkkaConfigPath is set; the caller that applies akka.conf to the
+// Cluster section calls it afterwards.
+func (c *Config) FloatingStrategyError() error {
+	var p problems
+	if c.Redundancy.FloatingAddress.Enabled() {
+		c.floatingStrategy(&p)
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Items: p}
+}
+
+func (c *Config) floatingStrategy(p *problems) {
 	f := &c.Redundancy.FloatingAddress
 	if f.AllowDualClaim || !c.Cluster.DualActiveOnPartition() {
 		return

@@ -286,3 +286,28 @@ func TestFloatingLines(t *testing.T) {
 		t.Fatalf("default lines %q", linux)
 	}
 }
+
+// TestFloatingStrategyWithAkkaConf: with Cluster:AkkaConfigPath the
+// strategy may come from akka.conf, so Load does not judge the default
+// auto-down; FloatingStrategyError judges the strategy once akka.conf is
+// applied.
+func TestFloatingStrategyWithAkkaConf(t *testing.T) {
+	akka := writeFile(t, "akka.conf", "akka.cluster.split-brain-resolver.active-strategy = lease-majority\n")
+	c := mustLoad(t, `{"Cluster": {"AkkaConfigPath": "`+akka+`"}, "Redundancy": {"FloatingAddress": {"Address": "10.0.0.100/24", "Interface": "eth0"}}}`)
+	err := c.FloatingStrategyError()
+	if err == nil || !strings.Contains(err.Error(), `Cluster:SplitBrainResolverStrategy = "auto-down": accepted values with Redundancy:FloatingAddress:Address set`) {
+		t.Fatalf("auto-down still in place: %v", err)
+	}
+	c.Cluster.SplitBrainResolverStrategy = StrategyLeaseMajority // as akka.conf applied
+	if err := c.FloatingStrategyError(); err != nil {
+		t.Fatalf("lease-majority from akka.conf: %v", err)
+	}
+	c.Cluster.SplitBrainResolverStrategy = StrategyAutoDown
+	c.Redundancy.FloatingAddress.AllowDualClaim = true
+	if err := c.FloatingStrategyError(); err != nil {
+		t.Fatalf("auto-down with AllowDualClaim: %v", err)
+	}
+	if err := Default().FloatingStrategyError(); err != nil {
+		t.Fatalf("no floating address: %v", err)
+	}
+}

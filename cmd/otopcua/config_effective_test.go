@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/config"
 	hoconcompat "github.com/otopcua/otopcua/hocon-compat"
 )
 
@@ -242,11 +245,35 @@ func TestConfigEffectiveShowsFloatingAddress(t *testing.T) {
 	if _, out, _ = runCLI(nil, "config", "effective", path); !strings.Contains(out, "floating address off (Redundancy:FloatingAddress:Address is not set)") {
 		t.Errorf("without an address:\n%s", out)
 	}
-	auto := writePair(t, `
-    "SplitBrainResolverStrategy": "auto-down"`, referenceAkkaConf)
+	auto := filepath.Join(t.TempDir(), "appsettings.json")
+	if err := os.WriteFile(auto, []byte(`{"Cluster": {"PublicHostname": "node-a.lan"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, _, errOut = runCLI(env, "config", "check", auto)
 	want := `Cluster:SplitBrainResolverStrategy = "auto-down": accepted values with Redundancy:FloatingAddress:Address set are lease-majority, keep-oldest or keep-majority: under auto-down both sides of a partition become Primary and both would claim the floating address 10.0.0.100/24; set Redundancy:FloatingAddress:AllowDualClaim to true to accept that`
 	if code != exitUsage || !strings.Contains(errOut, want) {
 		t.Errorf("auto-down with a floating address: exit %d\n%s\nwant %s", code, errOut, want)
+	}
+}
+
+// TestHostJudgesFloatingAddressOnAkkaConfStrategy: with
+// Cluster:AkkaConfigPath the host judges a floating address on the
+// strategy once akka.conf is applied: refused when akka.conf selects a
+// static quorum of one (each side of the pair's partition meets it),
+// accepted when it selects keep-oldest although appsettings.json names no
+// strategy (its default auto-down would be refused).
+func TestHostJudgesFloatingAddressOnAkkaConfStrategy(t *testing.T) {
+	started := false
+	withRunHost(t, func(context.Context, *config.Config, *slog.Logger) error { started = true; return nil })
+	env := []string{"OTOPCUA_REDUNDANCY__FLOATINGADDRESS__ADDRESS=10.0.0.100/24", "OTOPCUA_REDUNDANCY__FLOATINGADDRESS__INTERFACE=eth0",
+		"OTOPCUA_HTTP__PORT=0", "OTOPCUA_CLUSTER__HOSTNAME=127.0.0.1"}
+	autoDown := strings.Replace(referenceAkkaConf, "active-strategy = keep-oldest", "active-strategy = static-quorum\n      static-quorum.quorum-size = 1", 1)
+	code, _, errOut := runCLI(env, "host", "--config", writePair(t, "", autoDown))
+	if code != exitUsage || started || !strings.Contains(errOut, "under static-quorum both sides of a partition become Primary and both would claim the floating address 10.0.0.100/24") {
+		t.Fatalf("static-quorum of one in akka.conf: exit %d started %v\n%s", code, started, errOut)
+	}
+	code, _, errOut = runCLI(env, "host", "--config", writePair(t, "", referenceAkkaConf))
+	if code != 0 || !started {
+		t.Fatalf("keep-oldest from akka.conf: exit %d started %v\n%s", code, started, errOut)
 	}
 }

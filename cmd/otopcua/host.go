@@ -75,7 +75,7 @@ func (c *cli) host(parent context.Context, path string) error {
 			return &exitError{code: exitUsage, err: err}
 		}
 		eff.ApplyTo(&cfg.Cluster)
-		if err := cfg.Validate(); err != nil {
+		if err := errors.Join(cfg.Validate(), cfg.FloatingStrategyError()); err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
 		logger.Info("cluster settings read from akka.conf", "path", cfg.Cluster.AkkaConfigPath,
