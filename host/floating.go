@@ -17,6 +17,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/floating"
@@ -104,12 +105,12 @@ type FloatingReport struct {
 	StreamMax time.Time `json:"streamMax"`
 	StreamErr string    `json:"streamError,omitempty"`
 	// Observed is the last reconcile's observation.
-	Observed   *FloatingObserved  `json:"observed,omitempty"`
-	Drift      string             `json:"drift,omitempty"`
-	Conflict   bool               `json:"conflict"`
-	LastAction string             `json:"lastAction,omitempty"`
-	LastError  string             `json:"lastError,omitempty"`
-	Members    []FloatingMember `json:"members"`
+	Observed   *FloatingObserved `json:"observed,omitempty"`
+	Drift      string            `json:"drift,omitempty"`
+	Conflict   bool              `json:"conflict"`
+	LastAction string            `json:"lastAction,omitempty"`
+	LastError  string            `json:"lastError,omitempty"`
+	Members    []FloatingMember  `json:"members"`
 }
 
 // FloatingObserved is what the last reconcile saw holding the address.
@@ -491,4 +492,36 @@ func (r *floatingRuntime) known(id string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// panel is the admin panel's floating address line for clusterID (nil for
+// another ClusterId).
+func (r *floatingRuntime) panel(clusterID string) *admin.FloatingPanel {
+	if clusterID != r.o.ClusterID {
+		return nil
+	}
+	s := r.status()
+	p := &admin.FloatingPanel{Address: s.Address, Owner: s.Owner, Holder: "none", State: "ok"}
+	switch {
+	case s.Holds:
+		p.Holder = s.Self
+	case s.Observed != nil && s.Observed.Member != "":
+		p.Holder = s.Observed.Member
+	case s.Observed != nil && s.Observed.ID != "":
+		p.Holder = s.Observed.ID
+	}
+	for _, m := range s.Members {
+		if m.Claims && !s.Holds && m.Node != s.Self {
+			p.Holder = m.Node
+		}
+	}
+	switch {
+	case s.Conflict:
+		p.State = "conflict: a foreign holder"
+	case s.Drift != "":
+		p.State = "drift: " + s.Drift
+	case p.Holder != s.Owner:
+		p.State = "moving"
+	}
+	return p
 }

@@ -113,6 +113,7 @@ func (n *wiring) startFloating() (func() error, error) {
 	})
 	fp.known = rt.known
 	fp.rt = rt
+	n.backend.floating = rt.panel
 	rt.start()
 	return quiet(rt.shutdown), nil
 }

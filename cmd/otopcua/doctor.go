@@ -167,7 +167,7 @@ func diagnoseFloating(reports map[string]*host.FloatingReport, errs map[string]e
 	}
 	for node, skew := range memberSkews(reports) {
 		if skew > maxSkew || skew < -maxSkew {
-			fs = append(fs, finding{false, fmt.Sprintf("%s: clock %+v off the Config DB's (it cannot move the address, but its logs and timestamps disagree with the others')", node, skew.Round(time.Millisecond))})
+			fs = append(fs, finding{false, fmt.Sprintf("%s: clock %s off the Config DB's (it cannot move the address, but its logs and timestamps disagree with the others')", node, signed(skew))})
 		}
 	}
 	slices.SortStableFunc(fs, func(a, b finding) int {
@@ -212,7 +212,7 @@ func printFindings(w io.Writer, reports map[string]*host.FloatingReport, fs []fi
 	}
 	skews := memberSkews(reports)
 	for _, n := range sortedKeys(skews) {
-		fmt.Fprintf(w, "clock %s  %+v from the Config DB\n", n, skews[n].Round(time.Millisecond))
+		fmt.Fprintf(w, "clock %s  %s from the Config DB\n", n, signed(skews[n]))
 	}
 	if len(fs) == 0 {
 		fmt.Fprintln(w, "ok: one holder, no drift, no conflict")
@@ -231,4 +231,13 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
+}
+
+// signed prints a clock offset with its sign, to the millisecond.
+func signed(d time.Duration) string {
+	d = d.Round(time.Millisecond)
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }
