@@ -73,7 +73,12 @@ func (n *wiring) prepareFloating() (func() error, error) {
 	}
 	fp.target = target
 	n.floating = fp
-	return nil, nil
+	return func() error {
+		if c, ok := fp.exec.(interface{ Close() }); ok {
+			c.Close()
+		}
+		return nil
+	}, nil
 }
 
 func linuxExecutor(fc config.FloatingAddressConfig, addr netip.Prefix, fence *floating.FileFence, self string,
