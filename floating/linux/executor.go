@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/otopcua/otopcua/floating"
@@ -69,6 +70,7 @@ type Executor struct {
 	nl    *netlink.Handle
 	hold  hold
 	resp  *responder
+	once  sync.Once // Close
 }
 
 var _ floating.Executor = (*Executor)(nil)
@@ -165,10 +167,13 @@ func (c Config) check() error {
 // namespace. The address stays where it is (on lo, if held), but nobody
 // answers for it any more: a node that stops without releasing is silent,
 // as a dead one is.
+// Closing twice is harmless.
 func (e *Executor) Close() {
-	e.resp.stop()
-	e.nl.Close()
-	e.space.close()
+	e.once.Do(func() {
+		e.resp.stop()
+		e.nl.Close()
+		e.space.close()
+	})
 }
 
 // Renew extends the hold to until (a reading of Config.Clock, monotonic):
