@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/otopcua/otopcua/floating"
@@ -15,16 +16,19 @@ import (
 // DefaultProbeTimeout is Config.ProbeTimeout when it is zero.
 const DefaultProbeTimeout = 200 * time.Millisecond
 
+// DefaultHold is Config.Hold when it is zero.
+const DefaultHold = 3 * time.Second
+
 // Config is one node's linux executor.
 type Config struct {
 	// Interface is the name of the interface that carries the floating
 	// address (Redundancy:FloatingAddress:Interface). Required.
 	Interface string
 	// Address is the floating address with its prefix length
-	// (Redundancy:FloatingAddress:Address). Required. It is added with this
-	// prefix length and without a prefix route: it must lie in a subnet the
-	// interface already reaches (the node's own address on the same
-	// segment), see the package comment.
+	// (Redundancy:FloatingAddress:Address). Required. It is added to lo as
+	// a host address (/32, /128) and answered for on Interface: it must lie
+	// in a subnet the interface already reaches (the node's own address on
+	// the same segment), see the package comment.
 	Address netip.Prefix
 	// Fence persists the last ownership epoch applied. Required.
 	Fence *floating.FileFence
@@ -46,6 +50,15 @@ type Config struct {
 	// Now stamps Observation.At (display only, never a decision). Default
 	// time.Now.
 	Now func() time.Time
+	// Hold is how long a seize answers for the address before the node's
+	// loop first calls Renew: Redundancy:FloatingAddress:HeartbeatTtl.
+	// Default DefaultHold (3 s).
+	Hold time.Duration
+	// Clock is the monotonic clock the hold is judged by (Renew's until
+	// and the responder's now). Default time.Now, whose readings carry the
+	// monotonic clock. Called from the responder's goroutine too; must not
+	// block.
+	Clock func() time.Time
 }
 
 // Executor is the linux floating.Executor. Its methods are called from one
@@ -55,6 +68,9 @@ type Executor struct {
 	cfg   Config
 	space space
 	nl    *netlink.Handle
+	hold  hold
+	resp  *responder
+	once  sync.Once // Close
 }
 
 var _ floating.Executor = (*Executor)(nil)
@@ -71,6 +87,12 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Hold == 0 {
+		cfg.Hold = DefaultHold
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
 	sp, err := openSpace(cfg.Namespace)
 	if err != nil {
 		return nil, err
@@ -81,11 +103,39 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("floating/linux: netlink: %w", err)
 	}
 	e := &Executor{cfg: cfg, space: sp, nl: nl}
-	if _, err := e.link(); err != nil {
-		e.Close()
+	if err := e.prepare(); err != nil {
+		e.nl.Close()
+		e.space.close()
 		return nil, err
 	}
+	e.resp = startResponder(sp, e.iface, cfg.Address.Addr(), &e.hold, cfg.Clock)
 	return e, nil
+}
+
+// prepare checks that the interface and lo exist and, for IPv4, that the
+// kernel will not answer ARP for the address on lo (quietARP).
+func (e *Executor) prepare() error {
+	if _, err := e.link(); err != nil {
+		return err
+	}
+	if _, err := e.linkNamed(loopback); err != nil {
+		return err
+	}
+	if e.cfg.Address.Addr().Is4() {
+		if err := quietARP(e.space, e.cfg.Interface); err != nil {
+			return fmt.Errorf("floating/linux: %w", err)
+		}
+	}
+	return nil
+}
+
+// iface is the interface as it is now, for the responder.
+func (e *Executor) iface() (*net.Interface, error) {
+	l, err := e.link()
+	if err != nil {
+		return nil, err
+	}
+	return ifaceOf(l), nil
 }
 
 func (c Config) check() error {
@@ -104,17 +154,35 @@ func (c Config) check() error {
 	if c.ProbeTimeout < 0 {
 		errs = append(errs, fmt.Errorf("probe timeout %s is negative", c.ProbeTimeout))
 	}
+	if c.Hold < 0 {
+		errs = append(errs, fmt.Errorf("hold %s is negative", c.Hold))
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("floating/linux: %w", errors.Join(errs...))
 	}
 	return nil
 }
 
-// Close releases the netlink handle and the namespace.
+// Close stops the responder and releases the netlink handle and the
+// namespace. The address stays where it is (on lo, if held), but nobody
+// answers for it any more: a node that stops without releasing is silent,
+// as a dead one is.
+// Closing twice is harmless.
 func (e *Executor) Close() {
-	e.nl.Close()
-	e.space.close()
+	e.once.Do(func() {
+		e.resp.stop()
+		e.nl.Close()
+		e.space.close()
+	})
 }
+
+// Renew extends the hold to until (a reading of Config.Clock, monotonic):
+// the node's loop calls it after every successful heartbeat with now +
+// HeartbeatTtl. The responder answers for the address only while this
+// process holds it and now < until, so a process frozen longer than its
+// hold wakes silent and stays so until its loop renews or releases. Renew
+// does not make a released address held. Safe to call from any goroutine.
+func (e *Executor) Renew(until time.Time) { e.hold.renew(until) }
 
 // Provider is floating.ProviderLinux.
 func (e *Executor) Provider() floating.Provider { return floating.ProviderLinux }
@@ -150,9 +218,9 @@ func (e *Executor) do(ctx context.Context, s step) error {
 	}
 	switch s.op {
 	case floating.OpAddrAdd:
-		return e.addAddr()
+		return e.take()
 	case floating.OpAddrDel:
-		_, err := e.delAddr()
+		_, err := e.release()
 		return err
 	case floating.OpAnnounce:
 		return e.announce(ctx, s.count, s.interval)
@@ -160,8 +228,27 @@ func (e *Executor) do(ctx context.Context, s step) error {
 	panic("floating/linux: compile let through op " + s.op)
 }
 
-// Observe reports who holds the address: this node when it is on the
-// interface, otherwise whoever answers a probe within ProbeTimeout.
+// take is a seize's addr-add: the address on lo first (the kernel accepts
+// connections to it), then held with a fresh hold (the responder answers).
+func (e *Executor) take() error {
+	if err := e.addToLoopback(); err != nil {
+		return err
+	}
+	e.hold.take(e.cfg.Clock().Add(e.cfg.Hold))
+	return nil
+}
+
+// release is addr-del and RemoveIfPresent: the responder stops answering
+// first, then the address leaves lo (and the interface, where an older
+// version or a human put it).
+func (e *Executor) release() (removed bool, err error) {
+	e.hold.drop()
+	return e.removeEverywhere()
+}
+
+// Observe reports who holds the address: this node when it answers for it
+// (see Sighting.Present), otherwise whoever answers a probe within
+// ProbeTimeout.
 func (e *Executor) Observe(ctx context.Context) (floating.Observation, error) {
 	s, err := e.Look(ctx)
 	return s.Observation, err
@@ -172,8 +259,16 @@ func (e *Executor) Observe(ctx context.Context) (floating.Observation, error) {
 // caller reports).
 type Sighting struct {
 	floating.Observation
-	// Present: the address is on this node's interface (no probe was made).
+	// Present: this node answers for the address, so no probe was made:
+	// it is on lo and held (seized, not released), or it is on the
+	// interface itself (a leftover of an older version, or added by hand),
+	// where the kernel answers for it.
 	Present bool
+	// OnLoopback, OnInterface: where the address is on this node.
+	OnLoopback, OnInterface bool
+	// Answering: the responder answers for it now (held and the hold
+	// current).
+	Answering bool
 	// MACs answered the probe, in the order of their first answer.
 	MACs []net.HardwareAddr
 }
@@ -184,10 +279,15 @@ func (e *Executor) Look(ctx context.Context) (Sighting, error) {
 	if err != nil {
 		return Sighting{}, err
 	}
-	present, err := e.present(l)
+	at, err := e.locate(l)
 	if err != nil {
 		return Sighting{}, err
 	}
+	hs := e.hold.get()
+	if err := e.resp.failure(); err != nil && hs.Holding {
+		return Sighting{}, fmt.Errorf("floating/linux: the address is held but its responder is down: %w", err)
+	}
+	present := (at.lo && hs.Holding) || at.iface
 	var macs []net.HardwareAddr
 	if !present {
 		pctx, cancel := context.WithTimeout(ctx, e.cfg.ProbeTimeout)
@@ -199,17 +299,20 @@ func (e *Executor) Look(ctx context.Context) (Sighting, error) {
 	}
 	obs := classify(present, l.Attrs().HardwareAddr, e.cfg.Self, macs, e.cfg.Known)
 	obs.At = e.cfg.Now()
-	return Sighting{Observation: obs, Present: present, MACs: macs}, nil
+	return Sighting{Observation: obs, Present: present, OnLoopback: at.lo, OnInterface: at.iface,
+		Answering: hs.answers(e.cfg.Clock()), MACs: macs}, nil
 }
 
-// RemoveIfPresent removes the address from the interface if it is there,
-// whatever its prefix length; a node calls it at start-up, before its OPC
-// UA port opens, so that a leftover of an earlier run never answers for
-// the address while another member owns it. It is not fenced: it only
-// ever gives the address up. removed says whether it was there.
+// RemoveIfPresent stops answering for the address and removes it from lo
+// and from the interface (a leftover of an older version, which added it
+// there), whatever its prefix length; a node calls it at start-up, before
+// its OPC UA port opens, so that a leftover of an earlier run never takes
+// connections for the address while another member owns it. It is not
+// fenced: it only ever gives the address up. removed says whether it was
+// anywhere.
 func (e *Executor) RemoveIfPresent(ctx context.Context) (removed bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	return e.delAddr()
+	return e.release()
 }

@@ -16,10 +16,12 @@ import (
 
 // TestSeizeReassignRelease walks the address through its life on a real
 // segment: A seizes it (the client's probe sees A's MAC, and the client's
-// kernel learns A's MAC by talking to it); B reassigns it while A still has
-// it, as after a freeze (the client's neighbour entry turns to B's MAC
-// after B's gratuitous ARP, and a probe sees both MACs: the dual hold is
-// visible); A's leftover is removed; B releases (nobody answers).
+// kernel learns A's MAC by talking to it); B reassigns it while A still
+// holds it with a current hold — two live processes that both claim it, as
+// under a partition with dual claims allowed (the client's neighbour entry
+// turns to B's MAC after B's gratuitous ARP, and a probe sees both MACs:
+// the dual hold is visible, so the samplers of the other tests can see
+// one); A's leftover is removed; B releases (nobody answers).
 func TestSeizeReassignRelease(t *testing.T) {
 	s := newSegment(t)
 	macA, macB := macOf(t, s.a), macOf(t, s.b)
@@ -65,8 +67,8 @@ func TestSeizeReassignRelease(t *testing.T) {
 	apply(t, eb, releasePlan(float4, 2))
 	apply(t, ea, takePlan(floating.VerbSeize, float4, 3, 1, 0))
 	apply(t, ea, takePlan(floating.VerbSeize, float4, 3, 1, 0))
-	if s, err := ea.Look(context.Background()); err != nil || s.Kind != floating.HolderSelf {
-		t.Fatalf("after seizing twice A sees %+v, %v; want self", s, err)
+	if s, err := ea.Look(context.Background()); err != nil || s.Kind != floating.HolderSelf || !s.OnLoopback || s.OnInterface || !s.Answering {
+		t.Fatalf("after seizing twice A sees %+v, %v; want self, on lo only, answering", s, err)
 	}
 }
 
@@ -174,18 +176,26 @@ func TestIPv6SeizeUnsolicitedNA(t *testing.T) {
 	}
 }
 
-// TestRemoveIfPresent: a leftover added by hand (another prefix length) is
-// removed at start-up; a second call finds nothing.
+// TestRemoveIfPresent: leftovers added by hand — on the interface (where
+// an older version put the address, with another prefix length: the
+// kernel answers for it there, so it is Present) and on lo (where an
+// earlier run of this version left it: nobody answers, but the kernel
+// accepts connections) — are both removed at start-up; a second call
+// finds nothing.
 func TestRemoveIfPresent(t *testing.T) {
 	s := newSegment(t)
 	ea := executor(t, s.a, float4, nil)
 	ctx := context.Background()
 	sh(t, s.a, "ip", "addr", "add", netip.PrefixFrom(float4.Addr(), 32).String(), "dev", "eth0")
-	if l, err := ea.Look(ctx); err != nil || !l.Present {
-		t.Fatalf("the leftover is not seen: %+v, %v", l, err)
+	sh(t, s.a, "ip", "addr", "add", netip.PrefixFrom(float4.Addr(), 32).String(), "dev", "lo")
+	if l, err := ea.Look(ctx); err != nil || !l.Present || !l.OnInterface || !l.OnLoopback || l.Answering {
+		t.Fatalf("the leftovers are not seen: %+v, %v; want present on the interface and on lo, not answering", l, err)
 	}
 	if removed, err := ea.RemoveIfPresent(ctx); err != nil || !removed {
 		t.Fatalf("RemoveIfPresent = %v, %v; want removed", removed, err)
+	}
+	if l, err := ea.Look(ctx); err != nil || l.Present || l.OnInterface || l.OnLoopback {
+		t.Fatalf("after RemoveIfPresent A sees %+v, %v; want the address nowhere", l, err)
 	}
 	if removed, err := ea.RemoveIfPresent(ctx); err != nil || removed {
 		t.Fatalf("second RemoveIfPresent = %v, %v; want nothing removed", removed, err)

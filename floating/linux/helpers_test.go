@@ -105,8 +105,15 @@ func macOf(t *testing.T, h *netem.Host) net.HardwareAddr {
 	return l.Attrs().HardwareAddr
 }
 
-// executor makes h's executor for addr, with its own fence file.
+// executor makes h's executor for addr, with its own fence file and a hold
+// of a minute (no test renews it: a seize answers for the whole test).
 func executor(t *testing.T, h *netem.Host, addr netip.Prefix, known map[string]string) *Executor {
+	t.Helper()
+	return executorHold(t, h, addr, known, time.Minute)
+}
+
+// executorHold is executor with the hold a seize starts with.
+func executorHold(t *testing.T, h *netem.Host, addr netip.Prefix, known map[string]string, hold time.Duration) *Executor {
 	t.Helper()
 	fence, err := floating.OpenFileFence(filepath.Join(t.TempDir(), "fence"))
 	if err != nil {
@@ -120,6 +127,7 @@ func executor(t *testing.T, h *netem.Host, addr netip.Prefix, known map[string]s
 		Known:        func(m net.HardwareAddr) (string, bool) { s, ok := known[m.String()]; return s, ok },
 		ProbeTimeout: 300 * time.Millisecond,
 		Namespace:    nsPath(h),
+		Hold:         hold,
 	})
 	if err != nil {
 		t.Fatal(err)

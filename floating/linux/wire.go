@@ -81,6 +81,11 @@ func listenARP(sp space, ifi *net.Interface) (*packet.Conn, error) {
 
 // sendARP broadcasts one ARP packet from ifi.
 func sendARP(c *packet.Conn, ifi *net.Interface, op arp.Operation, sip netip.Addr, tha net.HardwareAddr, tip netip.Addr) error {
+	return sendARPTo(c, ifi, ethernet.Broadcast, op, sip, tha, tip)
+}
+
+// sendARPTo sends one ARP packet from ifi to the MAC dst.
+func sendARPTo(c *packet.Conn, ifi *net.Interface, dst net.HardwareAddr, op arp.Operation, sip netip.Addr, tha net.HardwareAddr, tip netip.Addr) error {
 	p, err := arp.NewPacket(op, ifi.HardwareAddr, sip, tha, tip)
 	if err != nil {
 		return err
@@ -89,12 +94,12 @@ func sendARP(c *packet.Conn, ifi *net.Interface, op arp.Operation, sip netip.Add
 	if err != nil {
 		return err
 	}
-	f := &ethernet.Frame{Destination: ethernet.Broadcast, Source: ifi.HardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: pb}
+	f := &ethernet.Frame{Destination: dst, Source: ifi.HardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: pb}
 	fb, err := f.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	_, err = c.WriteTo(fb, &packet.Addr{HardwareAddr: ethernet.Broadcast})
+	_, err = c.WriteTo(fb, &packet.Addr{HardwareAddr: dst})
 	return err
 }
 
@@ -168,12 +173,19 @@ func collect(ctx context.Context, c interface{ SetReadDeadline(time.Time) error 
 // Go runtime resolves zone names through one process-wide cache, which a
 // name shared by several namespaces (eth0) would confuse.
 func listenND(sp space, ifi *net.Interface) (*ndp.Conn, error) {
+	return listenNDAt(sp, ifi, ndp.LinkLocal)
+}
+
+// listenNDAt is listenND bound to the address at (ndp.Unspecified: every
+// destination, which the responder needs for solicitations sent to the
+// floating address itself).
+func listenNDAt(sp space, ifi *net.Interface, at ndp.Addr) (*ndp.Conn, error) {
 	byIndex := *ifi
 	byIndex.Name = strconv.Itoa(ifi.Index)
 	var c *ndp.Conn
 	err := sp.run(func() error {
 		var err error
-		c, _, err = ndp.Listen(&byIndex, ndp.LinkLocal)
+		c, _, err = ndp.Listen(&byIndex, at)
 		return err
 	})
 	if err != nil {
