@@ -243,7 +243,7 @@ func (r *floatingRuntime) setHolds(h bool) {
 
 // step is one heartbeat: write ours, read theirs, decide, act.
 func (r *floatingRuntime) step(ctx context.Context) {
-	_ = r.heartbeat(ctx, r.holding())
+	stored := r.heartbeat(ctx, r.holding()) == nil
 	v := r.view(ctx)
 	d := floating.Decide(v, r.o.Params)
 	r.mu.Lock()
@@ -252,7 +252,21 @@ func (r *floatingRuntime) step(ctx context.Context) {
 	switch d.Verb {
 	case floating.VerbSeize, floating.VerbReassign, floating.VerbRelease:
 		r.act(ctx, d)
+	case floating.VerbNone:
+		r.renew(d, stored)
 	}
+}
+
+// renew extends the hold of an on-premises address while this node holds
+// it, is its owner and its claim is on the stream; a node unfit to hold it
+// stops renewing and falls silent when the hold lapses, before any peer
+// may take the address for staleness.
+func (r *floatingRuntime) renew(d floating.Decision, stored bool) {
+	rn, ok := r.o.Exec.(interface{ Renew(until time.Time) })
+	if !ok || !stored || d.Owner != r.o.Self || !r.holding() {
+		return
+	}
+	rn.Renew(time.Now().Add(r.o.Params.HeartbeatTTL))
 }
 
 // heartbeat writes this node's heartbeat (claims: whether it says it holds

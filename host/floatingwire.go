@@ -87,7 +87,11 @@ func linuxExecutor(fc config.FloatingAddressConfig, addr netip.Prefix, fence *fl
 	if err != nil {
 		return nil, "", fmt.Errorf("Redundancy:FloatingAddress:Interface %q: %w", fc.Interface, err)
 	}
-	e, err := floatlinux.New(floatlinux.Config{Interface: fc.Interface, Address: addr, Fence: fence, Self: self,
+	// The responder answers for the address only while the loop renews its
+	// hold (every successful heartbeat, for HeartbeatTtl): a frozen node
+	// falls silent well before its peer may take the address for
+	// staleness (HeartbeatTtl + PromotionHold of stream time).
+	e, err := floatlinux.New(floatlinux.Config{Interface: fc.Interface, Address: addr, Fence: fence, Self: self, Hold: fc.HeartbeatTtl,
 		Known: func(mac net.HardwareAddr) (string, bool) { return known(mac.String()) }})
 	if err != nil {
 		return nil, "", err
