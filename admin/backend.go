@@ -74,6 +74,21 @@ type RedundancyPanel struct {
 	// redundancy.Elect names it).
 	FailoverTarget string    `json:"failoverTarget,omitempty"`
 	AsOf           time.Time `json:"asOf"`
+	// Floating is the ClusterId's floating address as the node serving the
+	// page sees it (nil when that node has none for this ClusterId).
+	Floating *FloatingPanel `json:"floating,omitempty"`
+}
+
+// FloatingPanel is the floating address line of the redundancy panel.
+type FloatingPanel struct {
+	Address string `json:"address"`
+	// Holder is who holds it as this node last saw ("none", a NodeId, or
+	// a foreign MAC or resource id); Owner is who should ("" none).
+	Holder string `json:"holder"`
+	Owner  string `json:"owner"`
+	// State is "ok", "moving" (holder ≠ owner), "drift: KIND" or
+	// "conflict: a foreign holder".
+	State string `json:"state"`
 }
 
 // FailoverResult is what a triggered failover acted on.

@@ -315,3 +315,25 @@ func (d *dialect) acquireLease(evict int) string {
 	}
 	return d.bind(set + where + " RETURNING epoch")
 }
+
+// upsertHeartbeat: $1 cluster_id, $2 node, $3 emitted_at, $4 claims, $5
+// epoch, $6 mac, $7 draining, $8 healthy, $9 licensed. Writes the node's
+// row, stamped with the database's clock, its seq one more than before (1
+// for a new row); returns seq and observed_at.
+func (d *dialect) upsertHeartbeat() string {
+	now := d.dbNowMicros
+	if d == sqlServerDialect {
+		return "MERGE floating_heartbeats WITH (HOLDLOCK) AS t USING (SELECT $1 AS cluster_id, $2 AS node) AS s " +
+			"ON t.cluster_id = s.cluster_id AND t.node = s.node " +
+			"WHEN MATCHED THEN UPDATE SET seq = t.seq + 1, emitted_at = $3, observed_at = " + now + ", claims = $4, epoch = $5, mac = $6, " +
+			"draining = $7, healthy = $8, licensed = $9 " +
+			"WHEN NOT MATCHED THEN INSERT (cluster_id, node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed) " +
+			"VALUES ($1, $2, 1, $3, " + now + ", $4, $5, $6, $7, $8, $9) OUTPUT inserted.seq, inserted.observed_at;"
+	}
+	return "INSERT INTO floating_heartbeats (cluster_id, node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed) " +
+		"VALUES ($1, $2, 1, $3, " + now + ", $4, $5, $6, $7, $8, $9) " +
+		"ON CONFLICT (cluster_id, node) DO UPDATE SET seq = floating_heartbeats.seq + 1, emitted_at = excluded.emitted_at, " +
+		"observed_at = excluded.observed_at, claims = excluded.claims, epoch = excluded.epoch, mac = excluded.mac, " +
+		"draining = excluded.draining, healthy = excluded.healthy, licensed = excluded.licensed " +
+		"RETURNING seq, observed_at"
+}

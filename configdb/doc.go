@@ -40,6 +40,12 @@
 //     (AcquireLease, ReleaseLease, LeaseHolder; cluster/lease wraps them):
 //     a take is one conditional UPDATE whose expiry and expiry test use
 //     the database's clock, never a node's.
+//   - floating_heartbeats (version 6): cluster_id and node (the key), seq
+//     (+1 per heartbeat, across restarts), emitted_at (the sender's clock),
+//     observed_at (the DATABASE's clock, microseconds since the Unix
+//     epoch), claims, epoch, mac: the shared stream on which the members of
+//     a floating address judge each other's liveness
+//     (PutFloatingHeartbeat, FloatingHeartbeats).
 //
 // Invariants:
 //

@@ -24,6 +24,7 @@ var migrations = []migration{
 	{3, "alarm_history", schemaV3, nil},
 	{4, "admin_users", schemaV4, nil},
 	{5, "cluster_leases", schemaV5, nil},
+	{6, "floating_heartbeats", schemaV6, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -152,6 +153,32 @@ func schemaV5(d *dialect) []string {
 			"holder " + d.key + " NOT NULL, " +
 			"epoch BIGINT NOT NULL, " +
 			"expires_at BIGINT NOT NULL)",
+	}
+}
+
+// schemaV6 adds floating_heartbeats: the shared stream that judges the
+// liveness of the members holding a floating address (PutFloatingHeartbeat).
+// One row per (cluster, node), overwritten by each heartbeat: seq rises by
+// 1 on every write (across the node's restarts), observed_at is
+// microseconds since the Unix epoch on the DATABASE's clock, emitted_at the
+// same on the sender's clock (shown as skew, never used in a decision);
+// claims, draining, healthy and licensed are the sender's own view of its
+// hold and its eligibility.
+func schemaV6(d *dialect) []string {
+	return []string{
+		"CREATE TABLE floating_heartbeats (" +
+			"cluster_id " + d.key + " NOT NULL, " +
+			"node " + d.key + " NOT NULL, " +
+			"seq BIGINT NOT NULL, " +
+			"emitted_at BIGINT NOT NULL, " +
+			"observed_at BIGINT NOT NULL, " +
+			"claims INTEGER NOT NULL, " +
+			"draining INTEGER NOT NULL, " +
+			"healthy INTEGER NOT NULL, " +
+			"licensed INTEGER NOT NULL, " +
+			"epoch BIGINT NOT NULL, " +
+			"mac " + d.key + " NOT NULL, " +
+			"PRIMARY KEY (cluster_id, node))",
 	}
 }
 

@@ -43,6 +43,8 @@ type queries struct {
 	acquireLease        string // $1 cluster_id, $2 owner, $3 ttl µs → epoch (no evict list; see dialect.acquireLease)
 	releaseLease        string // $1 cluster_id, $2 owner: free the row if $2 holds it
 	readLease           string // $1 cluster_id → holder, epoch, microseconds left (database's clock)
+	putHeartbeat        string // $1 cluster_id, $2 node, $3 emitted_at µs, $4 claims, $5 epoch, $6 mac, $7 draining, $8 healthy, $9 licensed → seq, observed_at
+	listHeartbeats      string // $1 cluster_id → every row, by node
 }
 
 // adminUserCols are the columns an AdminUser is scanned from.
@@ -103,7 +105,9 @@ func buildQueries(d *dialect) *queries {
 		acquireLease:    d.acquireLease(0),
 		releaseLease: d.bind("UPDATE cluster_leases SET holder = '', expires_at = 0 " +
 			"WHERE cluster_id = $1 AND holder = $2"),
-		readLease: d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
+		putHeartbeat:   d.bind(d.upsertHeartbeat()),
+		listHeartbeats: d.bind("SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = $1 ORDER BY node"),
+		readLease:      d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
 	}
 }
 
@@ -160,5 +164,7 @@ func (q *queries) named() [][2]string {
 		{"acquireLease", q.acquireLease},
 		{"releaseLease", q.releaseLease},
 		{"readLease", q.readLease},
+		{"putHeartbeat", q.putHeartbeat},
+		{"listHeartbeats", q.listHeartbeats},
 	}
 }

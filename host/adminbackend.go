@@ -61,6 +61,9 @@ type adminBackend struct {
 	// turn serialises Failover: the re-plan, the audit row and the send
 	// of one request happen before the next request is planned.
 	turn chan struct{}
+	// floating is the floating address panel of a ClusterId (nil: none);
+	// set once before the HTTP server starts.
+	floating func(clusterID string) *admin.FloatingPanel
 	// mu guards sent: plan also runs outside turn, for the answer of
 	// RequestServerStateChange.
 	mu sync.Mutex
@@ -94,10 +97,14 @@ func (b *adminBackend) Clusters() []admin.ClusterSummary {
 // Redundancy is the live panel of id.
 func (b *adminBackend) Redundancy(id string) (admin.RedundancyPanel, error) {
 	epochs, infos, failovers := b.watch.view(id)
-	return buildPanel(panelInput{
+	p, err := buildPanel(panelInput{
 		ClusterID: id, State: b.members.Snapshot(), Epochs: epochs, Infos: infos,
 		Downing: b.downing, Failovers: failovers, Now: b.now(),
 	})
+	if err == nil && b.floating != nil {
+		p.Floating = b.floating(id)
+	}
+	return p, err
 }
 
 // Audit returns up to limit rows (1..MaxAuditRows), newest first.

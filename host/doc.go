@@ -28,13 +28,16 @@
 //     directory; an unreachable networked database does not stop start-up,
 //     its migration is retried in the background);
 //  5. OPC UA security (the admin users, which also check UserName tokens);
-//  6. OPC UA server, its metrics, the ServiceLevel publisher, then the OPC
-//     UA endpoint (listens);
+//  6. OPC UA server, its metrics, the ServiceLevel publisher, the floating
+//     address's executor (Redundancy:FloatingAddress, when set: a leftover
+//     address from this node's previous run is removed here, before the
+//     endpoint opens), then the OPC UA endpoint (listens);
 //  7. lease (Cluster:Lease, when set);
 //  8. membership daemon (joins at once), node info;
 //  9. redundancy runtime, data plane;
 //  10. manual failover (receiver, admin panel watcher, admin backend),
-//     RequestServerStateChange;
+//     RequestServerStateChange, the floating address's loop (its stop
+//     releases the address this node holds);
 //  11. HTTP (Http:Port, when set).
 //
 // Stop order: HTTP, data plane, redundancy runtime, OPC UA server,
@@ -43,8 +46,8 @@
 // telemetry. The Config DB opens after the transport but closes after it:
 // the actors and the daemon's lease use it until the system stops. Before
 // the stop, the ending does its part (ending, exitcode.go): after SIGTERM
-// or an actor that failed past its restart limit the node leaves the
-// cluster first, so its singleton hands over while everything still runs;
+// or an actor that failed past its restart limit the node hands its
+// floating address over (when it holds it) and leaves the cluster first, so its singleton hands over while everything still runs;
 // a manual failover drains and leaves; each ending but SIGTERM starts the
 // termination watchdog with its exit code before the stop.
 //

@@ -59,6 +59,8 @@ type site struct {
 	// deployment and alerts on a driver node; localDb with LocalDb
 	// replication on; historian with a LocalDb.
 	deployment, alerts, localDb, historian http.Handler
+	// floating with Redundancy:FloatingAddress.
+	floating http.Handler
 	// gc with EnvGCHook; serviceLevel and actorFault with EnvTestHooks.
 	gc, serviceLevel, actorFault http.Handler
 	// admin serves the admin pages and JSON API (docs/admin.md) and
@@ -90,6 +92,7 @@ func routeTable(s site) []route {
 		{"GET /alerts", read, s.alerts},
 		{"GET /api/localdb", read, s.localDb},
 		{"GET /api/historian", read, s.historian},
+		{"GET /api/floating", read, s.floating},
 		{"POST /debug/gc", testHook, s.gc},
 		{"POST /debug/service-level", testHook, s.serviceLevel},
 		{"POST /debug/actor-fault", testHook, s.actorFault},

@@ -71,6 +71,7 @@ func testSite(t *testing.T, s *stubs, o siteOpts) site {
 	}
 	if o.full {
 		st.deployment, st.alerts, st.localDb, st.historian = s.handler("deployment"), s.handler("alerts"), s.handler("localdb"), s.handler("historian")
+		st.floating = s.handler("floating")
 		st.gc, st.serviceLevel, st.actorFault = s.handler("gc"), s.handler("service level"), s.handler("actor fault")
 	}
 	return st
@@ -87,6 +88,7 @@ func hostRoutes(read guard) []route {
 		{pattern: "GET /alerts", guard: read},
 		{pattern: "GET /api/localdb", guard: read},
 		{pattern: "GET /api/historian", guard: read},
+		{pattern: "GET /api/floating", guard: read},
 		{pattern: "POST /debug/gc", guard: testHook},
 		{pattern: "POST /debug/service-level", guard: testHook},
 		{pattern: "POST /debug/actor-fault", guard: testHook},
@@ -212,7 +214,7 @@ func TestRouteGuardsHoldForAnAnonymousCaller(t *testing.T) {
 // TestReadRoutesServeAViewer: a Viewer's API token opens every read
 // report; a wrong token opens none.
 func TestReadRoutesServeAViewer(t *testing.T) {
-	reads := []string{"members", "cluster config", "actors", "deployment", "alerts", "localdb", "historian"}
+	reads := []string{"members", "cluster config", "actors", "deployment", "alerts", "localdb", "historian", "floating"}
 	rs, recs, reached := walk(t, siteOpts{full: true}, "Bearer "+viewerToken)
 	for i, r := range rs {
 		if r.guard == viewer && recs[i].Code != http.StatusOK {
@@ -239,7 +241,7 @@ func TestReadRoutesServeAViewer(t *testing.T) {
 // not.
 func TestAnonymousReadOpensTheReports(t *testing.T) {
 	rs, recs, reached := walk(t, siteOpts{full: true, anonymousRead: true}, "")
-	want := []string{"members", "cluster config", "actors", "deployment", "alerts", "localdb", "historian", "gc", "service level", "actor fault"}
+	want := []string{"members", "cluster config", "actors", "deployment", "alerts", "localdb", "historian", "floating", "gc", "service level", "actor fault"}
 	if !slices.Equal(reached, want) {
 		t.Fatalf("host routes reached %q, want %q", reached, want)
 	}

@@ -51,6 +51,7 @@ type wiring struct {
 	dp       *dataPlane // nil on a node without the driver role
 	failover *failoverReceiver
 	backend  *adminBackend
+	floating *floatingPart // nil without Redundancy:FloatingAddress
 }
 
 // partList is the node's parts in start order; they stop in reverse, the
@@ -65,6 +66,7 @@ func (n *wiring) partList() []part {
 		{name: "OPC UA server", start: n.newServer},
 		{name: "OPC UA metrics", start: n.registerServerMetrics},
 		{name: "ServiceLevel publisher", start: n.newLevels},
+		{name: "floating address executor", start: n.prepareFloating},
 		{name: "OPC UA endpoint", start: n.listenOpcUa},
 		{name: "lease", start: n.openLease},
 		{name: "membership daemon", start: n.startCluster},
@@ -73,6 +75,7 @@ func (n *wiring) partList() []part {
 		{name: "data plane", start: n.startDataPlane},
 		{name: "manual failover", start: n.startFailover},
 		{name: "RequestServerStateChange", start: n.registerStateChange},
+		{name: "floating address", start: n.startFloating},
 		{name: "HTTP", start: n.startHTTP},
 	}
 }
@@ -298,6 +301,9 @@ func (n *wiring) site() site {
 			s.historian = dp.alarms.hist.Handler()
 		}
 	}
+	if fp := n.floating; fp != nil && fp.rt != nil {
+		s.floating = fp.rt.handler()
+	}
 	if n.opts.GCHook {
 		s.gc = gcHandler()
 		n.log.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
@@ -321,6 +327,7 @@ func (n *wiring) serve(p *parts) error {
 	select {
 	case <-n.ctx.Done():
 		n.log.Info("stopping: leaving the cluster first")
+		n.handOverFloating()
 		n.cluster.leave(LeaveTimeout)
 		p.stop()
 		return exitWith(endStopped, nil)

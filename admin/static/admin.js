@@ -75,6 +75,10 @@
     text("primary", p.primary || "none");
     text("epoch", String(p.epoch));
     text("downing", p.downing);
+    if (p.floating && document.getElementById("floating")) {
+      text("floating", p.floating.address + " \u00b7 held by " + p.floating.holder + " \u00b7 owner " +
+        (p.floating.owner || "none") + " \u00b7 " + p.floating.state);
+    }
     text("as-of", fmtTime(p.asOf));
     document.getElementById("members-body").replaceChildren.apply(
       document.getElementById("members-body"), (p.members || []).map(memberRow));

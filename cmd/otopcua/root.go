@@ -71,6 +71,6 @@ func (c *cli) rootCmd() *cobra.Command {
 	}
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
-	root.AddCommand(c.versionCmd(), c.configCmd(), c.hostCmd(), c.demoCmd(), c.clientCmd(), c.deployCmd(), c.healthCmd(), c.simulateCmd(), c.userCmd(), c.pkiCmd(), c.statusCmd())
+	root.AddCommand(c.versionCmd(), c.configCmd(), c.hostCmd(), c.demoCmd(), c.clientCmd(), c.deployCmd(), c.healthCmd(), c.simulateCmd(), c.userCmd(), c.pkiCmd(), c.statusCmd(), c.doctorCmd())
 	return root
 }

@@ -113,7 +113,58 @@ func (c *cli) status(parent context.Context, s statusRequest) error {
 		return err
 	}
 	renderActors(c.stdout, rep)
+	if fr, ok := c.floatingOf(ctx, strings.TrimSuffix(u, "/api/actors")+"/api/floating", s.token, client); ok {
+		renderFloating(c.stdout, fr)
+	}
 	return nil
+}
+
+// floatingOf reads the node's floating address report; false when the node
+// has none (404) or it cannot be read.
+func (c *cli) floatingOf(ctx context.Context, u, token string, client *http.Client) (host.FloatingReport, bool) {
+	var fr host.FloatingReport
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fr, false
+	}
+	setBearer(req, token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fr, false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fr, false
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxStatusBody))
+	if err != nil || json.Unmarshal(body, &fr) != nil {
+		return fr, false
+	}
+	return fr, true
+}
+
+// renderFloating prints the floating address section of otopcua status.
+func renderFloating(w io.Writer, r host.FloatingReport) {
+	fmt.Fprintf(w, "\nfloating address %s (%s): holds=%v owner=%s verb=%s epoch=%d\n", r.Address, r.Provider, r.Holds, orNone(r.Owner), r.Verb, r.Epoch)
+	fmt.Fprintf(w, "  %s\n", r.Reason)
+	if r.Observed != nil {
+		fmt.Fprintf(w, "  observed: %s %s %s at %s\n", r.Observed.Kind, r.Observed.Member, r.Observed.ID, r.Observed.At.UTC().Format(time.RFC3339))
+	}
+	if r.Drift != "" {
+		fmt.Fprintf(w, "  drift: %s\n", r.Drift)
+	}
+	if r.StreamErr != "" {
+		fmt.Fprintf(w, "  stream: %s\n", r.StreamErr)
+	}
+	if r.LastError != "" {
+		fmt.Fprintf(w, "  last error: %s\n", r.LastError)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER\tPRIMARY\tCLAIMS\tHEARTBEAT\tCLOCK\tGONE")
+	for _, m := range r.Members {
+		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%s\t%v\n", m.Node, m.Primary, m.Claims, m.Heartbeat.UTC().Format("15:04:05.000"), signed(m.Skew), m.Gone)
+	}
+	_ = tw.Flush()
 }
 
 // renderActors prints the report as an indented tree.

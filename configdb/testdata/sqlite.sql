@@ -31,6 +31,9 @@ CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_ha
 -- version 5: cluster_leases
 CREATE TABLE cluster_leases (cluster_id TEXT NOT NULL PRIMARY KEY, holder TEXT NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
 
+-- version 6: floating_heartbeats
+CREATE TABLE floating_heartbeats (cluster_id TEXT NOT NULL, node TEXT NOT NULL, seq BIGINT NOT NULL, emitted_at BIGINT NOT NULL, observed_at BIGINT NOT NULL, claims INTEGER NOT NULL, draining INTEGER NOT NULL, healthy INTEGER NOT NULL, licensed INTEGER NOT NULL, epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (cluster_id, node));
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -132,6 +135,12 @@ UPDATE cluster_leases SET holder = '', expires_at = 0 WHERE cluster_id = ?1 AND 
 
 -- readLease
 SELECT holder, epoch, expires_at - CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER) FROM cluster_leases WHERE cluster_id = ?1
+
+-- putHeartbeat
+INSERT INTO floating_heartbeats (cluster_id, node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed) VALUES (?1, ?2, 1, ?3, CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER), ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (cluster_id, node) DO UPDATE SET seq = floating_heartbeats.seq + 1, emitted_at = excluded.emitted_at, observed_at = excluded.observed_at, claims = excluded.claims, epoch = excluded.epoch, mac = excluded.mac, draining = excluded.draining, healthy = excluded.healthy, licensed = excluded.licensed RETURNING seq, observed_at
+
+-- listHeartbeats
+SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = ?1 ORDER BY node
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))

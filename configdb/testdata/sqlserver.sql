@@ -31,6 +31,9 @@ CREATE UNIQUE INDEX admin_users_token ON admin_users (token_hash) WHERE token_ha
 -- version 5: cluster_leases
 CREATE TABLE cluster_leases (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, holder NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, epoch BIGINT NOT NULL, expires_at BIGINT NOT NULL);
 
+-- version 6: floating_heartbeats
+CREATE TABLE floating_heartbeats (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, node NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, seq BIGINT NOT NULL, emitted_at BIGINT NOT NULL, observed_at BIGINT NOT NULL, claims INTEGER NOT NULL, draining INTEGER NOT NULL, healthy INTEGER NOT NULL, licensed INTEGER NOT NULL, epoch BIGINT NOT NULL, mac NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, PRIMARY KEY (cluster_id, node));
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -132,6 +135,12 @@ UPDATE cluster_leases SET holder = '', expires_at = 0 WHERE cluster_id = @p1 AND
 
 -- readLease
 SELECT holder, epoch, expires_at - DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()) FROM cluster_leases WHERE cluster_id = @p1
+
+-- putHeartbeat
+MERGE floating_heartbeats WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, @p2 AS node) AS s ON t.cluster_id = s.cluster_id AND t.node = s.node WHEN MATCHED THEN UPDATE SET seq = t.seq + 1, emitted_at = @p3, observed_at = DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()), claims = @p4, epoch = @p5, mac = @p6, draining = @p7, healthy = @p8, licensed = @p9 WHEN NOT MATCHED THEN INSERT (cluster_id, node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed) VALUES (@p1, @p2, 1, @p3, DATEDIFF_BIG(microsecond, CAST('1970-01-01T00:00:00' AS DATETIME2(7)), SYSUTCDATETIME()), @p4, @p5, @p6, @p7, @p8, @p9) OUTPUT inserted.seq, inserted.observed_at;
+
+-- listHeartbeats
+SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = @p1 ORDER BY node
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))
