@@ -120,7 +120,13 @@ func Print(w io.Writer, s Summary) {
 	for _, a := range s.Abusers {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
-	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v, from another address than the abusers): %s\n", newcomerEvery, s.Newcomers)
+	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v, from another address than the abusers): %s\n", anonymousEvery, s.Newcomers)
+	if len(s.Probes) > 0 {
+		fmt.Fprintf(w, "\nwell-behaved probes from 127.0.0.1 during the abuse:\n")
+		for _, p := range s.Probes {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
 	fmt.Fprintf(w, "a new client after recovery: %s\n", s.FreshClient)
 	fmt.Fprintf(w, "\nchecks:\n")
 	for _, c := range s.Checks {
