@@ -86,10 +86,29 @@ func adminLogin(ctx context.Context, c *http.Client, base, name, password string
 	return out
 }
 
-// wrongPasswordOPCUA tries a wrong password for the Operator on OPC UA.
+// passwordTries bounds how often one wrong-password operation tries again
+// when its address is refused a channel or a session before the password
+// is checked (the other abusers of 127.0.0.2 hold its per-address
+// allowances): the attacker insists until the password itself is refused.
+const passwordTries = 10
+
+// wrongPasswordOPCUA tries a wrong password for the Operator on OPC UA;
+// every try is counted.
 func (a *Abuse) wrongPasswordOPCUA(ctx context.Context, r *rand.Rand) {
-	got := userSession(ctx, a.Endpoint, passwordIP, a.Hardening.User, wrongPassword(r))
-	a.noteOutcome(ctx, abuserOPCUAPassword, got)
+	for range passwordTries {
+		got := userSession(ctx, a.Endpoint, passwordIP, a.Hardening.User, wrongPassword(r))
+		a.noteOutcome(ctx, abuserOPCUAPassword, got)
+		if !refusedBeforeThePassword(got) || ended(ctx) {
+			return
+		}
+		pause(ctx, 100*time.Millisecond)
+	}
+}
+
+// refusedBeforeThePassword: the try ended before the password was
+// checked, for want of a connection or a session of its address.
+func refusedBeforeThePassword(got string) bool {
+	return strings.HasPrefix(got, "channel: ") || got == "BadTooManySessions"
 }
 
 // wrongPasswordAdmin tries a wrong password for the Operator on the

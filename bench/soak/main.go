@@ -128,6 +128,12 @@ func Print(w io.Writer, s Summary) {
 		}
 	}
 	fmt.Fprintf(w, "a new client after recovery: %s\n", s.FreshClient)
+	if len(s.HostCounters) > 0 {
+		fmt.Fprintf(w, "\nthe host's refusal counters at the end:\n")
+		for _, l := range s.HostCounters {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(w, "\nchecks:\n")
 	for _, c := range s.Checks {
 		mark := "PASS"

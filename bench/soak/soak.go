@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,9 +90,12 @@ type Summary struct {
 	// anonymous session's attempts are also Newcomers).
 	Probes []ProbeFigures `json:"probes"`
 	// Hardened is true when the hardening abusers ran (Verdict checks them).
-	Hardened    bool   `json:"hardened"`
-	FreshClient string `json:"fresh_client"` // a new client's session after recovery: "Good" or what failed
-	HostExit    string `json:"host_exit,omitempty"`
+	Hardened bool `json:"hardened"`
+	// HostCounters are the host's own refusal counters at the end (its
+	// /metrics lines of hostCounterNames).
+	HostCounters []string `json:"host_counters,omitempty"`
+	FreshClient  string   `json:"fresh_client"` // a new client's session after recovery: "Good" or what failed
+	HostExit     string   `json:"host_exit,omitempty"`
 
 	Checks []Check `json:"checks"`
 }
@@ -183,6 +187,7 @@ func Run(t testing.TB, cfg Config) Summary {
 	if a, err := sampler.Take(); err == nil {
 		s.After = &a
 	}
+	s.HostCounters = hostCounters(node)
 	s.Good = good.Stop()
 	s.FreshClient = freshClient(context.Background(), node.Endpoint())
 	if code, exited := node.Exited(); exited {
@@ -345,4 +350,27 @@ func freshClient(ctx context.Context, endpoint string) string {
 	}
 	_ = sess.Close(ctx, opTimeout)
 	return "Good"
+}
+
+// hostCounterNames are the metrics whose lines HostCounters keeps: the
+// password throttle, the OPC UA limits (replays, handshake rates, session
+// budget) and the sync port's refusals.
+var hostCounterNames = []string{"otopcua_auth_throttled_total", "otopcua_opcua_limit_refusals_total", "otopcua_localdb_sync_refused"}
+
+// hostCounters reads the host's /metrics and keeps the lines of
+// hostCounterNames (one line saying why when it cannot be read).
+func hostCounters(n *procs.Node) []string {
+	body, err := n.Get("/metrics")
+	if err != nil {
+		return []string{"/metrics: " + err.Error()}
+	}
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, name := range hostCounterNames {
+			if strings.HasPrefix(l, name) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }
