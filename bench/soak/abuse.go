@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/otopcua/otopcua/internal/h2hostile"
 )
 
 // Abuse is the hostile load: one goroutine per abuser, each paced at its
@@ -27,7 +29,50 @@ type Abuse struct {
 	Items, Batch int
 	// Seed makes the fuzzers' choices repeatable.
 	Seed uint64
+	// Hardening, when set, adds the abusers of the host's hardening
+	// against remote lock-outs, replays and unauthenticated reads, each
+	// from its own loopback address (see hardenedAbusers).
+	Hardening *Hardening
 }
+
+// Hardening is what the hardening abusers aim at beyond the OPC UA
+// endpoint.
+type Hardening struct {
+	// HTTP is the base URL of the host's HTTP port (admin login, reads).
+	HTTP string
+	// User is an Operator of the host, whose password the abusers guess.
+	User string
+	// Replication is the host:port of the host's LocalDb sync port.
+	Replication string
+	// Secure is a client certificate the host trusts, for the secured
+	// OpenSecureChannel abusers.
+	Secure *SecureClient
+}
+
+// The addresses of the hardening abusers: each attack comes from another
+// client machine than the well-behaved side's 127.0.0.1.
+const (
+	passwordIP   = "127.0.0.2" // wrong passwords, OPC UA and admin login
+	replayIP     = "127.0.0.3" // the replayed OpenSecureChannel
+	renewIP      = "127.0.0.4" // the renew storm
+	httpIP       = "127.0.0.5" // unauthenticated reads
+	keylessIP    = "127.0.0.7" // keyless replication streams
+	holdersPerIP = 5           // never-activated sessions per address of holderIPs
+)
+
+// holderIPs are the five addresses holding never-activated sessions.
+var holderIPs = []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6"}
+
+// The hardening abusers' names (Verdict reads their counts).
+const (
+	abuserOPCUAPassword = "auth/opcua-wrong-password"
+	abuserAdminPassword = "auth/admin-wrong-password"
+	abuserHeld          = "session/unactivated-held"
+	abuserReplay        = "opn/replay"
+	abuserRenew         = "opn/renew-storm"
+	abuserHTTPRead      = "http/read-unauthenticated"
+	abuserKeyless       = "repl/keyless-4MiB"
+)
 
 // Bounds and paces of the abusers.
 const (
@@ -56,7 +101,7 @@ func (a *Abuse) abusers() []abuser {
 	opnSilent := newHolder("conn/opn-silent", a.Tally)
 	churn := &subChurn{abuse: a, name: "subs/churn"}
 	orphan := &subOrphan{abuse: a, name: "subs/orphan"}
-	return []abuser{
+	list := []abuser{
 		{name: "conn/open-close", every: 100 * time.Millisecond, op: always(a.openClose)},
 		{name: helloSilent.name, every: 200 * time.Millisecond, op: func(ctx context.Context, _ *rand.Rand) bool { return a.silent(ctx, helloSilent, false) }, stop: helloSilent.closeAll},
 		{name: opnSilent.name, every: 200 * time.Millisecond, op: func(ctx context.Context, _ *rand.Rand) bool { return a.silent(ctx, opnSilent, true) }, stop: opnSilent.closeAll},
@@ -69,6 +114,27 @@ func (a *Abuse) abusers() []abuser {
 		{name: "fuzz/bitflip", every: 100 * time.Millisecond, op: always(a.fuzzBitflip)},
 		{name: "fuzz/random-hello", every: 100 * time.Millisecond, op: always(a.fuzzHello)},
 		{name: "fuzz/oversized", every: 500 * time.Millisecond, op: always(a.fuzzOversized)},
+	}
+	if a.Hardening != nil {
+		list = append(list, a.hardenedAbusers()...)
+	}
+	return list
+}
+
+// hardenedAbusers lists the abusers of the hardening, with their paces.
+func (a *Abuse) hardenedAbusers() []abuser {
+	held := newHeldSessions(a)
+	replay := &replayer{abuse: a}
+	streams := &keyless{abuse: a, conns: map[*h2hostile.Client]bool{}}
+	adminClient, readClient := httpFrom(passwordIP, false), httpFrom(httpIP, true)
+	return []abuser{
+		{name: abuserOPCUAPassword, every: 2 * time.Second, op: always(a.wrongPasswordOPCUA)},
+		{name: abuserAdminPassword, every: 2 * time.Second, op: always(a.wrongPasswordAdmin(adminClient))},
+		{name: abuserHeld, every: 500 * time.Millisecond, op: always(held.round), stop: held.release},
+		{name: abuserReplay, every: 100 * time.Millisecond, op: always(replay.replay)},
+		{name: abuserRenew, every: 3 * time.Second, op: always(a.renewStorm)},
+		{name: abuserHTTPRead, every: 200 * time.Millisecond, op: always(a.unauthenticatedRead(readClient)), stop: readClient.CloseIdleConnections},
+		{name: abuserKeyless, every: time.Second, op: streams.open, stop: streams.closeAll},
 	}
 }
 

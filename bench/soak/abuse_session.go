@@ -80,7 +80,12 @@ func (a *Abuse) createActivateDrop(ctx context.Context, r *rand.Rand) {
 
 // rawChannel dials and opens a secure channel with a rawConn.
 func (a *Abuse) rawChannel(ctx context.Context) (*rawConn, error) {
-	rc, err := dialRaw(ctx, a.Endpoint, opTimeout, a.LocalIP)
+	return a.rawChannelFrom(ctx, a.LocalIP)
+}
+
+// rawChannelFrom is rawChannel from the local address ip.
+func (a *Abuse) rawChannelFrom(ctx context.Context, ip string) (*rawConn, error) {
+	rc, err := dialRaw(ctx, a.Endpoint, opTimeout, ip)
 	if err != nil {
 		return nil, err
 	}

@@ -1,36 +1,61 @@
 // Command soak runs a real `otopcua host` process (built from ./cmd/otopcua
 // and started by tests/procs on loopback ports below the ephemeral range,
-// with a SQLite Config DB) under a mixed abusive load next to one
-// well-behaved client, then stops the abuse and watches the recovery.
+// with a SQLite Config DB holding an Operator, a secured endpoint beside
+// None whose PKI trusts the abusers' client certificate, the HTTP read
+// routes closed to anonymous readers, and LocalDb replication with a peer
+// the harness runs) under a mixed abusive load next to a well-behaved
+// client, then stops the abuse and watches the recovery.
 //
-//   - The well-behaved client (opcua/uaclient, its own goroutines): one
-//     session, one subscription with publishing interval 200 ms and
-//     MaxKeepAliveCount 1 on i=2258 (CurrentTime) and i=2267
-//     (ServiceLevel), so that a Publish response is due every 200 ms; every
-//     gap between Publish responses is recorded, and a Read of i=2267
-//     every 100 ms records its latency.
+//   - The well-behaved client (opcua/uaclient, its own goroutines, from
+//     127.0.0.1): one session, one subscription with publishing interval
+//     200 ms and MaxKeepAliveCount 1 on i=2258 (CurrentTime) and i=2267
+//     (ServiceLevel), so that a Publish response is due every 200 ms;
+//     every gap between Publish responses is recorded, and a Read of
+//     i=2267 every 100 ms records its latency.
+//   - The well-behaved probes during the abuse (127.0.0.1, each latency
+//     recorded): an anonymous CreateSession+Activate every 2 s (a session
+//     within 1 s every time); the Operator's right password every 5 s on
+//     OPC UA (Good) and on the admin login (303), while 127.0.0.2 guesses
+//     it; a row enqueued in the harness's LocalDb every 5 s, pulled by the
+//     host and pulled back through the host's sync port with the key.
 //   - The abusers (one goroutine each, paced, bounded, all stopped and
-//     released at the end of the abuse): connection churn (open+close a
-//     secure channel; Hello then silence; Hello+OpenSecureChannel then
-//     silence), session churn (CreateSession without ActivateSession;
-//     create+activate+close; create+activate then a TCP reset),
-//     subscription churn (a subscription of 50,000 items created in
-//     requests of 10,000 on a rotating set of namespace-0 variables, then
-//     deleted; and one whose connection is reset after it is filled, so
-//     that it is orphaned and must expire), and fuzzing (random and
-//     bit-flipped requests after a valid OpenSecureChannel, random Hello
-//     frames, declared sizes far beyond the limits). Every operation and
-//     every status or ERR code the server answers is counted.
+//     released at the end of the abuse), from 127.0.0.2 unless said:
+//     connection churn (open+close a secure channel; Hello then silence;
+//     Hello+OpenSecureChannel then silence), session churn (CreateSession
+//     without ActivateSession; create+activate+close; create+activate then
+//     a TCP reset), subscription churn (a subscription of 50,000 items
+//     created in requests of 10,000 on a rotating set of namespace-0
+//     variables, then deleted; and one whose connection is reset after it
+//     is filled, so that it is orphaned and must expire), fuzzing (random
+//     and bit-flipped requests after a valid OpenSecureChannel, random
+//     Hello frames, declared sizes far beyond the limits), and the
+//     attacks on the host's hardening: wrong passwords for the Operator
+//     on OPC UA and on the admin login (one each every 2 s); five
+//     addresses (127.0.0.2–6) × five never-activated sessions, each
+//     recreated when the host drops it; a captured secured
+//     OpenSecureChannel replayed byte for byte on a new connection ten
+//     times a second (127.0.0.3; a new capture every minute) and a renew
+//     storm every 3 s (127.0.0.4); unauthenticated GETs of the HTTP read
+//     routes five times a second (127.0.0.5); up to 16 connections of 50
+//     keyless sync streams each announcing a 4 MiB message, held open
+//     (127.0.0.7). Every operation and every status, ERR code or HTTP
+//     status the host answers is counted.
 //   - The host process is read every second: VmRSS, open fds, threads.
 //
 // At the end it prints the well-behaved client's largest and p99 Publish
 // gap, its Read latency (p50, p99, max) and errors; RSS, fds and threads
 // at the baseline (end of the warm-up), at the peak and after recovery;
-// the abusers' counts and status histograms; then the checks and one JSON
-// line. It exits 1 when a check fails: an error seen by the well-behaved
-// client, a Publish gap above 700 ms (200 ms + 500 ms), fds after recovery
-// above baseline + 10, RSS after recovery above 2 × baseline + 50 MiB, or
-// the host gone. It exits 2 when the soak could not be set up.
+// the abusers' counts and status histograms; the probes' outcomes and
+// latencies; the host's own refusal counters; then the checks and one
+// JSON line. It exits 1 when a check fails: an error seen by the
+// well-behaved client, a Publish gap above 700 ms (200 ms + 500 ms), fds
+// after recovery above baseline + 10, RSS after recovery above 2 ×
+// baseline + 50 MiB, the host gone, a probe that failed once (a password
+// refused, a login not 303, an anonymous session refused or later than
+// 1 s, a row not synced within 20 s), a password attempt of the attacker
+// that succeeded, a replayed OpenSecureChannel not refused, or an
+// unauthenticated read not answered 401. It exits 2 when the soak could
+// not be set up.
 //
 // Usage:
 //
@@ -120,8 +145,20 @@ func Print(w io.Writer, s Summary) {
 	for _, a := range s.Abusers {
 		fmt.Fprintf(w, "  %s\n", a)
 	}
-	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v, from another address than the abusers): %s\n", newcomerEvery, s.Newcomers)
+	fmt.Fprintf(w, "\nnew clients during the abuse (one every %v, from another address than the abusers): %s\n", anonymousEvery, s.Newcomers)
+	if len(s.Probes) > 0 {
+		fmt.Fprintf(w, "\nwell-behaved probes from 127.0.0.1 during the abuse:\n")
+		for _, p := range s.Probes {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
 	fmt.Fprintf(w, "a new client after recovery: %s\n", s.FreshClient)
+	if len(s.HostCounters) > 0 {
+		fmt.Fprintf(w, "\nthe host's refusal counters at the end:\n")
+		for _, l := range s.HostCounters {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(w, "\nchecks:\n")
 	for _, c := range s.Checks {
 		mark := "PASS"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,12 +82,20 @@ type Summary struct {
 	HostCPUWarmupPct float64 `json:"host_cpu_warmup_pct"` // % of one core
 	HostCPUAbusePct  float64 `json:"host_cpu_abuse_pct"`
 
-	Abusers     []AbuserCount `json:"abusers"`
-	AbuseStopS  float64       `json:"abuse_stop_s"`  // how long the abusers took to release everything
-	NS0Vars     int           `json:"ns0_variables"` // the variables the subscription abusers rotate over
-	Newcomers   AbuserCount   `json:"newcomers"`     // a new client's session every newcomerEvery during the abuse
-	FreshClient string        `json:"fresh_client"`  // a new client's session after recovery: "Good" or what failed
-	HostExit    string        `json:"host_exit,omitempty"`
+	Abusers    []AbuserCount `json:"abusers"`
+	AbuseStopS float64       `json:"abuse_stop_s"`  // how long the abusers took to release everything
+	NS0Vars    int           `json:"ns0_variables"` // the variables the subscription abusers rotate over
+	Newcomers  AbuserCount   `json:"newcomers"`     // a new client's session every anonymousEvery during the abuse
+	// Probes are the well-behaved side's checks during the abuse (the
+	// anonymous session's attempts are also Newcomers).
+	Probes []ProbeFigures `json:"probes"`
+	// Hardened is true when the hardening abusers ran (Verdict checks them).
+	Hardened bool `json:"hardened"`
+	// HostCounters are the host's own refusal counters at the end (its
+	// /metrics lines of hostCounterNames).
+	HostCounters []string `json:"host_counters,omitempty"`
+	FreshClient  string   `json:"fresh_client"` // a new client's session after recovery: "Good" or what failed
+	HostExit     string   `json:"host_exit,omitempty"`
 
 	Checks []Check `json:"checks"`
 }
@@ -104,7 +113,8 @@ func Run(t testing.TB, cfg Config) Summary {
 	s := Summary{Machine: measure.Machine(time.Now()), WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		RecoverS: cfg.Recover.Seconds(), Items: cfg.Items, Batch: cfg.Batch, Seed: cfg.Seed}
 
-	node := startHost(t)
+	rig := startHost(t)
+	node := rig.node
 	s.PID = node.PID()
 	vars := ns0Variables(t, node.Endpoint())
 	if cfg.Vars > 0 && cfg.Vars < len(vars) {
@@ -130,7 +140,12 @@ func Run(t testing.TB, cfg Config) Summary {
 	}
 	fmt.Fprintf(progress, "soak: host pid %d at %s; %d ns0 variables; warm-up %v\n", s.PID, node.Endpoint(), len(vars), cfg.Warmup)
 	cpu0, wall0 := cpuTime(s.PID), time.Now()
+	synced := make(chan string, 1)
+	go func() { synced <- rig.peer.firstSync(context.Background()) }()
 	time.Sleep(cfg.Warmup) // the warm-up is a phase, not an assertion
+	if got := <-synced; got != syncedOutcome {
+		t.Fatalf("the harness's replication peer never synced a row through the host: %s", got)
+	}
 	if b, err := sampler.Take(); err == nil {
 		s.Baseline = &b
 	}
@@ -141,7 +156,9 @@ func Run(t testing.TB, cfg Config) Summary {
 	if cfg.AbuserIP == "" {
 		cfg.AbuserIP = "127.0.0.2"
 	}
-	abuse := &Abuse{Endpoint: node.Endpoint(), LocalIP: cfg.AbuserIP, Tally: tally, Vars: vars, Items: cfg.Items, Batch: cfg.Batch, Seed: cfg.Seed}
+	abuse := &Abuse{Endpoint: node.Endpoint(), LocalIP: cfg.AbuserIP, Tally: tally, Vars: vars, Items: cfg.Items, Batch: cfg.Batch, Seed: cfg.Seed,
+		Hardening: rig.hard}
+	s.Hardened = true
 	phase.Store(PhaseAbuse)
 	fmt.Fprintf(progress, "soak: abuse for %v\n", cfg.Duration)
 	actx, stopAbuse := context.WithTimeout(context.Background(), cfg.Duration)
@@ -150,9 +167,8 @@ func Run(t testing.TB, cfg Config) Summary {
 		<-actx.Done()
 		phase.CompareAndSwap(PhaseAbuse, PhaseStopping)
 	}()
-	newcomers := NewTally()
 	var probing sync.WaitGroup
-	probing.Go(func() { probeNewcomers(actx, node.Endpoint(), newcomers) })
+	probing.Go(func() { s.Probes = runProbes(actx, goodProbes(node.Endpoint(), rig.hard, rig.password, rig.peer)) })
 	abuse.Run(actx) // returns when every abuser has stopped
 	stopAbuse()
 	probing.Wait()
@@ -171,15 +187,14 @@ func Run(t testing.TB, cfg Config) Summary {
 	if a, err := sampler.Take(); err == nil {
 		s.After = &a
 	}
+	s.HostCounters = hostCounters(node)
 	s.Good = good.Stop()
 	s.FreshClient = freshClient(context.Background(), node.Endpoint())
 	if code, exited := node.Exited(); exited {
 		s.HostExit = fmt.Sprintf("exited with code %d", code)
 	}
 	s.Abusers = tally.Counts()
-	if c := newcomers.Counts(); len(c) == 1 {
-		s.Newcomers = c[0]
-	}
+	s.Newcomers = newcomersOf(s.Probes)
 	s.fillPeaks(sampler)
 	s.Checks = Verdict(s, DefaultLimits)
 	return s
@@ -205,17 +220,60 @@ func cpuTime(pid int) time.Duration {
 	return d
 }
 
+// clusterID is the soak host's Node:ClusterId (procs.BaseConfig's).
+const clusterID = "test"
+
+// The Operator whose password the abusers guess and the well-behaved
+// side knows.
+const (
+	operatorName     = "soak-operator"
+	operatorPassword = "soak-operator-password-15"
+)
+
+// hostRig is the soak host and what its abusers and probes need.
+type hostRig struct {
+	node     *procs.Node
+	hard     *Hardening
+	password string
+	peer     *replicaPeer
+}
+
 // startHost starts one `otopcua host` with a loopback appsettings.json, a
-// SQLite Config DB and logs at info level, and waits until it is ready.
-func startHost(t testing.TB) *procs.Node {
+// SQLite Config DB holding an Operator, logs at info level, a secured
+// endpoint (Basic256Sha256 SignAndEncrypt beside None) whose PKI trusts
+// the abusers' client certificate, the HTTP read routes closed to
+// anonymous readers, and LocalDb replication with the harness's peer, and
+// waits until it is ready.
+func startHost(t testing.TB) hostRig {
 	t.Helper()
 	ports := procs.NewPorts(t)
+	dir := t.TempDir()
 	cfg := procs.BaseConfig("soak", ports)
 	cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
-	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(t.TempDir(), "config.db")}
+	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(dir, "config.db")}
+	cfg["Http"].(map[string]any)["AnonymousRead"] = false
+	pki := filepath.Join(dir, "pki")
+	secure := trustedClient(t, pki)
+	cfg["OpcUa"].(map[string]any)["Security"] = map[string]any{
+		"Policies": []string{"None:None", "Basic256Sha256:SignAndEncrypt"}, "PkiDir": pki, "AllowAnonymous": true,
+	}
+	syncPort, peerPort := procs.UniquePort(t), procs.UniquePort(t)
+	cfg["LocalDb"] = map[string]any{
+		"Path": filepath.Join(dir, "local.db"), "SyncListenPort": syncPort,
+		"Peers": []string{fmt.Sprintf("127.0.0.1:%d", peerPort)}, "Replication": map[string]any{"ApiKey": replicationKey},
+	}
+	procs.User(t, cfg, operatorPassword+"\n", "add", operatorName, "--role", "Operator")
+	syncAddr := fmt.Sprintf("127.0.0.1:%d", syncPort)
+	peer := startReplicaPeer(t, fmt.Sprintf("127.0.0.1:%d", peerPort), syncAddr)
 	n := procs.Start(t, "soak", cfg, host.EnvGCHook+"=1")
 	n.WaitReady(60 * time.Second)
-	return n
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := secure.learnServer(ctx, n.Endpoint()); err != nil {
+		t.Fatalf("the host's secured endpoint: %v", err)
+	}
+	return hostRig{node: n, password: operatorPassword, peer: peer,
+		hard: &Hardening{HTTP: n.HTTP(), User: operatorName, Replication: syncAddr, Secure: secure}}
 }
 
 // ns0Scan is the range of namespace-0 numeric ids searched for Variables.
@@ -264,29 +322,15 @@ func ns0Variables(t testing.TB, endpoint string) []uint32 {
 	return vars
 }
 
-// newcomerEvery is how often a new client tries to open a session during
-// the abuse.
-const newcomerEvery = 5 * time.Second
-
-// probeNewcomers opens a new client's session every newcomerEvery until
-// ctx ends and counts how each attempt went: the abuse of another client
-// machine must not lock newcomers out (a check of Verdict).
-func probeNewcomers(ctx context.Context, endpoint string, t *Tally) {
-	tick := time.NewTicker(newcomerEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+// newcomersOf is the anonymous-session probe's attempts as the newcomers'
+// counts (a zero count when it did not run).
+func newcomersOf(ps []ProbeFigures) AbuserCount {
+	for _, p := range ps {
+		if p.Name == probeAnonymous {
+			return AbuserCount{Abuser: "newcomer", Ops: uint64(p.Attempts), Outcomes: p.Outcomes}
 		}
-		got := freshClient(ctx, endpoint)
-		if ended(ctx) {
-			return
-		}
-		t.Op("newcomer")
-		t.Saw("newcomer", got)
 	}
+	return AbuserCount{Abuser: "newcomer"}
 }
 
 // freshClient opens a new channel and session after the soak and says
@@ -306,4 +350,27 @@ func freshClient(ctx context.Context, endpoint string) string {
 	}
 	_ = sess.Close(ctx, opTimeout)
 	return "Good"
+}
+
+// hostCounterNames are the metrics whose lines HostCounters keeps: the
+// password throttle, the OPC UA limits (replays, handshake rates, session
+// budget) and the sync port's refusals.
+var hostCounterNames = []string{"otopcua_auth_throttled_total", "otopcua_opcua_limit_refusals_total", "otopcua_localdb_sync_refused"}
+
+// hostCounters reads the host's /metrics and keeps the lines of
+// hostCounterNames (one line saying why when it cannot be read).
+func hostCounters(n *procs.Node) []string {
+	body, err := n.Get("/metrics")
+	if err != nil {
+		return []string{"/metrics: " + err.Error()}
+	}
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, name := range hostCounterNames {
+			if strings.HasPrefix(l, name) {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }

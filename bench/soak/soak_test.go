@@ -45,8 +45,9 @@ func TestSoakShort(t *testing.T) {
 			t.Errorf("abuser %s did nothing", a.Abuser)
 		}
 	}
-	if len(s.Abusers) != len((&Abuse{}).abusers()) {
-		t.Errorf("%d abusers counted, want %d", len(s.Abusers), len((&Abuse{}).abusers()))
+	// The abusers of the hardening ran too.
+	if want := len((&Abuse{Hardening: &Hardening{}}).abusers()); len(s.Abusers) != want {
+		t.Errorf("%d abusers counted, want %d", len(s.Abusers), want)
 	}
 }
 

@@ -83,9 +83,34 @@ func (t *Tally) Counts() []AbuserCount {
 
 // String renders one abuser's counts on one line.
 func (a AbuserCount) String() string {
+	return fmt.Sprintf("%-30s %7d ops: %s", a.Abuser, a.Ops, a.outcomes())
+}
+
+// outcomes renders the status histogram, most frequent first.
+func (a AbuserCount) outcomes() string {
 	var parts []string
 	for _, o := range a.Outcomes {
 		parts = append(parts, fmt.Sprintf("%s ×%d", o.Outcome, o.Count))
 	}
-	return fmt.Sprintf("%-30s %7d ops: %s", a.Abuser, a.Ops, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
+}
+
+// Count is how often a saw outcome.
+func (a AbuserCount) Count(outcome string) uint64 {
+	for _, o := range a.Outcomes {
+		if o.Outcome == outcome {
+			return o.Count
+		}
+	}
+	return 0
+}
+
+// abuserNamed returns the counts of the abuser named name (zero when absent).
+func abuserNamed(all []AbuserCount, name string) AbuserCount {
+	for _, a := range all {
+		if a.Abuser == name {
+			return a
+		}
+	}
+	return AbuserCount{Abuser: name}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,8 +37,9 @@ type Check struct {
 
 // Verdict checks s against l: no error seen by the well-behaved client,
 // every newcomer during the abuse got a session, no Publish gap above
-// l.MaxGap, file descriptors and RSS back within
-// their bounds after recovery, and the host still running.
+// l.MaxGap, file descriptors and RSS back within their bounds after
+// recovery, the host still running, and when s.Hardened the checks of
+// hardeningChecks.
 func Verdict(s Summary, l Limits) []Check {
 	g := s.Good
 	errs := Check{Name: "well-behaved client errors", OK: g.Errors == 0, Detail: fmt.Sprintf("%d", g.Errors)}
@@ -68,7 +70,66 @@ func Verdict(s Summary, l Limits) []Check {
 		Check{Name: "RSS after recovery", OK: a.RSS <= rssLimit,
 			Detail: fmt.Sprintf("%s (baseline %s, limit %s)", mib(a.RSS), mib(b.RSS), mib(rssLimit))},
 	)
-	return append(out, Check{Name: "host process running", OK: s.HostExit == "", Detail: or(s.HostExit, "yes")})
+	out = append(out, Check{Name: "host process running", OK: s.HostExit == "", Detail: or(s.HostExit, "yes")})
+	if s.Hardened {
+		out = append(out, hardeningChecks(s)...)
+	}
+	return out
+}
+
+// hardeningChecks: every probe of the well-behaved side passed (the
+// Operator's right password Good and 303 at once while it was guessed
+// from 127.0.0.2, an anonymous session within its limit, a row synced
+// with the key); no wrong password of the attacker succeeded; every
+// replayed OpenSecureChannel was refused; every unauthenticated read was
+// answered 401.
+func hardeningChecks(s Summary) []Check {
+	var out []Check
+	for _, name := range []string{probeAnonymous, probeOPCUA, probeAdmin, probeReplication} {
+		out = append(out, probeCheck(s.Probes, name))
+	}
+	opc, adm := abuserNamed(s.Abusers, abuserOPCUAPassword), abuserNamed(s.Abusers, abuserAdminPassword)
+	won := opc.Count("Good") + adm.Count("303")
+	out = append(out, Check{Name: "no password attempt from the attacker succeeded", OK: won == 0 && opc.Ops > 0 && adm.Ops > 0,
+		Detail: fmt.Sprintf("%d of %d attempts on OPC UA and %d on the admin login succeeded", won, opc.Ops, adm.Ops)})
+	replay := abuserNamed(s.Abusers, abuserReplay)
+	var replays uint64
+	for _, o := range replay.Outcomes {
+		if strings.HasPrefix(o.Outcome, replayPrefix) {
+			replays += o.Count
+		}
+	}
+	refused := replay.Count(replayRefused)
+	out = append(out, Check{Name: "replayed OpenSecureChannel refused", OK: replays > 0 && refused == replays,
+		Detail: fmt.Sprintf("%d of %d replays answered ERR BadNonceInvalid (%d captures opened a channel)", refused, replays, replay.Count(replayCaptured))})
+	reads := abuserNamed(s.Abusers, abuserHTTPRead)
+	var answered uint64
+	for _, o := range reads.Outcomes {
+		if o.Outcome != cutShort {
+			answered += o.Count
+		}
+	}
+	return append(out, Check{Name: "every unauthenticated read answered 401", OK: answered > 0 && reads.Count("401") == answered,
+		Detail: fmt.Sprintf("%d of %d: %s", reads.Count("401"), answered, or(reads.outcomes(), "none"))})
+}
+
+// probeCheck: the probe named name ran and every attempt passed.
+func probeCheck(ps []ProbeFigures, name string) Check {
+	c := Check{Name: "well-behaved " + name, Detail: "did not run"}
+	for _, p := range ps {
+		if p.Name != name {
+			continue
+		}
+		c.OK = p.Attempts > 0 && p.Passed == p.Attempts
+		c.Detail = fmt.Sprintf("%d of %d %s", p.Passed, p.Attempts, p.Want)
+		if p.WithinNS > 0 {
+			c.Detail += fmt.Sprintf(" within %s (%d slower, max %s)", msText(p.WithinNS), p.Slow, msText(p.Max))
+		}
+		if o := (AbuserCount{Outcomes: p.Outcomes}).outcomes(); o != "" {
+			c.Detail += "; " + o
+		}
+	}
+	return c
 }
 
 // Failed returns the checks that did not pass.
