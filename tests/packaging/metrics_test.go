@@ -57,6 +57,11 @@ var exportedMetrics = []string{
 	"otopcua_driver_writes_total",
 	"otopcua_deployment_version",
 	"otopcua_deployment_from_cache",
+	// Nodes with Redundancy:FloatingAddress.
+	"otopcua_floating_address_owned",
+	"otopcua_floating_address_seizes_total",
+	"otopcua_floating_address_drift_total",
+	"otopcua_floating_address_conflict",
 	// Go and process collectors.
 	"process_resident_memory_bytes",
 	"process_cpu_seconds_total",

@@ -37,7 +37,8 @@ var rigTargets = []string{
 var alertNames = []string{
 	"OtopcuaTwoPrimaries", "OtopcuaNoPrimary", "OtopcuaServiceLevelStuck",
 	"OtopcuaRoleUnknownDenials", "OtopcuaNotMemberDenials", "OtopcuaConfigDbUnreachable",
-	"OtopcuaDeviceDisconnected", "OtopcuaNodeDown",
+	"OtopcuaDeviceDisconnected", "OtopcuaNodeDown", "OtopcuaFloatingAddressTwoHolders", "OtopcuaFloatingAddressUnheld",
+	"OtopcuaFloatingAddressConflict",
 }
 
 // promtool runs promtool in the module root and returns its output; it
