@@ -31,7 +31,12 @@ func (e *Executor) assign(ctx context.Context, epoch uint64, allow bool) error {
 	if len(others) == 0 && own.lists(e.ip) {
 		return e.retag(ctx, own, epoch)
 	}
-	if err := e.ec2.tagEpoch(ctx, epoch, append([]string{own.ID}, others...)...); err != nil {
+	stamp := []string{own.ID}
+	if allow {
+		// The holders this assign takes the address from.
+		stamp = append(stamp, others...)
+	}
+	if err := e.ec2.tagEpoch(ctx, epoch, stamp...); err != nil {
 		return err
 	}
 	err = e.ec2.assign(ctx, own.ID, e.ip, allow)

@@ -83,6 +83,7 @@ type Server struct {
 	enis   map[string]*eni // by id; mu must be held.
 	tokens map[string]bool // IMDSv2 tokens issued; mu must be held.
 	calls  map[string]int  // API actions served; mu must be held.
+	log    []string        // API requests served, in order; mu must be held.
 }
 
 // New starts a fake on loopback; Close stops it.
@@ -219,6 +220,7 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls[form.Get("Action")]++
+	s.log = append(s.log, logLine(form))
 	out, e := s.actLocked(form)
 	if e != nil {
 		writeError(w, e)
@@ -409,6 +411,30 @@ func (s *Server) createTagsLocked(f url.Values) (string, *apiError) {
 		}
 	}
 	return "<CreateTagsResponse><requestId>r</requestId><return>true</return></CreateTagsResponse>", nil
+}
+
+// Log returns the API requests served so far, one line each: the action
+// and its parameters in sorted order (metadata reads are not logged: their
+// number depends on timing).
+func (s *Server) Log() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+func logLine(f url.Values) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		if k != "Action" && k != "Version" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	line := f.Get("Action")
+	for _, k := range keys {
+		line += " " + k + "=" + f.Get(k)
+	}
+	return line
 }
 
 // indexed returns the values of name.1, name.2, … .

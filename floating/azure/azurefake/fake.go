@@ -64,6 +64,7 @@ type Server struct {
 	nics  map[string]*stored // by name; mu must be held.
 	seq   int                // etags; mu must be held.
 	calls map[string]int     // "GET", "LIST", "PUT"; mu must be held.
+	log   []string           // requests served, in order; mu must be held.
 }
 
 // New starts a fake on loopback; Close stops it.
@@ -164,6 +165,34 @@ func (s *Server) Calls(kind string) int {
 	return s.calls["GET"] + s.calls["LIST"] + s.calls["PUT"]
 }
 
+// Log returns the requests served so far, one line each: method, NIC
+// (or the resource group's collection), and for a PUT its If-Match, the addresses of its
+// ipConfigurations and its tags.
+func (s *Server) Log() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+func logLine(r *http.Request, name string, body []byte) string {
+	line := r.Method + " " + name
+	if name == "" {
+		line = r.Method + " (resource group)"
+	}
+	if r.Method != http.MethodPut {
+		return line
+	}
+	var in map[string]any
+	json.Unmarshal(body, &in)
+	var ips []string
+	for _, c := range configs(in) {
+		ip, _, _ := configIP(c)
+		ips = append(ips, ip)
+	}
+	tags, _ := json.Marshal(in["tags"])
+	return fmt.Sprintf("%s If-Match=%s ipConfigurations=%s tags=%s", line, r.Header.Get("If-Match"), strings.Join(ips, ","), tags)
+}
+
 func configs(body map[string]any) []any {
 	p, _ := body["properties"].(map[string]any)
 	c, _ := p["ipConfigurations"].([]any)
@@ -238,6 +267,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) act(r *http.Request, name string, body []byte) (int, any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.log = append(s.log, logLine(r, name, body))
 	switch {
 	case r.Method == http.MethodGet && name == "":
 		s.calls["LIST"]++

@@ -72,6 +72,7 @@ type Server struct {
 	ips   map[string]*PrivateIP // by id; mu must be held.
 	seq   int                   // ids and etags; mu must be held.
 	calls map[string]int        // "GET list", "GET", "POST", "PUT", "DELETE"; mu must be held.
+	log   []string              // requests served, in order; mu must be held.
 }
 
 // New starts a fake on loopback; Close stops it.
@@ -145,6 +146,25 @@ func (s *Server) Calls(kind string) int {
 	return n
 }
 
+// Log returns the requests served so far, one line each: method, path
+// and query, If-Match, body.
+func (s *Server) Log() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.log)
+}
+
+func logLine(r *http.Request, body []byte) string {
+	line := r.Method + " " + r.URL.RequestURI()
+	if m := r.Header.Get("If-Match"); m != "" {
+		line += " If-Match=" + m
+	}
+	if len(body) > 0 {
+		line += " " + strings.TrimSpace(string(body))
+	}
+	return line
+}
+
 // Writes counts the requests that change something.
 func (s *Server) Writes() int {
 	return s.Calls("POST") + s.Calls("PUT") + s.Calls("DELETE")
@@ -207,6 +227,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.calls[kind]++
+	s.log = append(s.log, logLine(r, body))
 	status, out, etag, e := s.actLocked(kind, id, r, body)
 	s.mu.Unlock()
 	if e != nil {
