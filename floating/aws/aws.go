@@ -13,6 +13,7 @@ import (
 	awssdk "github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/otopcua/otopcua/floating"
 )
@@ -36,8 +37,9 @@ type Config struct {
 	// Region is the EC2 region (us-east-1, …). Default: the credential
 	// chain's region.
 	Region string
-	// Endpoint is the EC2 API endpoint URL of the region (or of a VPC
-	// endpoint). Required.
+	// Endpoint is the EC2 API URL: set it only for a VPC endpoint or a
+	// test fake. Default: the region's regional endpoint, from the SDK's
+	// partition data.
 	Endpoint string
 	// MetadataEndpoint is the instance metadata service URL. Default
 	// DefaultMetadataEndpoint.
@@ -75,13 +77,13 @@ var _ floating.Executor = (*Executor)(nil)
 
 // New checks cfg and builds its executor; with no Credentials it loads the
 // SDK's default chain (which reads files and the environment, no request).
-func New(ctx context.Context, cfg Config) (*Executor, error) {
+func New(cfg Config) (*Executor, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	if cfg.Credentials == nil || cfg.Region == "" {
-		sdk, err := awsconfig.LoadDefaultConfig(ctx)
+		sdk, err := awsconfig.LoadDefaultConfig(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("floating/aws: credential chain: %w", err)
 		}
@@ -94,6 +96,13 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("floating/aws: Region is not set and the credential chain names none")
+	}
+	if cfg.Endpoint == "" {
+		ep, err := defaultEndpoint(cfg.Region)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Endpoint = ep
 	}
 	return &Executor{
 		cfg: cfg,
@@ -117,8 +126,6 @@ func (c Config) check() error {
 		return errors.New("floating/aws: ENI (this node's network interface id) is required")
 	case !c.Address.IsValid() || !c.Address.Addr().Is4():
 		return fmt.Errorf("floating/aws: Address %v: an IPv4 address is required (a secondary private IP of the ENI)", c.Address)
-	case c.Endpoint == "":
-		return errors.New("floating/aws: Endpoint (the EC2 API endpoint URL of the region) is required")
 	case c.Fence == nil:
 		return errors.New("floating/aws: Fence is required")
 	}
@@ -232,4 +239,23 @@ func (e *Executor) apply(ctx context.Context, a floating.Action) error {
 	default:
 		return e.unassign(ctx, a.Epoch)
 	}
+}
+
+// defaultEndpoint is the regional EC2 endpoint of region: "ec2.", the
+// region and the DNS suffix of the region's partition, which the SDK's
+// partition data gives through the STS endpoint resolver (STS is linked
+// anyway: the credential chain assumes roles with it).
+func defaultEndpoint(region string) (string, error) {
+	if region == "" {
+		return "", errors.New("floating/aws: no region to find the EC2 endpoint of")
+	}
+	ep, err := sts.NewDefaultEndpointResolverV2().ResolveEndpoint(context.Background(), sts.EndpointParameters{Region: &region})
+	if err != nil {
+		return "", fmt.Errorf("floating/aws: no endpoint known for region %q (set Endpoint): %w", region, err)
+	}
+	_, suffix, ok := strings.Cut(ep.URI.Hostname(), "sts."+region+".")
+	if !ok || suffix == "" {
+		return "", fmt.Errorf("floating/aws: no regional endpoint known for region %q (set Endpoint)", region)
+	}
+	return "https://ec2." + region + "." + suffix, nil
 }

@@ -51,7 +51,7 @@ func (r *rig) executor(t *testing.T, self, eni, key string) (*Executor, *floatin
 		t.Fatal(err)
 	}
 	members := map[string]string{"eni-a": "a:4840", "eni-b": "b:4840"}
-	exe, err := New(context.Background(), Config{
+	exe, err := New(Config{
 		Self:             self,
 		ENI:              eni,
 		Address:          netip.MustParsePrefix(floatIP + "/32"),
@@ -331,5 +331,24 @@ func TestPlannedFailoverFencesTheOldOwnersLateRelease(t *testing.T) {
 	o, err := r.exe.Observe(ctx)
 	if err != nil || o.Kind != floating.HolderMember || o.Member != "b:4840" {
 		t.Fatalf("a observes %+v, %v", o, err)
+	}
+}
+
+func TestDefaultEndpointIsTheRegionalOneOfItsPartition(t *testing.T) {
+	eu, err := defaultEndpoint("eu-central-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cn, err := defaultEndpoint("cn-north-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	euSuffix, ok1 := strings.CutPrefix(eu, "https://ec2.eu-central-1.")
+	cnSuffix, ok2 := strings.CutPrefix(cn, "https://ec2.cn-north-1.")
+	if !ok1 || !ok2 || euSuffix == "" || euSuffix == cnSuffix {
+		t.Fatalf("endpoints %s and %s: want ec2.<region>.<suffix of each partition>", eu, cn)
+	}
+	if _, err := defaultEndpoint(""); err == nil {
+		t.Fatal("an empty region resolved")
 	}
 }

@@ -42,6 +42,15 @@
 // late stale action from "forever" to one round trip; the ownership epoch
 // of the redundancy layer and drift reconciliation close the rest.
 //
+// # Permissions
+//
+// The instance profile (or the credentials given) needs
+// ec2:DescribeNetworkInterfaces, ec2:AssignPrivateIpAddresses,
+// ec2:UnassignPrivateIpAddresses and ec2:CreateTags on the members'
+// network interfaces; instance metadata must answer IMDSv2 from the
+// process (a hop limit of 2 when it runs in a container). Only IPv4: EC2
+// moves IPv6 addresses with other calls.
+//
 // Requests are signed with SigV4 from the aws-sdk-go-v2 credential chain
 // (or the credentials given); the few EC2 Query calls are written here
 // rather than linking the EC2 service client.

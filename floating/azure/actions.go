@@ -3,6 +3,7 @@ package azure
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/otopcua/otopcua/floating"
@@ -18,7 +19,7 @@ func (e *Executor) remove(ctx context.Context, epoch uint64, target string) erro
 		}
 		target = holder.name()
 	}
-	if _, known := e.cfg.Known(target); target != e.cfg.NIC && !known {
+	if _, known := e.cfg.Known(target); !strings.EqualFold(target, e.cfg.NIC) && !known {
 		return fmt.Errorf("%w: %s is held by foreign NIC %s, never written", floating.ErrConflict, e.ip, target)
 	}
 	n, err := e.arm.get(ctx, target)
@@ -121,7 +122,7 @@ func (e *Executor) Observe(ctx context.Context) (floating.Observation, error) {
 	}
 	o.ID = n.name()
 	switch member, known := e.cfg.Known(o.ID); {
-	case o.ID == e.cfg.NIC:
+	case strings.EqualFold(o.ID, e.cfg.NIC):
 		o.Kind, o.Member = floating.HolderSelf, e.cfg.Self
 	case known:
 		o.Kind, o.Member = floating.HolderMember, member

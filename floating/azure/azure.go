@@ -39,8 +39,8 @@ type Config struct {
 	Transport policy.Transporter
 	// Fence is the local ownership-epoch fence. Required.
 	Fence *floating.FileFence
-	// Known maps another member's NIC name to its node id; a NIC it does
-	// not know is foreign. Default: none known.
+	// Known maps another member's NIC name (in ResourceGroup) to its node
+	// id; a NIC it does not know is foreign. Default: none known.
 	Known func(resourceID string) (member string, ok bool)
 	// PollInterval is the period of the reads that wait for a NIC's
 	// provisioningState to leave Updating. Default 1 s.
@@ -138,7 +138,8 @@ func (e *Executor) Apply(ctx context.Context, p floating.Plan) error {
 		if a.Op == floating.OpAzureAdd {
 			err = e.add(ctx, a.Epoch, a.Params["ip-configuration"])
 		} else {
-			err = e.remove(ctx, a.Epoch, a.Target)
+			target, _ := e.nicName(a.Target)
+			err = e.remove(ctx, a.Epoch, target)
 		}
 		if err != nil {
 			return fmt.Errorf("floating/azure: action %d/%d %s: %w", i+1, len(p.Actions), a.Op, err)
@@ -154,9 +155,13 @@ func (e *Executor) checkAction(epoch uint64, a floating.Action) error {
 	if s := a.Params["address"]; s != "" && strings.Split(s, "/")[0] != e.ip {
 		return fmt.Errorf("address %s is not the floating address %s", s, e.ip)
 	}
+	target, err := e.nicName(a.Target)
+	if err != nil {
+		return err
+	}
 	switch a.Op {
 	case floating.OpAzureAdd:
-		if a.Target != "" && a.Target != e.cfg.NIC {
+		if target != "" && !strings.EqualFold(target, e.cfg.NIC) {
 			return fmt.Errorf("adds to %s, not this node's NIC %s", a.Target, e.cfg.NIC)
 		}
 		if a.Params["ip-configuration"] == "" {
@@ -167,4 +172,22 @@ func (e *Executor) checkAction(epoch uint64, a floating.Action) error {
 		return nil
 	}
 	return errors.New("unknown op for azure")
+}
+
+// nicName is the NIC name an action's Target gives: "" (none), a name, or
+// the NIC's full resource id, which must lie in this executor's
+// subscription and resource group (compared without case, as ARM does).
+func (e *Executor) nicName(target string) (string, error) {
+	if !strings.HasPrefix(target, "/") {
+		return target, nil
+	}
+	p := strings.Split(strings.Trim(target, "/"), "/")
+	if len(p) != 8 || !strings.EqualFold(p[0], "subscriptions") || !strings.EqualFold(p[2], "resourceGroups") ||
+		!strings.EqualFold(p[4], "providers") || !strings.EqualFold(p[5], "Microsoft.Network") || !strings.EqualFold(p[6], "networkInterfaces") {
+		return "", fmt.Errorf("target %s is not a NIC resource id", target)
+	}
+	if !strings.EqualFold(p[1], e.cfg.Subscription) || !strings.EqualFold(p[3], e.cfg.ResourceGroup) {
+		return "", fmt.Errorf("target %s is outside subscription %s, resource group %s", target, e.cfg.Subscription, e.cfg.ResourceGroup)
+	}
+	return p[7], nil
 }

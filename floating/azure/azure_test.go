@@ -297,6 +297,8 @@ func TestMalformedPlansAreRefusedBeforeAnything(t *testing.T) {
 		{"no ip-configuration name", floating.Action{Op: floating.OpAzureAdd, Epoch: 5}, "ip-configuration"},
 		{"another address", floating.Action{Op: floating.OpAzureRemove, Epoch: 5, Params: map[string]string{"address": "10.0.3.51/32"}}, "not the floating address"},
 		{"oci op", floating.Action{Op: floating.OpOCIAssign, Epoch: 5}, "unknown op"},
+		{"NIC of another resource group", floating.Action{Op: floating.OpAzureRemove, Epoch: 5, Target: "/subscriptions/s1/resourceGroups/other/providers/Microsoft.Network/networkInterfaces/nic-a"}, "outside subscription s1"},
+		{"not a NIC id", floating.Action{Op: floating.OpAzureRemove, Epoch: 5, Target: "/subscriptions/s1/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachines/vm-a"}, "not a NIC resource id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, azurefake.Options{})

@@ -39,6 +39,14 @@
 // fails after the remove the address stays unheld until the next plan
 // (drift reconciliation re-seizes it).
 //
+// # Permissions
+//
+// The identity needs Microsoft.Network/networkInterfaces/read and /write
+// on the members' NICs and
+// Microsoft.Network/virtualNetworks/subnets/join/action on their subnet
+// (the built-in Network Contributor role on the resource group holds all
+// three).
+//
 // Requests go through the azcore pipeline (retries, bearer token) with a
 // TokenCredential, by default azidentity's DefaultAzureCredential (which
 // includes the VM's managed identity).

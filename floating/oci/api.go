@@ -92,6 +92,20 @@ func (c *client) get(ctx context.Context, id string) (privateIP, string, error) 
 	return p, h.Get("ETag"), err
 }
 
+// subnetOf is the subnet of the VNIC vnic (GetVnic).
+func (c *client) subnetOf(ctx context.Context, vnic string) (string, error) {
+	var v struct {
+		SubnetID string `json:"subnetId"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/20160918/vnics/"+url.PathEscape(vnic), "", nil, &v); err != nil {
+		return "", err
+	}
+	if v.SubnetID == "" {
+		return "", fmt.Errorf("oci: VNIC %s names no subnet", vnic)
+	}
+	return v.SubnetID, nil
+}
+
 func (c *client) create(ctx context.Context, p privateIP) error {
 	_, err := c.do(ctx, http.MethodPost, base, "", p, nil)
 	return err

@@ -35,6 +35,14 @@
 // its own local fence file. Drift reconciliation by the rightful owner
 // undoes it at the next interval.
 //
+// # Permissions
+//
+// The principal (a user, or the instance in a dynamic group) needs, in the
+// compartment of the VNICs and the subnet, the policy verbs
+// "manage private-ips", "use vnics" and "use subnets": create, move and
+// delete a private IP, and assign it to or unassign it from a VNIC. Only
+// IPv4: OCI keeps IPv6 addresses as other objects.
+//
 // Requests are signed with the oci-go-sdk request signer from its
 // configuration providers (the config file and environment by default);
 // the REST calls are written here rather than linking the core package.

@@ -23,7 +23,8 @@ type Config struct {
 	// VNIC is this node's VNIC OCID, the one that takes the address.
 	// Required.
 	VNIC string
-	// Subnet is the OCID of the subnet the address belongs to. Required.
+	// Subnet is the OCID of the subnet the address belongs to. Default: the
+	// subnet of VNIC, read with GetVnic once.
 	Subnet string
 	// Address is the floating address. Required.
 	Address netip.Prefix
@@ -58,10 +59,10 @@ var _ floating.Executor = (*Executor)(nil)
 // New checks cfg and builds its executor.
 func New(cfg Config) (*Executor, error) {
 	switch {
-	case cfg.VNIC == "" || cfg.Subnet == "":
-		return nil, errors.New("floating/oci: VNIC and Subnet (OCIDs) are required")
-	case !cfg.Address.IsValid():
-		return nil, errors.New("floating/oci: Address is required")
+	case cfg.VNIC == "":
+		return nil, errors.New("floating/oci: VNIC (this node's VNIC OCID) is required")
+	case !cfg.Address.IsValid() || !cfg.Address.Addr().Is4():
+		return nil, fmt.Errorf("floating/oci: Address %v: an IPv4 address is required (a secondary private IP of the VNIC)", cfg.Address)
 	case cfg.Fence == nil:
 		return nil, errors.New("floating/oci: Fence is required")
 	}
@@ -151,6 +152,13 @@ func (e *Executor) checkAction(epoch uint64, a floating.Action) error {
 
 // find returns the private IP object of the address (ok false: none).
 func (e *Executor) find(ctx context.Context) (privateIP, bool, error) {
+	if e.cfg.Subnet == "" {
+		subnet, err := e.api.subnetOf(ctx, e.cfg.VNIC)
+		if err != nil {
+			return privateIP{}, false, err
+		}
+		e.cfg.Subnet = subnet
+	}
 	ips, err := e.api.list(ctx, url.Values{"subnetId": {e.cfg.Subnet}, "ipAddress": {e.ip}})
 	if err != nil || len(ips) == 0 {
 		return privateIP{}, false, err

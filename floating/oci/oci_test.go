@@ -69,10 +69,11 @@ func (r *rig) executor(t *testing.T, self, vnic string, k *rsa.PrivateKey) (*Exe
 	}
 	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}))
 	members := map[string]string{"vnic-a": "a:4840", "vnic-b": "b:4840"}
+	subnetFor := map[string]string{"vnic-b": subnet}
 	exe, err := New(Config{
 		Self:        self,
 		VNIC:        vnic,
-		Subnet:      subnet,
+		Subnet:      subnetFor[vnic], // node a reads it from its VNIC
 		Address:     netip.MustParsePrefix(floatIP + "/32"),
 		Endpoint:    r.fake.URL,
 		Credentials: common.NewRawConfigurationProvider("ocid1.tenancy.t1", "ocid1.user.u1", "eu-frankfurt-1", "aa:bb", pemKey, nil),

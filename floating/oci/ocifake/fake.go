@@ -6,7 +6,7 @@
 //     date, (request-target) and host, and for a body also content-length,
 //     content-type and x-content-sha256; with Options.PublicKey set the
 //     signature is verified and the body hash checked;
-//   - ListPrivateIps (by subnetId + ipAddress, or vnicId), GetPrivateIp
+//   - GetVnic (its subnetId); ListPrivateIps (by subnetId + ipAddress, or vnicId), GetPrivateIp
 //     (with an ETag), CreatePrivateIp (409 Conflict for an address already
 //     assigned in the subnet), UpdatePrivateIp (moves the object to another
 //     VNIC of the same subnet; never a primary IP), DeletePrivateIp (never a
@@ -71,7 +71,7 @@ type Server struct {
 	vnics map[string]VNIC       // mu must be held.
 	ips   map[string]*PrivateIP // by id; mu must be held.
 	seq   int                   // ids and etags; mu must be held.
-	calls map[string]int        // "GET list", "GET", "POST", "PUT", "DELETE"; mu must be held.
+	calls map[string]int        // "GET vnic", "GET list", "GET", "POST", "PUT", "DELETE"; mu must be held.
 	log   []string              // requests served, in order; mu must be held.
 }
 
@@ -131,8 +131,8 @@ func (s *Server) Touch(ip string) {
 	}
 }
 
-// Calls counts the requests of kind ("GET list", "GET", "POST", "PUT",
-// "DELETE"; "" all).
+// Calls counts the requests of kind ("GET vnic", "GET list", "GET",
+// "POST", "PUT", "DELETE"; "" all).
 func (s *Server) Calls(kind string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -216,6 +216,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, e.status, e, "")
 		return
 	}
+	if vnic, ok := strings.CutPrefix(r.URL.Path, "/20160918/vnics/"); ok && r.Method == http.MethodGet {
+		s.serveVNIC(w, vnic)
+		return
+	}
 	id, one := strings.CutPrefix(r.URL.Path, base+"/")
 	if !one && r.URL.Path != base {
 		writeJSON(w, 404, fail(404, "NotAuthorizedOrNotFound", "no such path"), "")
@@ -238,6 +242,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if kind == "GET" && s.opt.AfterGet != nil {
 		s.opt.AfterGet(id)
 	}
+}
+
+// serveVNIC is GetVnic.
+func (s *Server) serveVNIC(w http.ResponseWriter, id string) {
+	s.mu.Lock()
+	s.calls["GET vnic"]++
+	s.log = append(s.log, "GET /20160918/vnics/"+id)
+	v, ok := s.vnics[id]
+	s.mu.Unlock()
+	if !ok {
+		writeJSON(w, 404, fail(404, "NotAuthorizedOrNotFound", "VNIC %s not found", id), "")
+		return
+	}
+	writeJSON(w, 200, map[string]any{"id": v.ID, "subnetId": v.Subnet, "privateIp": v.Primary, "isPrimary": true}, "")
 }
 
 // actLocked serves one call: mu must be held.
