@@ -33,7 +33,13 @@ type rig struct {
 
 func newRig(t *testing.T, lag time.Duration) *rig {
 	t.Helper()
-	fake := awsfake.New(awsfake.Options{Region: region, AccessKey: keyID, SecretKey: secret, Lag: lag})
+	return newRigWith(t, awsfake.Options{Lag: lag})
+}
+
+func newRigWith(t *testing.T, opt awsfake.Options) *rig {
+	t.Helper()
+	opt.Region, opt.AccessKey, opt.SecretKey = region, keyID, secret
+	fake := awsfake.New(opt)
 	t.Cleanup(fake.Close)
 	for i, id := range []string{"eni-a", "eni-b", "eni-x"} {
 		fake.AddENI(awsfake.ENI{ID: id, MAC: "02:00:00:00:00:0" + string(rune('1'+i)), VPC: "vpc-1", Subnet: "subnet-1", Primary: "10.0.1.1" + string(rune('0'+i))})
@@ -350,5 +356,28 @@ func TestDefaultEndpointIsTheRegionalOneOfItsPartition(t *testing.T) {
 	}
 	if _, err := defaultEndpoint(""); err == nil {
 		t.Fatal("an empty region resolved")
+	}
+}
+
+// TestReleaseAfterTheAddressMovedAwayIsDone: between the release's read of
+// its ENI and its unassign, the new owner reassigns the address; EC2
+// answers InvalidParameterValue, the executor reads its ENI again and the
+// release is done (the address is not this node's any more).
+func TestReleaseAfterTheAddressMovedAwayIsDone(t *testing.T) {
+	var r *rig
+	r = newRigWith(t, awsfake.Options{BeforeAction: func(action string) {
+		if action == "UnassignPrivateIpAddresses" {
+			r.fake.Place("eni-b", floatIP)
+		}
+	}})
+	r.fake.Place("eni-a", floatIP)
+	if err := r.exe.Apply(context.Background(), release(4)); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if h := r.fake.Holder(floatIP); h != "eni-b" {
+		t.Fatalf("holder %q, want eni-b (the new owner keeps it)", h)
+	}
+	if n := r.fake.Calls("DescribeNetworkInterfaces"); n != 2 {
+		t.Fatalf("%d describes, want 2 (before the unassign and after its refusal)", n)
 	}
 }

@@ -47,6 +47,9 @@ type Options struct {
 	Lag time.Duration
 	// Now is the server's clock. Default time.Now.
 	Now func() time.Time
+	// BeforeAction, when set, runs before an API action is served, outside
+	// the lock: a test makes a concurrent change there (Place).
+	BeforeAction func(action string)
 }
 
 // ENI is a network interface of the fake.
@@ -216,6 +219,9 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, fail(400, "MalformedQueryString", "%v", err))
 		return
+	}
+	if s.opt.BeforeAction != nil {
+		s.opt.BeforeAction(form.Get("Action"))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
