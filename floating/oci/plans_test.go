@@ -1,0 +1,99 @@
+package oci
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/otopcua/otopcua/floating"
+	"github.com/otopcua/otopcua/floating/oci/ocifake"
+)
+
+// TestPlans runs, against the fake, the plans the planner emits for OCI
+// (testdata/*.txt, written by hand from the ops and params of
+// floating/types.go) and prints the requests each one sends, its result,
+// and who holds the address after it.
+//
+//	setup [holder=<vnic>] [tag=<epoch>]
+//	apply node=<a|b> epoch=<n> verb=<verb>
+//	<op> [key=value ...]     one action per line
+//	observe node=<a|b>
+func TestPlans(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		var r *rig
+		nodes := map[string]*Executor{}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			switch d.Cmd {
+			case "setup":
+				r = newRig(t, ocifake.Options{})
+				b, _ := r.executor(t, "b:4840", "vnic-b", signingKey(t))
+				nodes = map[string]*Executor{"a": r.exe, "b": b}
+				if d.HasArg("holder") {
+					var holder, tag string
+					d.ScanArgs(t, "holder", &holder)
+					d.MaybeScanArgs(t, "tag", &tag)
+					r.fake.Place(holder, floatIP, map[string]string{EpochTag: tag})
+				}
+				return "ok"
+			case "apply":
+				var node, verb string
+				var epoch uint64
+				d.ScanArgs(t, "node", &node)
+				d.ScanArgs(t, "epoch", &epoch)
+				d.ScanArgs(t, "verb", &verb)
+				p := plan(floating.Verb(verb), epoch, parseActions(t, d.Input, epoch)...)
+				before := len(r.fake.Log())
+				err := nodes[node].Apply(context.Background(), p)
+				return strings.Join(r.fake.Log()[before:], "\n") + "\n" + result(err) +
+					fmt.Sprintf("holder: %q epoch tag: %q\n", r.fake.Holder(floatIP), r.fake.Tags(floatIP)[EpochTag])
+			case "observe":
+				var node string
+				d.ScanArgs(t, "node", &node)
+				o, err := nodes[node].Observe(context.Background())
+				if err != nil {
+					return "error: " + err.Error() + "\n"
+				}
+				return strings.TrimSpace(fmt.Sprintf("%s %s %s", o.Kind, o.ID, o.Member)) + "\n"
+			}
+			t.Fatalf("unknown command %s", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func parseActions(t *testing.T, input string, epoch uint64) []floating.Action {
+	var out []floating.Action
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		a := floating.Action{Op: f[0], Epoch: epoch, Params: map[string]string{"address": floatIP + "/32"}}
+		for _, kv := range f[1:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				t.Fatalf("%q: want key=value", kv)
+			}
+			a.Params[k] = v
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func result(err error) string {
+	var se *floating.StaleEpochError
+	switch {
+	case err == nil:
+		return "result: ok\n"
+	case errors.As(err, &se):
+		return fmt.Sprintf("result: refused, stale epoch %d (last %d)\n", se.Plan, se.Last)
+	case errors.Is(err, floating.ErrConflict):
+		return "result: conflict\n"
+	}
+	return "result: error: " + err.Error() + "\n"
+}
