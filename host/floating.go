@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -501,7 +502,7 @@ func (r *floatingRuntime) known(id string) (string, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n := range r.stream.Skews() {
-		if h, ok := r.stream.Last(n); ok && h.MAC != "" && h.MAC == id {
+		if h, ok := r.stream.Last(n); ok && h.MAC != "" && strings.EqualFold(h.MAC, id) {
 			return n, true
 		}
 	}

@@ -6,12 +6,16 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/floating"
+	floataws "github.com/otopcua/otopcua/floating/aws"
+	floatazure "github.com/otopcua/otopcua/floating/azure"
 	floatlinux "github.com/otopcua/otopcua/floating/linux"
+	floatoci "github.com/otopcua/otopcua/floating/oci"
 )
 
 // FloatingFenceFile is the file, beside OpcUa:Security:PkiDir, that keeps
@@ -68,8 +72,38 @@ func (n *wiring) prepareFloating() (func() error, error) {
 		if removed {
 			n.log.Warn("floating address: removed a leftover from this node's previous run before the OPC UA endpoint opens", "address", addr.String(), "interface", fc.Interface)
 		}
+	case floating.ProviderAWS:
+		e, err := floataws.New(floataws.Config{Self: n.cfg.Cluster.NodeID(), ENI: fc.Aws.NetworkInterfaceId, Address: addr,
+			Region: fc.Aws.Region, Endpoint: fc.Aws.Endpoint, MetadataEndpoint: fc.Aws.MetadataEndpoint, Fence: fence, Known: lookup})
+		if err != nil {
+			return nil, err
+		}
+		fp.exec, fp.holderID = e, fc.Aws.NetworkInterfaceId
+		target.NetworkInterfaceID, target.ConfirmTimeout = fc.Aws.NetworkInterfaceId, fc.Aws.ConfirmTimeout
+	case floating.ProviderOCI:
+		e, err := floatoci.New(floatoci.Config{Self: n.cfg.Cluster.NodeID(), VNIC: fc.Oci.VnicId, Address: addr,
+			Endpoint: fc.Oci.Endpoint, Fence: fence, Known: lookup})
+		if err != nil {
+			return nil, err
+		}
+		fp.exec, fp.holderID = e, fc.Oci.VnicId
+		target.VnicID = fc.Oci.VnicId
+	case floating.ProviderAzure:
+		e, err := floatazure.New(floatazure.Config{Self: n.cfg.Cluster.NodeID(), Subscription: fc.Azure.SubscriptionId,
+			ResourceGroup: fc.Azure.ResourceGroup, NIC: fc.Azure.NetworkInterface, Address: addr, Endpoint: fc.Azure.Endpoint,
+			Fence: fence, Known: lookup})
+		if err != nil {
+			return nil, err
+		}
+		// Observations name a NIC by its name: so do the heartbeats.
+		name := fc.Azure.NetworkInterface
+		if i := strings.LastIndex(name, "/"); i >= 0 {
+			name = name[i+1:]
+		}
+		fp.exec, fp.holderID = e, name
+		target.NIC, target.IPConfiguration = fc.Azure.NetworkInterface, fc.Azure.IpConfiguration
 	default:
-		return nil, fmt.Errorf("Redundancy:FloatingAddress:Provider %q: not built into this node", fc.Provider)
+		return nil, fmt.Errorf("Redundancy:FloatingAddress:Provider %q: accepted values are linux, aws, oci, azure", fc.Provider)
 	}
 	fp.target = target
 	n.floating = fp
