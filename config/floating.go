@@ -109,6 +109,13 @@ type FloatingAddressConfig struct {
 	// false.
 	AllowDualClaim bool
 
+	// ApplicationUri is the ApplicationUri of the application identity the
+	// members of the ClusterId share on the floating address (each node's
+	// own endpoint keeps OpcUa:ApplicationUri). `otopcua pki floating`
+	// provisions its certificate once; every member sets the same value.
+	// Default "urn:otopcua:floating:<Node:ClusterId>".
+	ApplicationUri string
+
 	// Aws is the aws provider's section.
 	Aws FloatingAWSConfig
 
@@ -201,9 +208,19 @@ func defaultFloating() FloatingAddressConfig {
 	}
 }
 
-// resolve normalises the spelling of Provider.
-func (f *FloatingAddressConfig) resolve() {
+// resolve normalises the spelling of Provider and defaults ApplicationUri
+// from the node's ClusterId.
+func (f *FloatingAddressConfig) resolve(clusterID string) {
 	f.Provider = strings.ToLower(f.Provider)
+	if f.ApplicationUri == "" {
+		f.ApplicationUri = DefaultFloatingApplicationURI(clusterID)
+	}
+}
+
+// DefaultFloatingApplicationURI is Redundancy:FloatingAddress:ApplicationUri's
+// default for a ClusterId.
+func DefaultFloatingApplicationURI(clusterID string) string {
+	return "urn:otopcua:floating:" + url.PathEscape(clusterID)
 }
 
 const floatingKey = "Redundancy:FloatingAddress"
@@ -220,6 +237,11 @@ var (
 func (c *Config) validateFloating(p *problems) {
 	f := &c.Redundancy.FloatingAddress
 	validateFloatingTimings(p, f)
+	if !validURI(f.ApplicationUri) {
+		p.add(floatingKey+":ApplicationUri", f.ApplicationUri, acceptURI)
+	} else if f.ApplicationUri == c.OpcUa.ApplicationUri {
+		p.add(floatingKey+":ApplicationUri", f.ApplicationUri, "accepted values are URIs other than this node's OpcUa:ApplicationUri: the floating address's identity is shared by the members, the node's own is its alone")
+	}
 	if !contains(FloatingProviders, f.Provider) {
 		p.add(floatingKey+":Provider", f.Provider, oneOf(FloatingProviders))
 	}

@@ -311,3 +311,27 @@ func TestFloatingStrategyWithAkkaConf(t *testing.T) {
 		t.Fatalf("no floating address: %v", err)
 	}
 }
+
+// TestFloatingApplicationUri: the floating identity's ApplicationUri
+// defaults to urn:otopcua:floating:<ClusterId>, takes a configured URI,
+// and refuses a non-URI or the node's own OpcUa:ApplicationUri with the key
+// named.
+func TestFloatingApplicationUri(t *testing.T) {
+	c := mustLoad(t, `{`+floatingBase+`, "Node": {"ClusterId": "plant-a"}}`)
+	if got := c.Redundancy.FloatingAddress.ApplicationUri; got != "urn:otopcua:floating:plant-a" {
+		t.Errorf("default %q", got)
+	}
+	c = mustLoad(t, floatingJSON(`"ApplicationUri": "urn:plant-a:opcua"`))
+	if got := c.Redundancy.FloatingAddress.ApplicationUri; got != "urn:plant-a:opcua" {
+		t.Errorf("configured %q", got)
+	}
+	for _, body := range []string{
+		floatingJSON(`"ApplicationUri": "not a uri"`),
+		`{` + floatingBase + `, "OpcUa": {"ApplicationUri": "urn:same"}, "Redundancy": {"FloatingAddress": {"ApplicationUri": "urn:same"}}}`,
+	} {
+		items := loadItems(t, body)
+		if !slices.ContainsFunc(items, func(it Item) bool { return it.Key == "Redundancy:FloatingAddress:ApplicationUri" }) {
+			t.Errorf("%s: items %v do not name Redundancy:FloatingAddress:ApplicationUri", body, items)
+		}
+	}
+}

@@ -181,7 +181,7 @@ func (c *Config) resolve(baseDir string) {
 		}
 	}
 
-	c.Redundancy.FloatingAddress.resolve()
+	c.Redundancy.FloatingAddress.resolve(c.Node.ClusterId)
 	c.ConfigDb.Provider = strings.ToLower(c.ConfigDb.Provider)
 	if c.ConfigDb.Provider == ProviderSQLite && c.ConfigDb.ConnectionString == "" {
 		c.ConfigDb.ConnectionString = "file:otopcua.db"

@@ -25,6 +25,7 @@ var migrations = []migration{
 	{4, "admin_users", schemaV4, nil},
 	{5, "cluster_leases", schemaV5, nil},
 	{6, "floating_heartbeats", schemaV6, nil},
+	{7, "floating_identities", schemaV7, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -179,6 +180,22 @@ func schemaV6(d *dialect) []string {
 			"epoch BIGINT NOT NULL, " +
 			"mac " + d.key + " NOT NULL, " +
 			"PRIMARY KEY (cluster_id, node))",
+	}
+}
+
+// schemaV7 adds floating_identities: the application identity the members
+// of a cluster present on their floating address, one row per cluster
+// (PutFloatingIdentity). sealed_key is the private key encrypted by the
+// writer with a key derived from Cluster:Secret; created_at is
+// microseconds since the Unix epoch on the writer's clock.
+func schemaV7(d *dialect) []string {
+	return []string{
+		"CREATE TABLE floating_identities (" +
+			"cluster_id " + d.key + " NOT NULL PRIMARY KEY, " +
+			"application_uri " + d.text + " NOT NULL, " +
+			"certificate " + d.blob + " NOT NULL, " +
+			"sealed_key " + d.blob + " NOT NULL, " +
+			"created_at BIGINT NOT NULL)",
 	}
 }
 

@@ -23,28 +23,32 @@ type queries struct {
 	latestDeployment string // $1 cluster_id → the newest row
 	deploymentByVer  string // $1 cluster_id, $2 version → that row
 	// The migration to schema version 2 hashes the copied rows with these.
-	unhashedDeployments string // → cluster_id, version of rows without sha256
-	deploymentDocument  string // $1 cluster_id, $2 version → document
-	setDeploymentHash   string // $1 sha256, $2 cluster_id, $3 version
-	writeAudit          string // $1 at, $2 actor, $3 action, $4 target, $5 detail
-	recentAudit         string // $1 limit
-	insertAlarmHistory  string // $1 … $16 alarmHistoryInsertCols
-	alarmHistoryAsc     string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
-	alarmHistoryDesc    string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
-	insertUser          string // $1 name, $2 role, $3 password_hash, $4 now: insert unless the name exists
-	setUserPassword     string // $1 password_hash, $2 now, $3 name
-	setUserToken        string // $1 token_hash (or NULL), $2 now, $3 name
-	deleteUser          string // $1 name
-	listUsers           string // → every row, by name
-	userByName          string // $1 name → the row
-	userByToken         string // $1 token_hash → the row
-	countUsers          string // → count
-	insertLease         string // $1 cluster_id: a free row unless present
-	acquireLease        string // $1 cluster_id, $2 owner, $3 ttl µs → epoch (no evict list; see dialect.acquireLease)
-	releaseLease        string // $1 cluster_id, $2 owner: free the row if $2 holds it
-	readLease           string // $1 cluster_id → holder, epoch, microseconds left (database's clock)
-	putHeartbeat        string // $1 cluster_id, $2 node, $3 emitted_at µs, $4 claims, $5 epoch, $6 mac, $7 draining, $8 healthy, $9 licensed → seq, observed_at
-	listHeartbeats      string // $1 cluster_id → every row, by node
+	unhashedDeployments    string // → cluster_id, version of rows without sha256
+	deploymentDocument     string // $1 cluster_id, $2 version → document
+	setDeploymentHash      string // $1 sha256, $2 cluster_id, $3 version
+	writeAudit             string // $1 at, $2 actor, $3 action, $4 target, $5 detail
+	recentAudit            string // $1 limit
+	insertAlarmHistory     string // $1 … $16 alarmHistoryInsertCols
+	alarmHistoryAsc        string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
+	alarmHistoryDesc       string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
+	insertUser             string // $1 name, $2 role, $3 password_hash, $4 now: insert unless the name exists
+	setUserPassword        string // $1 password_hash, $2 now, $3 name
+	setUserToken           string // $1 token_hash (or NULL), $2 now, $3 name
+	deleteUser             string // $1 name
+	listUsers              string // → every row, by name
+	userByName             string // $1 name → the row
+	userByToken            string // $1 token_hash → the row
+	countUsers             string // → count
+	insertLease            string // $1 cluster_id: a free row unless present
+	acquireLease           string // $1 cluster_id, $2 owner, $3 ttl µs → epoch (no evict list; see dialect.acquireLease)
+	releaseLease           string // $1 cluster_id, $2 owner: free the row if $2 holds it
+	readLease              string // $1 cluster_id → holder, epoch, microseconds left (database's clock)
+	putHeartbeat           string // $1 cluster_id, $2 node, $3 emitted_at µs, $4 claims, $5 epoch, $6 mac, $7 draining, $8 healthy, $9 licensed → seq, observed_at
+	listHeartbeats         string // $1 cluster_id → every row, by node
+	countFloatingIdentity  string // $1 cluster_id → count
+	insertFloatingIdentity string // $1 cluster_id, $2 application_uri, $3 certificate, $4 sealed_key, $5 created_at µs
+	updateFloatingIdentity string // $1 application_uri, $2 certificate, $3 sealed_key, $4 created_at µs, $5 cluster_id
+	floatingIdentity       string // $1 cluster_id → application_uri, certificate, sealed_key, created_at
 }
 
 // adminUserCols are the columns an AdminUser is scanned from.
@@ -105,9 +109,15 @@ func buildQueries(d *dialect) *queries {
 		acquireLease:    d.acquireLease(0),
 		releaseLease: d.bind("UPDATE cluster_leases SET holder = '', expires_at = 0 " +
 			"WHERE cluster_id = $1 AND holder = $2"),
-		putHeartbeat:   d.bind(d.upsertHeartbeat()),
-		listHeartbeats: d.bind("SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = $1 ORDER BY node"),
-		readLease:      d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
+		putHeartbeat:          d.bind(d.upsertHeartbeat()),
+		listHeartbeats:        d.bind("SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = $1 ORDER BY node"),
+		countFloatingIdentity: d.bind("SELECT COUNT(*) FROM floating_identities WHERE cluster_id = $1"),
+		insertFloatingIdentity: d.bind("INSERT INTO floating_identities (cluster_id, application_uri, certificate, sealed_key, created_at) " +
+			"VALUES ($1, $2, $3, $4, $5)"),
+		updateFloatingIdentity: d.bind("UPDATE floating_identities SET application_uri = $1, certificate = $2, sealed_key = $3, created_at = $4 " +
+			"WHERE cluster_id = $5"),
+		floatingIdentity: d.bind("SELECT application_uri, certificate, sealed_key, created_at FROM floating_identities WHERE cluster_id = $1"),
+		readLease:        d.bind("SELECT holder, epoch, expires_at - " + d.dbNowMicros + " FROM cluster_leases WHERE cluster_id = $1"),
 	}
 }
 
@@ -166,5 +176,9 @@ func (q *queries) named() [][2]string {
 		{"readLease", q.readLease},
 		{"putHeartbeat", q.putHeartbeat},
 		{"listHeartbeats", q.listHeartbeats},
+		{"countFloatingIdentity", q.countFloatingIdentity},
+		{"insertFloatingIdentity", q.insertFloatingIdentity},
+		{"updateFloatingIdentity", q.updateFloatingIdentity},
+		{"floatingIdentity", q.floatingIdentity},
 	}
 }

@@ -43,6 +43,7 @@ func runStoreSuite(t *testing.T, open opener) {
 	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
 	t.Run("UsersConcurrentAdd", func(t *testing.T) { testUsersConcurrentAdd(t, open) })
 	t.Run("FloatingHeartbeats", func(t *testing.T) { testFloatingHeartbeats(t, open(t, nil)) })
+	t.Run("FloatingIdentity", func(t *testing.T) { testFloatingIdentity(t, open) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := open(t, nil).Ping(ctxT(t)); err != nil {
 			t.Fatal(err)

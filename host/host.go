@@ -48,6 +48,8 @@ type Options struct {
 	TestHooks bool
 	// GCHook mounts POST /debug/gc (see EnvGCHook).
 	GCHook bool
+	// TestFloatingIdentityAddr is EnvTestFloatingIdentityAddr's value.
+	TestFloatingIdentityAddr string
 }
 
 // Run runs the node until ctx is cancelled. It starts the node's parts in
@@ -117,6 +119,7 @@ func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opc
 		Users:                   sec.users,
 		ValidateUserCertificate: sec.userCert,
 		Authorization:           sec.authorization,
+		Identities:              sec.identities,
 
 		Limits: cfg.OpcUa.Limits,
 	}

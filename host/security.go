@@ -36,6 +36,8 @@ type opcuaSecurity struct {
 	users         uaserver.Users
 	userCert      func(der []byte) (string, error)
 	authorization map[string]uaserver.Rights
+	// identities: the floating address's shared identity, when loaded.
+	identities []uaserver.AddressIdentity
 }
 
 // needsIdentity reports whether the node needs its application instance

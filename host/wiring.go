@@ -144,7 +144,10 @@ func (n *wiring) startSecurity() (func() error, error) {
 		return nil, fmt.Errorf("admin users: %w", err)
 	}
 	n.users = users
-	n.sec, err = newOpcuaSecurity(n.cfg, users, n.log)
+	if n.sec, err = newOpcuaSecurity(n.cfg, users, n.log); err != nil {
+		return nil, err
+	}
+	n.sec.identities, err = loadFloatingIdentity(n.ctx, n.cfg, n.db, n.opts.TestFloatingIdentityAddr, n.log)
 	return nil, err
 }
 

@@ -142,6 +142,12 @@ type Config struct {
 	// OpcUa:Security:Policies entries). Default: security None only.
 	Security uaserver.Security
 
+	// Identities are the application identities presented instead of this
+	// server's own on the connections accepted on their local addresses
+	// (the floating address's shared identity), passed to the service
+	// layer as they are; see uaserver.Config.Identities. Default: none.
+	Identities []uaserver.AddressIdentity
+
 	// Users and rights; see the fields of the same name in uaserver.Config.
 	// Authorization nil gives every session every right.
 	DisableAnonymous                bool
@@ -298,6 +304,7 @@ func (c Config) uaserverConfig() uaserver.Config {
 		Logger:                       c.Logger,
 
 		Security:                        c.Security,
+		Identities:                      c.Identities,
 		DisableAnonymous:                c.DisableAnonymous,
 		Users:                           c.Users,
 		ValidateUserCertificate:         c.ValidateUserCertificate,

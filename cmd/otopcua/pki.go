@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// pkiCmd is `otopcua pki list|trust|reject|remove`: the operator's view of
+// pkiCmd is `otopcua pki list|trust|reject|remove|floating`: the operator's view of
 // OpcUa:Security:PkiDir. A running node sees a change within a second.
 func (c *cli) pkiCmd() *cobra.Command {
 	var path string
@@ -78,6 +78,7 @@ func (c *cli) pkiCmd() *cobra.Command {
 			},
 		})
 	}
+	cmd.AddCommand(c.pkiFloatingCmd(&path))
 	return cmd
 }
 

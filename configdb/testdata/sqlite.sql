@@ -34,6 +34,9 @@ CREATE TABLE cluster_leases (cluster_id TEXT NOT NULL PRIMARY KEY, holder TEXT N
 -- version 6: floating_heartbeats
 CREATE TABLE floating_heartbeats (cluster_id TEXT NOT NULL, node TEXT NOT NULL, seq BIGINT NOT NULL, emitted_at BIGINT NOT NULL, observed_at BIGINT NOT NULL, claims INTEGER NOT NULL, draining INTEGER NOT NULL, healthy INTEGER NOT NULL, licensed INTEGER NOT NULL, epoch BIGINT NOT NULL, mac TEXT NOT NULL, PRIMARY KEY (cluster_id, node));
 
+-- version 7: floating_identities
+CREATE TABLE floating_identities (cluster_id TEXT NOT NULL PRIMARY KEY, application_uri TEXT NOT NULL, certificate BLOB NOT NULL, sealed_key BLOB NOT NULL, created_at BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -141,6 +144,18 @@ INSERT INTO floating_heartbeats (cluster_id, node, seq, emitted_at, observed_at,
 
 -- listHeartbeats
 SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = ?1 ORDER BY node
+
+-- countFloatingIdentity
+SELECT COUNT(*) FROM floating_identities WHERE cluster_id = ?1
+
+-- insertFloatingIdentity
+INSERT INTO floating_identities (cluster_id, application_uri, certificate, sealed_key, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+
+-- updateFloatingIdentity
+UPDATE floating_identities SET application_uri = ?1, certificate = ?2, sealed_key = ?3, created_at = ?4 WHERE cluster_id = ?5
+
+-- floatingIdentity
+SELECT application_uri, certificate, sealed_key, created_at FROM floating_identities WHERE cluster_id = ?1
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = ?1 AND ((alarm = ?2 AND transition_id = ?3) OR (alarm = ?4 AND transition_id = ?5))

@@ -34,6 +34,9 @@ CREATE TABLE cluster_leases (cluster_id NVARCHAR(200) COLLATE Latin1_General_100
 -- version 6: floating_heartbeats
 CREATE TABLE floating_heartbeats (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, node NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, seq BIGINT NOT NULL, emitted_at BIGINT NOT NULL, observed_at BIGINT NOT NULL, claims INTEGER NOT NULL, draining INTEGER NOT NULL, healthy INTEGER NOT NULL, licensed INTEGER NOT NULL, epoch BIGINT NOT NULL, mac NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL, PRIMARY KEY (cluster_id, node));
 
+-- version 7: floating_identities
+CREATE TABLE floating_identities (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, application_uri NVARCHAR(MAX) NOT NULL, certificate VARBINARY(MAX) NOT NULL, sealed_key VARBINARY(MAX) NOT NULL, created_at BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -141,6 +144,18 @@ MERGE floating_heartbeats WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, 
 
 -- listHeartbeats
 SELECT node, seq, emitted_at, observed_at, claims, epoch, mac, draining, healthy, licensed FROM floating_heartbeats WHERE cluster_id = @p1 ORDER BY node
+
+-- countFloatingIdentity
+SELECT COUNT(*) FROM floating_identities WHERE cluster_id = @p1
+
+-- insertFloatingIdentity
+INSERT INTO floating_identities (cluster_id, application_uri, certificate, sealed_key, created_at) VALUES (@p1, @p2, @p3, @p4, @p5)
+
+-- updateFloatingIdentity
+UPDATE floating_identities SET application_uri = @p1, certificate = @p2, sealed_key = @p3, created_at = @p4 WHERE cluster_id = @p5
+
+-- floatingIdentity
+SELECT application_uri, certificate, sealed_key, created_at FROM floating_identities WHERE cluster_id = @p1
 
 -- hasAlarmHistory (2 keys; up to 200 per statement)
 SELECT alarm, transition_id FROM alarm_history WHERE cluster_id = @p1 AND ((alarm = @p2 AND transition_id = @p3) OR (alarm = @p4 AND transition_id = @p5))

@@ -130,12 +130,17 @@ func (s *Store) generate(appURI string, hosts []string, cp, kp string) (*Identit
 // template is the certificate OPC UA Part 6 §6.2.2 describes for a
 // self-signed application instance certificate.
 func (s *Store) template(appURI *url.URL, hosts []string, key *rsa.PrivateKey) (*x509.Certificate, error) {
+	return certTemplate(appURI, hosts, key, s.clock.Now(), s.validity, "otopcua")
+}
+
+// certTemplate is template's certificate valid from now (less an hour) for
+// validity, its common name cn@ the first host.
+func certTemplate(appURI *url.URL, hosts []string, key *rsa.PrivateKey, now time.Time, validity time.Duration, cn string) (*x509.Certificate, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		return nil, fmt.Errorf("pki: %w", err)
 	}
 	skid := sha1.Sum(x509.MarshalPKCS1PublicKey(&key.PublicKey))
-	cn := "otopcua"
 	var dns []string
 	var ips []net.IP
 	for _, h := range hosts {
@@ -152,12 +157,11 @@ func (s *Store) template(appURI *url.URL, hosts []string, key *rsa.PrivateKey) (
 	} else if len(ips) > 0 {
 		cn += "@" + ips[0].String()
 	}
-	now := s.clock.Now()
 	return &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: cn, Organization: []string{"otopcua"}},
 		NotBefore:             now.Add(-time.Hour), // tolerate a client clock slightly behind
-		NotAfter:              now.Add(s.validity),
+		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment | x509.KeyUsageKeyEncipherment | x509.KeyUsageDataEncipherment | x509.KeyUsageCertSign,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,

@@ -49,8 +49,13 @@ var errChannelClosedByClient = errors.New("closed by the client")
 // because uasc decodes a message before its caller can look at it, and
 // gopcua's decoder trusts array lengths from the wire (see package uawire).
 type channel struct {
-	srv     *Server
-	id      uint32 // SecureChannelId, set by Server.addChannel before run
+	srv *Server
+	id  uint32 // SecureChannelId, set by Server.addChannel before run
+	// ident is the application identity the server presents on the
+	// channel: the one of the local address the connection was accepted
+	// on (set by serveConn before run; the server's own until then).
+	// Read-only once the channel runs.
+	ident   *appIdentity
 	conn    net.Conn
 	addr    string            // client IP address (per-address limits)
 	ack     *uacp.Acknowledge // negotiated buffer sizes
@@ -102,6 +107,7 @@ func newChannel(s *Server, conn net.Conn, addr string, ack *uacp.Acknowledge, he
 	now := time.Now()
 	ch := &channel{
 		srv:     s,
+		ident:   s.ids.own,
 		conn:    conn,
 		addr:    addr,
 		ackAt:   now,
@@ -324,7 +330,7 @@ func (ch *channel) handleOpenChunk(m *uasc.MessageChunk, b []byte) error {
 			cur = &ch.sec
 		}
 		var serr *errSecurity
-		if sec, p, serr = ch.srv.openSecurity(m, b, cur); serr != nil {
+		if sec, p, serr = ch.srv.openSecurity(ch.ident, m, b, cur); serr != nil {
 			ch.srv.guard.forgetRequest(digestOf('r', b))
 			ch.srv.counters.securityRefusals.Add(1)
 			ch.logRefusal(serr.code, serr.reason)
@@ -879,7 +885,7 @@ const chunkSecurityRoom = 16 + 2 + 64
 func (ch *channel) writeOpen(reqID uint32, resp *ua.OpenSecureChannelResponse) error {
 	asymHdr := uasc.NewAsymmetricSecurityHeader(ua.SecurityPolicyURINone, nil, nil)
 	if ch.sec.asym != nil {
-		asymHdr = uasc.NewAsymmetricSecurityHeader(ch.sec.policy, ch.srv.cfg.Security.Certificate, ch.sec.thumbprint)
+		asymHdr = uasc.NewAsymmetricSecurityHeader(ch.sec.policy, ch.ident.cert, ch.sec.thumbprint)
 	}
 	hdr := &uasc.MessageHeader{
 		Header:                   uasc.NewHeader(uasc.MessageTypeOpenSecureChannel, uasc.ChunkTypeFinal, ch.id),

@@ -110,8 +110,9 @@ func (s *chanSecurity) symMaxBody(a *uapolicy.EncryptionAlgorithm, bufSize uint3
 // OpenSecureChannel chunk with a policy other than None and returns the
 // channel security it asks for (mode not yet known) and the chunk's
 // sequence header and body. For a renewal, cur is the channel's security,
-// which the chunk must repeat.
-func (srv *Server) openSecurity(m *uasc.MessageChunk, b []byte, cur *chanSecurity) (*chanSecurity, []byte, *errSecurity) {
+// which the chunk must repeat. id is the identity the channel presents:
+// the chunk must be encrypted for its certificate, and its key decrypts.
+func (srv *Server) openSecurity(id *appIdentity, m *uasc.MessageChunk, b []byte, cur *chanSecurity) (*chanSecurity, []byte, *errSecurity) {
 	sec := &srv.cfg.Security
 	h := m.AsymmetricSecurityHeader
 	switch {
@@ -119,7 +120,7 @@ func (srv *Server) openSecurity(m *uasc.MessageChunk, b []byte, cur *chanSecurit
 		return nil, nil, securityErr(ua.StatusBadSecurityPolicyRejected, "security policy %q is not offered", h.SecurityPolicyURI)
 	case cur != nil && (cur.policy != h.SecurityPolicyURI || !bytes.Equal(cur.remoteCert, h.SenderCertificate)):
 		return nil, nil, securityErr(ua.StatusBadSecurityChecksFailed, "renewal with another policy or certificate")
-	case !bytes.Equal(h.ReceiverCertificateThumbprint, srv.thumbprint):
+	case !bytes.Equal(h.ReceiverCertificateThumbprint, id.thumbprint):
 		return nil, nil, securityErr(ua.StatusBadCertificateInvalid, "receiver thumbprint is not our certificate's")
 	}
 	leaf, pub, err := clientKey(h.SenderCertificate)
@@ -131,12 +132,12 @@ func (srv *Server) openSecurity(m *uasc.MessageChunk, b []byte, cur *chanSecurit
 			return nil, nil, securityErr(validationCode(err), "client certificate refused: %v", err)
 		}
 	}
-	asym, err := uapolicy.Asymmetric(h.SecurityPolicyURI, sec.PrivateKey, pub)
+	asym, err := uapolicy.Asymmetric(h.SecurityPolicyURI, id.key, pub)
 	if err != nil {
 		return nil, nil, securityErr(ua.StatusBadSecurityChecksFailed, "client key: %v", err)
 	}
 	hdrLen := len(b) - len(m.Data)
-	ours := sec.PrivateKey.PublicKey.Size()
+	ours := id.key.PublicKey.Size()
 	p, serr := unseal(b, hdrLen, asym, true, ours, asym.RemoteSignatureLength(), ours > 256)
 	if serr != nil {
 		return nil, nil, serr
@@ -168,8 +169,9 @@ func newSymmetric(policy string, serverNonce, clientNonce []byte) (*uapolicy.Enc
 }
 
 // serverSignature signs data (Part 4 §5.6.2: the client's certificate and
-// nonce) with our key for a session on a channel with sec; nil for None.
-func (srv *Server) serverSignature(sec *chanSecurity, data []byte) (*ua.SignatureData, error) {
+// nonce) with the key of id, the channel's identity, for a session on a
+// channel with sec; nil for None.
+func serverSignature(id *appIdentity, sec *chanSecurity, data []byte) (*ua.SignatureData, error) {
 	if !sec.secured() {
 		return &ua.SignatureData{}, nil
 	}
@@ -177,7 +179,7 @@ func (srv *Server) serverSignature(sec *chanSecurity, data []byte) (*ua.Signatur
 	if err != nil {
 		return nil, err
 	}
-	a, err := uapolicy.Asymmetric(sec.policy, srv.cfg.Security.PrivateKey, pub)
+	a, err := uapolicy.Asymmetric(sec.policy, id.key, pub)
 	if err != nil {
 		return nil, err
 	}
@@ -189,13 +191,14 @@ func (srv *Server) serverSignature(sec *chanSecurity, data []byte) (*ua.Signatur
 }
 
 // verifyPeerSignature checks a signature made with the private key of
-// certs' leaf over data for policy.
-func (srv *Server) verifyPeerSignature(policy string, certs, data []byte, sig *ua.SignatureData) error {
+// certs' leaf over data for policy (id is the channel's identity, whose
+// key completes the algorithm).
+func verifyPeerSignature(id *appIdentity, policy string, certs, data []byte, sig *ua.SignatureData) error {
 	_, pub, err := clientKey(certs)
 	if err != nil {
 		return err
 	}
-	a, err := uapolicy.Asymmetric(policy, srv.cfg.Security.PrivateKey, pub)
+	a, err := uapolicy.Asymmetric(policy, id.key, pub)
 	if err != nil {
 		return err
 	}

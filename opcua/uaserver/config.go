@@ -131,6 +131,19 @@ type Config struct {
 	// security token lifetimes. Default: security None only.
 	Security Security
 
+	// Identities are the application identities presented instead of this
+	// server's own (ApplicationURI, Security.Certificate and PrivateKey) on
+	// the connections accepted on their local addresses: everything the
+	// server signs, decrypts or describes on such a connection (the
+	// OpenSecureChannel's asymmetric security, CreateSession's certificate
+	// and signature, the ApplicationDescription and ServerCertificate of
+	// GetEndpoints, FindServers and CreateSession, the user tokens
+	// encrypted or signed for the server) is the address's identity's.
+	// A redundant set's floating address carries the identity its members
+	// share, so that a client trusts it once. Connections on any other
+	// address present the server's own. Default: none.
+	Identities []AddressIdentity
+
 	// DisableAnonymous refuses anonymous identity tokens (and absent ones)
 	// with BadIdentityTokenRejected. Default false: they are accepted, with
 	// the rights of AnonymousRole.
@@ -231,6 +244,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	c.Security = sec
+	if err := checkIdentities(c.Identities, &c.Security); err != nil {
+		return c, err
+	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}

@@ -107,6 +107,23 @@
 // refusal and channel-closed log lines go through a loglimit.Limiter: one
 // a minute per address and kind, with the count suppressed.
 //
+// # Application identities
+//
+// A channel presents one application identity, chosen once from the
+// local address its connection was accepted on (appidentity.go): the
+// Config.Identities entry of that address, else the server's own
+// (ApplicationURI, Security.Certificate and PrivateKey). Everything the
+// server signs, decrypts or describes on the channel is that identity's:
+// the receiver thumbprint an OpenSecureChannel must name, the key that
+// decrypts and signs it, CreateSession's certificate and signature, the
+// certificate ActivateSession's client signature covers, the
+// ApplicationDescription and ServerCertificate of GetEndpoints,
+// FindServers and CreateSession, and the key that opens a UserName token.
+// A redundant set's floating address carries the identity its members
+// share: a client that trusted it once sees the same certificate on
+// whichever member holds the address. Sessions, subscriptions, limits and
+// the address space are the server's whatever the identity.
+//
 // # Users and rights
 //
 // ActivateSession (identity.go) accepts an anonymous or absent token

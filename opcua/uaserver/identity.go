@@ -71,13 +71,14 @@ const (
 // userTokenPolicies are the token policies of every endpoint: anonymous
 // (unless DisableAnonymous), UserName when the server has a certificate
 // and Users, X509 when it also has ValidateUserCertificate. GetEndpoints
-// and CreateSession list them.
-func (s *Server) userTokenPolicies() []*ua.UserTokenPolicy {
+// and CreateSession list them; id is the identity they are described
+// with (its key decrypts the passwords).
+func (s *Server) userTokenPolicies(id *appIdentity) []*ua.UserTokenPolicy {
 	var out []*ua.UserTokenPolicy
 	if !s.cfg.DisableAnonymous {
 		out = append(out, &ua.UserTokenPolicy{PolicyID: anonymousPolicyID, TokenType: ua.UserTokenTypeAnonymous})
 	}
-	if s.cfg.Security.PrivateKey != nil && s.cfg.Users != nil {
+	if id.key != nil && s.cfg.Users != nil {
 		out = append(out, &ua.UserTokenPolicy{PolicyID: userNamePolicyID, TokenType: ua.UserTokenTypeUserName,
 			SecurityPolicyURI: userTokenSecurityPolicy})
 		if s.cfg.ValidateUserCertificate != nil {
@@ -100,16 +101,18 @@ func (s *Server) rightsOf(role string) Rights {
 }
 
 // identify checks the identity token of an ActivateSession of sess from
-// client address addr, whose last server nonce is nonce. A refusal is
+// client address addr, whose last server nonce is nonce, on a channel
+// presenting identity id (whose key decrypts a password and whose
+// certificate a user certificate signs). A refusal is
 // counted against addr (see Config.MaxActivationFailuresPerAddress) unless
 // the user directory failed; an address locked out is refused unchecked.
-func (s *Server) identify(ctx context.Context, addr string, nonce []byte, req *ua.ActivateSessionRequest) (identity, ua.StatusCode) {
+func (s *Server) identify(ctx context.Context, id *appIdentity, addr string, nonce []byte, req *ua.ActivateSessionRequest) (identity, ua.StatusCode) {
 	now := s.cfg.Clock.Now()
 	if s.activations.locked(addr, now) {
 		s.counters.refuse(LimitActivationFailures)
 		return identity{}, ua.StatusBadUserAccessDenied
 	}
-	who, code := s.checkToken(ctx, addr, nonce, req)
+	who, code := s.checkToken(ctx, id, addr, nonce, req)
 	switch code {
 	case ua.StatusOK:
 		who.rights = s.rightsOf(who.role)
@@ -125,7 +128,7 @@ func (s *Server) identify(ctx context.Context, addr string, nonce []byte, req *u
 }
 
 // checkToken checks one identity token (Part 4 §5.6.3, §7.36).
-func (s *Server) checkToken(ctx context.Context, addr string, nonce []byte, req *ua.ActivateSessionRequest) (identity, ua.StatusCode) {
+func (s *Server) checkToken(ctx context.Context, id *appIdentity, addr string, nonce []byte, req *ua.ActivateSessionRequest) (identity, ua.StatusCode) {
 	var tok any
 	if eo := req.UserIdentityToken; eo != nil {
 		tok = eo.Value
@@ -137,9 +140,9 @@ func (s *Server) checkToken(ctx context.Context, addr string, nonce []byte, req 
 		}
 		return identity{user: AnonymousUser, role: AnonymousRole}, ua.StatusOK
 	case *ua.UserNameIdentityToken:
-		return s.checkUserName(ctx, addr, nonce, tok)
+		return s.checkUserName(ctx, id, addr, nonce, tok)
 	case *ua.X509IdentityToken:
-		return s.checkCertificate(ctx, nonce, tok, req.UserTokenSignature)
+		return s.checkCertificate(ctx, id, nonce, tok, req.UserTokenSignature)
 	default: // Issued, unknown
 		return identity{}, ua.StatusBadIdentityTokenInvalid
 	}
@@ -147,8 +150,8 @@ func (s *Server) checkToken(ctx context.Context, addr string, nonce []byte, req 
 
 // checkUserName decrypts the password (never accepted in clear text) and
 // asks Users.
-func (s *Server) checkUserName(ctx context.Context, addr string, nonce []byte, tok *ua.UserNameIdentityToken) (identity, ua.StatusCode) {
-	key := s.cfg.Security.PrivateKey
+func (s *Server) checkUserName(ctx context.Context, id *appIdentity, addr string, nonce []byte, tok *ua.UserNameIdentityToken) (identity, ua.StatusCode) {
+	key := id.key
 	if key == nil || s.cfg.Users == nil { // the policy is not offered
 		return identity{}, ua.StatusBadIdentityTokenInvalid
 	}
@@ -195,8 +198,8 @@ func decryptPassword(key *rsa.PrivateKey, alg string, secret, nonce []byte) (str
 // checkCertificate verifies the user token signature over the server
 // certificate and nonce with the certificate's key, has the certificate
 // validated, and asks Users for its user's role.
-func (s *Server) checkCertificate(ctx context.Context, nonce []byte, tok *ua.X509IdentityToken, sig *ua.SignatureData) (identity, ua.StatusCode) {
-	if s.cfg.ValidateUserCertificate == nil || s.cfg.Users == nil || s.cfg.Security.Certificate == nil {
+func (s *Server) checkCertificate(ctx context.Context, id *appIdentity, nonce []byte, tok *ua.X509IdentityToken, sig *ua.SignatureData) (identity, ua.StatusCode) {
+	if s.cfg.ValidateUserCertificate == nil || s.cfg.Users == nil || id.cert == nil {
 		return identity{}, ua.StatusBadIdentityTokenInvalid // the policy is not offered
 	}
 	if tok.PolicyID != certificatePolicyID {
@@ -214,7 +217,7 @@ func (s *Server) checkCertificate(ctx context.Context, nonce []byte, tok *ua.X50
 	if err != nil {
 		return identity{}, ua.StatusBadIdentityTokenInvalid // key size outside the policy's range
 	}
-	signed := append(append([]byte{}, s.cfg.Security.Certificate...), nonce...)
+	signed := append(append([]byte{}, id.cert...), nonce...)
 	if sig == nil || sig.Algorithm != enc.SignatureURI() || enc.VerifySignature(signed, sig.Signature) != nil {
 		return identity{}, ua.StatusBadUserSignatureInvalid
 	}

@@ -174,23 +174,40 @@ func (e EndpointSecurity) check() error {
 // checkCertificate checks that Certificate is an RSA certificate whose key
 // is PrivateKey and whose size every offered policy accepts.
 func (s *Security) checkCertificate() error {
-	if len(s.Certificate) == 0 || s.PrivateKey == nil {
-		return errors.New("uaserver: Config.Security.Certificate and PrivateKey are required when an endpoint other than None is offered")
+	return checkKeyPair(s.Endpoints, s.Certificate, s.PrivateKey, "Config.Security")
+}
+
+// securedOffered reports whether an endpoint other than None is offered.
+func (s *Security) securedOffered() bool {
+	for _, e := range s.Endpoints {
+		if e.secured() {
+			return true
+		}
 	}
-	cert, err := x509.ParseCertificate(s.Certificate)
+	return false
+}
+
+// checkKeyPair checks that cert (DER) is an RSA certificate whose key is
+// key and whose size every policy of eps accepts; field names the pair in
+// the error ("Config.Security", "Config.Identities[0]").
+func checkKeyPair(eps []EndpointSecurity, der []byte, key *rsa.PrivateKey, field string) error {
+	if len(der) == 0 || key == nil {
+		return fmt.Errorf("uaserver: %s.Certificate and PrivateKey are required when an endpoint other than None is offered", field)
+	}
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return fmt.Errorf("uaserver: Config.Security.Certificate: %w", err)
+		return fmt.Errorf("uaserver: %s.Certificate: %w", field, err)
 	}
 	pub, ok := cert.PublicKey.(*rsa.PublicKey)
 	if !ok {
-		return fmt.Errorf("uaserver: Config.Security.Certificate: a %T key; the policies need RSA", cert.PublicKey)
+		return fmt.Errorf("uaserver: %s.Certificate: a %T key; the policies need RSA", field, cert.PublicKey)
 	}
-	if !pub.Equal(&s.PrivateKey.PublicKey) {
-		return errors.New("uaserver: Config.Security.PrivateKey is not the key of Certificate")
+	if !pub.Equal(&key.PublicKey) {
+		return fmt.Errorf("uaserver: %s.PrivateKey is not the key of Certificate", field)
 	}
-	for _, e := range s.Endpoints {
-		if _, err := uapolicy.Asymmetric(e.PolicyURI, s.PrivateKey, nil); err != nil {
-			return fmt.Errorf("uaserver: Config.Security.Certificate for %s: %w", e.PolicyURI, err)
+	for _, e := range eps {
+		if _, err := uapolicy.Asymmetric(e.PolicyURI, key, nil); err != nil {
+			return fmt.Errorf("uaserver: %s.Certificate for %s: %w", field, e.PolicyURI, err)
 		}
 	}
 	return nil

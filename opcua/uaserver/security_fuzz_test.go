@@ -207,6 +207,17 @@ func TestSessionSignatures(t *testing.T) {
 // dialRawSecure is dialRaw on a secured channel as cliCert.
 func dialRawSecure(t *testing.T, url string, e EndpointSecurity) *rawClient {
 	t.Helper()
+	rc, err := dialRawSecureTo(t, url, e, srvCert)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return rc
+}
+
+// dialRawSecureTo is dialRawSecure to a server presenting the certificate
+// server; an OpenSecureChannel refused is returned.
+func dialRawSecureTo(t *testing.T, url string, e EndpointSecurity, server []byte) (*rawClient, error) {
+	t.Helper()
 	ctx := testCtx(t)
 	conn, err := (&uacp.Dialer{}).Dial(ctx, url)
 	if err != nil {
@@ -215,7 +226,7 @@ func dialRawSecure(t *testing.T, url string, e EndpointSecurity) *rawClient {
 	cfg := &uasc.Config{
 		SecurityPolicyURI: e.PolicyURI, SecurityMode: e.Mode,
 		Certificate: cliCert, LocalKey: cliKey,
-		RemoteCertificate: srvCert, Thumbprint: uapolicy.Thumbprint(srvCert),
+		RemoteCertificate: server, Thumbprint: uapolicy.Thumbprint(server),
 		Lifetime: uint32(time.Hour / time.Millisecond), RequestTimeout: 5 * time.Second,
 	}
 	sc, err := uasc.NewSecureChannel(url, conn, cfg, make(chan error, 1))
@@ -223,9 +234,10 @@ func dialRawSecure(t *testing.T, url string, e EndpointSecurity) *rawClient {
 		t.Fatalf("NewSecureChannel: %v", err)
 	}
 	if err := sc.Open(ctx); err != nil {
-		t.Fatalf("Open: %v", err)
+		_ = conn.Close()
+		return nil, err
 	}
 	rc := &rawClient{t: t, conn: conn, sc: sc}
 	t.Cleanup(rc.close)
-	return rc
+	return rc, nil
 }

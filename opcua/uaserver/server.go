@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/gopcua/opcua/ua"
-	"github.com/gopcua/opcua/uapolicy"
 
 	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/subscription"
@@ -78,7 +77,7 @@ type Server struct {
 	nextChID uint32              // last secure channel id issued; mu must be held.
 	nextTok  uint32              // last security token id issued; mu must be held.
 
-	thumbprint []byte // SHA-1 of cfg.Security.Certificate; nil without one
+	ids *identities // own and per-address application identities
 }
 
 // New returns a server that answers from nodes and delegates subscription
@@ -105,9 +104,7 @@ func New(cfg Config, nodes NodeStore, engine *subscription.Engine) (*Server, err
 		nextChID: randUint32(),
 		nextTok:  randUint32(),
 	}
-	if len(cfg.Security.Certificate) > 0 {
-		s.thumbprint = uapolicy.Thumbprint(cfg.Security.Certificate)
-	}
+	s.ids = newIdentities(&cfg)
 	if engine != nil {
 		s.subs = engine
 	}

@@ -13,11 +13,11 @@ const (
 	anonymousPolicyID = "anonymous"
 )
 
-// selfDescription describes this server with discoveryURL as its only
-// DiscoveryUrl.
-func (s *Server) selfDescription(discoveryURL string) *ua.ApplicationDescription {
+// selfDescription describes this server, as identity id, with
+// discoveryURL as its only DiscoveryUrl.
+func (s *Server) selfDescription(id *appIdentity, discoveryURL string) *ua.ApplicationDescription {
 	return &ua.ApplicationDescription{
-		ApplicationURI:  s.cfg.ApplicationURI,
+		ApplicationURI:  id.uri,
 		ProductURI:      s.cfg.ProductURI,
 		ApplicationName: ua.NewLocalizedText(s.cfg.ApplicationName),
 		ApplicationType: ua.ApplicationTypeServer,
@@ -29,22 +29,20 @@ func (s *Server) selfDescription(discoveryURL string) *ua.ApplicationDescription
 // Security.Endpoints entry, as seen by a client that dialled clientURL: the
 // advertised URL with the client's host name, so a client that reached us
 // as localhost is not sent to a name it cannot resolve. An empty clientURL
-// gets the advertised URL.
-func (s *Server) endpointsFor(clientURL string) []*ua.EndpointDescription {
+// gets the advertised URL. id is the identity of the channel asking: its
+// ApplicationUri and certificate describe the server.
+func (s *Server) endpointsFor(id *appIdentity, clientURL string) []*ua.EndpointDescription {
 	url := withHost(s.EndpointURL(), clientURL)
-	cert := s.cfg.Security.Certificate
-	if cert == nil {
-		cert = []byte{}
-	}
+	cert := id.certificate()
 	eps := make([]*ua.EndpointDescription, 0, len(s.cfg.Security.Endpoints))
 	for _, e := range s.cfg.Security.Endpoints {
 		eps = append(eps, &ua.EndpointDescription{
 			EndpointURL:         url,
-			Server:              s.selfDescription(url),
+			Server:              s.selfDescription(id, url),
 			ServerCertificate:   cert,
 			SecurityMode:        e.Mode,
 			SecurityPolicyURI:   e.PolicyURI,
-			UserIdentityTokens:  s.userTokenPolicies(),
+			UserIdentityTokens:  s.userTokenPolicies(id),
 			TransportProfileURI: uaTCPProfile,
 			SecurityLevel:       securityLevel(e),
 		})
@@ -58,7 +56,7 @@ func (s *Server) getEndpoints(c *call) (ua.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	eps := s.endpointsFor(req.EndpointURL)
+	eps := s.endpointsFor(c.ch.ident, req.EndpointURL)
 	if len(req.ProfileURIs) > 0 && !slices.Contains(req.ProfileURIs, uaTCPProfile) {
 		eps = []*ua.EndpointDescription{}
 	}
@@ -66,13 +64,14 @@ func (s *Server) getEndpoints(c *call) (ua.Response, error) {
 }
 
 // findServers implements FindServers (Part 4 §5.4.2): this server first,
-// then every configured peer, filtered by ServerUris when given.
+// then every configured peer, filtered by ServerUris when given. This
+// server is described with the identity of the channel asking.
 func (s *Server) findServers(c *call) (ua.Response, error) {
 	req, err := reqAs[*ua.FindServersRequest](c)
 	if err != nil {
 		return nil, err
 	}
-	all := []*ua.ApplicationDescription{s.selfDescription(withHost(s.EndpointURL(), req.EndpointURL))}
+	all := []*ua.ApplicationDescription{s.selfDescription(c.ch.ident, withHost(s.EndpointURL(), req.EndpointURL))}
 	for _, p := range s.cfg.Peers {
 		name := p.ApplicationName
 		if name == "" {

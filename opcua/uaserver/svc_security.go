@@ -37,15 +37,13 @@ type sessionSecurity struct {
 // endpoint (BadSecurityPolicyRejected; a None channel serves only
 // discovery otherwise); on a secured channel the ClientCertificate must be
 // the channel's, pass ValidateClientCertificate with the client's
-// ApplicationUri, and the nonce be at least 32 bytes. The signature is ours
-// over ClientCertificate and ClientNonce.
+// ApplicationUri, and the nonce be at least 32 bytes. The certificate and
+// signature (over ClientCertificate and ClientNonce) are the channel's
+// identity's.
 func (s *Server) createSessionSecurity(c *call, req *ua.CreateSessionRequest) (sessionSecurity, []byte, *ua.SignatureData, ua.StatusCode) {
 	sec := &c.ch.sec
 	ss := sessionSecurity{policy: sec.policy, mode: sec.mode}
-	cert := s.cfg.Security.Certificate
-	if cert == nil {
-		cert = []byte{}
-	}
+	cert := c.ch.ident.certificate()
 	if !s.cfg.Security.offers(sec.policy, sec.mode) {
 		s.log.Info("uaserver: session refused on a channel whose security is not offered", "policy", sec.policy, "mode", sec.mode, "client", c.ch.addr)
 		return ss, nil, nil, ua.StatusBadSecurityPolicyRejected
@@ -72,7 +70,7 @@ func (s *Server) createSessionSecurity(c *call, req *ua.CreateSessionRequest) (s
 		s.log.Info("uaserver: session refused: client certificate", "status", code, "application_uri", appURI, "err", err)
 		return ss, nil, nil, code
 	}
-	sig, err := s.serverSignature(sec, append(bytes.Clone(req.ClientCertificate), req.ClientNonce...))
+	sig, err := serverSignature(c.ch.ident, sec, append(bytes.Clone(req.ClientCertificate), req.ClientNonce...))
 	if err != nil {
 		s.log.Error("uaserver: CreateSession signature", "err", err)
 		return ss, nil, nil, ua.StatusBadInternalError
@@ -85,7 +83,8 @@ func (s *Server) createSessionSecurity(c *call, req *ua.CreateSessionRequest) (s
 // signature (Part 4 §5.6.3): the channel must have the policy and mode of
 // the one the session was created on (BadSecurityPolicyRejected), and on a
 // secured channel the certificate must be the session's and
-// ClientSignature its key's signature over our certificate and the
+// ClientSignature its key's signature over the certificate of the
+// channel's identity (the one the client connected to) and the
 // session's last server nonce (BadApplicationSignatureInvalid). Call it
 // before the session is activated: activation replaces the nonce.
 func (s *Server) verifyClientSignature(c *call, sess *session, req *ua.ActivateSessionRequest) ua.StatusCode {
@@ -102,8 +101,8 @@ func (s *Server) verifyClientSignature(c *call, sess *session, req *ua.ActivateS
 	if !sameCertificate(sec.remoteCert, ss.clientCert) {
 		return ua.StatusBadApplicationSignatureInvalid
 	}
-	data := append(bytes.Clone(s.cfg.Security.Certificate), nonce...)
-	if err := s.verifyPeerSignature(sec.policy, ss.clientCert, data, req.ClientSignature); err != nil {
+	data := append(bytes.Clone(c.ch.ident.cert), nonce...)
+	if err := verifyPeerSignature(c.ch.ident, sec.policy, ss.clientCert, data, req.ClientSignature); err != nil {
 		s.log.Info("uaserver: ActivateSession refused: client signature", "session", sess.sid, "err", err)
 		return ua.StatusBadApplicationSignatureInvalid
 	}

@@ -65,7 +65,7 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 		AuthenticationToken:        sess.token,
 		RevisedSessionTimeout:      float64(timeout / time.Millisecond),
 		ServerNonce:                nonce,
-		ServerEndpoints:            s.endpointsFor(req.EndpointURL),
+		ServerEndpoints:            s.endpointsFor(c.ch.ident, req.EndpointURL),
 		ServerSoftwareCertificates: []*ua.SignedSoftwareCertificate{},
 		ServerCertificate:          cert,
 		ServerSignature:            sig,
@@ -88,7 +88,7 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 	if code := s.verifyClientSignature(c, sess, req); code != ua.StatusOK {
 		return nil, code
 	}
-	password := s.checksPassword(req)
+	password := s.checksPassword(c.ch.ident, req)
 	if limit, code := s.sessions.beginCheck(sess, c.ch.addr, password); code != ua.StatusOK {
 		if limit != "" {
 			s.counters.rejectedSessions.Add(1)
@@ -98,7 +98,7 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 		return nil, code
 	}
 	defer s.sessions.endCheck(sess, c.ch.addr, password)
-	who, code := s.identify(c.ch.ctx, c.ch.addr, sess.serverNonce(), req)
+	who, code := s.identify(c.ch.ctx, c.ch.ident, c.ch.addr, sess.serverNonce(), req)
 	if code != ua.StatusOK {
 		s.counters.rejectedSessions.Add(1)
 		s.log.Warn("uaserver: identity token refused", "session", sess.sid, "status", code, "client", c.ch.addr)
@@ -120,9 +120,10 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 // checksPassword reports whether req's identity token is a user name and
 // password that the server checks (the UserName policy is offered): such a
 // check decrypts the password and asks Users (a bcrypt), so it takes one
-// of the client address's MaxPasswordChecksPerAddress slots.
-func (s *Server) checksPassword(req *ua.ActivateSessionRequest) bool {
-	if req.UserIdentityToken == nil || s.cfg.Security.PrivateKey == nil || s.cfg.Users == nil {
+// of the client address's MaxPasswordChecksPerAddress slots. id is the
+// channel's identity, whose key decrypts the password.
+func (s *Server) checksPassword(id *appIdentity, req *ua.ActivateSessionRequest) bool {
+	if req.UserIdentityToken == nil || id.key == nil || s.cfg.Users == nil {
 		return false
 	}
 	_, ok := req.UserIdentityToken.Value.(*ua.UserNameIdentityToken)

@@ -122,6 +122,7 @@ func (s *Server) serveConn(tc *net.TCPConn, addr string) {
 		return
 	}
 	ch := newChannel(s, tc, addr, ack, hel)
+	ch.ident = s.ids.forLocal(tc.LocalAddr())
 	if !s.addChannel(ch) {
 		_ = tc.Close()
 		return

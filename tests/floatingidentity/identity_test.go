@@ -1,0 +1,173 @@
+package floatingidentity
+
+import (
+	"bytes"
+	"context"
+	"crypto/rsa"
+	"crypto/sha1"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopcua/opcua"
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/host"
+	"github.com/otopcua/otopcua/internal/testcert"
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+const (
+	clusterSecret = "floating-identity-test-secret"
+	clientURI     = "urn:otopcua:test:scada"
+	// The loopback addresses standing in for the floating address on
+	// node A and on node B.
+	floatingA = "127.0.0.21"
+	floatingB = "127.0.0.22"
+)
+
+// errUntrusted is the client's refusal of a server certificate outside its
+// trust list.
+var errUntrusted = errors.New("server certificate not in the client's trust list")
+
+// securedClient is an OPC UA client with Basic256Sha256 SignAndEncrypt
+// whose trust list holds exactly one server certificate: it refuses any
+// endpoint that presents another one, and never adds to the list.
+type securedClient struct {
+	trusted []byte
+	cert    []byte
+	key     *rsa.PrivateKey
+}
+
+// read connects to url, checks the endpoint's certificate against the
+// trust list, opens a SignAndEncrypt session (the channel proves the
+// server holds that certificate's key) and reads Server.ServiceLevel.
+func (c *securedClient) read(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	eps, err := opcua.GetEndpoints(ctx, url)
+	if err != nil {
+		return fmt.Errorf("GetEndpoints: %w", err)
+	}
+	var ep *ua.EndpointDescription
+	for _, e := range eps {
+		if e.SecurityPolicyURI == ua.SecurityPolicyURIBasic256Sha256 && e.SecurityMode == ua.MessageSecurityModeSignAndEncrypt {
+			ep = e
+		}
+	}
+	if ep == nil {
+		return fmt.Errorf("%s offers no Basic256Sha256 SignAndEncrypt endpoint", url)
+	}
+	if !bytes.Equal(ep.ServerCertificate, c.trusted) {
+		return fmt.Errorf("%s: %w (thumbprint %X, ApplicationUri %q)", url, errUntrusted, sha1.Sum(ep.ServerCertificate), ep.Server.ApplicationURI)
+	}
+	cl, err := opcua.NewClient(url, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeAnonymous),
+		opcua.Certificate(c.cert), opcua.PrivateKey(c.key), opcua.ApplicationURI(clientURI),
+		opcua.AutoReconnect(false), opcua.RequestTimeout(5*time.Second))
+	if err != nil {
+		return err
+	}
+	if err := cl.Connect(ctx); err != nil {
+		return fmt.Errorf("secured session: %w", err)
+	}
+	defer cl.Close(context.Background())
+	resp, err := cl.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{
+		NodeID: ua.NewNumericNodeID(0, id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue}}})
+	if err != nil {
+		return fmt.Errorf("Read: %w", err)
+	}
+	if len(resp.Results) != 1 || resp.Results[0].Status != ua.StatusOK {
+		return fmt.Errorf("Read ServiceLevel: %v", resp.Results)
+	}
+	return nil
+}
+
+// nodeConfig is a node of the pair: OPC UA on every address of the node
+// (so that it answers on its own 127.0.0.1 endpoint and on its stand-in
+// floating address), Basic256Sha256 SignAndEncrypt offered, the shared
+// Config DB and Cluster:Secret.
+func nodeConfig(t *testing.T, name string, p procs.Ports, seeds []string, dbFile string) map[string]any {
+	cfg := procs.BaseConfig(name, p)
+	cl := cfg["Cluster"].(map[string]any)
+	cl["Hostname"], cl["SeedNodes"], cl["Secret"] = "0.0.0.0", seeds, clusterSecret
+	o := cfg["OpcUa"].(map[string]any)
+	o["Security"] = map[string]any{
+		"Policies":            []string{"None:None", "Basic256Sha256:SignAndEncrypt"},
+		"AutoAcceptUntrusted": true,
+		"PkiDir":              filepath.Join(t.TempDir(), "pki"),
+	}
+	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + dbFile}
+	return cfg
+}
+
+// TestSecuredClientTrustsTheFloatingIdentityOnce: `otopcua pki floating`
+// stores the shared identity once; a client trusting only its certificate
+// reads through node A's floating address, then, with A killed (SIGKILL),
+// through node B's, without a new trust decision; B's own endpoint
+// presents B's own certificate, which the same client refuses.
+func TestSecuredClientTrustsTheFloatingIdentityOnce(t *testing.T) {
+	dir := t.TempDir()
+	dbFile := filepath.Join(dir, "config.db")
+	ports := procs.NewPortSet(t, 2)
+	seeds := []string{fmt.Sprintf("127.0.0.1:%d", ports[0].Cluster), fmt.Sprintf("127.0.0.1:%d", ports[1].Cluster)}
+	cfgA := nodeConfig(t, "node-a", ports[0], seeds, dbFile)
+	cfgB := nodeConfig(t, "node-b", ports[1], seeds, dbFile)
+
+	certFile := filepath.Join(dir, "floating.der")
+	provision(t, cfgA, "--ip", floatingA, "--ip", floatingB, "--out", certFile)
+	trusted, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliCert, cliKey := testcert.RSA(t, clientURI, 2048)
+	client := &securedClient{trusted: trusted, cert: cliCert, key: cliKey}
+
+	a := procs.Start(t, "node-a", cfgA, host.EnvTestFloatingIdentityAddr+"="+floatingA)
+	b := procs.Start(t, "node-b", cfgB, host.EnvTestFloatingIdentityAddr+"="+floatingB)
+	a.WaitReady(60 * time.Second)
+	b.WaitReady(60 * time.Second)
+	for _, n := range []*procs.Node{a, b} {
+		if !strings.Contains(n.Log(), `"source":"Config DB"`) {
+			t.Fatalf("%s did not load the shared identity from the Config DB:\n%s", n.Name, n.Log())
+		}
+	}
+
+	urlA := fmt.Sprintf("opc.tcp://%s:%d", floatingA, ports[0].OpcUa)
+	urlB := fmt.Sprintf("opc.tcp://%s:%d", floatingB, ports[1].OpcUa)
+	if err := client.read(urlA); err != nil {
+		t.Fatalf("through node A's floating address: %v", err)
+	}
+	a.Signal(syscall.SIGKILL)
+	a.WaitExit(30 * time.Second)
+	if err := client.read(urlB); err != nil {
+		t.Fatalf("through node B's floating address after node A was killed: %v", err)
+	}
+	if err := client.read(b.Endpoint()); !errors.Is(err, errUntrusted) {
+		t.Fatalf("node B's own endpoint: %v, want the client's refusal (untrusted)", err)
+	}
+}
+
+// provision runs `otopcua pki floating` with cfg as its configuration.
+func provision(t *testing.T, cfg map[string]any, args ...string) {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "appsettings.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(procs.Binary(t), append([]string{"pki", "floating", "--config", file}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("otopcua pki floating: %v\n%s", err, out)
+	}
+}
