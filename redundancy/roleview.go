@@ -14,7 +14,15 @@ import (
 // by configuration, the Primary's licence and the snapshot's epoch:
 //
 //	g := gate.NewGuard(view, metrics, logger)
-//	if d := g.Check(gate.SiteWrite); d.Allow { … fenced by d.Epoch … }
+//	if d := g.Check(gate.SiteWrite); d.Allow { … stamped with d.Epoch … }
+//
+// The epoch is a fencing token only where a receiver compares it: the
+// Config DB refuses an alarm-history drain stamped with an epoch older
+// than the newest it stored for the ClusterId (configdb.DrainAlarmHistory);
+// a field device compares nothing, so a write or an acknowledge is fenced
+// by the gate's inputs alone — the role, the licence and the woken-process
+// fence (SetWoken), which keeps a process resumed after a freeze from
+// acting on a snapshot taken before it.
 //
 // It is safe for concurrent use; Input never blocks on I/O.
 type RoleView struct {
