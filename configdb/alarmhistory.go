@@ -122,6 +122,12 @@ func (e *RowsRefusedError) Unwrap() error { return ErrRowsRefused }
 // the transaction is rolled back and the rows are stored again one by one,
 // each in its own statement, to find which ones it refuses.
 func (db *DB) InsertAlarmHistory(ctx context.Context, rows []AlarmHistoryRow) (inserted int, err error) {
+	return db.insertAlarmHistory(ctx, rows, nil)
+}
+
+// insertAlarmHistory is InsertAlarmHistory, each transaction fenced by
+// fence (nil: none); a stale fence ends it with errStale.
+func (db *DB) insertAlarmHistory(ctx context.Context, rows []AlarmHistoryRow, fence *epochFence) (inserted int, err error) {
 	if len(rows) > MaxAlarmHistoryBatch {
 		return 0, fmt.Errorf("%w: %d alarm history rows: at most %d at a time", ErrInvalid, len(rows), MaxAlarmHistoryBatch)
 	}
@@ -134,11 +140,14 @@ func (db *DB) InsertAlarmHistory(ctx context.Context, rows []AlarmHistoryRow) (i
 		}
 		valid = append(valid, i)
 	}
-	inserted, err = db.insertAlarmBatch(ctx, rows, valid)
+	inserted, err = db.insertAlarmBatch(ctx, rows, valid, fence)
 	if err != nil && db.d.rowRefused(err) {
 		var more []RefusedRow
-		inserted, more, err = db.insertAlarmRows(ctx, rows, valid)
+		inserted, more, err = db.insertAlarmRows(ctx, rows, valid, fence)
 		refused = append(refused, more...)
+	}
+	if errors.Is(err, errStale) {
+		return inserted, err
 	}
 	if err != nil {
 		return inserted, fmt.Errorf("configdb: store alarm history: %w", err)
@@ -150,13 +159,17 @@ func (db *DB) InsertAlarmHistory(ctx context.Context, rows []AlarmHistoryRow) (i
 	return inserted, nil
 }
 
-// insertAlarmBatch stores rows[i] for every i of idx in one transaction.
-func (db *DB) insertAlarmBatch(ctx context.Context, rows []AlarmHistoryRow, idx []int) (int, error) {
+// insertAlarmBatch stores rows[i] for every i of idx in one transaction,
+// which runs fence first (nil: none).
+func (db *DB) insertAlarmBatch(ctx context.Context, rows []AlarmHistoryRow, idx []int, fence *epochFence) (int, error) {
 	if len(idx) == 0 {
 		return 0, nil
 	}
 	n := 0
 	err := db.inTx(ctx, func(tx *sql.Tx) error {
+		if err := fence.hold(ctx, tx, db.q); err != nil {
+			return err
+		}
 		stmt, err := tx.PrepareContext(ctx, db.q.insertAlarmHistory)
 		if err != nil {
 			return err
@@ -179,24 +192,36 @@ func (db *DB) insertAlarmBatch(ctx context.Context, rows []AlarmHistoryRow, idx 
 }
 
 // insertAlarmRows stores rows[i] for every i of idx, each in its own
-// statement, and returns the ones the database refuses. It stops at the
-// first other error.
-func (db *DB) insertAlarmRows(ctx context.Context, rows []AlarmHistoryRow, idx []int) (int, []RefusedRow, error) {
+// statement (in its own transaction behind fence, when there is one), and
+// returns the ones the database refuses. It stops at the first other error.
+func (db *DB) insertAlarmRows(ctx context.Context, rows []AlarmHistoryRow, idx []int, fence *epochFence) (int, []RefusedRow, error) {
 	n := 0
 	var refused []RefusedRow
 	for _, i := range idx {
-		res, err := db.sql.ExecContext(ctx, db.q.insertAlarmHistory, alarmArgs(rows[i])...)
+		k, err := db.insertAlarmRow(ctx, rows[i], fence)
 		switch {
 		case err != nil && db.d.rowRefused(err):
 			refused = append(refused, RefusedRow{Index: i, Key: rows[i].Key(), Err: fmt.Errorf("%s refuses the row: %w", db.d.provider, err)})
 		case err != nil:
 			return n, refused, err
 		default:
-			k, _ := res.RowsAffected()
-			n += int(k)
+			n += k
 		}
 	}
 	return n, refused, nil
+}
+
+// insertAlarmRow stores one row, behind fence when there is one.
+func (db *DB) insertAlarmRow(ctx context.Context, r AlarmHistoryRow, fence *epochFence) (int, error) {
+	if fence != nil {
+		return db.insertAlarmBatch(ctx, []AlarmHistoryRow{r}, []int{0}, fence)
+	}
+	res, err := db.sql.ExecContext(ctx, db.q.insertAlarmHistory, alarmArgs(r)...)
+	if err != nil {
+		return 0, err
+	}
+	k, _ := res.RowsAffected()
+	return int(k), nil
 }
 
 func alarmArgs(r AlarmHistoryRow) []any {

@@ -255,6 +255,23 @@ func (d *dialect) insertAlarmHistory() string {
 		"ON CONFLICT (cluster_id, alarm, transition_id) DO NOTHING"
 }
 
+// raiseEpoch: $1 cluster_id, $2 epoch. The fence of DrainAlarmHistory, one
+// conditional statement: it stores $2 as the cluster's newest epoch when
+// it is at least the stored one (or none is stored) and affects one row;
+// an older $2 affects none and changes nothing. Run first in the drain's
+// transaction, it locks the cluster's row until the commit, so a drain
+// and a newer Primary's raise are ordered.
+func (d *dialect) raiseEpoch() string {
+	if d == sqlServerDialect {
+		return "MERGE cluster_epochs WITH (HOLDLOCK) AS t USING (SELECT $1 AS cluster_id, $2 AS epoch) AS s " +
+			"ON t.cluster_id = s.cluster_id " +
+			"WHEN MATCHED AND t.epoch <= s.epoch THEN UPDATE SET epoch = s.epoch " +
+			"WHEN NOT MATCHED THEN INSERT (cluster_id, epoch) VALUES (s.cluster_id, s.epoch);"
+	}
+	return "INSERT INTO cluster_epochs (cluster_id, epoch) VALUES ($1, $2) " +
+		"ON CONFLICT (cluster_id) DO UPDATE SET epoch = excluded.epoch WHERE cluster_epochs.epoch <= excluded.epoch"
+}
+
 // insertClusterIfMissing: $1 id (also the name), $2 now. An existing row
 // is left as it is.
 func (d *dialect) insertClusterIfMissing() string {

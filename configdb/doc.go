@@ -46,6 +46,11 @@
 //     epoch), claims, epoch, mac: the shared stream on which the members of
 //     a floating address judge each other's liveness
 //     (PutFloatingHeartbeat, FloatingHeartbeats).
+//   - floating_identities (version 7): the application identity the members
+//     of a cluster share on their floating address, its private key sealed
+//     under Cluster:Secret (PutFloatingIdentity, FloatingIdentity).
+//   - cluster_epochs (version 8): the newest redundancy epoch a Primary
+//     drained alarm history with; DrainAlarmHistory refuses an older one.
 //
 // Invariants:
 //

@@ -26,6 +26,7 @@ var migrations = []migration{
 	{5, "cluster_leases", schemaV5, nil},
 	{6, "floating_heartbeats", schemaV6, nil},
 	{7, "floating_identities", schemaV7, nil},
+	{8, "cluster_epochs", schemaV8, nil},
 }
 
 // SchemaVersion is the schema version this build of otopcua writes.
@@ -322,4 +323,15 @@ func currentVersion(ctx context.Context, q queryRower) (int, error) {
 		return 0, fmt.Errorf("configdb: read schema_version: %w", err)
 	}
 	return int(v.Int64), nil
+}
+
+// schemaV8 adds cluster_epochs: the newest redundancy epoch a Primary of
+// each cluster drained alarm history with (DrainAlarmHistory), the fence
+// that refuses a drain stamped with an older one.
+func schemaV8(d *dialect) []string {
+	return []string{
+		"CREATE TABLE cluster_epochs (" +
+			"cluster_id " + d.key + " NOT NULL PRIMARY KEY, " +
+			"epoch BIGINT NOT NULL)",
+	}
 }

@@ -29,6 +29,8 @@ type queries struct {
 	writeAudit             string // $1 at, $2 actor, $3 action, $4 target, $5 detail
 	recentAudit            string // $1 limit
 	insertAlarmHistory     string // $1 … $16 alarmHistoryInsertCols
+	raiseEpoch             string // $1 cluster_id, $2 epoch: one row affected unless $2 is older than the stored epoch
+	newestEpoch            string // $1 cluster_id → the stored epoch
 	alarmHistoryAsc        string // $1 cluster_id, $2 from (incl.), $3 to (excl.), $4 limit → oldest first
 	alarmHistoryDesc       string // $1 cluster_id, $2 from (excl.), $3 to (incl.), $4 limit → newest first
 	insertUser             string // $1 name, $2 role, $3 password_hash, $4 now: insert unless the name exists
@@ -93,6 +95,8 @@ func buildQueries(d *dialect) *queries {
 		recentAudit: d.bind("SELECT id, at, actor, action, target, detail FROM audit_log " +
 			"ORDER BY id DESC" + d.limit("$1")),
 		insertAlarmHistory: d.bind(d.insertAlarmHistory()),
+		raiseEpoch:         d.bind(d.raiseEpoch()),
+		newestEpoch:        d.bind("SELECT epoch FROM cluster_epochs WHERE cluster_id = $1"),
 		alarmHistoryAsc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
 			"WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time, id" + d.limit("$4")),
 		alarmHistoryDesc: d.bind("SELECT " + alarmHistoryCols + " FROM alarm_history " +
@@ -160,6 +164,8 @@ func (q *queries) named() [][2]string {
 		{"writeAudit", q.writeAudit},
 		{"recentAudit", q.recentAudit},
 		{"insertAlarmHistory", q.insertAlarmHistory},
+		{"raiseEpoch", q.raiseEpoch},
+		{"newestEpoch", q.newestEpoch},
 		{"alarmHistoryAsc", q.alarmHistoryAsc},
 		{"alarmHistoryDesc", q.alarmHistoryDesc},
 		{"insertUser", q.insertUser},

@@ -40,6 +40,7 @@ func runStoreSuite(t *testing.T, open opener) {
 	t.Run("AlarmHistoryRefusedRows", func(t *testing.T) { testAlarmHistoryRefusedRows(t, open(t, nil)) })
 	t.Run("AlarmHistoryRead", func(t *testing.T) { testAlarmHistoryRead(t, open(t, nil)) })
 	t.Run("AlarmHistoryKeys", func(t *testing.T) { testAlarmHistoryKeys(t, open(t, nil)) })
+	t.Run("AlarmHistoryEpochFence", func(t *testing.T) { testAlarmHistoryEpochFence(t, open) })
 	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
 	t.Run("UsersConcurrentAdd", func(t *testing.T) { testUsersConcurrentAdd(t, open) })
 	t.Run("FloatingHeartbeats", func(t *testing.T) { testFloatingHeartbeats(t, open(t, nil)) })

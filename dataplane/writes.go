@@ -52,11 +52,16 @@ type AuditRecord struct {
 	// Message is "write serviced (epoch N)", the gate's reason
 	// (gate.Reason's String: "not primary", "not primary (role unknown)",
 	// "not primary (not a cluster member yet)", "not primary (no lease or
-	// promotion hold)") or the device's error.
+	// promotion hold)", "not primary (woken from a pause, not yet heard
+	// every peer)") or the device's error.
 	Message string
-	// Epoch is the ownership epoch of the snapshot that made this node
-	// Primary when the write was serviced (0 when it was not): a write is
-	// fenced by the promotion that allowed it.
+	// Epoch is the redundancy epoch of the snapshot that made this node
+	// Primary when the write was serviced (0 when it was not). It is
+	// logged and audited so that a write can be traced to the promotion
+	// that allowed it; the field device receives no epoch and compares
+	// nothing (a Modbus device cannot). What keeps a replaced Primary from
+	// writing is the gate before the write: its role, its licence under
+	// lease-majority, and the woken-process fence under every strategy.
 	Epoch uint64
 	At    time.Time
 }

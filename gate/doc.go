@@ -9,18 +9,27 @@
 // last redundancy snapshot's role for this node, the live number of Up
 // driver members of its ClusterId, whether this node is a cluster member
 // yet, whether it is alone by configuration, the Primary's licence
-// (LicenceOf) and the snapshot's epoch. Its table (every site alike):
+// (LicenceOf), whether the process woke from a pause and has not heard
+// every peer since (package cluster/woken's fence, under every downing
+// strategy) and the snapshot's epoch. Its table (every site alike):
 //
-//	role           licence              member  alone  drivers       verdict  reason (String / Label)
-//	Primary        Licensed             any     any    any        →  allow    primary / —
-//	Primary        Holding, Unlicensed  any     any    any        →  deny     not primary (no lease or promotion hold) / fenced
-//	FencedPrimary  any                  any     any    any        →  deny     not primary (no lease or promotion hold) / fenced
-//	Secondary      any                  any     any    any        →  deny     not primary / secondary
-//	Detached       any                  any     any    any        →  deny     not primary / detached
-//	Unknown        any                  no      no     any        →  deny     not primary (not a cluster member yet) / not-member
-//	Unknown        any                  no      yes    any        →  allow    primary / —
-//	Unknown        any                  yes     any    0 or 1     →  allow    primary / —
-//	Unknown        any                  yes     any    2 or more  →  deny     not primary (role unknown) / role-unknown
+//	role           licence              member  alone  drivers    woken       verdict  reason (String / Label)
+//	any            any                  any     any    any        yes      →  deny     not primary (woken from a pause, not yet heard every peer) / woken
+//	Primary        Licensed             any     any    any        no       →  allow    primary / —
+//	Primary        Holding, Unlicensed  any     any    any        no       →  deny     not primary (no lease or promotion hold) / fenced
+//	FencedPrimary  any                  any     any    any        no       →  deny     not primary (no lease or promotion hold) / fenced
+//	Secondary      any                  any     any    any        no       →  deny     not primary / secondary
+//	Detached       any                  any     any    any        no       →  deny     not primary / detached
+//	Unknown        any                  no      no     any        no       →  deny     not primary (not a cluster member yet) / not-member
+//	Unknown        any                  no      yes    any        no       →  allow    primary / —
+//	Unknown        any                  yes     any    0 or 1     no       →  allow    primary / —
+//	Unknown        any                  yes     any    2 or more  no       →  deny     not primary (role unknown) / role-unknown
+//
+// The woken row is first: a process that did not run for longer than the
+// failure detector's acceptable pause (SIGSTOP, a VM pause) may have been
+// replaced by its peer while it was frozen, and what its snapshot says is
+// from before the freeze; it acts on nothing until it has heard every peer
+// of its ClusterId again (a node alone by configuration is never woken).
 //
 // An allowed decision carries the epoch of the snapshot that made this node
 // Primary (0 while no snapshot named it): the fencing token of what it

@@ -84,7 +84,7 @@ func (g *Guard) logChange(in Input, d Decision) {
 		return
 	}
 	attrs := []any{"site", in.Site.String(), "role", in.Role.String(), "drivers", in.Drivers,
-		"member", in.Member, "alone", in.Alone, "licence", in.Licence.String(), "epoch", in.Epoch}
+		"member", in.Member, "alone", in.Alone, "licence", in.Licence.String(), "woken", in.Woken, "epoch", in.Epoch}
 	if d.Allow {
 		g.log.Info("primary gate: serviced", attrs...)
 		return

@@ -65,6 +65,10 @@ const (
 	// DeniedNotMember: this node is not a cluster member yet and is not
 	// alone by configuration: a driver peer may be the Primary.
 	DeniedNotMember
+	// DeniedWoken: the process woke from a pause longer than the failure
+	// detector's acceptable pause and has not heard every peer of its
+	// ClusterId since (package cluster/woken), whatever its role says.
+	DeniedWoken
 )
 
 // String is the reason as written into an AuditWriteUpdateEvent.
@@ -78,6 +82,8 @@ func (r Reason) String() string {
 		return "not primary (no lease or promotion hold)"
 	case DeniedNotMember:
 		return "not primary (not a cluster member yet)"
+	case DeniedWoken:
+		return "not primary (woken from a pause, not yet heard every peer)"
 	default:
 		return "primary"
 	}
@@ -97,6 +103,8 @@ func (r Reason) Label() string {
 		return "fenced"
 	case DeniedNotMember:
 		return "not-member"
+	case DeniedWoken:
+		return "woken"
 	default:
 		return ""
 	}
@@ -123,6 +131,10 @@ type Input struct {
 	// Licence is the Primary's licence (LicenceOf); only the Primary's
 	// rows read it.
 	Licence Licence
+	// Woken: the process woke from a pause longer than the failure
+	// detector's acceptable pause and has not heard every peer of its
+	// ClusterId since (never true for a node alone by configuration).
+	Woken bool
 	// Epoch is the redundancy epoch of the snapshot that set Role.
 	Epoch uint64
 }
@@ -146,6 +158,9 @@ func Decide(in Input) Decision {
 }
 
 func reasonOf(in Input) Reason {
+	if in.Woken {
+		return DeniedWoken
+	}
 	switch in.Role {
 	case RolePrimary:
 		if in.Licence != Licensed {

@@ -12,6 +12,7 @@ import (
 type docRow struct {
 	line                                  string
 	role, licence, member, alone, drivers string
+	woken                                 string
 	allow                                 bool
 	text, label                           string
 }
@@ -40,10 +41,10 @@ func docTable(t *testing.T) []docRow {
 			continue
 		}
 		f := cols.Split(strings.TrimSpace(body), -1)
-		if len(f) != 8 || f[5] != "→" {
-			t.Fatalf("doc.go table row %q: %d columns, want 8", body, len(f))
+		if len(f) != 9 || f[6] != "→" {
+			t.Fatalf("doc.go table row %q: %d columns, want 9", body, len(f))
 		}
-		text, label, ok := strings.Cut(f[7], " / ")
+		text, label, ok := strings.Cut(f[8], " / ")
 		if !ok {
 			t.Fatalf("doc.go table row %q: reason %q is not String / Label", body, f[7])
 		}
@@ -51,7 +52,7 @@ func docTable(t *testing.T) []docRow {
 			label = ""
 		}
 		rows = append(rows, docRow{line: body, role: f[0], licence: f[1], member: f[2], alone: f[3], drivers: f[4],
-			allow: f[6] == "allow", text: text, label: label})
+			woken: f[5], allow: f[7] == "allow", text: text, label: label})
 	}
 	if len(rows) == 0 {
 		t.Fatal("no table in doc.go")
@@ -63,7 +64,8 @@ func (r docRow) matches(in Input) bool {
 	yesNo := func(col string, v bool) bool { return col == "any" || (col == "yes") == v }
 	drivers := r.drivers == "any" || (r.drivers == "0 or 1" && in.Drivers <= 1) || (r.drivers == "2 or more" && in.Drivers >= 2)
 	licence := r.licence == "any" || strings.Contains(r.licence, licenceName(in.Licence))
-	return r.role == in.Role.String() && licence && yesNo(r.member, in.Member) && yesNo(r.alone, in.Alone) && drivers
+	role := r.role == "any" || r.role == in.Role.String()
+	return role && licence && yesNo(r.member, in.Member) && yesNo(r.alone, in.Alone) && drivers && yesNo(r.woken, in.Woken)
 }
 
 func licenceName(l Licence) string {
@@ -71,7 +73,7 @@ func licenceName(l Licence) string {
 }
 
 // TestDecideFollowsTheDocumentedTable: every site × role × membership
-// (member or not, alone or not, 0–3 driver members) × licence input
+// (member or not, alone or not, 0–3 driver members) × licence × woken input
 // matches exactly one row of the package doc's table, and Decide answers
 // that row's verdict, reason text and metric label, with the snapshot's
 // epoch when it allows and 0 when it denies.
@@ -84,8 +86,8 @@ func TestDecideFollowsTheDocumentedTable(t *testing.T) {
 			for _, member := range []bool{false, true} {
 				for _, alone := range []bool{false, true} {
 					for drivers := range 4 {
-						for _, lic := range []Licence{Licensed, Holding, Unlicensed} {
-							in := Input{Site: site, Role: role, Drivers: drivers, Member: member, Alone: alone, Licence: lic, Epoch: 7}
+						for _, lw := range licenceWoken() {
+							in := Input{Site: site, Role: role, Drivers: drivers, Member: member, Alone: alone, Licence: lw.lic, Woken: lw.woken, Epoch: 7}
 							var match []docRow
 							for _, r := range rows {
 								if r.matches(in) {
@@ -117,8 +119,46 @@ func TestDecideFollowsTheDocumentedTable(t *testing.T) {
 			t.Errorf("documented row %q is reached by no input", r.line)
 		}
 	}
-	if want := len(Sites()) * 5 * 2 * 2 * 4 * 3; n != want {
+	if want := len(Sites()) * 5 * 2 * 2 * 4 * 3 * 2; n != want {
 		t.Fatalf("%d inputs checked, want %d", n, want)
+	}
+}
+
+type lw struct {
+	lic   Licence
+	woken bool
+}
+
+// licenceWoken is every licence with and without the woken fence.
+func licenceWoken() []lw {
+	var out []lw
+	for _, l := range []Licence{Licensed, Holding, Unlicensed} {
+		out = append(out, lw{l, false}, lw{l, true})
+	}
+	return out
+}
+
+// TestDecideWokenDeniesEverySite: a process woken from a pause is denied
+// at every site whatever its role, licence and membership say — the
+// Primary of a snapshot taken before the freeze included — with the
+// reason "woken", and services again once the fence is down.
+func TestDecideWokenDeniesEverySite(t *testing.T) {
+	for _, site := range Sites() {
+		for _, in := range []Input{
+			{Role: RolePrimary, Member: true, Drivers: 2, Epoch: 4},
+			{Role: RoleUnknown, Member: true, Drivers: 1},
+			{Role: RoleUnknown, Alone: true},
+		} {
+			in.Site, in.Woken = site, true
+			d := Decide(in)
+			if d.Allow || d.Reason != DeniedWoken || d.Reason.Label() != "woken" || d.Epoch != 0 {
+				t.Errorf("%s, woken %+v: %+v", site, in, d)
+			}
+			in.Woken = false
+			if d := Decide(in); !d.Allow {
+				t.Errorf("%s, fence down %+v: %+v", site, in, d)
+			}
+		}
 	}
 }
 
@@ -142,8 +182,9 @@ func TestDecideRestartIntoARunningPair(t *testing.T) {
 
 // TestLabelsAreStable: the metric labels operators alert on.
 func TestLabelsAreStable(t *testing.T) {
-	got := strings.Join([]string{DeniedSecondary.Label(), DeniedDetached.Label(), DeniedRoleUnknown.Label(), DeniedFenced.Label(), DeniedNotMember.Label()}, " ")
-	if got != "secondary detached role-unknown fenced not-member" {
+	got := strings.Join([]string{DeniedSecondary.Label(), DeniedDetached.Label(), DeniedRoleUnknown.Label(), DeniedFenced.Label(), DeniedNotMember.Label(),
+		DeniedWoken.Label()}, " ")
+	if got != "secondary detached role-unknown fenced not-member woken" {
 		t.Fatalf("labels %s", got)
 	}
 	var sites []string

@@ -44,7 +44,7 @@ func benchEnqueueDrain(b *testing.B, provider, dsn string) {
 	}
 	defer local.Close()
 	h, err := New(Options{ClusterID: "site-a", Local: local, Central: central, Clock: clockwork.NewFakeClock(),
-		Gate: func() (bool, string) { return true, "" }})
+		Gate: func() (bool, string, uint64) { return true, "", 0 }})
 	if err != nil {
 		b.Fatal(err)
 	}

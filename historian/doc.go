@@ -8,7 +8,8 @@
 //	alarm engine (Primary) → cluster "alerts" topic → every node's adapter
 //	→ Historian.Enqueue → LocalDb alarm_sf_events (this node's file)
 //	→ drain, only while the Primary gate admits this node
-//	→ configdb.InsertAlarmHistory (alarm_history, once per key)
+//	→ configdb.DrainAlarmHistory (alarm_history, once per key, fenced by
+//	  the gate's redundancy epoch)
 //	→ delete from the queue
 //
 // The idempotency key is (ClusterID, Alarm, TransitionID). Delivery is at
@@ -35,6 +36,16 @@
 //     rows after it: they are delivered, it is retried at the next tick and
 //     poisoned after MaxAttempts refusals — kept in the queue, counted in
 //     Status.Poisoned, logged, never deleted by the historian.
+//   - The drain is stamped with the gate's epoch. A drain the Config DB
+//     refuses because a newer Primary's epoch is stored
+//     (configdb.StaleEpochError) ends the tick; its rows stay queued,
+//     unmarked, and are counted in Status.StaleRefused and logged. The node
+//     then drains nothing under an epoch older than the one the refusal
+//     named (it queues and trims like a Secondary, GateReason "stale
+//     epoch …"), so the trim removes them once the newer Primary — which
+//     queued its own copy of every transition from the alerts topic — has
+//     stored them. Exactly once holds: nothing is stored twice, nothing
+//     leaves a queue before alarm_history holds it.
 //   - A full queue (MaxQueue rows) refuses the new event and keeps the old
 //     ones; the refusal is returned, logged and counted (Status.Refused).
 //     History is never dropped silently.

@@ -23,8 +23,14 @@ const trimPagesPerTick = 40
 
 // tick is one turn of the drain goroutine.
 func (h *Historian) tick(ctx context.Context) {
-	ok, reason := h.opts.Gate()
+	ok, reason, epoch := h.opts.Gate()
 	now := h.opts.Clock.Now()
+	if ok && epoch != 0 && epoch < h.fenced {
+		// The Config DB refused this epoch: a newer Primary drains. Queue
+		// and trim like a Secondary until the gate names a newer epoch.
+		ok, reason = false, fmt.Sprintf("stale epoch %d: the Config DB holds epoch %d", epoch, h.fenced)
+	}
+	h.epoch = epoch
 	if !ok {
 		h.primary = false
 		h.notPrimary(ctx, now, reason)
@@ -75,6 +81,7 @@ type batchResult struct {
 	delivered int   // rows alarm_history now holds and the queue no longer does
 	err       error // nil, or why the batch stopped
 	state     string
+	stale     bool // the Config DB refused the drain's epoch: stop
 }
 
 // drain delivers up to maxBatchesPerTick batches.
@@ -84,14 +91,14 @@ func (h *Historian) drain(ctx context.Context, now time.Time) {
 	var after int64 // the batches of one tick page on, past a row just refused
 	for b := 0; b < maxBatchesPerTick; b++ {
 		if b > 0 {
-			if ok, _ := h.opts.Gate(); !ok || ctx.Err() != nil {
+			if ok, _, epoch := h.opts.Gate(); !ok || epoch != h.epoch || ctx.Err() != nil {
 				break
 			}
 		}
 		res = h.drainBatch(ctx, after)
 		delivered += res.delivered
 		after = res.last
-		if res.err != nil || res.peeked < h.opts.BatchSize {
+		if res.err != nil || res.stale || res.peeked < h.opts.BatchSize {
 			break
 		}
 	}
@@ -155,8 +162,14 @@ func (h *Historian) drainBatch(ctx context.Context, after int64) batchResult {
 		sent = append(sent, q)
 	}
 	_, err = call(ctx, h.opts.CallTimeout, func(c context.Context) (int, error) {
-		return h.opts.Central.InsertAlarmHistory(c, hist)
+		return h.opts.Central.DrainAlarmHistory(c, h.epoch, hist)
 	})
+	var stale *configdb.StaleEpochError
+	if errors.As(err, &stale) {
+		h.staleRefused(stale)
+		res.stale = true
+		return res
+	}
 	var refused *configdb.RowsRefusedError
 	if err != nil && !errors.As(err, &refused) {
 		res.err, res.state = err, StateCentralUnreachable
@@ -188,6 +201,21 @@ func (h *Historian) drainBatch(ctx context.Context, after int64) batchResult {
 	}
 	res.delivered = len(done)
 	return res
+}
+
+// staleRefused records a drain the Config DB refused for its epoch: the
+// rows belong to a replaced Primary and stay queued (not marked, not
+// poisoned); the next tick stops draining under this epoch and trims, so
+// they leave the queue once the newer Primary, which queued its own copy
+// of every transition, has stored them.
+func (h *Historian) staleRefused(e *configdb.StaleEpochError) {
+	h.fenced = max(h.fenced, e.Newest)
+	h.mu.Lock()
+	h.st.StaleRefused += uint64(e.Rows)
+	h.st.FencedBelow = h.fenced
+	h.mu.Unlock()
+	h.log.Warn("historian: the Config DB refused the drain: a newer Primary's epoch is stored; the rows stay queued for the trim, this node drains no more under its epoch",
+		"epoch", e.Epoch, "newest", e.Newest, "rows", e.Rows)
 }
 
 // poison records a refused delivery of q (poisoning it when poison is set)

@@ -116,6 +116,7 @@ type node struct {
 	central *configdb.DB
 	h       *Historian
 	primary atomic.Bool
+	epoch   atomic.Uint64 // the gate's epoch while primary (0: not fenced)
 	ticks   chan struct{}
 	logs    *logBuf
 	stopped bool
@@ -140,11 +141,11 @@ func newNode(t *testing.T, name, path string, central *configdb.DB, primary bool
 	n.local = local
 	opts := Options{
 		ClusterID: "site-a", Local: local, Central: central, Clock: n.clock,
-		Gate: func() (bool, string) {
+		Gate: func() (bool, string, uint64) {
 			if n.primary.Load() {
-				return true, ""
+				return true, "", n.epoch.Load()
 			}
-			return false, "secondary"
+			return false, "secondary", 0
 		},
 		Logger: slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}

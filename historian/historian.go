@@ -87,10 +87,12 @@ type Options struct {
 	// Gate is the Primary gate's verdict for the historian drain (the
 	// node's gate.Guard, Check(gate.SiteHistorianDrain), which counts and
 	// logs the denials): true → this node drains. reason (gate.Reason's
-	// String) is shown while it is false. Called from the drain's tick goroutine once
-	// per tick and between batches, never concurrently; it must not block.
-	// Required.
-	Gate func() (ok bool, reason string)
+	// String) is shown while it is false. epoch is the Decision's Epoch,
+	// the redundancy epoch the drain is stamped with
+	// (configdb.DrainAlarmHistory; 0: not fenced). Called from the drain's
+	// tick goroutine once per tick and between batches, never
+	// concurrently; it must not block. Required.
+	Gate func() (ok bool, reason string, epoch uint64)
 	// Clock drives the drain and trim timers, the back-off and the queue
 	// stamps of Status. Default: Parent's clock, or the real clock without
 	// a Parent.
@@ -150,6 +152,14 @@ type Status struct {
 	// Refused counts the events Enqueue could not queue (queue full, the
 	// LocalDb failing, invalid events), since start.
 	Refused uint64 `json:"refused"`
+	// StaleRefused counts the rows the Config DB refused because a newer
+	// Primary's epoch is stored (configdb.StaleEpochError), since start.
+	// They stay queued, are not retried under the stale epoch, and leave
+	// the queue by the trim once the newer Primary has stored its copy.
+	StaleRefused uint64 `json:"staleRefused"`
+	// FencedBelow is the newest epoch the Config DB named in such a
+	// refusal: this node drains again only with an epoch at least as new.
+	FencedBelow uint64 `json:"fencedBelow,omitempty"`
 }
 
 // refusalLogEvery is the least time between two log lines about refused
@@ -186,6 +196,8 @@ type Historian struct {
 	nextTrim  time.Time // the next trim on a node that is not Primary
 	trimAfter int64     // the trim's position: the last Seq it looked at
 	primary   bool      // the gate's verdict at the last tick
+	epoch     uint64    // the gate's epoch at the last tick (the drain's stamp)
+	fenced    uint64    // the newest epoch a stale refusal named (0: none)
 
 	// ticked, when set (tests), is called after each tick, by the actor.
 	ticked func()

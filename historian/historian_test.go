@@ -27,6 +27,7 @@ func runSuite(t *testing.T, open centralOpener) {
 	t.Run("RestartKeepsTheQueue", func(t *testing.T) { testRestart(t, open(t)) })
 	t.Run("TrimOnTheSecondary", func(t *testing.T) { testTrim(t, open) })
 	t.Run("ReadEvents", func(t *testing.T) { testReadEvents(t, open(t)) })
+	t.Run("StaleEpochRefusedAndTrimmed", func(t *testing.T) { testStaleEpoch(t, open) })
 }
 
 func tempPath(t *testing.T, name string) string { return filepath.Join(t.TempDir(), name+".db") }
@@ -295,4 +296,50 @@ func testReadEvents(t *testing.T, central *configdb.DB) {
 	if _, err := n.h.ReadEvents(ctxT(t), "site-a", time.Time{}, time.Time{}, 10_001, false); !errors.Is(err, configdb.ErrInvalid) {
 		t.Fatalf("max 10,001: %v, want ErrInvalid", err)
 	}
+}
+
+// testStaleEpoch: a Primary replaced while it was frozen still believes
+// itself Primary under its old epoch. Its drain is refused by the Config
+// DB once the newer Primary has drained; the refused rows are counted,
+// not retried under that epoch, and leave its queue by the trim once the
+// newer Primary stored its own copy: every transition once. Primary again
+// under a newer epoch, it drains again.
+func testStaleEpoch(t *testing.T, open centralOpener) {
+	central := open(t)
+	a := newNode(t, "a", tempPath(t, "a"), central, true)
+	a.epoch.Store(5)
+	b := newNode(t, "b", tempPath(t, "b"), open(t), false)
+	a.enqueue(evs(0, 5)...)
+	b.enqueue(evs(0, 5)...)
+	a.tick()
+	wantExactlyOnce(t, central, evs(0, 5))
+	b.tickUntil(int(b.h.opts.TrimEvery/b.h.opts.DrainEvery)+1, "trimmed", func(st Status) bool { return st.QueueDepth == 0 })
+
+	// a freezes; b becomes Primary under epoch 7 and drains what both queued.
+	a.enqueue(evs(5, 20)...)
+	b.enqueue(evs(5, 20)...)
+	b.epoch.Store(7)
+	b.primary.Store(true)
+	b.tick()
+	wantExactlyOnce(t, central, evs(0, 20))
+
+	// a wakes still Primary under epoch 5.
+	a.tick()
+	st := a.h.Status()
+	if st.StaleRefused != 10 || st.FencedBelow != 7 || st.QueueDepth != 15 || st.Drained != 5 {
+		t.Fatalf("after the stale drain: %+v; want 10 rows refused (one batch) below epoch 7, 15 queued, 5 drained", st)
+	}
+	a.advance(a.h.opts.TrimEvery + a.h.opts.DrainEvery)
+	st = a.h.Status()
+	if st.StaleRefused != 10 || st.State != StateNotPrimary || !strings.Contains(st.GateReason, "stale epoch 5") || st.QueueDepth != 0 {
+		t.Fatalf("after the trim: %+v; want no retry under epoch 5, NotPrimary (stale epoch), the queue trimmed", st)
+	}
+	wantExactlyOnce(t, central, evs(0, 20))
+
+	// a is Primary again under a newer epoch: it drains again.
+	b.primary.Store(false)
+	a.epoch.Store(9)
+	a.enqueue(ev(20))
+	a.tick()
+	wantExactlyOnce(t, central, evs(0, 21))
 }

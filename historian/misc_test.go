@@ -178,7 +178,7 @@ func TestNewChecksOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	gate := func() (bool, string) { return true, "" }
+	gate := func() (bool, string, uint64) { return true, "", 0 }
 	good := Options{ClusterID: "site-a", Local: local, Central: central, Gate: gate}
 	h, err := New(good)
 	if err != nil {

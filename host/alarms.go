@@ -62,9 +62,9 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 	}
 	h, err := historian.New(historian.Options{
 		ClusterID: cfg.Node.ClusterId, Local: local, Central: db, Parent: tree,
-		Gate: func() (bool, string) {
+		Gate: func() (bool, string, uint64) {
 			d := g.Check(gate.SiteHistorianDrain)
-			return d.Allow, d.Reason.String()
+			return d.Allow, d.Reason.String(), d.Epoch
 		},
 		Logger: logger.With("component", "historian"),
 	})

@@ -55,7 +55,10 @@
 // mediator; by role admin, a Tracker of the topic redundancy-state and the
 // cluster singleton "redundancy-state" running the RedundancyStateActor;
 // the role view (the Primary gate's inputs; alone by configuration, see
-// gate.go); the lease keeper; the DB probe (every 5 s); by role driver, the
+// gate.go); the woken-process fence (woken.go, every strategy: a node
+// whose loop did not run for longer than the acceptable heartbeat pause
+// acts on nothing and shows 100 at most until it has heard every peer);
+// the lease keeper; the DB probe (every 5 s); by role driver, the
 // OpcUaPublishActor, which computes servicelevel.Of (the drain and
 // test-hook pins of levels.go among its inputs) and hands every level to
 // the repeat-suppressing publisher that counts

@@ -38,7 +38,7 @@ func TestDeviceFolderHistoryPagesAcrossSharedTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	h, err := historian.New(historian.Options{ClusterID: "site", Local: local, Central: db, Gate: func() (bool, string) { return false, "test" }})
+	h, err := historian.New(historian.Options{ClusterID: "site", Local: local, Central: db, Gate: func() (bool, string, uint64) { return false, "test", 0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,9 +216,9 @@ func TestRedundancyPartsOrder(t *testing.T) {
 		want  []string
 	}{
 		{[]string{config.RoleDriver, config.RoleAdmin}, []string{"peer probes", "publish actor", "redundancy metrics",
-			"DB probe", "lease keeper", "role view", "redundancy-state singleton", "redundancy-state tracker", "pub/sub"}},
+			"DB probe", "lease keeper", "woken fence", "role view", "redundancy-state singleton", "redundancy-state tracker", "pub/sub"}},
 		{[]string{config.RoleAdmin}, []string{"ServiceLevel 0",
-			"DB probe", "lease keeper", "role view", "redundancy-state singleton", "redundancy-state tracker", "pub/sub"}},
+			"DB probe", "lease keeper", "woken fence", "role view", "redundancy-state singleton", "redundancy-state tracker", "pub/sub"}},
 	} {
 		cfg := config.Default()
 		cfg.Cluster.Roles = tc.roles

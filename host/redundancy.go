@@ -121,6 +121,7 @@ type redundancyWiring struct {
 
 	r       *redundancyRuntime
 	licence func() gate.Licence // nil without a shared lease
+	woken   *wokenFence
 	// pubRef is the publish actor once it exists: the DB probe's and the
 	// metrics' callbacks start before it.
 	pubRef atomic.Pointer[redundancy.PublishActor]
@@ -154,6 +155,7 @@ func (w *redundancyWiring) partList() []part {
 		{name: "redundancy-state tracker", start: w.startTracker},
 		{name: "redundancy-state singleton", start: w.startStateSingleton},
 		{name: "role view", start: w.startRoleView},
+		{name: "woken fence", start: w.startWokenFence},
 		{name: "lease keeper", start: w.startLeaseKeeper},
 		{name: "DB probe", start: w.startDbProbe},
 	}
@@ -217,6 +219,22 @@ func (w *redundancyWiring) startRoleView() (func() error, error) {
 	return nil, nil
 }
 
+// startWokenFence starts the woken-process fence (every strategy) and
+// makes it an input of the role view; the publish actor reads it too.
+func (w *redundancyWiring) startWokenFence() (func() error, error) {
+	f, err := newWokenFence(w.cfg, w.d, w.tree.Clock(), w.log)
+	if err != nil {
+		return nil, fmt.Errorf("woken fence: %w", err)
+	}
+	if err := f.start(w.tree); err != nil {
+		return nil, fmt.Errorf("woken fence: %w", err)
+	}
+	w.woken = f
+	w.r.view.SetWoken(f.Woken)
+	tree := w.tree
+	return quiet(func() { f.stop(tree) }), nil
+}
+
 func (w *redundancyWiring) startLeaseKeeper() (func() error, error) {
 	keeper, tree := w.keeper, w.tree
 	if keeper == nil {
@@ -275,6 +293,7 @@ func (w *redundancyWiring) startPublishActor() (func() error, error) {
 		Parent:                w.tree,
 		DbProbe:               w.r.probe.PID(),
 		Licence:               w.licence,
+		Woken:                 w.woken.Woken,
 		Pin:                   w.pins.get,
 		AfterMembershipChange: func(_ byte, since time.Duration) { rm.ObserveLatency(since) },
 		Membership:            w.d, PubSub: w.r.med, Publisher: w.levels, RoleView: w.r.view,
@@ -295,6 +314,7 @@ func (w *redundancyWiring) startPublishActor() (func() error, error) {
 	if w.keeper != nil {
 		w.keeper.setOnChange(pub.NotifyDbChanged)
 	}
+	w.woken.setOnChange(pub.NotifyDbChanged)
 	pub.Start(context.Background())
 	w.r.pub = pub
 	return quiet(pub.Stop), nil

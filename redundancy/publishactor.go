@@ -76,6 +76,10 @@ type PublishActorOptions struct {
 	// while the last snapshot names this node Primary. Called on the
 	// actor; must be quick. Call NotifyDbChanged when it changes.
 	Licence func() gate.Licence
+	// Woken, if set, is the woken-process fence (package cluster/woken),
+	// servicelevel.Inputs.Woken. Called on the actor; must be quick. Call
+	// NotifyDbChanged when it changes.
+	Woken func() bool
 	// Pin, if set, is the drain and test-hook pin, servicelevel.Inputs.Pin;
 	// nil pins nothing. The caller holds it, so it survives a restart of
 	// the actor. Called on the actor; must be quick. Call NotifyPinChanged
@@ -430,6 +434,9 @@ func (c *publishIncarnation) gather(now time.Time) servicelevel.Inputs {
 	if a.o.Licence != nil && in.IsDriverPrimary {
 		in.Licence = a.o.Licence()
 	}
+	if a.o.Woken != nil {
+		in.Woken = a.o.Woken()
+	}
 	if a.o.Pin != nil {
 		in.Pin = a.o.Pin()
 	}
@@ -455,7 +462,7 @@ func (c *publishIncarnation) compute(why string) {
 	}
 	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", previous, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
-		"stale", in.DbHealthKnown && servicelevel.IsStale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", in.Licence.String())
+		"stale", in.DbHealthKnown && servicelevel.IsStale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", in.Licence.String(), "woken", in.Woken)
 	first := c.last < 0
 	c.last = int(level)
 	if !c.memberAt.IsZero() {

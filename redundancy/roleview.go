@@ -14,7 +14,15 @@ import (
 // by configuration, the Primary's licence and the snapshot's epoch:
 //
 //	g := gate.NewGuard(view, metrics, logger)
-//	if d := g.Check(gate.SiteWrite); d.Allow { … fenced by d.Epoch … }
+//	if d := g.Check(gate.SiteWrite); d.Allow { … stamped with d.Epoch … }
+//
+// The epoch is a fencing token only where a receiver compares it: the
+// Config DB refuses an alarm-history drain stamped with an epoch older
+// than the newest it stored for the ClusterId (configdb.DrainAlarmHistory);
+// a field device compares nothing, so a write or an acknowledge is fenced
+// by the gate's inputs alone — the role, the licence and the woken-process
+// fence (SetWoken), which keeps a process resumed after a freeze from
+// acting on a snapshot taken before it.
 //
 // It is safe for concurrent use; Input never blocks on I/O.
 type RoleView struct {
@@ -24,6 +32,7 @@ type RoleView struct {
 	epoch     atomic.Uint64 // epoch of the snapshot that set role
 	alone     atomic.Bool
 	licence   atomic.Pointer[func() gate.Licence]
+	woken     atomic.Pointer[func() bool]
 }
 
 var _ gate.Source = (*RoleView)(nil)
@@ -47,6 +56,13 @@ func (v *RoleView) SetAlone(alone bool) { v.alone.Store(alone || v.members == ni
 // called only while the snapshot names this node Primary; it must be safe
 // for concurrent use and quick.
 func (v *RoleView) SetLicence(licence func() gate.Licence) { v.licence.Store(&licence) }
+
+// SetWoken installs the woken-process fence (package cluster/woken):
+// woken reports whether the process woke from a pause longer than the
+// failure detector's acceptable pause and has not heard every peer of its
+// ClusterId since. Without it the node is never woken. It must be safe for
+// concurrent use and quick.
+func (v *RoleView) SetWoken(woken func() bool) { v.woken.Store(&woken) }
 
 // SetRole records the role named by the last snapshot (RoleUnknown when it
 // did not name this node) and that snapshot's redundancy epoch of this
@@ -91,6 +107,9 @@ func (v *RoleView) Input() gate.Input {
 	}
 	if f := v.licence.Load(); in.Role == RolePrimary && f != nil {
 		in.Licence = (*f)()
+	}
+	if f := v.woken.Load(); f != nil {
+		in.Woken = (*f)()
 	}
 	return in
 }

@@ -206,3 +206,30 @@ func TestRoleViewLicence(t *testing.T) {
 		t.Fatalf("licensed Primary: %+v", d)
 	}
 }
+
+// TestRoleViewWoken: the woken-process fence is an input of every role —
+// a Primary named by a snapshot from before the freeze is denied with the
+// reason woken until the fence is down — and without SetWoken a node is
+// never woken.
+func TestRoleViewWoken(t *testing.T) {
+	f := &members{st: m.State{Self: m.UniqueAddress{Host: "a", Port: 1, UID: 1}}}
+	f.set(up("a", 1, 1, "pair", "driver"), up("b", 1, 2, "pair", "driver"))
+	v := redundancy.NewRoleView(f, "pair")
+	v.SetRole(redundancy.RolePrimary, 5)
+	if in := v.Input(); in.Woken {
+		t.Fatal("woken without a fence installed")
+	}
+	woken := true
+	v.SetWoken(func() bool { return woken })
+	for _, r := range []redundancy.Role{redundancy.RolePrimary, redundancy.RoleSecondary, redundancy.RoleUnknown} {
+		v.SetRole(r, 5)
+		if d := gate.Decide(v.Input()); d.Allow || d.Reason != gate.DeniedWoken {
+			t.Fatalf("%v woken: %+v", r, d)
+		}
+	}
+	v.SetRole(redundancy.RolePrimary, 6)
+	woken = false
+	if d := gate.Decide(v.Input()); !d.Allow || d.Epoch != 6 {
+		t.Fatalf("Primary after the fence came down: %+v", d)
+	}
+}

@@ -48,6 +48,9 @@ const (
 	// GateReasonNotMember: not a cluster member yet while a driver peer
 	// may be the Primary (a restart into a running pair).
 	GateReasonNotMember = "not-member"
+	// GateReasonWoken: the process woke from a pause longer than the
+	// acceptable heartbeat pause and has not heard every peer since.
+	GateReasonWoken = "woken"
 )
 
 // Kinds of a failed address-space apply (attribute "kind" of apply.failed).
@@ -69,7 +72,7 @@ const (
 var (
 	knownServiceLevels = []byte{0, 100, 200, 240, 250}
 	knownGateSites     = []string{GateSiteWrite, GateSiteAck, GateSiteAlarmEmit, GateSiteHistorianDrain}
-	knownGateReasons   = []string{GateReasonSecondary, GateReasonDetached, GateReasonRoleUnknown, GateReasonNotMember}
+	knownGateReasons   = []string{GateReasonSecondary, GateReasonDetached, GateReasonRoleUnknown, GateReasonNotMember, GateReasonWoken}
 	knownApplyKinds    = []string{ApplyKindRebuild, ApplyKindNodes}
 	knownAuthSurfaces  = []string{AuthSurfaceAdmin, AuthSurfaceOpcUa}
 )

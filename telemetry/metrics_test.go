@@ -171,7 +171,7 @@ func TestGateNamesAreTheGates(t *testing.T) {
 		t.Fatalf("gate sites %q, declared %q", got, want)
 	}
 	for r, want := range map[gate.Reason]string{gate.DeniedSecondary: GateReasonSecondary, gate.DeniedDetached: GateReasonDetached,
-		gate.DeniedRoleUnknown: GateReasonRoleUnknown, gate.DeniedNotMember: GateReasonNotMember} {
+		gate.DeniedRoleUnknown: GateReasonRoleUnknown, gate.DeniedNotMember: GateReasonNotMember, gate.DeniedWoken: GateReasonWoken} {
 		if r.Label() != want {
 			t.Errorf("%v labelled %q, declared %q", r, r.Label(), want)
 		}

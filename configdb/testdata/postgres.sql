@@ -38,6 +38,9 @@ CREATE TABLE floating_heartbeats (cluster_id VARCHAR(200) NOT NULL, node VARCHAR
 -- version 7: floating_identities
 CREATE TABLE floating_identities (cluster_id VARCHAR(200) NOT NULL PRIMARY KEY, application_uri TEXT NOT NULL, certificate BYTEA NOT NULL, sealed_key BYTEA NOT NULL, created_at BIGINT NOT NULL);
 
+-- version 8: cluster_epochs
+CREATE TABLE cluster_epochs (cluster_id VARCHAR(200) NOT NULL PRIMARY KEY, epoch BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = $1
 
@@ -97,6 +100,12 @@ SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC LIM
 
 -- insertAlarmHistory
 INSERT INTO alarm_history (cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, clock_timestamp()) ON CONFLICT (cluster_id, alarm, transition_id) DO NOTHING
+
+-- raiseEpoch
+INSERT INTO cluster_epochs (cluster_id, epoch) VALUES ($1, $2) ON CONFLICT (cluster_id) DO UPDATE SET epoch = excluded.epoch WHERE cluster_epochs.epoch <= excluded.epoch
+
+-- newestEpoch
+SELECT epoch FROM cluster_epochs WHERE cluster_id = $1
 
 -- alarmHistoryAsc
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = $1 AND event_time >= $2 AND event_time < $3 ORDER BY event_time, id LIMIT $4

@@ -37,6 +37,9 @@ CREATE TABLE floating_heartbeats (cluster_id TEXT NOT NULL, node TEXT NOT NULL, 
 -- version 7: floating_identities
 CREATE TABLE floating_identities (cluster_id TEXT NOT NULL PRIMARY KEY, application_uri TEXT NOT NULL, certificate BLOB NOT NULL, sealed_key BLOB NOT NULL, created_at BIGINT NOT NULL);
 
+-- version 8: cluster_epochs
+CREATE TABLE cluster_epochs (cluster_id TEXT NOT NULL PRIMARY KEY, epoch BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?1
 
@@ -96,6 +99,12 @@ SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC LIM
 
 -- insertAlarmHistory
 INSERT INTO alarm_history (cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, strftime('%Y-%m-%d %H:%M:%f', 'now')) ON CONFLICT (cluster_id, alarm, transition_id) DO NOTHING
+
+-- raiseEpoch
+INSERT INTO cluster_epochs (cluster_id, epoch) VALUES (?1, ?2) ON CONFLICT (cluster_id) DO UPDATE SET epoch = excluded.epoch WHERE cluster_epochs.epoch <= excluded.epoch
+
+-- newestEpoch
+SELECT epoch FROM cluster_epochs WHERE cluster_id = ?1
 
 -- alarmHistoryAsc
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = ?1 AND event_time >= ?2 AND event_time < ?3 ORDER BY event_time, id LIMIT ?4

@@ -37,6 +37,9 @@ CREATE TABLE floating_heartbeats (cluster_id NVARCHAR(200) COLLATE Latin1_Genera
 -- version 7: floating_identities
 CREATE TABLE floating_identities (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, application_uri NVARCHAR(MAX) NOT NULL, certificate VARBINARY(MAX) NOT NULL, sealed_key VARBINARY(MAX) NOT NULL, created_at BIGINT NOT NULL);
 
+-- version 8: cluster_epochs
+CREATE TABLE cluster_epochs (cluster_id NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, epoch BIGINT NOT NULL);
+
 -- tableExists
 SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = @p1
 
@@ -96,6 +99,12 @@ SELECT id, at, actor, action, target, detail FROM audit_log ORDER BY id DESC OFF
 
 -- insertAlarmHistory
 MERGE alarm_history WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, @p2 AS alarm, @p3 AS transition_id) AS s ON t.cluster_id = s.cluster_id AND t.alarm = s.alarm AND t.transition_id = s.transition_id WHEN NOT MATCHED THEN INSERT (cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at) VALUES (@p1, @p2, @p3, @p4, @p5, @p6, @p7, @p8, @p9, @p10, @p11, @p12, @p13, @p14, @p15, @p16, TODATETIMEOFFSET(SYSUTCDATETIME(), 0));
+
+-- raiseEpoch
+MERGE cluster_epochs WITH (HOLDLOCK) AS t USING (SELECT @p1 AS cluster_id, @p2 AS epoch) AS s ON t.cluster_id = s.cluster_id WHEN MATCHED AND t.epoch <= s.epoch THEN UPDATE SET epoch = s.epoch WHEN NOT MATCHED THEN INSERT (cluster_id, epoch) VALUES (s.cluster_id, s.epoch);
+
+-- newestEpoch
+SELECT epoch FROM cluster_epochs WHERE cluster_id = @p1
 
 -- alarmHistoryAsc
 SELECT id, cluster_id, alarm, transition_id, kind, event_time, severity, message, source, value, user_name, comment, active, acked, confirmed, enabled, payload, inserted_at FROM alarm_history WHERE cluster_id = @p1 AND event_time >= @p2 AND event_time < @p3 ORDER BY event_time, id OFFSET 0 ROWS FETCH NEXT @p4 ROWS ONLY

@@ -113,6 +113,10 @@ type Inputs struct {
 	// (gate.LicenceOf); the zero value, gate.Licensed, caps nothing. It
 	// counts only when IsDriverPrimary.
 	Licence gate.Licence
+	// Woken: the process woke from a pause longer than the failure
+	// detector's acceptable pause and has not heard every peer of its
+	// ClusterId since (package cluster/woken); it caps every node's level.
+	Woken bool
 	// Devices is the device-health slot (DevicesFine today).
 	Devices DeviceHealth
 	// Pin is the drain and test-hook pin.
@@ -173,6 +177,10 @@ func IsStale(in Inputs) bool {
 //	licence Unlicensed  set split, no lease                                 at most 100
 //	licence Licensed    (and every other node)                              unchanged
 //
+// Then, for every node, whatever row decided below the pins:
+//
+//	woken               woke from a pause, not yet heard every peer         at most 100
+//
 // Last, the device-health slot: DevicesFine, the only value today, leaves
 // the level unchanged; a rule for unhealthy devices will only ever lower a
 // level the rows above computed, never raise it and never touch a pin.
@@ -189,6 +197,9 @@ func Of(in Inputs) byte {
 	level := health(in)
 	if in.IsDriverPrimary {
 		level = capByLicence(level, in.Licence)
+	}
+	if in.Woken {
+		level = min(level, Critical)
 	}
 	return withDevices(level, in.Devices)
 }

@@ -30,7 +30,7 @@ func primary(in *Inputs) { in.IsDriverPrimary = true; in.Role = gate.RolePrimary
 var tableRows = []string{
 	"drain pin", "test-hook pin", "down", "legacy primary-leader", "legacy primary", "legacy secondary",
 	"legacy detached", "critical", "stale", "probe failed", "primary", "follower",
-	"licence Holding", "licence Unlicensed", "licence Licensed", "devices fine",
+	"licence Holding", "licence Unlicensed", "licence Licensed", "woken", "devices fine",
 }
 
 // TestOfTable has one or more cases per row of Of's table, named by the
@@ -106,6 +106,17 @@ func TestOfTable(t *testing.T) {
 		{"licence Unlicensed", "a follower is not capped", func(in *Inputs) { in.Licence = gate.Unlicensed }, 240},
 		{"licence Licensed", "licensed Primary", func(in *Inputs) { primary(in); in.Licence = gate.Licensed }, 250},
 		{"licence Licensed", "a follower in a promotion hold is not capped", func(in *Inputs) { in.Licence = gate.Holding }, 240},
+		{"woken", "healthy Primary woken from a pause", func(in *Inputs) { primary(in); in.Woken = true }, 100},
+		{"woken", "healthy follower woken from a pause", func(in *Inputs) { in.Woken = true }, 100},
+		{"woken", "a lower level is kept", func(in *Inputs) { in.Status = MemberLeaving; in.Woken = true }, 0},
+		{"woken", "legacy Primary-leader capped", func(in *Inputs) {
+			primary(in)
+			in.DbHealthKnown = false
+			in.IsDriverRoleLeader = true
+			in.Woken = true
+		}, 100},
+		{"woken", "not over the drain pin", func(in *Inputs) { primary(in); in.Woken = true; in.Pin.Drain = true }, 0},
+		{"woken", "the test hook keeps its level", func(in *Inputs) { in.Woken = true; in.Pin = Pin{Hooked: true, Hook: 250} }, 250},
 		{"devices fine", "healthy Primary", func(in *Inputs) { primary(in); in.Devices = DevicesFine }, 250},
 	}
 	covered := map[string]bool{}
@@ -159,7 +170,7 @@ func TestOfAgainstBruteForce(t *testing.T) {
 	}
 	n := 0
 	for _, st := range statuses {
-		for bits := range 1 << 6 {
+		for bits := range 1 << 7 {
 			for _, dbAge := range ages {
 				for _, snapAge := range ages {
 					for _, role := range roles {
@@ -173,6 +184,7 @@ func TestOfAgainstBruteForce(t *testing.T) {
 									IsDriverPrimary:    bits&8 != 0,
 									IsDriverRoleLeader: bits&16 != 0,
 									OpcUaProbeOk:       bits&32 != 0,
+									Woken:              bits&64 != 0,
 									DbAsOf:             stamp(dbAge),
 									SnapshotAsOf:       stamp(snapAge),
 								}
@@ -225,6 +237,9 @@ func bruteForce(in Inputs) byte {
 		level = 240
 	}
 	if in.IsDriverPrimary && in.Licence == gate.Unlicensed && level > 100 {
+		level = 100
+	}
+	if in.Woken && level > 100 {
 		level = 100
 	}
 	return level

@@ -32,6 +32,8 @@
 //     first moments may have waited in its sockets through the freeze, so
 //     for one pause awake it cannot tell whether its set is whole and only
 //     the lease licenses it. Before that first tick the gap itself says so.
+//     The detection is package woken's Detector, the same the
+//     woken-process fence of every strategy uses.
 //
 // # The driver
 //

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/otopcua/otopcua/cluster/woken"
 	"github.com/otopcua/otopcua/gate"
 )
 
@@ -22,9 +23,8 @@ type Keeper struct {
 	wasPrimary bool
 	downed     map[string]downing // by peer
 	last       gate.Licence       // last licence reported
-	lastTick   time.Time          // the last Tick (or Follow)
+	ticks      *woken.Detector    // the gaps between Ticks (from Follow)
 	following  bool               // Follow was stepped
-	suspectTil time.Time          // woken from a freeze: cannot tell before this
 	obs        Observation
 }
 
@@ -36,7 +36,7 @@ type downing struct {
 // New returns the keeper of cfg (Validate first) at now. The lease is free
 // as far as it knows, and the licence Licensed.
 func New(cfg Config, now time.Time) *Keeper {
-	return &Keeper{cfg: cfg, downed: map[string]downing{}, last: gate.Licensed, lastTick: now}
+	return &Keeper{cfg: cfg, downed: map[string]downing{}, last: gate.Licensed, ticks: woken.NewDetector(cfg.Pause, now)}
 }
 
 // Config is the keeper's configuration.
@@ -68,13 +68,11 @@ func (k *Keeper) Licence(now time.Time) gate.Licence {
 // licence change.
 func (k *Keeper) Tick(now time.Time, obs Observation) []Effect {
 	var effs []Effect
-	if gap := now.Sub(k.lastTick); gap > k.cfg.Pause {
+	if gap, woke := k.ticks.Tick(now); woke {
 		// The process did not run for a pause (SIGSTOP, a VM freeze): what
 		// it hears now may have waited in its sockets through the freeze.
-		k.suspectTil = now.Add(k.cfg.Pause)
 		effs = append(effs, Note{Kind: NoteWoken, For: gap})
 	}
-	k.lastTick = now
 	effs = append(effs, k.observe(now, obs)...)
 	if e, ok := k.decide(now); ok {
 		k.busy = true
@@ -118,7 +116,8 @@ func (k *Keeper) decide(now time.Time) (Effect, bool) {
 func (k *Keeper) Step(now time.Time, msg Message) []Effect {
 	switch msg := msg.(type) {
 	case Follow:
-		k.lastTick, k.following = now, true
+		k.ticks.Reset(now)
+		k.following = true
 	case Observed:
 		return k.observe(now, msg.Observation)
 	case AcquireResult:
@@ -218,7 +217,7 @@ func (k *Keeper) whole(now time.Time) bool {
 // false while it cannot tell: the process did not run for a pause, or woke
 // from that less than a pause ago (until then only the lease licenses it).
 func (k *Keeper) side(now time.Time, silence time.Duration) (n int, ok bool) {
-	if now.Sub(k.lastTick) > k.cfg.Pause || now.Before(k.suspectTil) {
+	if k.ticks.Unsure(now) {
 		return 1, false
 	}
 	if k.obs.Self {

@@ -9,7 +9,8 @@ import (
 
 // TestKeeperIsALeaf: the core links without the actor runtime, gRPC, a
 // database driver or OPC UA, so scenario files and any caller can run it
-// alone. Beyond the standard library it uses the gate's licence only.
+// alone. Beyond the standard library it uses the gate's licence and the
+// woken-process detector (itself a standard-library leaf) only.
 func TestKeeperIsALeaf(t *testing.T) {
 	all := goList(t, "{{.ImportPath}}")
 	for _, d := range all {
@@ -21,7 +22,7 @@ func TestKeeperIsALeaf(t *testing.T) {
 	}
 	own := goList(t, "{{if not .Standard}}{{.ImportPath}}{{end}}")
 	slices.Sort(own)
-	want := []string{"github.com/otopcua/otopcua/cluster/lease/keeper", "github.com/otopcua/otopcua/gate"}
+	want := []string{"github.com/otopcua/otopcua/cluster/lease/keeper", "github.com/otopcua/otopcua/cluster/woken", "github.com/otopcua/otopcua/gate"}
 	if !slices.Equal(own, want) {
 		t.Errorf("non-standard dependencies %v, want %v", own, want)
 	}
