@@ -4,8 +4,7 @@
 // redundancy snapshot entry, its peers' OPC UA probes of it, its role, the
 // elected Primary's lease-majority licence, the pins (a manual failover's
 // drain, the test hook) and device health (Redundancy:DeviceHealth) — to
-// the byte. The
-// whole table is in Of's doc comment.
+// the byte. The whole table is in Of's doc comment.
 //
 // It is a leaf: it depends on the standard library and package gate (for
 // gate.Role and gate.Licence) only, never on the actor runtime, gRPC, a
