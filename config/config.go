@@ -641,12 +641,11 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
-		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating(),
-			DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
-		ConfigDb:  ConfigDbConfig{Provider: ProviderSQLite},
-		LocalDb:   LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
-		Http:      HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
-		Telemetry: TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
+		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
+		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
+		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
+		Telemetry:  TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
 	}
 }
 
