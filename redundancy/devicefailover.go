@@ -54,7 +54,9 @@ type DeviceHandOver struct {
 //     failover, does not move again within the hold — no flapping), and
 //   - it asked for no hand-over within the last Hold
 //
-// → hand over once; Step answers nil otherwise. Equal counts (both nodes
+// → hand over; Step answers nil otherwise. A node still Primary after a
+// hand-over it asked for (the request was refused or lost) asks again only
+// after another After and the hold. Equal counts (both nodes
 // lost the same devices, or none) never hand over. A node that is not
 // Primary forgets both timers.
 //
@@ -106,8 +108,9 @@ func (d *DeviceFailover) Step(c DeviceCounts) *DeviceHandOver {
 	case !d.askedAt.IsZero() && c.Now.Sub(d.askedAt) < d.Hold:
 		return nil
 	}
-	d.askedAt = c.Now
+	behind := c.Now.Sub(d.behindSince)
+	d.askedAt, d.behindSince = c.Now, c.Now // a repeat needs another After (and the hold)
 	return &DeviceHandOver{Reason: fmt.Sprintf(
 		"device health: this Primary reaches %d of %d devices, a peer reaches %d, for %v (Redundancy:DeviceFailoverAfter %v)",
-		c.Reached, c.Total, c.PeerReached, c.Now.Sub(d.behindSince).Round(time.Millisecond), d.After)}
+		c.Reached, c.Total, c.PeerReached, behind.Round(time.Millisecond), d.After)}
 }

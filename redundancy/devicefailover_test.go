@@ -37,12 +37,16 @@ func TestDeviceFailover(t *testing.T) {
 		{"a Secondary never hands over", []step{s(0, 0, 2), s(600, 0, 2)}},
 		{"fresh Primary waits for the hold", []step{p(0, 0, 2), p(10, 0, 2), p(59, 0, 2), hand(p(60, 0, 2))}},
 		{"after a hand-over none within the hold", []step{p(0, 2, 2), p(60, 1, 2), hand(p(70, 1, 2)), p(75, 1, 2), p(129, 1, 2), hand(p(130, 1, 2))}},
+		{"hold 0: a repeat only after another After", []step{p(0, 2, 2), p(5, 1, 2), hand(p(15, 1, 2)), p(15, 1, 2), p(24, 1, 2), hand(p(25, 1, 2))}},
 		{"a new tenure restarts the hold", []step{p(0, 2, 2), s(30, 0, 2), p(40, 0, 2), p(99, 0, 2), hand(p(100, 0, 2))}},
 		{"losing the role and regaining it restarts the hold", []step{p(0, 2, 2), p(60, 1, 2), s(65, 1, 2), p(66, 1, 2), p(125, 1, 2), hand(p(126, 1, 2))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := NewDeviceFailover(10*time.Second, 60*time.Second)
+			if strings.HasPrefix(tt.name, "hold 0") {
+				d.Hold = 0
+			}
 			for i, st := range tt.steps {
 				got := d.Step(DeviceCounts{Now: t0.Add(time.Duration(st.at) * time.Second), Primary: st.primary,
 					Reached: st.reached, Total: st.total, PeerReached: st.peer})
