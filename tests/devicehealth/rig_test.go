@@ -2,6 +2,7 @@ package devicehealth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -124,7 +125,7 @@ func (r *rig) healthy() {
 	procs.Deploy(r.t, r.cfgs["a"], deviceDoc(r.dev.Addr()))
 	r.sample.start()
 	for _, name := range []string{"a", "b"} {
-		r.waitDevice(name, "connected", 60*time.Second)
+		r.waitDevice(name, true, 60*time.Second)
 	}
 	r.waitLevel("a", 90*time.Second, time.Now(), is(primary))
 	r.waitLevel("b", 90*time.Second, time.Now(), is(secondary))
@@ -199,16 +200,40 @@ func (r *rig) restore(name string) time.Time {
 	return time.Now()
 }
 
-// waitDevice waits until name's /api/deployment shows press1 in state.
-func (r *rig) waitDevice(name, state string, total time.Duration) {
+// deviceState is press1's state in name's /api/deployment.
+func (r *rig) deviceState(name string) (string, error) {
+	body, err := r.nodes[name].Get("/api/deployment")
+	if err != nil {
+		return "", err
+	}
+	var rep struct {
+		Devices []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal([]byte(body), &rep); err != nil {
+		return "", fmt.Errorf("%s: %v: %.300s", name, err, body)
+	}
+	for _, d := range rep.Devices {
+		if d.Name == "press1" {
+			return d.State, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no device press1 yet", name)
+}
+
+// waitDevice waits until name's /api/deployment shows press1 connected
+// (want true) or in any other state (want false).
+func (r *rig) waitDevice(name string, want bool, total time.Duration) {
 	r.t.Helper()
 	procs.CheckFor(r.t, total, 100*time.Millisecond, func() error {
-		body, err := r.nodes[name].Get("/api/deployment")
+		st, err := r.deviceState(name)
 		if err != nil {
 			return err
 		}
-		if !strings.Contains(body, `"state":"`+state+`"`) {
-			return fmt.Errorf("%s: device not %s: %.300s", name, state, body)
+		if (st == "connected") != want {
+			return fmt.Errorf("%s: device %s", name, st)
 		}
 		return nil
 	})
