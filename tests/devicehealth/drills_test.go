@@ -16,7 +16,7 @@ import (
 // b's cut, b keeps the role for the hold, then hands it back.
 func TestDeviceLossHandsOver(t *testing.T) {
 	r := newRig(t)
-	r.healthy()
+	aPrimary := r.healthy()
 
 	cutAt := r.cut("a")
 	degradedAt := r.waitLevel("a", 30*time.Second, cutAt, degraded)
@@ -30,11 +30,20 @@ func TestDeviceLossHandsOver(t *testing.T) {
 		t.Fatalf("b reads %d while a is degraded, want 240 (it reaches the device)", l)
 	}
 
-	promotedAt := r.waitLevel("b", 90*time.Second, cutAt, is(primary))
-	t.Logf("b became Primary %v after the cut (DeviceFailoverAfter %v, then drain %v and leave)",
-		promotedAt.Sub(cutAt).Round(time.Millisecond), after, drain)
+	// The hand-over is due once a has been behind for DeviceFailoverAfter
+	// and Primary for the hold, then the drain and the leave.
+	due := cutAt.Add(after)
+	if h := aPrimary.Add(holdFor); h.After(due) {
+		due = h
+	}
+	promotedAt := r.waitLevel("b", time.Until(due)+healthTick+drain+30*time.Second, cutAt, is(primary))
+	t.Logf("b became Primary %v after the cut and %v after a's tenure began (DeviceFailoverAfter %v, hold %v, then drain %v and leave): %v after the hand-over was due",
+		promotedAt.Sub(cutAt).Round(time.Millisecond), promotedAt.Sub(aPrimary).Round(time.Millisecond), after, holdFor, drain, promotedAt.Sub(due).Round(time.Millisecond))
 	if d := promotedAt.Sub(cutAt); d < after {
 		t.Fatalf("b became Primary %v after the cut, before DeviceFailoverAfter %v", d, after)
+	}
+	if d := promotedAt.Sub(aPrimary); d < holdFor-time.Second {
+		t.Fatalf("b became Primary %v after a's tenure began, within the hold %v", d, holdFor)
 	}
 	if code := r.nodes["a"].WaitExit(60 * time.Second); code != 0 {
 		t.Fatalf("a exited with code %d after the hand-over, want 0 (a graceful leave)", code)

@@ -112,8 +112,9 @@ func (r *rig) dbPath() string { return filepath.Join(r.dir, "config.db") }
 
 // healthy starts a then b, deploys the device, and waits for a at 250 and
 // b at 240 with both reaching the device and one HealthTick more, so that
-// each has heard the other's device count.
-func (r *rig) healthy() {
+// each has heard the other's device count. It returns when the sampler
+// first saw a at 250 (its tenure as Primary had begun by then).
+func (r *rig) healthy() time.Time {
 	r.t.Helper()
 	for _, name := range []string{"a", "b"} {
 		h := r.net.Host(name)
@@ -127,11 +128,13 @@ func (r *rig) healthy() {
 	for _, name := range []string{"a", "b"} {
 		r.waitDevice(name, true, 60*time.Second)
 	}
-	r.waitLevel("a", 90*time.Second, time.Now(), is(primary))
-	r.waitLevel("b", 90*time.Second, time.Now(), is(secondary))
+	since := time.Now()
+	aPrimary := r.waitLevel("a", 90*time.Second, since, is(primary))
+	r.waitLevel("b", 90*time.Second, since, is(secondary))
 	// One HealthTick more: each node's NodeStatus with its count crosses,
 	// and nothing moves while both reach the device.
 	r.steady(healthTick+time.Second, map[string]byte{"a": primary, "b": secondary})
+	return aPrimary
 }
 
 // steady asserts for total that every node named reads its level and
