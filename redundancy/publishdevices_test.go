@@ -150,3 +150,21 @@ func TestPublishActorDeviceHealthOff(t *testing.T) {
 		t.Fatalf("hand-over with device health off: %v", h)
 	}
 }
+
+// TestNodeInfoDeviceCounts: the counts survive the wire; a count above the
+// total is clamped, and an older node's NodeStatus (no fields) reads 0 of 0.
+func TestNodeInfoDeviceCounts(t *testing.T) {
+	in := NodeInfo{NodeID: peerNode, UID: 1, ClusterID: "pair", DevicesReached: 3, DevicesTotal: 4}
+	got, err := NodeInfoFromWire(in.ToWire())
+	if err != nil || got.DevicesReached != 3 || got.DevicesTotal != 4 {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	got, err = NodeInfoFromWire(&wire.NodeStatus{NodeId: peerNode, DevicesReached: 9, DevicesTotal: 2})
+	if err != nil || got.DevicesReached != 2 || got.DevicesTotal != 2 {
+		t.Fatalf("reached above total: %+v, %v", got, err)
+	}
+	got, err = NodeInfoFromWire(&wire.NodeStatus{NodeId: peerNode})
+	if err != nil || got.DevicesReached != 0 || got.DevicesTotal != 0 {
+		t.Fatalf("older node: %+v, %v", got, err)
+	}
+}
