@@ -115,7 +115,45 @@ type RedundancyConfig struct {
 	// FloatingAddress is a service address that follows the Primary of
 	// this node's ClusterId. Default: none (Address "").
 	FloatingAddress FloatingAddressConfig
+
+	// DeviceHealth is what this node's field devices change: "off" (the
+	// reference's ServiceLevel table, nothing changes), "level" (a node
+	// whose peer reaches more of the ClusterId's devices drops into the
+	// Degraded band, servicelevel.DeviceLevel) or "failover" (level, and
+	// the Primary hands its role over through the manual failover path
+	// once a peer has reached strictly more devices for
+	// DeviceFailoverAfter). Default "off".
+	DeviceHealth string
+	// DeviceFailoverAfter is how long a peer must have reached strictly
+	// more devices than the Primary before the Primary hands over (failover
+	// only). Accepted 1 s to 10 min; default 10 s.
+	DeviceFailoverAfter time.Duration
+	// DeviceFailoverHold is how long a node that became Primary (by a
+	// device hand-over or any other failover) never hands over for device
+	// health, and the least time between two hand-overs it asks for
+	// (failover only): the role does not flap. Accepted 0 s to 1 h;
+	// default 60 s.
+	DeviceFailoverHold time.Duration
 }
+
+// Accepted values of Redundancy:DeviceHealth.
+const (
+	DeviceHealthOff      = "off"
+	DeviceHealthLevel    = "level"
+	DeviceHealthFailover = "failover"
+)
+
+// DeviceHealthModes lists the accepted Redundancy:DeviceHealth values.
+var DeviceHealthModes = []string{DeviceHealthOff, DeviceHealthLevel, DeviceHealthFailover}
+
+// Bounds and defaults of the device hand-over's timings.
+const (
+	DefaultDeviceFailoverAfter = 10 * time.Second
+	DefaultDeviceFailoverHold  = 60 * time.Second
+	MinDeviceFailoverAfter     = time.Second
+	MaxDeviceFailoverAfter     = 10 * time.Minute
+	MaxDeviceFailoverHold      = time.Hour
+)
 
 // MaxPromotionHold is the longest Redundancy:PromotionHold accepted.
 const MaxPromotionHold = 30 * time.Second
@@ -603,7 +641,7 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
-		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating()},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},

@@ -182,6 +182,7 @@ func (c *Config) resolve(baseDir string) {
 	}
 
 	c.Redundancy.FloatingAddress.resolve(c.Node.ClusterId)
+	c.Redundancy.DeviceHealth = strings.ToLower(strings.TrimSpace(c.Redundancy.DeviceHealth))
 	c.ConfigDb.Provider = strings.ToLower(c.ConfigDb.Provider)
 	if c.ConfigDb.Provider == ProviderSQLite && c.ConfigDb.ConnectionString == "" {
 		c.ConfigDb.ConnectionString = "file:otopcua.db"

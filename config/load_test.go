@@ -82,6 +82,9 @@ func TestDefault(t *testing.T) {
 		{"OpcUa.ApplicationName", c.OpcUa.ApplicationName, "otopcua"},
 		{"OpcUa.RedundancySupport", c.OpcUa.RedundancySupport, "Warm"},
 		{"Redundancy.ManualFailoverDrain", c.Redundancy.ManualFailoverDrain, 2 * time.Second},
+		{"Redundancy.DeviceHealth", c.Redundancy.DeviceHealth, "off"},
+		{"Redundancy.DeviceFailoverAfter", c.Redundancy.DeviceFailoverAfter, 10 * time.Second},
+		{"Redundancy.DeviceFailoverHold", c.Redundancy.DeviceFailoverHold, 60 * time.Second},
 		{"OpcUa.Security.Policies", c.OpcUa.Security.Policies, []string{"None:None"}},
 		{"OpcUa.Limits.MaxSessions", c.OpcUa.Limits.MaxSessions, 100},
 		{"OpcUa.Limits.MaxSessionsPerAddress", c.OpcUa.Limits.MaxSessionsPerAddress, 50},
@@ -453,6 +456,11 @@ func TestValidationCases(t *testing.T) {
 		{"http body", `{"Http": {"MaxBodyBytes": 10}}`, nil, "Http:MaxBodyBytes", "10", "≥ 1024", ""},
 		{"drain too long", `{"Redundancy": {"ManualFailoverDrain": "00:01:01"}}`, nil, "Redundancy:ManualFailoverDrain", "1m1s", "from 0s to 60s", ""},
 		{"drain negative", `{"Redundancy": {"ManualFailoverDrain": "-1s"}}`, nil, "Redundancy:ManualFailoverDrain", "-1s", "from 0s to 60s", ""},
+		{"device health mode", `{"Redundancy": {"DeviceHealth": "always"}}`, nil, "Redundancy:DeviceHealth", "always", "accepted values are off, level, failover", ""},
+		{"device failover after zero", `{"Redundancy": {"DeviceFailoverAfter": "0s"}}`, nil, "Redundancy:DeviceFailoverAfter", "0s", "from 1s to 10m", ""},
+		{"device failover after too long", `{"Redundancy": {"DeviceFailoverAfter": "00:10:01"}}`, nil, "Redundancy:DeviceFailoverAfter", "10m1s", "from 1s to 10m", ""},
+		{"device failover hold negative", `{"Redundancy": {"DeviceFailoverHold": "-1s"}}`, nil, "Redundancy:DeviceFailoverHold", "-1s", "from 0s to 1h", ""},
+		{"device failover hold too long", `{"Redundancy": {"DeviceFailoverHold": "01:00:01"}}`, nil, "Redundancy:DeviceFailoverHold", "1h0m1s", "from 0s to 1h", ""},
 		{"http read timeout", `{"Http": {"ReadTimeout": "-1s"}}`, nil, "Http:ReadTimeout", "-1s", "greater than 0", ""},
 		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed", ""},
 		{"write timeout", `{"OpcUa": {"WriteTimeout": "0s"}}`, nil, "OpcUa:WriteTimeout", "0s", "greater than 0", ""},
@@ -838,5 +846,20 @@ func TestAnonymousReadWarns(t *testing.T) {
 	}
 	if _, err := LoadBytes("c.json", []byte(`{"Http": {"AnonymousRead": "yes"}}`), nil); err == nil || !strings.Contains(err.Error(), "Http:AnonymousRead") {
 		t.Fatalf("a non-boolean Http:AnonymousRead loaded: %v", err)
+	}
+}
+
+// TestDeviceHealthKeys: each mode is accepted in any case, from the file
+// and from the environment, with its timings.
+func TestDeviceHealthKeys(t *testing.T) {
+	for json, want := range map[string]string{`"off"`: "off", `"Level"`: "level", `" FAILOVER "`: "failover"} {
+		c := mustLoad(t, `{"Redundancy": {"DeviceHealth": `+json+`, "DeviceFailoverAfter": "00:00:03", "DeviceFailoverHold": "0s"}}`)
+		if c.Redundancy.DeviceHealth != want || c.Redundancy.DeviceFailoverAfter != 3*time.Second || c.Redundancy.DeviceFailoverHold != 0 {
+			t.Errorf("DeviceHealth %s: got %q after %v hold %v", json, c.Redundancy.DeviceHealth, c.Redundancy.DeviceFailoverAfter, c.Redundancy.DeviceFailoverHold)
+		}
+	}
+	c := mustLoad(t, `{}`, "OTOPCUA_Redundancy__DeviceHealth=failover", "OTOPCUA_Redundancy__DeviceFailoverHold=00:02:00")
+	if c.Redundancy.DeviceHealth != "failover" || c.Redundancy.DeviceFailoverHold != 2*time.Minute {
+		t.Errorf("from the environment: %q hold %v", c.Redundancy.DeviceHealth, c.Redundancy.DeviceFailoverHold)
 	}
 }

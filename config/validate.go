@@ -289,6 +289,21 @@ func (c *Config) validateOpcUa(p *problems) {
 	if d := c.Redundancy.PromotionHold; d < 0 || d > MaxPromotionHold {
 		p.add("Redundancy:PromotionHold", d.String(), "accepted values are durations from 0s to 30s, as "+DurationFormat)
 	}
+	c.validateDeviceHealth(p)
+}
+
+// validateDeviceHealth checks Redundancy:DeviceHealth and its timings.
+func (c *Config) validateDeviceHealth(p *problems) {
+	r := c.Redundancy
+	if !contains(DeviceHealthModes, r.DeviceHealth) {
+		p.add("Redundancy:DeviceHealth", r.DeviceHealth, oneOf(DeviceHealthModes))
+	}
+	if d := r.DeviceFailoverAfter; d < MinDeviceFailoverAfter || d > MaxDeviceFailoverAfter {
+		p.add("Redundancy:DeviceFailoverAfter", d.String(), "accepted values are durations from 1s to 10m, as "+DurationFormat)
+	}
+	if d := r.DeviceFailoverHold; d < 0 || d > MaxDeviceFailoverHold {
+		p.add("Redundancy:DeviceFailoverHold", d.String(), "accepted values are durations from 0s to 1h, as "+DurationFormat)
+	}
 }
 
 // validateLease checks Cluster:Lease: lease-majority needs a shared lease.

@@ -120,6 +120,12 @@ func (b *adminBackend) Audit(ctx context.Context, limit int) ([]configdb.AuditEn
 // admin.ErrUnknownCluster) writes nothing; a failed audit write sends
 // nothing.
 func (b *adminBackend) Failover(ctx context.Context, id, actor string) (admin.FailoverResult, error) {
+	return b.failover(ctx, id, actor, "")
+}
+
+// failover is Failover with a reason for the audit row ("" for an admin's
+// request; a device hand-over names the device counts).
+func (b *adminBackend) failover(ctx context.Context, id, actor, reason string) (admin.FailoverResult, error) {
 	if actor == "" {
 		return admin.FailoverResult{}, errors.New("failover: the actor (the admin user's name) is required")
 	}
@@ -144,9 +150,12 @@ func (b *adminBackend) Failover(ctx context.Context, id, actor string) (admin.Fa
 	epochs, _, _ := b.watch.view(id)
 	now := b.now()
 	res := admin.FailoverResult{ClusterID: id, Target: target.NodeID(), TargetUID: target.UID, Epoch: epochs[id].Epoch, At: now}
+	detail := fmt.Sprintf("clusterId=%s uid=%d epoch=%d", id, res.TargetUID, res.Epoch)
+	if reason != "" {
+		detail += " reason=" + reason
+	}
 	err = b.audit.WriteAudit(ctx, configdb.AuditEntry{
-		At: now, Actor: actor, Action: ActionManualFailover, Target: res.Target,
-		Detail: fmt.Sprintf("clusterId=%s uid=%d epoch=%d", id, res.TargetUID, res.Epoch),
+		At: now, Actor: actor, Action: ActionManualFailover, Target: res.Target, Detail: detail,
 	})
 	if err != nil {
 		return admin.FailoverResult{}, fmt.Errorf("failover of %s not sent: the audit row could not be written: %w", res.Target, err)

@@ -101,7 +101,8 @@ type redundancyRuntime struct {
 	view    *redundancy.RoleView
 	pub     *redundancy.PublishActor
 	sup     *health.PeerProbeSupervisor
-	parts   *parts // stop runs them backwards, the mediator last
+	devices *deviceHealth // Redundancy:DeviceHealth's sources, set as the data plane and the failover path start
+	parts   *parts        // stop runs them backwards, the mediator last
 }
 
 // redundancyWiring is what startRedundancy's parts are started from.
@@ -138,7 +139,7 @@ type redundancyWiring struct {
 func startRedundancy(cfg *config.Config, sys *actors.System, tree *actors.Tree, keeper *leaseKeeper, d *daemon.Daemon, db *configdb.DB,
 	srv *opcua.Server, levels opcua.ServiceLevelPublisher, pins *levelPins, meter metric.Meter, exits *singleton.ExitGroup, logger *slog.Logger) (*redundancyRuntime, error) {
 	w := &redundancyWiring{cfg: cfg, sys: sys, tree: tree, keeper: keeper, d: d, db: db, srv: srv, levels: levels, pins: pins, meter: meter,
-		exits: exits, log: logger, r: &redundancyRuntime{parts: newParts(logger)}}
+		exits: exits, log: logger, r: &redundancyRuntime{parts: newParts(logger), devices: &deviceHealth{clusterID: cfg.Node.ClusterId, log: logger}}}
 	if err := w.r.parts.startAll(w.partList()); err != nil {
 		return nil, err
 	}
@@ -289,7 +290,7 @@ func (w *redundancyWiring) registerMetrics() (func() error, error) {
 
 func (w *redundancyWiring) startPublishActor() (func() error, error) {
 	cfg, srv, rm := w.cfg, w.srv, w.rm
-	pub := redundancy.NewPublishActor(redundancy.PublishActorOptions{
+	o := redundancy.PublishActorOptions{
 		Parent:                w.tree,
 		DbProbe:               w.r.probe.PID(),
 		Licence:               w.licence,
@@ -308,7 +309,9 @@ func (w *redundancyWiring) startPublishActor() (func() error, error) {
 		ConfiguredRoles:     cfg.Cluster.Roles, ClusterID: cfg.Node.ClusterId,
 		ApplicationURI: srv.ApplicationURI(), OpcUaEndpoint: srv.EndpointURL(),
 		Logger: w.log,
-	})
+	}
+	w.r.devices.publishOptions(cfg.Redundancy, &o)
+	pub := redundancy.NewPublishActor(o)
 	w.pubRef.Store(pub)
 	w.pins.onChange(pub.NotifyPinChanged)
 	if w.keeper != nil {

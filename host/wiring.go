@@ -236,6 +236,7 @@ func (n *wiring) startDataPlane() (func() error, error) {
 		return nil, fmt.Errorf("data plane: %w", err)
 	}
 	n.dp = dp
+	n.red.devices.host.Store(dp.host)
 	return quiet(dp.stop), nil
 }
 
@@ -248,6 +249,7 @@ func (n *wiring) startFailover() (func() error, error) {
 	watch := newPanelWatcher(time.Now)
 	n.red.follow(wire.Topic, watch.Handle)
 	n.backend = newAdminBackend(n.cluster.d, n.red.med, n.db, watch, downingText(n.cluster.nc), n.cfg.Redundancy.ManualFailoverDrain, time.Now)
+	n.red.devices.backend.Store(n.backend)
 	return nil, nil
 }
 

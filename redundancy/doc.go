@@ -12,8 +12,9 @@
 //  2. The ServiceLevel is decided in the leaf package servicelevel alone
 //     (servicelevel.Of, whose doc comment holds the whole table: health,
 //     the legacy role-only mapping before the first DB health reply, the
-//     Primary's licence, the drain and test-hook pins, the device-health
-//     slot); this package only gathers its inputs (Observed.Inputs).
+//     Primary's licence, the drain and test-hook pins, device health);
+//     this package only gathers its inputs (Observed.Inputs, and the
+//     device counts of this node and its peers).
 //  3. BuildSnapshot turns the membership into a Snapshot keyed by the
 //     canonical host:port NodeId (never the host alone: two nodes on one
 //     host are two entries); SnapshotFromWire refuses anything else.
@@ -21,6 +22,9 @@
 //     (below); DebounceDeadline: the snapshot debounce; Observed.Inputs:
 //     a driver node's input gathering; CountDriverMembers: the gate's
 //     driver count.
+//  5. DeviceFailover: when a Primary hands its role over because a peer
+//     reaches more of its devices (Redundancy:DeviceHealth failover):
+//     behind for After, Primary for Hold, no second request within Hold.
 //
 // # Runtime (what runs where)
 //
@@ -41,7 +45,9 @@
 //     (servicelevel.Of) and hands it to the Publisher, the one place that
 //     suppresses repeats; the first goes out at Start, even 0. It
 //     publishes this node's NodeStatus (ApplicationUri, OPC UA
-//     endpoint, level) at Start, on every change and every HealthTick; the
+//     endpoint, level, device counts) at Start, on every change and every
+//     HealthTick; with Redundancy:DeviceHealth failover it steps
+//     DeviceFailover on every compute and calls HandOver when due; the
 //     singleton copies endpoints into the snapshot entries, which is how
 //     peers learn whom to probe (package health, PeerProbeSupervisor).
 //   - RoleView holds the role of the last snapshot and is the primary

@@ -85,6 +85,22 @@ type PublishActorOptions struct {
 	// the actor. Called on the actor; must be quick. Call NotifyPinChanged
 	// when it changes.
 	Pin func() servicelevel.Pin
+	// Devices, if set, counts this node's field devices: reached are
+	// connected (not degraded), total are the deployment's. It is
+	// advertised in NodeStatus whatever the mode. Nil: 0 and 0. Called on
+	// the actor; must be quick.
+	Devices func() (reached, total int)
+	// DeviceLevel: Redundancy:DeviceHealth is level or failover, so
+	// servicelevel's device rule applies (servicelevel.DeviceHealth.Rated).
+	DeviceLevel bool
+	// DeviceFailover, if set (Redundancy:DeviceHealth failover), decides
+	// on every compute whether this Primary hands its role over; HandOver
+	// is then called with the reason. The caller holds it, so its timers
+	// survive a restart of the actor.
+	DeviceFailover *DeviceFailover
+	// HandOver starts a device hand-over (the manual failover path). Called
+	// on the actor goroutine; must not block.
+	HandOver func(reason string)
 	// Clock drives HealthTick and timestamps. Default: Parent's clock, or
 	// the wall clock without a Parent.
 	Clock clockwork.Clock
@@ -152,6 +168,7 @@ type publishIncarnation struct {
 	warned   bool // the one-time missing-entry warning was logged
 	peers    map[string]peerSeen
 	memberAt time.Time // latest membership event not yet followed by a level change
+	devices  deviceView
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -301,7 +318,7 @@ func (a *PublishActor) handle(_ membership.UniqueAddress, msg proto.Message) {
 
 // incarnation makes a fresh actor, seeded from what the façade kept.
 func (a *PublishActor) incarnation() *publishIncarnation {
-	c := &publishIncarnation{a: a, last: -1, peers: map[string]peerSeen{}}
+	c := &publishIncarnation{a: a, last: -1, peers: map[string]peerSeen{}, devices: newDeviceView()}
 	c.obs = Observed{Self: a.o.Membership.Self(), ConfiguredRoles: slices.Clone(a.o.ConfiguredRoles)}
 	a.mu.Lock()
 	c.obs.Entry, c.obs.EntryAt, c.obs.Probes = a.mem.entry, a.mem.entryAt, maps.Clone(a.mem.probes)
@@ -344,6 +361,7 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 		a.mu.Unlock()
 		c.compute("probe")
 	case statusIn:
+		c.onPeerDevices(m.i, now)
 		c.onPeerStatus(m.i, now)
 	case recompute:
 		c.compute(m.why)
@@ -440,6 +458,7 @@ func (c *publishIncarnation) gather(now time.Time) servicelevel.Inputs {
 	if a.o.Pin != nil {
 		in.Pin = a.o.Pin()
 	}
+	in.Devices = c.deviceHealth(now)
 	return in
 }
 
@@ -453,7 +472,11 @@ func (c *publishIncarnation) compute(why string) {
 	level := servicelevel.Of(in)
 	before := a.level.Swap(int32(level))
 	a.o.Publisher.Publish(level)
+	c.decideHandOver(in)
 	if int(level) == c.last {
+		if c.devices.changed() && why != "tick" {
+			c.advertise()
+		}
 		return
 	}
 	previous := c.last
@@ -462,7 +485,8 @@ func (c *publishIncarnation) compute(why string) {
 	}
 	a.o.Logger.Info("ServiceLevel computed", "level", level, "previous", previous, "why", why,
 		"status", in.Status, "driver", in.HasDriverRole, "dbKnown", in.DbHealthKnown, "dbReachable", in.DbReachable,
-		"stale", in.DbHealthKnown && servicelevel.IsStale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", in.Licence.String(), "woken", in.Woken)
+		"stale", in.DbHealthKnown && servicelevel.IsStale(in), "primary", in.IsDriverPrimary, "probeOk", in.OpcUaProbeOk, "licence", in.Licence.String(),
+		"woken", in.Woken, "devicesReached", in.Devices.Reached, "devicesTotal", in.Devices.Total, "peerDevicesReached", in.Devices.PeerReached)
 	first := c.last < 0
 	c.last = int(level)
 	if !c.memberAt.IsZero() {
@@ -489,7 +513,9 @@ func (c *publishIncarnation) advertise() {
 		NodeID: c.obs.Self.NodeID(), UID: c.obs.Self.UID, ClusterID: a.o.ClusterID,
 		ApplicationURI: a.o.ApplicationURI, OpcUaEndpoint: a.o.OpcUaEndpoint,
 		ServiceLevel: byte(c.last), At: a.o.Clock.Now(), ConfigDb: db, ConfigDbError: dbErr,
+		DevicesReached: c.devices.reached, DevicesTotal: c.devices.total,
 	}.ToWire())
+	c.devices.advertised()
 	if err != nil {
 		a.o.Logger.Error("NodeStatus not published", "err", err)
 	}

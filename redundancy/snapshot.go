@@ -63,6 +63,10 @@ type NodeInfo struct {
 	// MaxConfigDbErrorLen bytes).
 	ConfigDb      ConfigDbState
 	ConfigDbError string
+	// DevicesReached and DevicesTotal are the node's connected field
+	// devices and its deployment's (0 and 0 from an older node or one
+	// without the driver host); DevicesReached ≤ DevicesTotal.
+	DevicesReached, DevicesTotal int
 }
 
 // ConfigDbState is a node's Config DB health as it advertises it.
@@ -152,8 +156,10 @@ func NodeInfoFromWire(m *wire.NodeStatus) (NodeInfo, error) {
 		NodeID: m.GetNodeId(), UID: m.GetUid(), ClusterID: m.GetClusterId(),
 		ApplicationURI: m.GetApplicationUri(), OpcUaEndpoint: m.GetOpcuaEndpoint(),
 		ServiceLevel: byte(m.GetServiceLevel()), At: wire.FromUnixMs(m.GetAtUnixMs()),
-		ConfigDb: dbStateFromWire(m.GetConfigdbState()),
+		ConfigDb:     dbStateFromWire(m.GetConfigdbState()),
+		DevicesTotal: int(m.GetDevicesTotal()),
 	}
+	i.DevicesReached = int(min(m.GetDevicesReached(), m.GetDevicesTotal()))
 	if i.ConfigDb == ConfigDbUnreachable {
 		i.ConfigDbError = truncateUTF8(m.GetConfigdbError(), MaxConfigDbErrorLen)
 	}
@@ -166,6 +172,7 @@ func (i NodeInfo) ToWire() *wire.NodeStatus {
 		NodeId: i.NodeID, Uid: i.UID, ClusterId: i.ClusterID, ApplicationUri: i.ApplicationURI,
 		OpcuaEndpoint: i.OpcUaEndpoint, ServiceLevel: uint32(i.ServiceLevel), AtUnixMs: wire.UnixMs(i.At),
 		ConfigdbState: dbStateToWire[i.ConfigDb], ConfigdbError: i.ConfigDbError,
+		DevicesReached: uint32(max(i.DevicesReached, 0)), DevicesTotal: uint32(max(i.DevicesTotal, 0)),
 	}
 }
 

@@ -2,9 +2,10 @@
 // Server.ServiceLevel byte a node shows: Of maps every input — the node's
 // cluster membership, its driver role, the Config DB probe, the age of its
 // redundancy snapshot entry, its peers' OPC UA probes of it, its role, the
-// elected Primary's lease-majority licence, the woken-process fence, the pins (a manual failover's
-// drain, the test hook) and a slot for device health — to the byte. The
-// whole table is in Of's doc comment.
+// elected Primary's lease-majority licence, the woken-process fence, the
+// pins (a manual failover's drain, the test hook) and device health
+// (Redundancy:DeviceHealth) — to the byte. The whole table is in Of's doc
+// comment.
 //
 // It is a leaf: it depends on the standard library and package gate (for
 // gate.Role and gate.Licence) only, never on the actor runtime, gRPC, a

@@ -1,7 +1,6 @@
 package servicelevel
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/otopcua/otopcua/gate"
@@ -55,15 +54,56 @@ const (
 	MemberRemoved
 )
 
-// DeviceHealth is the health of the field devices this node serves: the
-// slot a later rule fills. Its zero value, DevicesFine, is the only one
-// today and changes no level.
-type DeviceHealth int
+// DeviceHealth is the device-health input (Redundancy:DeviceHealth): how
+// many of its ClusterId's field devices this node reaches, beside the most
+// that a peer of the same ClusterId reaches. Its zero value, DevicesFine,
+// is the mode off (the reference's table): it changes no level.
+type DeviceHealth struct {
+	// Rated: Redundancy:DeviceHealth is level or failover, so the device
+	// rule applies. False (off): the counts are ignored.
+	Rated bool
+	// Reached is how many of this node's devices are connected (not
+	// degraded, drivers.Condition); Total is how many the deployment has.
+	Reached, Total int
+	// PeerReached is the most devices any peer of this ClusterId reaches,
+	// by its latest fresh NodeStatus; 0 when no peer is known.
+	PeerReached int
+}
 
-const (
-	// DevicesFine: every device answers, or device health is not evaluated.
-	DevicesFine DeviceHealth = iota
-)
+// DevicesFine is the zero DeviceHealth: device health not evaluated
+// (Redundancy:DeviceHealth off). It changes no level.
+var DevicesFine = DeviceHealth{}
+
+// Lost is how many devices a peer reaches beyond this node (PeerReached −
+// Reached, within 0..Total): the devices this node lost that its peer
+// still reaches. Two nodes that lost the same devices lose nothing to each
+// other.
+func (d DeviceHealth) Lost() int {
+	peer := min(d.PeerReached, d.Total)
+	return max(0, peer-max(d.Reached, 0))
+}
+
+// DeviceLevel is the device rule's ceiling for a node that lost lost of
+// total devices its peer still reaches, inside the Degraded band (Part 5
+// §6.3.34: 1–199, "lost connection to some data sources"):
+//
+//	Primary    199 − ⌊197·lost/total⌋   (one of many lost: 198 or 199; all lost: 2)
+//	Secondary  198 − ⌊196·lost/total⌋   (one of many lost: 197 or 198; all lost: 2)
+//
+// so the level falls in proportion to what was lost, never below 2 (0 and
+// 1 stay with maintenance and the pins), and a degraded Primary never
+// shows less than a Secondary that lost as many. lost ≤ 0 or total ≤ 0:
+// no ceiling (Unset, 255).
+func DeviceLevel(lost, total int, primary bool) byte {
+	if lost <= 0 || total <= 0 {
+		return Unset
+	}
+	lost = min(lost, total)
+	if primary {
+		return byte(199 - 197*lost/total)
+	}
+	return byte(198 - 196*lost/total)
+}
 
 // Pin fixes the level whatever the other inputs say. The zero value pins
 // nothing.
@@ -117,7 +157,8 @@ type Inputs struct {
 	// detector's acceptable pause and has not heard every peer of its
 	// ClusterId since (package cluster/woken); it caps every node's level.
 	Woken bool
-	// Devices is the device-health slot (DevicesFine today).
+	// Devices is the device-health input; DevicesFine (off) changes
+	// nothing.
 	Devices DeviceHealth
 	// Pin is the drain and test-hook pin.
 	Pin Pin
@@ -181,12 +222,17 @@ func IsStale(in Inputs) bool {
 //
 //	woken               woke from a pause, not yet heard every peer         at most 100
 //
-// Last, the device-health slot: DevicesFine, the only value today, leaves
-// the level unchanged; a rule for unhealthy devices will only ever lower a
-// level the rows above computed, never raise it and never touch a pin.
+// Last, device health (an extension of the reference, Redundancy:DeviceHealth
+// level or failover; off, DevicesFine, changes nothing): a node whose peer
+// reaches lost > 0 more of its ClusterId's total devices than it does is
+// lowered to DeviceLevel(lost, total, IsDriverPrimary) when that is lower:
 //
-// Of panics on a DeviceHealth it does not know: that is a new rule this
-// function must state.
+//	devices off         Devices.Rated false                                 unchanged
+//	devices even        Rated, the peer reaches no more than this node      unchanged
+//	devices lost        Rated, a peer reaches lost more of total            at most DeviceLevel (2..199)
+//
+// It only ever lowers a level the rows above computed, never raises it and
+// never touches a pin. Both nodes losing the same devices move nobody.
 func Of(in Inputs) byte {
 	switch {
 	case in.Pin.Drain:
@@ -201,7 +247,7 @@ func Of(in Inputs) byte {
 	if in.Woken {
 		level = min(level, Critical)
 	}
-	return withDevices(level, in.Devices)
+	return withDevices(level, in.Devices, in.IsDriverPrimary)
 }
 
 // health is the rows from "down" to "follower".
@@ -254,10 +300,11 @@ func capByLicence(level byte, l gate.Licence) byte {
 	return level
 }
 
-// withDevices is the device-health slot.
-func withDevices(level byte, d DeviceHealth) byte {
-	if d != DevicesFine {
-		panic(fmt.Sprintf("servicelevel: DeviceHealth %d has no rule in Of", d))
+// withDevices is the device-health rule: the lower of level and
+// DeviceLevel when Rated.
+func withDevices(level byte, d DeviceHealth, primary bool) byte {
+	if !d.Rated {
+		return level
 	}
-	return level
+	return min(level, DeviceLevel(d.Lost(), d.Total, primary))
 }

@@ -30,7 +30,7 @@ func primary(in *Inputs) { in.IsDriverPrimary = true; in.Role = gate.RolePrimary
 var tableRows = []string{
 	"drain pin", "test-hook pin", "down", "legacy primary-leader", "legacy primary", "legacy secondary",
 	"legacy detached", "critical", "stale", "probe failed", "primary", "follower",
-	"licence Holding", "licence Unlicensed", "licence Licensed", "woken", "devices fine",
+	"licence Holding", "licence Unlicensed", "licence Licensed", "woken", "devices off", "devices even", "devices lost",
 }
 
 // TestOfTable has one or more cases per row of Of's table, named by the
@@ -117,7 +117,26 @@ func TestOfTable(t *testing.T) {
 		}, 100},
 		{"woken", "not over the drain pin", func(in *Inputs) { primary(in); in.Woken = true; in.Pin.Drain = true }, 0},
 		{"woken", "the test hook keeps its level", func(in *Inputs) { in.Woken = true; in.Pin = Pin{Hooked: true, Hook: 250} }, 250},
-		{"devices fine", "healthy Primary", func(in *Inputs) { primary(in); in.Devices = DevicesFine }, 250},
+		{"devices off", "healthy Primary", func(in *Inputs) { primary(in); in.Devices = DevicesFine }, 250},
+		{"devices off", "counts ignored: Primary reaches 0 of 4, its peer 4", func(in *Inputs) {
+			primary(in)
+			in.Devices = DeviceHealth{Reached: 0, Total: 4, PeerReached: 4}
+		}, 250},
+		{"devices even", "both reach every device", func(in *Inputs) { primary(in); in.Devices = rated(4, 4, 4) }, 250},
+		{"devices even", "both lost the same device: nobody moves", func(in *Inputs) { primary(in); in.Devices = rated(3, 4, 3) }, 250},
+		{"devices even", "Secondary reaches more than the Primary: unchanged", func(in *Inputs) { in.Devices = rated(4, 4, 2) }, 240},
+		{"devices even", "no peer known", func(in *Inputs) { primary(in); in.Devices = rated(0, 4, 0) }, 250},
+		{"devices even", "no devices deployed", func(in *Inputs) { primary(in); in.Devices = rated(0, 0, 0) }, 250},
+		{"devices lost", "Primary lost its only device", func(in *Inputs) { primary(in); in.Devices = rated(0, 1, 1) }, 2},
+		{"devices lost", "Primary lost 1 of 4", func(in *Inputs) { primary(in); in.Devices = rated(3, 4, 4) }, 150},
+		{"devices lost", "Primary lost 2 of 4", func(in *Inputs) { primary(in); in.Devices = rated(2, 4, 4) }, 101},
+		{"devices lost", "Primary lost 1 of 200", func(in *Inputs) { primary(in); in.Devices = rated(199, 200, 200) }, 199},
+		{"devices lost", "Secondary lost its only device", func(in *Inputs) { in.Devices = rated(0, 1, 1) }, 2},
+		{"devices lost", "Secondary lost 1 of 4", func(in *Inputs) { in.Devices = rated(3, 4, 4) }, 149},
+		{"devices lost", "counts only what the peer reaches beyond it", func(in *Inputs) { primary(in); in.Devices = rated(1, 4, 3) }, 101},
+		{"devices lost", "a lower level is kept", func(in *Inputs) { primary(in); in.Licence = gate.Unlicensed; in.Devices = rated(3, 4, 4) }, 100},
+		{"devices lost", "a pin wins", func(in *Inputs) { primary(in); in.Pin = Pin{Hooked: true, Hook: 250}; in.Devices = rated(0, 1, 1) }, 250},
+		{"devices lost", "a down node stays 0", func(in *Inputs) { in.Status = MemberLeaving; in.Devices = rated(0, 1, 1) }, 0},
 	}
 	covered := map[string]bool{}
 	for _, tt := range tests {
@@ -140,17 +159,77 @@ func TestOfTable(t *testing.T) {
 	}
 }
 
-// TestOfUnknownDeviceHealthPanics: a device-health value without a rule is
-// a broken invariant, not a silent pass.
-func TestOfUnknownDeviceHealthPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("Of accepted a DeviceHealth it has no rule for")
+func rated(reached, total, peer int) DeviceHealth {
+	return DeviceHealth{Rated: true, Reached: reached, Total: total, PeerReached: peer}
+}
+
+// TestDeviceLevel is the formula's table: proportional to what was lost,
+// inside the Degraded band (2..199), a Primary never below a Secondary
+// that lost as many.
+func TestDeviceLevel(t *testing.T) {
+	tests := []struct {
+		lost, total int
+		primary     bool
+		want        byte
+	}{
+		{0, 4, true, Unset}, {0, 4, false, Unset}, {-1, 4, true, Unset}, {1, 0, true, Unset},
+		{1, 1, true, 2}, {1, 1, false, 2},
+		{1, 2, true, 101}, {1, 2, false, 100},
+		{1, 4, true, 150}, {3, 4, true, 52}, {4, 4, true, 2},
+		{1, 4, false, 149}, {3, 4, false, 51}, {4, 4, false, 2},
+		{1, 1000, true, 199}, {1, 1000, false, 198},
+		{9, 4, true, 2}, // more than total: all lost
+	}
+	for _, tt := range tests {
+		if got := DeviceLevel(tt.lost, tt.total, tt.primary); got != tt.want {
+			t.Errorf("DeviceLevel(%d, %d, primary=%v) = %d, want %d", tt.lost, tt.total, tt.primary, got, tt.want)
 		}
-	}()
-	in := healthy()
-	in.Devices = DevicesFine + 1
-	Of(in)
+	}
+	for total := 1; total <= 300; total++ {
+		prevP, prevS := byte(200), byte(200)
+		for lost := 1; lost <= total; lost++ {
+			p, s := DeviceLevel(lost, total, true), DeviceLevel(lost, total, false)
+			if p < 2 || p > 199 || s < 2 || s > 198 {
+				t.Fatalf("lost %d of %d: Primary %d, Secondary %d: outside the Degraded band", lost, total, p, s)
+			}
+			if p < s {
+				t.Fatalf("lost %d of %d: Primary %d below Secondary %d", lost, total, p, s)
+			}
+			if p > prevP || s > prevS {
+				t.Fatalf("lost %d of %d: the level rose with the loss (%d,%d after %d,%d)", lost, total, p, s, prevP, prevS)
+			}
+			prevP, prevS = p, s
+		}
+	}
+}
+
+// TestOfDevicesOnlyLowers: for every combination of counts, the device
+// rule never raises the level the reference's rows give, leaves it alone
+// when the peer reaches no more, and drops it below 200 when it does.
+func TestOfDevicesOnlyLowers(t *testing.T) {
+	for _, isPrimary := range []bool{false, true} {
+		for total := 0; total <= 5; total++ {
+			for reached := 0; reached <= total; reached++ {
+				for peer := 0; peer <= total; peer++ {
+					in := healthy()
+					if isPrimary {
+						primary(&in)
+					}
+					base := Of(in)
+					in.Devices = rated(reached, total, peer)
+					got := Of(in)
+					switch {
+					case got > base:
+						t.Fatalf("%+v raised %d to %d", in.Devices, base, got)
+					case peer <= reached && got != base:
+						t.Fatalf("%+v: the peer reaches no more, yet %d became %d", in.Devices, base, got)
+					case peer > reached && (got >= 200 || got < 2):
+						t.Fatalf("%+v: lost devices, yet %d", in.Devices, got)
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestOfAgainstBruteForce enumerates every combination of the boolean and

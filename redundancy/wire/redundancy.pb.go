@@ -527,8 +527,15 @@ type NodeStatus struct {
 	ConfigdbState ConfigDbState `protobuf:"varint,8,opt,name=configdb_state,json=configdbState,proto3,enum=otopcua.redundancy.wire.ConfigDbState" json:"configdb_state,omitempty"`
 	// configdb_error says why the Config DB is unreachable; "" otherwise.
 	ConfigdbError string `protobuf:"bytes,9,opt,name=configdb_error,json=configdbError,proto3" json:"configdb_error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// devices_reached is how many of the node's field devices are
+	// connected (not degraded) and devices_total how many its deployment
+	// has: peers of the same cluster_id compare them for
+	// Redundancy:DeviceHealth. 0 and 0 from a node older than the fields or
+	// without the driver host (reaches nothing more than anyone).
+	DevicesReached uint32 `protobuf:"varint,10,opt,name=devices_reached,json=devicesReached,proto3" json:"devices_reached,omitempty"`
+	DevicesTotal   uint32 `protobuf:"varint,11,opt,name=devices_total,json=devicesTotal,proto3" json:"devices_total,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -622,6 +629,20 @@ func (x *NodeStatus) GetConfigdbError() string {
 		return x.ConfigdbError
 	}
 	return ""
+}
+
+func (x *NodeStatus) GetDevicesReached() uint32 {
+	if x != nil {
+		return x.DevicesReached
+	}
+	return 0
+}
+
+func (x *NodeStatus) GetDevicesTotal() uint32 {
+	if x != nil {
+		return x.DevicesTotal
+	}
+	return 0
 }
 
 // ManualFailover asks the Primary of an application ClusterId to leave the
@@ -773,7 +794,7 @@ const file_redundancy_proto_rawDesc = "" +
 	"at_unix_ms\x18\x03 \x01(\x03R\batUnixMs\x12\x16\n" +
 	"\x06prober\x18\x04 \x01(\tR\x06prober\x12\x1a\n" +
 	"\bendpoint\x18\x05 \x01(\tR\bendpoint\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"\xdf\x02\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"\xad\x03\n" +
 	"\n" +
 	"NodeStatus\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x10\n" +
@@ -786,7 +807,10 @@ const file_redundancy_proto_rawDesc = "" +
 	"\n" +
 	"at_unix_ms\x18\a \x01(\x03R\batUnixMs\x12M\n" +
 	"\x0econfigdb_state\x18\b \x01(\x0e2&.otopcua.redundancy.wire.ConfigDbStateR\rconfigdbState\x12%\n" +
-	"\x0econfigdb_error\x18\t \x01(\tR\rconfigdbError\"\x8a\x02\n" +
+	"\x0econfigdb_error\x18\t \x01(\tR\rconfigdbError\x12'\n" +
+	"\x0fdevices_reached\x18\n" +
+	" \x01(\rR\x0edevicesReached\x12#\n" +
+	"\rdevices_total\x18\v \x01(\rR\fdevicesTotal\"\x8a\x02\n" +
 	"\x0eManualFailover\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12$\n" +
