@@ -210,8 +210,11 @@ func (r *floatingRuntime) run(ctx context.Context) {
 	defer beat.Stop()
 	rec := r.o.Clock.NewTicker(r.o.Reconcile)
 	defer rec.Stop()
-	r.reconcile(ctx)
+	// A heartbeat first: the first reconcile then knows the members' MACs
+	// from the stream, and does not report a member holding the address
+	// as a foreign one (a conflict) for one interval after a restart.
 	r.step(ctx)
+	r.reconcile(ctx)
 	for {
 		select {
 		case <-ctx.Done():
