@@ -224,15 +224,25 @@ func (r *rig) floating(name string) (report, error) {
 // nodeID is name's cluster address, the floating report's node name.
 func (r *rig) nodeID(name string) string { return r.net.Host(name).Addr + ":4053" }
 
-// waitOwner waits until both running nodes name owner as the owner and
+// waitOwner waits until every running node names owner as the owner and
 // only owner holds the address.
 func (r *rig) waitOwner(owner string, total time.Duration) {
 	r.t.Helper()
+	var asked []string
+	for name, n := range r.nodes {
+		if n.Alive() {
+			asked = append(asked, name)
+		}
+	}
+	r.waitOwnerOn(owner, total, asked...)
+}
+
+// waitOwnerOn waits until each of the nodes asked names owner as the
+// owner, held only by it.
+func (r *rig) waitOwnerOn(owner string, total time.Duration, asked ...string) {
+	r.t.Helper()
 	procs.CheckFor(r.t, total, 50*time.Millisecond, func() error {
-		for name, n := range r.nodes {
-			if !n.Alive() {
-				continue
-			}
+		for _, name := range asked {
 			rep, err := r.floating(name)
 			if err != nil {
 				return err
