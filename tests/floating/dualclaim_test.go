@@ -15,6 +15,7 @@ import (
 // non-zero, with a message that names the keys; with AllowDualClaim the
 // same node starts and says what it accepted.
 func TestFloatingAutoDownRefused(t *testing.T) {
+	t.Parallel()
 	n := netem.NewNet(t, "a")
 	h := n.Host("a")
 	config := func(allow bool) map[string]any {
