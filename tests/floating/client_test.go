@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,13 +43,20 @@ type uaClient struct {
 	events []event // mu must be held.
 }
 
-func startClient(t *testing.T, h *netem.Host) *uaClient {
+func startClient(t *testing.T, h *netem.Host, addr netip.Addr) *uaClient {
 	t.Helper()
 	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
 		t.Fatalf("node-opcua-client is not installed (scripts/test.sh runs `npm ci` in tests/interop): %v", err)
 	}
-	url := fmt.Sprintf("opc.tcp://%s:%d", floatIP, opcPort)
+	url := "opc.tcp://" + netip.AddrPortFrom(addr, opcPort).String()
+	if addr.Is6() {
+		// node-opcua resolves the host of an opc.tcp URL by name and
+		// does not take a bracketed IPv6 literal: the client host names
+		// the address in its own hosts file (ip netns exec shows
+		// /etc/netns/NS/hosts as /etc/hosts inside the namespace).
+		url = fmt.Sprintf("opc.tcp://%s:%d", hostsName(t, h, addr), opcPort)
+	}
 	argv := append(h.Wrap(), "node", "floating.mjs", url, namespaceURI, tag)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
@@ -174,4 +182,20 @@ func (c *uaClient) summary(from time.Time) string {
 	}
 	flush()
 	return strings.Join(out, "; ")
+}
+
+// hostsName gives addr a name in h's own hosts file and returns it; the
+// file is removed when the test ends.
+func hostsName(t *testing.T, h *netem.Host, addr netip.Addr) string {
+	t.Helper()
+	const name = "floating-address"
+	dir := filepath.Join("/etc/netns", h.NS)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte("127.0.0.1 localhost\n"+addr.String()+" "+name+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }

@@ -21,17 +21,29 @@ import (
 // over -floating.trials trials.
 func TestFloatingKillPrimary(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	killDrill(t, newRig(t), *trials)
+}
+
+// The same drill with an IPv6 floating address (unsolicited neighbour
+// advertisements, neighbour solicitations answered by the process), one
+// trial.
+func TestFloatingKillPrimaryIPv6(t *testing.T) {
+	t.Parallel()
+	killDrill(t, newRigAt(t, "fd00:18::100/64"), 1)
+}
+
+// killDrill runs n SIGKILL trials on r and logs their figures.
+func killDrill(t *testing.T, r *rig, n int) {
 	r.healthy()
 	r.checkOwned("a")
 	r.checkStatus("a")
-	c := startClient(t, r.client)
+	c := startClient(t, r.client, r.ip)
 	c.waitValueAbove(t, 0, time.Time{}, 90*time.Second)
 	begin := time.Now()
 
 	p, s := "a", "b"
 	var toAddr, toValue []time.Duration
-	for i := 1; i <= *trials; i++ {
+	for i := 1; i <= n; i++ {
 		r.ready(p, s)
 		c.waitValueAbove(t, r.counter.Load(), time.Now(), 30*time.Second)
 		killed := time.Now()
@@ -112,12 +124,12 @@ func (r *rig) ready(primary, secondary string) {
 func (r *rig) checkNeighbour(holder string) {
 	r.t.Helper()
 	procs.CheckFor(r.t, 5*time.Second, 50*time.Millisecond, func() error {
-		out, err := r.client.Output("ip", "neigh", "show", floatIP, "dev", "eth0")
+		out, err := r.client.Output("ip", "neigh", "show", r.ip.String(), "dev", "eth0")
 		if err != nil {
 			return fmt.Errorf("ip neigh: %v: %s", err, out)
 		}
 		if !strings.Contains(string(out), r.macs[holder]) {
-			return fmt.Errorf("the client's neighbour entry for %s is %q, want %s's MAC %s", floatIP, strings.TrimSpace(string(out)), holder, r.macs[holder])
+			return fmt.Errorf("the client's neighbour entry for %s is %q, want %s's MAC %s", r.ip, strings.TrimSpace(string(out)), holder, r.macs[holder])
 		}
 		return nil
 	})
@@ -142,7 +154,7 @@ func (r *rig) checkStatus(holder string) {
 		if code != 0 {
 			r.t.Fatalf("otopcua status of %s exited %d:\n%s", name, code, out)
 		}
-		want := fmt.Sprintf("floating address %s (linux): holds=%v owner=%s", floatAddress, name == holder, r.nodeID(holder))
+		want := fmt.Sprintf("floating address %s (linux): holds=%v owner=%s", r.cidr, name == holder, r.nodeID(holder))
 		if !strings.Contains(out, want) {
 			r.t.Fatalf("otopcua status of %s: no line %q in\n%s", name, want, out)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,10 @@ type rig struct {
 	net    *netem.Net
 	client *netem.Host
 
+	// ip and cidr are the floating address (Redundancy:FloatingAddress:Address).
+	ip   netip.Addr
+	cidr string
+
 	cfgs  map[string]map[string]any
 	nodes map[string]*procs.Node
 	api   map[string]string // node → base URL of its HTTP port from the root namespace
@@ -67,7 +72,15 @@ type rig struct {
 // started by start.
 func newRig(t *testing.T, extra ...string) *rig {
 	t.Helper()
-	r := &rig{t: t, cfgs: map[string]map[string]any{}, nodes: map[string]*procs.Node{}, api: map[string]string{}, macs: map[string]string{}}
+	return newRigAt(t, floatAddress, extra...)
+}
+
+// newRigAt is newRig with the floating address cidr; for an IPv6 one
+// every host gets fd00:18::N/64 on its eth0 first.
+func newRigAt(t *testing.T, cidr string, extra ...string) *rig {
+	t.Helper()
+	r := &rig{t: t, cidr: cidr, ip: netip.MustParsePrefix(cidr).Addr(), cfgs: map[string]map[string]any{}, nodes: map[string]*procs.Node{},
+		api: map[string]string{}, macs: map[string]string{}}
 	r.db = pg.Start(t)
 	dev, err := fielddevice.Start(fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t)))
 	if err != nil {
@@ -78,6 +91,9 @@ func newRig(t *testing.T, extra ...string) *rig {
 	r.bump()
 	r.net = netem.NewNet(t, append([]string{"a", "b", "client"}, extra...)...)
 	r.client = r.net.Host("client")
+	if r.ip.Is6() {
+		withIPv6(t, r.net)
+	}
 	for _, h := range r.net.Hosts {
 		r.macs[h.Name] = macOf(t, h)
 	}
@@ -87,7 +103,7 @@ func newRig(t *testing.T, extra ...string) *rig {
 		netem.ForwardFrom(t, h, dev.Addr(), dev.Addr())
 		r.api[name] = "http://" + netem.Forward(t, h, fmt.Sprintf("127.0.0.1:%d", httpPort))
 	}
-	r.sampler = startSampler(t, r.client, floatIP)
+	r.sampler = startSampler(t, r.client, r.ip)
 	return r
 }
 
@@ -140,7 +156,7 @@ func (r *rig) config(name string) map[string]any {
 	cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 	cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 	cfg["Redundancy"] = map[string]any{"FloatingAddress": map[string]any{
-		"Address": floatAddress, "Interface": "eth0", "Provider": "linux", "ReconcileInterval": reconcile.String()}}
+		"Address": r.cidr, "Interface": "eth0", "Provider": "linux", "ReconcileInterval": reconcile.String()}}
 	return cfg
 }
 
@@ -325,6 +341,31 @@ func (r *rig) floatingLines(name string) string {
 		out = append(out[:10], append([]string{"…"}, out[len(out)-20:]...)...)
 	}
 	return strings.Join(out, "\n")
+}
+
+// withIPv6 gives every host fd00:18::N/64 on eth0 (no DAD: the test made
+// every address) and waits until no address of eth0 is tentative: the
+// link-local address, which neighbour discovery sends from, must have left
+// DAD.
+func withIPv6(t *testing.T, n *netem.Net) {
+	t.Helper()
+	for i, h := range n.Hosts {
+		if out, err := h.Output("ip", "-6", "addr", "add", fmt.Sprintf("fd00:18::%d/64", i+1), "dev", "eth0", "nodad"); err != nil {
+			t.Fatalf("%s: %v: %s", h.Name, err, out)
+		}
+	}
+	for _, h := range n.Hosts {
+		procs.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+			out, err := h.Output("ip", "-6", "-o", "addr", "show", "dev", "eth0")
+			if err != nil {
+				return fmt.Errorf("%s: %v: %s", h.Name, err, out)
+			}
+			if strings.Contains(string(out), "tentative") || !strings.Contains(string(out), "fe80::") {
+				return fmt.Errorf("%s: eth0 not ready for neighbour discovery yet:\n%s", h.Name, out)
+			}
+			return nil
+		})
+	}
 }
 
 // otopcua runs the otopcua command with args in the root namespace and

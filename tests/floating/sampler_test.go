@@ -35,14 +35,14 @@ type sampleRound struct {
 // probe that no cache learns from, every answering MAC kept), independent
 // of the nodes under test.
 type sampler struct {
+	addr   netip.Addr
 	mu     sync.Mutex
 	rounds []sampleRound // mu must be held.
 }
 
-func startSampler(t *testing.T, client *netem.Host, ip string) *sampler {
-	s := &sampler{}
+func startSampler(t *testing.T, client *netem.Host, addr netip.Addr) *sampler {
+	s := &sampler{addr: addr}
 	l := floatlinux.Link{Namespace: "/var/run/netns/" + client.NS, Interface: "eth0"}
-	addr := netip.MustParseAddr(ip)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -168,7 +168,7 @@ func (s *sampler) noDual(t *testing.T, from, to time.Time) check {
 	t.Helper()
 	c := s.check(from, to)
 	if len(c.dual) > 0 {
-		t.Fatalf("sampler: %d rounds with two MACs answering for %s, the first %s", len(c.dual), floatIP, c.dual[0])
+		t.Fatalf("sampler: %d rounds with two MACs answering for %s, the first %s", len(c.dual), s.addr, c.dual[0])
 	}
 	if c.errors > 0 {
 		t.Fatalf("sampler: %d of %d probes failed", c.errors, c.rounds)
