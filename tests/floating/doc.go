@@ -22,6 +22,11 @@
 //     client namespace, subscribed through opc.tcp://FLOATING:4840 with its
 //     default reconnection, nothing redundancy-aware.
 //
+// The drills: SIGKILL of the Primary (IPv4, -floating.trials trials, and
+// one IPv6 trial), SIGSTOP of the Primary and a 60 s partition under
+// lease-majority, auto-down refused without AllowDualClaim, a planned
+// failover, and drift made by hand (missing, extra, a foreign holder).
+//
 // Invariants the drills assert: no sampled round with two MACs; after a
 // SIGKILL the survivor's MAC answers and the client receives new values
 // without a restart or a configuration change; a node restarted as
