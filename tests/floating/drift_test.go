@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -141,9 +142,7 @@ func TestFloatingDrift(t *testing.T) {
 }
 
 // sh runs a command inside h as a human at its shell would.
-func sh(t *testing.T, h interface {
-	Output(...string) ([]byte, error)
-}, args ...string) {
+func sh(t *testing.T, h *netem.Host, args ...string) {
 	t.Helper()
 	if out, err := h.Output(args...); err != nil {
 		t.Fatalf("%v: %v\n%s", args, err, out)
@@ -151,14 +150,12 @@ func sh(t *testing.T, h interface {
 }
 
 // carries reports whether h shows the floating address on dev.
-func (r *rig) carries(h interface {
-	Output(...string) ([]byte, error)
-}, dev string) bool {
-	out, err := h.Output("ip", "-4", "-o", "addr", "show", "dev", dev)
+func (r *rig) carries(h *netem.Host, dev string) bool {
+	out, err := h.Output("ip", "-o", "addr", "show", "dev", dev)
 	if err != nil {
 		r.t.Fatalf("ip addr show dev %s: %v: %s", dev, err, out)
 	}
-	return strings.Contains(string(out), " "+floatIP+"/")
+	return strings.Contains(string(out), " "+r.ip.String()+"/")
 }
 
 // waitCarries waits until name's dev carries the address (want) or not,
@@ -169,7 +166,7 @@ func (r *rig) waitCarries(name, dev string, want bool, total time.Duration) time
 	h := r.net.Host(name)
 	procs.CheckFor(r.t, total, 20*time.Millisecond, func() error {
 		if r.carries(h, dev) != want {
-			return fmt.Errorf("%s's %s: carries %s is not %v yet", name, dev, floatIP, want)
+			return fmt.Errorf("%s's %s: carries %s is not %v yet", name, dev, r.ip, want)
 		}
 		at = time.Now()
 		return nil

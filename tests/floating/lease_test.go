@@ -3,6 +3,7 @@ package floating
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,12 +142,12 @@ func (r *rig) settle(name, owner string) {
 func (r *rig) waitNotOnLoopback(name string, total time.Duration) {
 	r.t.Helper()
 	procs.CheckFor(r.t, total, 50*time.Millisecond, func() error {
-		out, err := r.net.Host(name).Output("ip", "-4", "-o", "addr", "show")
+		out, err := r.net.Host(name).Output("ip", "-o", "addr", "show")
 		if err != nil {
 			return fmt.Errorf("ip addr: %v: %s", err, out)
 		}
-		if strings.Contains(string(out), " "+floatIP+"/") {
-			return fmt.Errorf("%s still carries %s:\n%s", name, floatIP, out)
+		if strings.Contains(string(out), " "+r.ip.String()+"/") {
+			return fmt.Errorf("%s still carries %s:\n%s", name, r.ip, out)
 		}
 		return nil
 	})
@@ -158,7 +159,7 @@ func (r *rig) waitNotOnLoopback(name string, total time.Duration) {
 func (r *rig) checkNeighbourAfterProbe(holder string) {
 	r.t.Helper()
 	procs.CheckFor(r.t, 10*time.Second, 100*time.Millisecond, func() error {
-		conn, err := r.client.DialContext(r.t.Context(), "tcp", fmt.Sprintf("%s:%d", floatIP, opcPort))
+		conn, err := r.client.DialContext(r.t.Context(), "tcp", netip.AddrPortFrom(r.ip, opcPort).String())
 		if err != nil {
 			return err
 		}
