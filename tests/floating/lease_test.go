@@ -1,6 +1,7 @@
 package floating
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -34,6 +35,14 @@ func TestFloatingFrozenPrimary(t *testing.T) {
 	t.Logf("SIGSTOP of a → b's MAC answers after %v", answered.at.Sub(stopped).Round(time.Millisecond))
 	r.waitOwnerOn("b", 30*time.Second, "b")
 	r.checkNeighbourAfterProbe("b")
+	// After its licence: b took the lease before it took the address.
+	licensed, ok1 := r.logged("b", "lease acquired", stopped)
+	took, ok2 := r.logged("b", "floating address: reassign", stopped)
+	if !ok1 || !ok2 || took.Before(licensed) {
+		t.Fatalf("b's log since the SIGSTOP: lease acquired %v (%v), the address reassigned %v (%v); want the lease first\n%s",
+			licensed.Format("15:04:05.000"), ok1, took.Format("15:04:05.000"), ok2, r.floatingLines("b"))
+	}
+	t.Logf("b: lease acquired %v after the SIGSTOP, the address reassigned %v after", licensed.Sub(stopped).Round(time.Millisecond), took.Sub(stopped).Round(time.Millisecond))
 	// Frozen a few seconds more: a stays silent.
 	procs.Holds(t, 3*time.Second, 100*time.Millisecond, func() error {
 		if n := r.sampler.check(answered.at, time.Now()).seen[r.macs["a"]]; n > 0 {
@@ -167,4 +176,20 @@ func (r *rig) checkNeighbourAfterProbe(holder string) {
 		return nil
 	})
 	r.checkNeighbour(holder)
+}
+
+// logged is when name's current process first logged a line whose message
+// starts with msg, at or after from.
+func (r *rig) logged(name, msg string, from time.Time) (time.Time, bool) {
+	for _, l := range strings.Split(r.nodes[name].Log(), "\n") {
+		var e struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(l), &e) != nil || !strings.HasPrefix(e.Msg, msg) || e.Time.Before(from) {
+			continue
+		}
+		return e.Time, true
+	}
+	return time.Time{}, false
 }
