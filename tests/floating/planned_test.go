@@ -20,6 +20,8 @@ func TestFloatingPlannedFailover(t *testing.T) {
 	r.healthy()
 	begin := time.Now()
 	token := procs.AddUser(t, r.cfgs["a"], "ops", "Administrator", "correct horse battery staple")
+	c := startClient(t, r.client, r.ip)
+	c.waitValueAbove(t, 0, time.Time{}, 90*time.Second)
 	exited := r.watchExit("a")
 
 	asked := time.Now()
@@ -40,6 +42,13 @@ func TestFloatingPlannedFailover(t *testing.T) {
 			answered.at.Format("15:04:05.000"), gone.Format("15:04:05.000"))
 	}
 	r.neverAnswered("a", answered.at, time.Now())
+	// The client follows: a value the device took after a exited reaches
+	// it through b.
+	v := r.counter.Load()
+	got := c.waitValueAbove(t, v, gone, 60*time.Second)
+	t.Logf("the node-opcua client's first value after a exited (%d) %v after the failover was asked; its events: %s", got.Value,
+		got.At.Sub(asked).Round(time.Millisecond), c.summary(asked.Add(-time.Second)))
+	r.checkNeighbour("b")
 
 	r.nodes["a"].Token = ""
 	r.nodes["a"].Restart()
