@@ -11,9 +11,11 @@ import (
 // Drill 4: a planned failover (an Administrator's POST
 // /api/clusters/site/failover). The Primary drains, hands the floating
 // address over and leaves: the sampler sees the new Primary's MAC answer
-// while the old Primary's process still runs; the old Primary exits 0 and,
-// restarted as its supervisor would, comes back as Secondary and never
-// claims the address.
+// while the old Primary's process still runs; the node-opcua client,
+// whose connection the release reset, receives values through the new
+// Primary without waiting for its own timeout; the old Primary exits 0
+// and, restarted as its supervisor would, comes back as Secondary and
+// never claims the address.
 func TestFloatingPlannedFailover(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -48,6 +50,9 @@ func TestFloatingPlannedFailover(t *testing.T) {
 	got := c.waitValueAbove(t, v, gone, 60*time.Second)
 	t.Logf("the node-opcua client's first value after a exited (%d) %v after the failover was asked; its events: %s", got.Value,
 		got.At.Sub(asked).Round(time.Millisecond), c.summary(asked.Add(-time.Second)))
+	if d := got.At.Sub(gone); d > 5*time.Second {
+		t.Fatalf("the client's first value after a exited came %v later: it did not move with the address (its connection to a was not reset)", d.Round(time.Millisecond))
+	}
 	r.checkNeighbour("b")
 
 	r.nodes["a"].Token = ""
