@@ -96,7 +96,9 @@ func TestFloatingPartition(t *testing.T) {
 	})
 	c := r.sampler.check(cut, time.Now())
 	t.Logf("partition of %v: %d rounds, a's MAC answered in %d, b's in %d", *partitionFor, c.rounds, c.seen[r.macs["a"]], c.seen[r.macs["b"]])
-	if c.seen[r.macs["a"]] < c.rounds*9/10 {
+	// A loaded machine misses some 15 ms probe windows (96 % answered
+	// at a load of 7 on 2 CPUs); a moved address would answer in none.
+	if c.seen[r.macs["a"]] < c.rounds*3/4 {
 		t.Fatalf("a's MAC answered in only %d of %d rounds during the partition: the address did not stay on a", c.seen[r.macs["a"]], c.rounds)
 	}
 	r.net.Heal()
