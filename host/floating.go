@@ -211,8 +211,11 @@ func (r *floatingRuntime) run(ctx context.Context) {
 	defer beat.Stop()
 	rec := r.o.Clock.NewTicker(r.o.Reconcile)
 	defer rec.Stop()
-	r.reconcile(ctx)
+	// A heartbeat first: the first reconcile then knows the members' MACs
+	// from the stream, and does not report a member holding the address
+	// as a foreign one (a conflict) for one interval after a restart.
 	r.step(ctx)
+	r.reconcile(ctx)
 	for {
 		select {
 		case <-ctx.Done():
@@ -402,6 +405,9 @@ func (r *floatingRuntime) refuses(ctx context.Context, node string) bool {
 // live holder may take the address from it, so the claim must be on the
 // stream first); a release is followed by one that claims nothing.
 func (r *floatingRuntime) act(ctx context.Context, d floating.Decision) bool {
+	if d.Verb == floating.VerbRelease {
+		d.Epoch = r.releaseEpoch(d.Epoch)
+	}
 	in := floating.Intent{ClusterID: r.o.ClusterID, Address: r.o.Address, Self: r.o.Self, Owner: d.Owner, Verb: d.Verb,
 		From: d.From, Epoch: d.Epoch, Reason: d.Reason}
 	take := d.Verb != floating.VerbRelease
@@ -436,6 +442,24 @@ func (r *floatingRuntime) act(ctx context.Context, d floating.Decision) bool {
 		_ = r.heartbeat(ctx, false) // tell the others at once
 	}
 	return true
+}
+
+// releaseEpoch is the epoch a release carries: the newest of epoch (this
+// node's redundancy epoch, 0 once it is no longer a member) and every
+// epoch on the stream. A node that held the address, froze and woke up
+// downed has a view epoch of 0, below the epoch its fence admitted when it
+// seized: its release, made under the epoch it saw then, would be refused
+// as stale and the address would stay on its lo. Giving the address up
+// under the new owner's epoch, which the stream shows, is admitted.
+func (r *floatingRuntime) releaseEpoch(epoch uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.stream.Skews() {
+		if h, ok := r.stream.Last(n); ok {
+			epoch = max(epoch, h.Epoch)
+		}
+	}
+	return epoch
 }
 
 func (r *floatingRuntime) applyTimeout() time.Duration {

@@ -170,6 +170,31 @@ func (n *wiring) handOverFloating() {
 	}
 }
 
+// opcuaListenHost is the address the OPC UA endpoint binds: Cluster:Hostname,
+// except that with a floating address (floatingAddress, a CIDR; "" for none)
+// a Hostname that names one address (an IP or a host name) is widened to
+// the unspecified address of the floating address's family ("0.0.0.0",
+// "::"). A socket bound to the node's own address never accepts a
+// connection to the floating address that the node's loopback carries
+// while it holds it, so the clients of the floating URL would be refused.
+// A Hostname that is already unspecified is kept.
+func opcuaListenHost(hostname, floatingAddress string) string {
+	if floatingAddress == "" {
+		return hostname
+	}
+	if own, err := netip.ParseAddr(hostname); err == nil && own.IsUnspecified() {
+		return hostname
+	}
+	fa, err := netip.ParsePrefix(floatingAddress)
+	if err != nil {
+		return hostname
+	}
+	if fa.Addr().Is4() {
+		return "0.0.0.0"
+	}
+	return "::"
+}
+
 // floatingHandOverTimeout bounds the wait for the release before a leave.
 const floatingHandOverTimeout = 3 * time.Second
 

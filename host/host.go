@@ -103,7 +103,7 @@ func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opc
 		support = ua.RedundancySupportHot
 	}
 	return opcua.Config{
-		ListenHost:          cfg.Cluster.Hostname,
+		ListenHost:          opcuaListenHost(cfg.Cluster.Hostname, cfg.Redundancy.FloatingAddress.Address),
 		Port:                cfg.OpcUa.Port,
 		PublicHostname:      cfg.Cluster.PublicHostname,
 		ApplicationURI:      cfg.OpcUa.ApplicationUri,

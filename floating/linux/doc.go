@@ -29,8 +29,11 @@
 //     IPv6 without DAD), then marks it held with a hold of Config.Hold:
 //     the responder answers from then on.
 //   - addr-del marks it released first (the responder falls silent), then
-//     removes it from lo — and from the interface, where an older version
-//     of this executor, or a human, put it.
+//     resets the TCP connections made to the address (IPv4; see
+//     resetConnections: their clients reconnect at once, to the next
+//     holder, instead of waiting for their own timeout), then removes it
+//     from lo — and from the interface, where an older version of this
+//     executor, or a human, put it.
 //
 // The hold (hold.go): the responder answers a request only while
 // holding ∧ now < until, now read from the monotonic clock after the

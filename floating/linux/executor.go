@@ -239,10 +239,15 @@ func (e *Executor) take() error {
 }
 
 // release is addr-del and RemoveIfPresent: the responder stops answering
-// first, then the address leaves lo (and the interface, where an older
-// version or a human put it).
+// first, then the TCP connections made to the address are reset (their
+// clients reconnect at once, to the next holder), then the address leaves
+// lo (and the interface, where an older version or a human put it).
 func (e *Executor) release() (removed bool, err error) {
 	e.hold.drop()
+	// Best effort (see resetConnections): a kernel that cannot destroy
+	// sockets leaves the clients to their own timeouts, and the address
+	// must leave all the same.
+	_, _ = e.resetConnections()
 	return e.removeEverywhere()
 }
 

@@ -1,0 +1,61 @@
+// An ordinary OPC UA client of one endpoint URL, for the floating address
+// drills (tests/floating): nothing redundancy-aware, node-opcua's default
+// connection strategy and reconnection.
+//
+// Usage: node floating.mjs <endpointUrl> <namespaceUri> <tag>
+//
+// Connects with security None, subscribes to the tag (ns=<index of
+// namespaceUri>;s=<tag>) and prints one JSON object per line on stdout:
+// {"event":"value","value":N,"status":"Good"} per notification, and the
+// client's connection events (connection_lost, backoff,
+// connection_reestablished, session_restored). It runs until stdin closes.
+import {
+  OPCUAClient, MessageSecurityMode, SecurityPolicy, AttributeIds,
+  TimestampsToReturn, ClientMonitoredItem,
+} from "node-opcua-client";
+
+const [endpointUrl, namespaceUri, tag] = process.argv.slice(2);
+const emit = (o) => process.stdout.write(JSON.stringify(o) + "\n");
+
+async function main() {
+  const client = OPCUAClient.create({
+    applicationName: "otopcua-floating-client",
+    securityMode: MessageSecurityMode.None,
+    securityPolicy: SecurityPolicy.None,
+    // The node's endpoints name its own address; the client knows only the
+    // floating one.
+    endpointMustExist: false,
+  });
+  for (const ev of ["connection_lost", "connection_reestablished", "start_reconnection", "after_reconnection"]) {
+    client.on(ev, () => emit({ event: ev }));
+  }
+  client.on("backoff", (retry, delay) => emit({ event: "backoff", retry, delay }));
+  await client.connect(endpointUrl);
+  const session = await client.createSession();
+  session.on("session_restored", () => emit({ event: "session_restored" }));
+  emit({ event: "connected" });
+
+  const ns = await session.read({ nodeId: "i=2255", attributeId: AttributeIds.Value });
+  const index = Array.from(ns.value.value).indexOf(namespaceUri);
+  if (index < 0) throw new Error(`namespace ${namespaceUri} not in ${ns.value.value}`);
+  const sub = await session.createSubscription2({
+    requestedPublishingInterval: 100, requestedLifetimeCount: 600,
+    requestedMaxKeepAliveCount: 20, maxNotificationsPerPublish: 0,
+    publishingEnabled: true, priority: 1,
+  });
+  const item = ClientMonitoredItem.create(sub,
+    { nodeId: `ns=${index};s=${tag}`, attributeId: AttributeIds.Value },
+    { samplingInterval: 100, discardOldest: true, queueSize: 10 },
+    TimestampsToReturn.Both);
+  item.on("changed", (dv) => emit({ event: "value", value: Number(dv.value.value), status: dv.statusCode.name }));
+  emit({ event: "subscribed", nodeId: `ns=${index};s=${tag}` });
+
+  process.stdin.resume();
+  await new Promise((resolve) => process.stdin.on("end", resolve));
+  await client.disconnect();
+}
+
+main().catch((err) => {
+  emit({ event: "error", message: String(err && err.stack || err) });
+  process.exit(1);
+});
