@@ -33,6 +33,7 @@ type RoleView struct {
 	alone     atomic.Bool
 	licence   atomic.Pointer[func() gate.Licence]
 	woken     atomic.Pointer[func() bool]
+	primary   atomic.Pointer[PrimaryRef] // nil: the last snapshot named none
 }
 
 var _ gate.Source = (*RoleView)(nil)
@@ -70,6 +71,45 @@ func (v *RoleView) SetWoken(woken func() bool) { v.woken.Store(&woken) }
 func (v *RoleView) SetRole(r Role, epoch uint64) {
 	v.epoch.Store(epoch)
 	v.role.Store(int32(r))
+}
+
+// PrimaryRef names the Primary of a ClusterId as a snapshot names it: its
+// incarnation (NodeID, UID), what it advertised, and the ClusterId's epoch.
+type PrimaryRef struct {
+	NodeID         string
+	UID            uint64
+	ApplicationURI string
+	Epoch          uint64
+}
+
+// PrimaryIn names the Primary of clusterID in s, if s names one.
+func PrimaryIn(s Snapshot, clusterID string) (PrimaryRef, bool) {
+	for _, e := range s.Entries {
+		if e.ClusterID == clusterID && e.IsDriverPrimary {
+			return PrimaryRef{NodeID: e.NodeID, UID: e.UID, ApplicationURI: e.ApplicationURI, Epoch: s.Epochs[clusterID].Epoch}, true
+		}
+	}
+	return PrimaryRef{}, false
+}
+
+// SetPrimaryFrom records the Primary of this node's ClusterId that s names
+// (none when it names none). The OpcUaPublishActor calls it on every
+// snapshot; a forwarded request goes there (package forward).
+func (v *RoleView) SetPrimaryFrom(s Snapshot) {
+	if p, ok := PrimaryIn(s, v.clusterID); ok {
+		v.primary.Store(&p)
+		return
+	}
+	v.primary.Store(nil)
+}
+
+// Primary is the Primary of this node's ClusterId as the last snapshot
+// named it.
+func (v *RoleView) Primary() (PrimaryRef, bool) {
+	if p := v.primary.Load(); p != nil {
+		return *p, true
+	}
+	return PrimaryRef{}, false
 }
 
 // Epoch is the redundancy epoch of the snapshot that set the role (0
