@@ -454,7 +454,7 @@ func TestValidationCases(t *testing.T) {
 		{"drain too long", `{"Redundancy": {"ManualFailoverDrain": "00:01:01"}}`, nil, "Redundancy:ManualFailoverDrain", "1m1s", "from 0s to 60s", ""},
 		{"drain negative", `{"Redundancy": {"ManualFailoverDrain": "-1s"}}`, nil, "Redundancy:ManualFailoverDrain", "-1s", "from 0s to 60s", ""},
 		{"http read timeout", `{"Http": {"ReadTimeout": "-1s"}}`, nil, "Http:ReadTimeout", "-1s", "greater than 0", ""},
-		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed", ""},
+		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed, forward", ""},
 		{"write timeout", `{"OpcUa": {"WriteTimeout": "0s"}}`, nil, "OpcUa:WriteTimeout", "0s", "greater than 0", ""},
 		{"deployment poll", `{"Deployment": {"PollInterval": "0s"}}`, nil, "Deployment:PollInterval", "0s", "greater than 0", ""},
 		{"unknown provider", `{"ConfigDb": {"Provider": "oracle"}}`, nil, "ConfigDb:Provider", "oracle", "accepted values are sqlite, sqlserver, postgres", ""},
@@ -838,5 +838,16 @@ func TestAnonymousReadWarns(t *testing.T) {
 	}
 	if _, err := LoadBytes("c.json", []byte(`{"Http": {"AnonymousRead": "yes"}}`), nil); err == nil || !strings.Contains(err.Error(), "Http:AnonymousRead") {
 		t.Fatalf("a non-boolean Http:AnonymousRead loaded: %v", err)
+	}
+}
+
+// TestWriteModeForwardAccepted: "forward" is an OpcUa:WriteMode, in any
+// case, and the default stays the reference's "optimistic".
+func TestWriteModeForwardAccepted(t *testing.T) {
+	if c := mustLoad(t, `{"OpcUa": {"WriteMode": "Forward"}}`); c.OpcUa.WriteMode != WriteModeForward {
+		t.Fatalf("WriteMode %q, want %q", c.OpcUa.WriteMode, WriteModeForward)
+	}
+	if c := mustLoad(t, `{}`); c.OpcUa.WriteMode != WriteModeOptimistic {
+		t.Fatalf("default WriteMode %q, want %q", c.OpcUa.WriteMode, WriteModeOptimistic)
 	}
 }
