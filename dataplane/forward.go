@@ -112,7 +112,7 @@ func orNone(s string) string {
 // forward.Handler checked the rights, the gate and the epoch): the
 // device write and the store as a confirmed write, audited naming the
 // sending node. It implements forward.Executor for gate.SiteWrite.
-func (w *Writes) Execute(_ context.Context, req forward.Request, epoch uint64) (ua.StatusCode, []byte) {
+func (w *Writes) Execute(ctx context.Context, req forward.Request, epoch uint64) (ua.StatusCode, []byte) {
 	t, ok := w.targets.get(req.Op)
 	if !ok {
 		return ua.StatusBadNodeIDUnknown, nil
@@ -122,7 +122,7 @@ func (w *Writes) Execute(_ context.Context, req forward.Request, epoch uint64) (
 		return ua.StatusBadDecodingError, nil
 	}
 	prior := t.V.Value()
-	st, msg := w.toDevice(t, &v, epoch)
+	st, msg := w.toDeviceIn(ctx, t, &v, epoch)
 	by := fmt.Sprintf("write forwarded from %s by %s", req.From, req.User)
 	if st != ua.StatusOK {
 		w.audit(t, prior.Value, &v, false, st, by+": "+msg, 0)

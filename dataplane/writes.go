@@ -220,7 +220,12 @@ func (w *Writes) confirmedWith(t Target, dv *ua.DataValue, prior *ua.DataValue, 
 // toDevice writes value to the device within Timeout and returns the
 // status for the client.
 func (w *Writes) toDevice(t Target, value *ua.Variant, epoch uint64) (ua.StatusCode, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.o.Timeout)
+	return w.toDeviceIn(context.Background(), t, value, epoch)
+}
+
+// toDeviceIn is toDevice within parent's deadline as well.
+func (w *Writes) toDeviceIn(parent context.Context, t Target, value *ua.Variant, epoch uint64) (ua.StatusCode, string) {
+	ctx, cancel := context.WithTimeout(parent, w.o.Timeout)
 	defer cancel()
 	err := t.W.Write(ctx, t.Tag, value.Value())
 	if err == nil {

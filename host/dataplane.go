@@ -20,6 +20,7 @@ import (
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/forward"
 	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
@@ -105,17 +106,27 @@ func (w *dataPlaneWiring) partList() []part {
 
 func (w *dataPlaneWiring) newWrites() (func() error, error) {
 	mode := dataplane.Optimistic
-	if w.cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
+	switch w.cfg.OpcUa.WriteMode {
+	case config.WriteModeConfirmed:
 		mode = dataplane.Confirmed
+	case config.WriteModeForward:
+		mode = dataplane.Forward
 	}
 	space := w.dp.space
 	w.guard = newGuard(w.view, w.metrics, w.log)
+	var fwd dataplane.Forwarder
+	bind, stop := func(*dataplane.Writes) {}, func() {}
+	if mode == dataplane.Forward && w.med != nil {
+		fwd, bind, stop = w.forwarding()
+	}
 	w.writes = dataplane.NewWrites(dataplane.WritesOptions{
 		Mode: mode, Gate: w.guard, Timeout: w.cfg.OpcUa.WriteTimeout, Logger: w.log,
-		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
-		StatusOf: drivers.StatusOf,
+		Auditor:   &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
+		StatusOf:  drivers.StatusOf,
+		Forwarder: fwd, Node: w.cfg.OpcUa.ApplicationUri, Nonce: forward.NewNonce(),
 	})
-	return nil, nil
+	bind(w.writes)
+	return quiet(stop), nil
 }
 
 func (w *dataPlaneWiring) newMetrics() (func() error, error) {
