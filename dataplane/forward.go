@@ -122,6 +122,7 @@ func (w *Writes) Execute(ctx context.Context, req forward.Request, epoch uint64)
 		return ua.StatusBadDecodingError, nil
 	}
 	prior := t.V.Value()
+	w.o.Logger.Info("dataplane: write forwarded from a peer", "device", t.Device, "tag", t.Tag, "from", req.From, "user", req.User, "key", req.Key.String())
 	st, msg := w.toDeviceIn(ctx, t, &v, epoch)
 	by := fmt.Sprintf("write forwarded from %s by %s", req.From, req.User)
 	if st != ua.StatusOK {
