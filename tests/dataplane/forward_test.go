@@ -17,7 +17,7 @@ import (
 // fBase is the first value the forwarding drills write.
 const fBase = 3000
 
-func startForwardPair(t *testing.T, writes *setpointLog) *pair {
+func startForwardPair(t testing.TB, writes *setpointLog) *pair {
 	t.Helper()
 	p := startPairWith(t, rigOptions{device: fielddevice.Options{OnWrite: writes.record}, edit: func(_ string, cfg map[string]any) {
 		cfg["OpcUa"].(map[string]any)["WriteMode"] = "forward"
