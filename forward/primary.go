@@ -170,3 +170,11 @@ func (h *Handler) execute(ctx context.Context, req Request, epoch uint64) Respon
 	h.mu.Unlock()
 	return res
 }
+
+// ExecutorFunc is an Executor made of a function.
+type ExecutorFunc func(ctx context.Context, req Request, epoch uint64) (ua.StatusCode, []byte)
+
+// Execute calls f.
+func (f ExecutorFunc) Execute(ctx context.Context, req Request, epoch uint64) (ua.StatusCode, []byte) {
+	return f(ctx, req, epoch)
+}

@@ -67,6 +67,7 @@ type dataPlaneWiring struct {
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
 	writes *dataplane.Writes
+	fwd    *forwarding // OpcUa:WriteMode forward; nil otherwise
 	dm     *dataplane.Metrics
 }
 
@@ -115,9 +116,9 @@ func (w *dataPlaneWiring) newWrites() (func() error, error) {
 	space := w.dp.space
 	w.guard = newGuard(w.view, w.metrics, w.log)
 	var fwd dataplane.Forwarder
-	bind, stop := func(*dataplane.Writes) {}, func() {}
 	if mode == dataplane.Forward && w.med != nil {
-		fwd, bind, stop = w.forwarding()
+		w.fwd = w.newForwarding()
+		fwd = w.fwd.sender
 	}
 	w.writes = dataplane.NewWrites(dataplane.WritesOptions{
 		Mode: mode, Gate: w.guard, Timeout: w.cfg.OpcUa.WriteTimeout, Logger: w.log,
@@ -125,8 +126,10 @@ func (w *dataPlaneWiring) newWrites() (func() error, error) {
 		StatusOf:  drivers.StatusOf,
 		Forwarder: fwd, Node: w.cfg.OpcUa.ApplicationUri, Nonce: forward.NewNonce(),
 	})
-	bind(w.writes)
-	return quiet(stop), nil
+	if w.fwd != nil {
+		w.fwd.writes.Store(w.writes)
+	}
+	return quiet(w.fwd.stop), nil
 }
 
 func (w *dataPlaneWiring) newMetrics() (func() error, error) {
@@ -168,7 +171,7 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
-	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log)
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
