@@ -152,3 +152,42 @@ func count(vs []int16, v int16) int {
 	}
 	return n
 }
+
+// TestViewerForwardedWriteRefusedOnTheSecondary: on b anonymous sessions
+// may only read (a Viewer's rights); in forward mode their write is
+// refused on b with BadUserAccessDenied and never sent: a executes no
+// forwarded write and the device gets nothing.
+func TestViewerForwardedWriteRefusedOnTheSecondary(t *testing.T) {
+	t.Parallel()
+	writes := &setpointLog{}
+	p := startPairWith(t, rigOptions{device: fielddevice.Options{OnWrite: writes.record}, edit: func(name string, cfg map[string]any) {
+		cfg["OpcUa"].(map[string]any)["WriteMode"] = "forward"
+		if name == "b" {
+			cfg["OpcUa"].(map[string]any)["Authorization"] = map[string]any{"Anonymous": []string{"read"}}
+		}
+	}})
+	p.deploy(deviceDoc(p.devURL))
+	waitVersion(t, p.a, 1, "central")
+	waitVersion(t, p.b, 1, "central")
+	waitLevels(t, connect(t, p.a), connect(t, p.b))
+	cb := connect(t, p.b)
+	setpoint := ua.NewStringNodeID(cb.namespace(), "press1/Setpoint")
+	if st := cb.write(setpoint, int16(fBase+1)); st != ua.StatusBadUserAccessDenied {
+		t.Fatalf("a read-only session's write on the Secondary: %v, want BadUserAccessDenied", st)
+	}
+	// A round trip through a proves a had its chance: a write of its own
+	// lands, and still nothing forwarded arrived before it.
+	ca := connect(t, p.a)
+	if st := ca.write(setpoint, int16(fBase+2)); st != ua.StatusOK {
+		t.Fatalf("write through the Primary: %v", st)
+	}
+	procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if got := writes.by(fBase); len(got) != 1 || got[0] != fBase+2 {
+			return fmt.Errorf("device got %v, want only the Primary's own %d", got, fBase+2)
+		}
+		return nil
+	})
+	if strings.Contains(p.a.Log(), "dataplane: write forwarded from a peer") {
+		t.Fatalf("the Primary executed a forwarded write from a read-only session\n%s", p.a.Log())
+	}
+}
