@@ -66,6 +66,9 @@ type AuditRecord struct {
 	// nothing (a Modbus device cannot). What keeps a replaced Primary from
 	// writing is the gate before the write: its role, its licence under
 	// lease-majority, and the woken-process fence under every strategy.
+	// A write forwarded to the Primary (Forward mode) carries the sender's
+	// epoch, and the Primary refuses one newer than its own
+	// (forward.EpochOK): there the epoch is compared.
 	Epoch uint64
 	At    time.Time
 }

@@ -19,10 +19,12 @@ import (
 // The epoch is a fencing token only where a receiver compares it: the
 // Config DB refuses an alarm-history drain stamped with an epoch older
 // than the newest it stored for the ClusterId (configdb.DrainAlarmHistory);
-// a field device compares nothing, so a write or an acknowledge is fenced
-// by the gate's inputs alone — the role, the licence and the woken-process
-// fence (SetWoken), which keeps a process resumed after a freeze from
-// acting on a snapshot taken before it.
+// a Primary refuses a forwarded request stamped with a newer epoch than
+// its own (forward.EpochOK); a field device compares nothing, so a write
+// or an acknowledge executed on a node is fenced by the gate's inputs
+// alone — the role, the licence and the woken-process fence (SetWoken),
+// which keeps a process resumed after a freeze from acting on a snapshot
+// taken before it.
 //
 // It is safe for concurrent use; Input never blocks on I/O.
 type RoleView struct {
