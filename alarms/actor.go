@@ -36,6 +36,10 @@ type (
 		eventID       []byte
 		comment, user string
 	}
+	eventMsg struct {
+		name    string
+		eventID []byte
+	}
 	roleTick struct{}
 	snapTick struct{}
 	syncMsg  struct{}
@@ -62,6 +66,8 @@ func (a *engineActor) Receive(ctx actor.Context) {
 		c.onSnapshot(m.s)
 	case opMsg:
 		ctx.Respond(c.op(m))
+	case eventMsg:
+		ctx.Respond(c.checkEvent(m))
 	case roleTick:
 		c.onRoleTick()
 	case snapTick:

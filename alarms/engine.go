@@ -263,6 +263,20 @@ func (e *Engine) AddComment(name string, eventID []byte, comment, user string) u
 	return e.call(KindComment, name, eventID, comment, user)
 }
 
+// CheckEvent checks what Acknowledge, Confirm and AddComment check of
+// their EventId on this node, without the Primary gate and without acting:
+// Good when eventID is empty or one alarm name issued here since it last
+// went active; BadEventIdUnknown, BadNodeIdUnknown, or BadTimeout (the
+// engine did not answer). EventIds are this node's own: a condition
+// method sent to the Primary is checked here, where the client saw them.
+func (e *Engine) CheckEvent(name string, eventID []byte) ua.StatusCode {
+	st, err := actors.Ask[ua.StatusCode](e.o.Root, e.pid, eventMsg{name: name, eventID: append([]byte(nil), eventID...)}, e.o.AskTimeout)
+	if err != nil {
+		return ua.StatusBadTimeout
+	}
+	return st
+}
+
 func (e *Engine) call(kind Kind, name string, eventID []byte, comment, user string) ua.StatusCode {
 	st, err := actors.Ask[ua.StatusCode](e.o.Root, e.pid,
 		opMsg{kind: kind, name: name, eventID: append([]byte(nil), eventID...), comment: comment, user: user}, e.o.AskTimeout)

@@ -670,3 +670,32 @@ func TestFirstEvaluationTakesInARacingTransition(t *testing.T) {
 		t.Fatalf("history %v, want %v", got, want)
 	}
 }
+
+// TestCheckEventOnTheSecondary: a Secondary checks a client's EventId
+// against its own events, without the gate and without acting (a
+// condition method it forwards to the Primary is checked there first).
+func TestCheckEventOnTheSecondary(t *testing.T) {
+	p, s, _, _ := pair(t, nil)
+	setBoth(t, "press1/Temperature", 90.0, p, s)
+	sst, _ := s.e.State("High")
+	for _, tc := range []struct {
+		name, alarm string
+		id          []byte
+		want        ua.StatusCode
+	}{
+		{"its own last event", "High", sst.LastEventID, ua.StatusOK},
+		{"no event id", "High", nil, ua.StatusOK},
+		{"an unknown event id", "High", []byte("not an event id"), ua.StatusBadEventIDUnknown},
+		{"an unknown alarm", "Nope", nil, ua.StatusBadNodeIDUnknown},
+	} {
+		if st := s.e.CheckEvent(tc.alarm, tc.id); st != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, st, tc.want)
+		}
+	}
+	if s.denied.get("ack/secondary") != 0 {
+		t.Fatal("CheckEvent asked the gate")
+	}
+	if st, _ := s.e.State("High"); st.Acked {
+		t.Fatal("CheckEvent acknowledged")
+	}
+}

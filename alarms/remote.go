@@ -131,6 +131,19 @@ func (c *core) op(m opMsg) ua.StatusCode {
 	return ua.StatusOK
 }
 
+// checkEvent is an op's EventId check alone, asked by no gate: Good when
+// eventID is empty or one alarm m.name issued since it last went active.
+func (c *core) checkEvent(m eventMsg) ua.StatusCode {
+	a := c.alarms[m.name]
+	switch {
+	case a == nil:
+		return ua.StatusBadNodeIDUnknown
+	case len(m.eventID) > 0 && !a.knowsEvent(m.eventID):
+		return ua.StatusBadEventIDUnknown
+	}
+	return ua.StatusOK
+}
+
 // enable enables a disabled alarm, afresh; its next evaluation is a
 // detection. It reports whether the alarm was disabled.
 func (c *core) enable(a *alarm, at time.Time) bool {

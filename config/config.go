@@ -54,10 +54,11 @@ var Providers = []string{ProviderSQLite, ProviderSQLServer, ProviderPostgres}
 const (
 	WriteModeOptimistic = "optimistic"
 	WriteModeConfirmed  = "confirmed"
+	WriteModeForward    = "forward"
 )
 
 // WriteModes lists the accepted write modes.
-var WriteModes = []string{WriteModeOptimistic, WriteModeConfirmed}
+var WriteModes = []string{WriteModeOptimistic, WriteModeConfirmed, WriteModeForward}
 
 // SecurityPolicyNone is the OPC UA security policy without security.
 const SecurityPolicyNone = "None"
@@ -389,8 +390,11 @@ type OpcUaConfig struct {
 	// WriteMode is how a client write to a tag is answered: "optimistic"
 	// (default: Good at once, reverted with a Bad blip and an
 	// AuditWriteUpdateEvent when the Primary gate or the device refuses
-	// it) or "confirmed" (the answer waits for the device, at most
-	// WriteTimeout, and carries its result or the gate's denial).
+	// it), "confirmed" (the answer waits for the device, at most
+	// WriteTimeout, and carries its result or the gate's denial) or
+	// "forward" (confirmed on the Primary; on a non-Primary the write is
+	// sent to the Primary of the ClusterId, executed there once and its
+	// result returned within WriteTimeout — package forward).
 	WriteMode string
 
 	// WriteTimeout bounds one device write. Default 2 s.

@@ -462,7 +462,7 @@ func TestValidationCases(t *testing.T) {
 		{"device failover hold negative", `{"Redundancy": {"DeviceFailoverHold": "-1s"}}`, nil, "Redundancy:DeviceFailoverHold", "-1s", "from 0s to 1h", ""},
 		{"device failover hold too long", `{"Redundancy": {"DeviceFailoverHold": "01:00:01"}}`, nil, "Redundancy:DeviceFailoverHold", "1h0m1s", "from 0s to 1h", ""},
 		{"http read timeout", `{"Http": {"ReadTimeout": "-1s"}}`, nil, "Http:ReadTimeout", "-1s", "greater than 0", ""},
-		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed", ""},
+		{"write mode", `{"OpcUa": {"WriteMode": "eventually"}}`, nil, "OpcUa:WriteMode", "eventually", "optimistic, confirmed, forward", ""},
 		{"write timeout", `{"OpcUa": {"WriteTimeout": "0s"}}`, nil, "OpcUa:WriteTimeout", "0s", "greater than 0", ""},
 		{"deployment poll", `{"Deployment": {"PollInterval": "0s"}}`, nil, "Deployment:PollInterval", "0s", "greater than 0", ""},
 		{"unknown provider", `{"ConfigDb": {"Provider": "oracle"}}`, nil, "ConfigDb:Provider", "oracle", "accepted values are sqlite, sqlserver, postgres", ""},
@@ -861,5 +861,16 @@ func TestDeviceHealthKeys(t *testing.T) {
 	c := mustLoad(t, `{}`, "OTOPCUA_Redundancy__DeviceHealth=failover", "OTOPCUA_Redundancy__DeviceFailoverHold=00:02:00")
 	if c.Redundancy.DeviceHealth != "failover" || c.Redundancy.DeviceFailoverHold != 2*time.Minute {
 		t.Errorf("from the environment: %q hold %v", c.Redundancy.DeviceHealth, c.Redundancy.DeviceFailoverHold)
+	}
+}
+
+// TestWriteModeForwardAccepted: "forward" is an OpcUa:WriteMode, in any
+// case, and the default stays the reference's "optimistic".
+func TestWriteModeForwardAccepted(t *testing.T) {
+	if c := mustLoad(t, `{"OpcUa": {"WriteMode": "Forward"}}`); c.OpcUa.WriteMode != WriteModeForward {
+		t.Fatalf("WriteMode %q, want %q", c.OpcUa.WriteMode, WriteModeForward)
+	}
+	if c := mustLoad(t, `{}`); c.OpcUa.WriteMode != WriteModeOptimistic {
+		t.Fatalf("default WriteMode %q, want %q", c.OpcUa.WriteMode, WriteModeOptimistic)
 	}
 }

@@ -260,7 +260,7 @@ func (a *hostActor) hookWrites(d *device) {
 		if v == nil || !t.Writable {
 			continue
 		}
-		v.SetWriteHook(h.o.Writes.Hook(Target{Device: d.def.Name, Tag: t.Name, V: v, W: d.driver, Slots: slots}))
+		h.o.Writes.Install(Target{Device: d.def.Name, Tag: t.Name, V: v, W: d.driver, Slots: slots})
 	}
 }
 

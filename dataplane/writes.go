@@ -27,6 +27,10 @@ const (
 	// Confirmed answers when the device did (at most WriteTimeout), with
 	// the device's result or the gate's denial; nothing is reverted.
 	Confirmed
+	// Forward is Confirmed on the Primary; on a non-Primary a client's
+	// write is sent to the Primary (WritesOptions.Forwarder), executed
+	// there once and its result returned (package forward).
+	Forward
 )
 
 // StatusNotPrimary is the status of a write the Primary gate denied: the
@@ -62,6 +66,9 @@ type AuditRecord struct {
 	// nothing (a Modbus device cannot). What keeps a replaced Primary from
 	// writing is the gate before the write: its role, its licence under
 	// lease-majority, and the woken-process fence under every strategy.
+	// A write forwarded to the Primary (Forward mode) carries the sender's
+	// epoch, and the Primary refuses one newer than its own
+	// (forward.EpochOK): there the epoch is compared.
 	Epoch uint64
 	At    time.Time
 }
@@ -91,12 +98,20 @@ type WritesOptions struct {
 	// (drivers.StatusOf). Default: a wrapped ua.StatusCode, BadTimeout for
 	// a deadline, else BadCommunicationError.
 	StatusOf func(error) ua.StatusCode
+	// Forwarder sends a non-Primary's writes to the Primary in Forward
+	// mode; nil: they are denied as in Confirmed.
+	Forwarder Forwarder
+	// Node names this node in a forwarded request's key (its
+	// ApplicationUri); Nonce is the process's (forward.NewNonce).
+	Node  string
+	Nonce uint64
 }
 
 // Writes routes client writes of tags to their devices behind the Primary
 // gate. A denied write never reaches the device and never queues.
 type Writes struct {
-	o WritesOptions
+	o       WritesOptions
+	targets forwardTargets
 }
 
 // NewWrites returns a router. It starts nothing: optimistic device writes
@@ -138,7 +153,7 @@ func (w *Writes) NewDeviceSlots() chan struct{} { return make(chan struct{}, w.o
 // Hook is the WriteHook of target's Variable.
 func (w *Writes) Hook(t Target) addrspace.WriteHook {
 	return func(_ *ua.NodeID, dv *ua.DataValue) ua.StatusCode {
-		if w.o.Mode == Confirmed {
+		if w.o.Mode != Optimistic {
 			return w.confirmed(t, dv)
 		}
 		return w.optimistic(t, dv)
@@ -190,6 +205,11 @@ func (w *Writes) confirmed(t Target, dv *ua.DataValue) ua.StatusCode {
 	if !d.Allow {
 		return StatusNotPrimary
 	}
+	return w.confirmedWith(t, dv, prior, d)
+}
+
+// confirmedWith writes to the device for a write the gate allowed (d).
+func (w *Writes) confirmedWith(t Target, dv *ua.DataValue, prior *ua.DataValue, d gate.Decision) ua.StatusCode {
 	st, msg := w.toDevice(t, dv.Value, d.Epoch)
 	if st != ua.StatusOK {
 		w.audit(t, prior.Value, dv.Value, false, st, msg, 0)
@@ -203,7 +223,12 @@ func (w *Writes) confirmed(t Target, dv *ua.DataValue) ua.StatusCode {
 // toDevice writes value to the device within Timeout and returns the
 // status for the client.
 func (w *Writes) toDevice(t Target, value *ua.Variant, epoch uint64) (ua.StatusCode, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), w.o.Timeout)
+	return w.toDeviceIn(context.Background(), t, value, epoch)
+}
+
+// toDeviceIn is toDevice within parent's deadline as well.
+func (w *Writes) toDeviceIn(parent context.Context, t Target, value *ua.Variant, epoch uint64) (ua.StatusCode, string) {
+	ctx, cancel := context.WithTimeout(parent, w.o.Timeout)
 	defer cancel()
 	err := t.W.Write(ctx, t.Tag, value.Value())
 	if err == nil {

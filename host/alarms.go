@@ -39,9 +39,9 @@ type alarmPlane struct {
 // historian. Deployments reach the engine through apply.
 func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
 	local *localdb.DB, g *gate.Guard, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
-	logger *slog.Logger) (*alarmPlane, error) {
+	logger *slog.Logger, fwd *forwarding) (*alarmPlane, error) {
 	ap := &alarmPlane{}
-	act := &conditionActions{}
+	act := &conditionActions{g: g, fwd: fwd}
 	ap.conds = conditions.NewManager(srv, act)
 	eng, err := alarms.New(alarms.Options{
 		ClusterID: cfg.Node.ClusterId, NodeID: cfg.Cluster.NodeID(), UID: self,
@@ -56,6 +56,9 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 	}
 	ap.engine = eng
 	act.e = eng
+	if fwd != nil {
+		fwd.engine.Store(eng)
+	}
 	if local == nil {
 		logger.Error("no LocalDb: alarm transitions are not historized on this node")
 		return ap, nil
@@ -131,27 +134,38 @@ func historyEvent(t alarms.Transition) historian.Event {
 }
 
 // conditionActions are the condition methods, answered by the engine
-// (which applies the Primary gate).
-type conditionActions struct{ e *alarms.Engine }
-
-func (a *conditionActions) Acknowledge(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return a.e.Acknowledge(name, eventID, comment.Text, user)
+// (which applies the Primary gate), or by the Primary's engine under
+// OpcUa:WriteMode forward when this node is not the Primary (fwd).
+type conditionActions struct {
+	e   *alarms.Engine
+	g   *gate.Guard
+	fwd *forwarding // nil: not forwarded
 }
 
-func (a *conditionActions) Confirm(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return a.e.Confirm(name, eventID, comment.Text, user)
+func (a *conditionActions) Acknowledge(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return a.fwd.ack(a.g, a.e, opAcknowledge, ackOp{Name: name, Comment: comment.Text}, eventID, by, func() ua.StatusCode {
+		return a.e.Acknowledge(name, eventID, comment.Text, by.User)
+	})
 }
 
-func (a *conditionActions) Enable(name string, user string) ua.StatusCode {
-	return a.e.Enable(name, nil, "", user)
+func (a *conditionActions) Confirm(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return a.fwd.ack(a.g, a.e, opConfirm, ackOp{Name: name, Comment: comment.Text}, eventID, by, func() ua.StatusCode {
+		return a.e.Confirm(name, eventID, comment.Text, by.User)
+	})
 }
 
-func (a *conditionActions) Disable(name string, user string) ua.StatusCode {
-	return a.e.Disable(name, nil, "", user)
+func (a *conditionActions) Enable(name string, by conditions.Caller) ua.StatusCode {
+	return a.fwd.ack(a.g, a.e, opEnable, ackOp{Name: name}, nil, by, func() ua.StatusCode { return a.e.Enable(name, nil, "", by.User) })
 }
 
-func (a *conditionActions) AddComment(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return a.e.AddComment(name, eventID, comment.Text, user)
+func (a *conditionActions) Disable(name string, by conditions.Caller) ua.StatusCode {
+	return a.fwd.ack(a.g, a.e, opDisable, ackOp{Name: name}, nil, by, func() ua.StatusCode { return a.e.Disable(name, nil, "", by.User) })
+}
+
+func (a *conditionActions) AddComment(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return a.fwd.ack(a.g, a.e, opAddComment, ackOp{Name: name, Comment: comment.Text}, eventID, by, func() ua.StatusCode {
+		return a.e.AddComment(name, eventID, comment.Text, by.User)
+	})
 }
 
 // conditionSink shows the engine's alarms as Part 9 conditions: the

@@ -20,6 +20,7 @@ import (
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/forward"
 	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
@@ -66,6 +67,7 @@ type dataPlaneWiring struct {
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
 	writes *dataplane.Writes
+	fwd    *forwarding // OpcUa:WriteMode forward; nil otherwise
 	dm     *dataplane.Metrics
 }
 
@@ -105,17 +107,29 @@ func (w *dataPlaneWiring) partList() []part {
 
 func (w *dataPlaneWiring) newWrites() (func() error, error) {
 	mode := dataplane.Optimistic
-	if w.cfg.OpcUa.WriteMode == config.WriteModeConfirmed {
+	switch w.cfg.OpcUa.WriteMode {
+	case config.WriteModeConfirmed:
 		mode = dataplane.Confirmed
+	case config.WriteModeForward:
+		mode = dataplane.Forward
 	}
 	space := w.dp.space
 	w.guard = newGuard(w.view, w.metrics, w.log)
+	var fwd dataplane.Forwarder
+	if mode == dataplane.Forward && w.med != nil {
+		w.fwd = w.newForwarding()
+		fwd = w.fwd.sender
+	}
 	w.writes = dataplane.NewWrites(dataplane.WritesOptions{
 		Mode: mode, Gate: w.guard, Timeout: w.cfg.OpcUa.WriteTimeout, Logger: w.log,
-		Auditor:  &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
-		StatusOf: drivers.StatusOf,
+		Auditor:   &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
+		StatusOf:  drivers.StatusOf,
+		Forwarder: fwd, Node: w.cfg.OpcUa.ApplicationUri, Nonce: forward.NewNonce(),
 	})
-	return nil, nil
+	if w.fwd != nil {
+		w.fwd.writes.Store(w.writes)
+	}
+	return quiet(w.fwd.stop), nil
 }
 
 func (w *dataPlaneWiring) newMetrics() (func() error, error) {
@@ -157,7 +171,7 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
-	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log)
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: %w", err)
 	}

@@ -376,6 +376,9 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 // exists.
 func (c *publishIncarnation) onSnapshot(s Snapshot, now time.Time) {
 	a := c.a
+	if a.o.RoleView != nil {
+		a.o.RoleView.SetPrimaryFrom(s)
+	}
 	e, ok := s.Entries[c.obs.Self.NodeID()]
 	if ok && e.UID == c.obs.Self.UID {
 		c.obs.Entry, c.obs.EntryAt = e, now

@@ -19,10 +19,12 @@ import (
 // The epoch is a fencing token only where a receiver compares it: the
 // Config DB refuses an alarm-history drain stamped with an epoch older
 // than the newest it stored for the ClusterId (configdb.DrainAlarmHistory);
-// a field device compares nothing, so a write or an acknowledge is fenced
-// by the gate's inputs alone — the role, the licence and the woken-process
-// fence (SetWoken), which keeps a process resumed after a freeze from
-// acting on a snapshot taken before it.
+// a Primary refuses a forwarded request stamped with a newer epoch than
+// its own (forward.EpochOK); a field device compares nothing, so a write
+// or an acknowledge executed on a node is fenced by the gate's inputs
+// alone — the role, the licence and the woken-process fence (SetWoken),
+// which keeps a process resumed after a freeze from acting on a snapshot
+// taken before it.
 //
 // It is safe for concurrent use; Input never blocks on I/O.
 type RoleView struct {
@@ -33,6 +35,7 @@ type RoleView struct {
 	alone     atomic.Bool
 	licence   atomic.Pointer[func() gate.Licence]
 	woken     atomic.Pointer[func() bool]
+	primary   atomic.Pointer[PrimaryRef] // nil: the last snapshot named none
 }
 
 var _ gate.Source = (*RoleView)(nil)
@@ -70,6 +73,45 @@ func (v *RoleView) SetWoken(woken func() bool) { v.woken.Store(&woken) }
 func (v *RoleView) SetRole(r Role, epoch uint64) {
 	v.epoch.Store(epoch)
 	v.role.Store(int32(r))
+}
+
+// PrimaryRef names the Primary of a ClusterId as a snapshot names it: its
+// incarnation (NodeID, UID), what it advertised, and the ClusterId's epoch.
+type PrimaryRef struct {
+	NodeID         string
+	UID            uint64
+	ApplicationURI string
+	Epoch          uint64
+}
+
+// PrimaryIn names the Primary of clusterID in s, if s names one.
+func PrimaryIn(s Snapshot, clusterID string) (PrimaryRef, bool) {
+	for _, e := range s.Entries {
+		if e.ClusterID == clusterID && e.IsDriverPrimary {
+			return PrimaryRef{NodeID: e.NodeID, UID: e.UID, ApplicationURI: e.ApplicationURI, Epoch: s.Epochs[clusterID].Epoch}, true
+		}
+	}
+	return PrimaryRef{}, false
+}
+
+// SetPrimaryFrom records the Primary of this node's ClusterId that s names
+// (none when it names none). The OpcUaPublishActor calls it on every
+// snapshot; a forwarded request goes there (package forward).
+func (v *RoleView) SetPrimaryFrom(s Snapshot) {
+	if p, ok := PrimaryIn(s, v.clusterID); ok {
+		v.primary.Store(&p)
+		return
+	}
+	v.primary.Store(nil)
+}
+
+// Primary is the Primary of this node's ClusterId as the last snapshot
+// named it.
+func (v *RoleView) Primary() (PrimaryRef, bool) {
+	if p := v.primary.Load(); p != nil {
+		return *p, true
+	}
+	return PrimaryRef{}, false
 }
 
 // Epoch is the redundancy epoch of the snapshot that set the role (0

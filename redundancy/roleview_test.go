@@ -233,3 +233,31 @@ func TestRoleViewWoken(t *testing.T) {
 		t.Fatalf("Primary after the fence came down: %+v", d)
 	}
 }
+
+// TestRoleViewNamesThePrimaryOfItsClusterId: the Primary a forwarded
+// request goes to is the snapshot's Primary of this node's ClusterId, with
+// the ClusterId's epoch, and none once a snapshot names none.
+func TestRoleViewNamesThePrimaryOfItsClusterId(t *testing.T) {
+	v := redundancy.NewRoleView(nil, "line-1")
+	if _, ok := v.Primary(); ok {
+		t.Fatal("a Primary before any snapshot")
+	}
+	s := redundancy.Snapshot{
+		Entries: map[string]redundancy.Entry{
+			"10.0.0.1:4053": {NodeID: "10.0.0.1:4053", UID: 7, ClusterID: "line-2", Role: redundancy.RolePrimary, IsDriverPrimary: true},
+			"10.0.0.2:4053": {NodeID: "10.0.0.2:4053", UID: 8, ClusterID: "line-1", Role: redundancy.RolePrimary, IsDriverPrimary: true, ApplicationURI: "urn:b"},
+			"10.0.0.3:4053": {NodeID: "10.0.0.3:4053", UID: 9, ClusterID: "line-1", Role: redundancy.RoleSecondary},
+		},
+		Epochs: redundancy.EpochBook{"line-1": {Epoch: 12}, "line-2": {Epoch: 30}},
+	}
+	v.SetPrimaryFrom(s)
+	p, ok := v.Primary()
+	if want := (redundancy.PrimaryRef{NodeID: "10.0.0.2:4053", UID: 8, ApplicationURI: "urn:b", Epoch: 12}); !ok || p != want {
+		t.Fatalf("Primary() = %+v %v, want %+v", p, ok, want)
+	}
+	delete(s.Entries, "10.0.0.2:4053")
+	v.SetPrimaryFrom(s)
+	if p, ok := v.Primary(); ok {
+		t.Fatalf("Primary() = %+v after a snapshot naming none", p)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
+
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // Sentinel errors of the node-management methods.
@@ -38,6 +40,11 @@ const StandardNamespaceURI = "http://opcfoundation.org/UA/"
 // the address space held (they may call Set or Read) and must not block.
 // dv must not be modified.
 type WriteHook func(id *ua.NodeID, dv *ua.DataValue) ua.StatusCode
+
+// WriterHook is a WriteHook told who writes: w is the client's session and
+// request when the write came through WriteAs (the OPC UA Write service),
+// nil when it came through Write. Same results and rules as WriteHook.
+type WriterHook func(w *uaserver.Writer, id *ua.NodeID, dv *ua.DataValue) ua.StatusCode
 
 // WriteHandled is the WriteHook result meaning "accepted, not stored by the
 // address space". It is ua.StatusGoodCompletesAsynchronously, which clients

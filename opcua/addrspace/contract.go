@@ -7,6 +7,7 @@ import (
 
 var (
 	_ uaserver.NodeStore       = (*AddressSpace)(nil)
+	_ uaserver.WriterStore     = (*AddressSpace)(nil)
 	_ subscription.Source      = (*Source)(nil)
 	_ subscription.EventSource = (*Source)(nil)
 )

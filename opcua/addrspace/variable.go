@@ -27,6 +27,7 @@ type Variable struct {
 	value  atomic.Pointer[ua.DataValue]
 	getter atomic.Pointer[Getter]
 	hook   atomic.Pointer[WriteHook]
+	byHook atomic.Pointer[WriterHook]
 
 	// watchers are called with every stored DataValue.
 	watchers watchList[*ua.DataValue]
@@ -137,6 +138,16 @@ func (v *Variable) SetWriteHook(h WriteHook) {
 		return
 	}
 	v.hook.Store(&h)
+}
+
+// SetWriterHook installs h as this variable's writer hook, run after its
+// write hook on every client write (see WriterHook); nil removes it.
+func (v *Variable) SetWriterHook(h WriterHook) {
+	if h == nil {
+		v.byHook.Store(nil)
+		return
+	}
+	v.byHook.Store(&h)
 }
 
 // watch adds fn to the watchers and returns its cancel function. Both are

@@ -3,6 +3,8 @@ package addrspace
 import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // Write applies one client WriteValue (uaserver.NodeStore). Only the Value
@@ -14,7 +16,15 @@ import (
 // StatusWrite or TimestampWrite. Then the global and the node's WriteHook
 // decide (see WriteHook); an accepted value is stored with the server time
 // as ServerTimestamp and notified to the watchers.
-func (as *AddressSpace) Write(wv *ua.WriteValue) ua.StatusCode {
+func (as *AddressSpace) Write(wv *ua.WriteValue) ua.StatusCode { return as.write(nil, wv) }
+
+// WriteAs is Write from a client's session (uaserver.WriterStore): the
+// variable's WriterHook, if any, is told who writes.
+func (as *AddressSpace) WriteAs(w uaserver.Writer, wv *ua.WriteValue) ua.StatusCode {
+	return as.write(&w, wv)
+}
+
+func (as *AddressSpace) write(w *uaserver.Writer, wv *ua.WriteValue) ua.StatusCode {
 	if wv == nil || wv.NodeID == nil {
 		return ua.StatusBadNodeIDUnknown
 	}
@@ -30,6 +40,11 @@ func (as *AddressSpace) Write(wv *ua.WriteValue) ua.StatusCode {
 	}
 	if hook := v.hook.Load(); hook != nil {
 		if st := (*hook)(wv.NodeID, dv); st != ua.StatusOK {
+			return hookResult(st)
+		}
+	}
+	if hook := v.byHook.Load(); hook != nil {
+		if st := (*hook)(w, wv.NodeID, dv); st != ua.StatusOK {
 			return hookResult(st)
 		}
 	}

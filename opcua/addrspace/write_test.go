@@ -8,6 +8,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/addrspace"
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 func TestWriteRules(t *testing.T) {
@@ -188,5 +189,37 @@ func TestWriteHooks(t *testing.T) {
 	calls = nil
 	if st := as.Write(writeValue(v.NodeID(), 2.0)); st != ua.StatusOK || len(calls) != 0 {
 		t.Errorf("after removing hooks: %v, calls %q", st, calls)
+	}
+}
+
+// TestWriterHookNamesTheWriter: a write through WriteAs tells the
+// variable's writer hook the session and request; one through Write tells
+// it nil; its result decides as a write hook's does.
+func TestWriterHookNamesTheWriter(t *testing.T) {
+	as, _ := newSpace(t)
+	v, err := as.AddVariable(ua.NewStringNodeID(1, "W"), "W", "", i(id.ObjectsFolder), i(id.Double), 0.0, rw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []*uaserver.Writer
+	v.SetWriterHook(func(w *uaserver.Writer, _ *ua.NodeID, _ *ua.DataValue) ua.StatusCode {
+		got = append(got, w)
+		if w == nil {
+			return ua.StatusBadInvalidState
+		}
+		return addrspace.WriteHandled
+	})
+	who := uaserver.Writer{Session: uaserver.SessionInfo{UserID: "op", Role: "Operator"}, Handle: 17, Index: 2}
+	if st := as.WriteAs(who, writeValue(v.NodeID(), 1.0)); st != ua.StatusOK {
+		t.Fatalf("WriteAs: %v, want Good (handled)", st)
+	}
+	if st := as.Write(writeValue(v.NodeID(), 2.0)); st != ua.StatusBadInvalidState {
+		t.Fatalf("Write: %v, want the hook's BadInvalidState", st)
+	}
+	if len(got) != 2 || got[0] == nil || got[0].Handle != 17 || got[0].Index != 2 || got[0].Session.Role != "Operator" || got[1] != nil {
+		t.Fatalf("writers seen %+v, want the session's then nil", got)
+	}
+	if dv := v.Value(); dv.Value.Value() != 0.0 {
+		t.Fatalf("stored %v; a handled or refused write stores nothing", dv.Value.Value())
 	}
 }

@@ -83,24 +83,24 @@ func (r *recorder) all() []call {
 	return append([]call(nil), r.calls...)
 }
 
-func (r *recorder) Acknowledge(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return r.record(call{"Acknowledge", name, user, eventID, comment.Text})
+func (r *recorder) Acknowledge(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return r.record(call{"Acknowledge", name, by.User, eventID, comment.Text})
 }
 
-func (r *recorder) Confirm(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return r.record(call{"Confirm", name, user, eventID, comment.Text})
+func (r *recorder) Confirm(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return r.record(call{"Confirm", name, by.User, eventID, comment.Text})
 }
 
-func (r *recorder) Enable(name string, user string) ua.StatusCode {
-	return r.record(call{method: "Enable", name: name, user: user})
+func (r *recorder) Enable(name string, by conditions.Caller) ua.StatusCode {
+	return r.record(call{method: "Enable", name: name, user: by.User})
 }
 
-func (r *recorder) Disable(name string, user string) ua.StatusCode {
-	return r.record(call{method: "Disable", name: name, user: user})
+func (r *recorder) Disable(name string, by conditions.Caller) ua.StatusCode {
+	return r.record(call{method: "Disable", name: name, user: by.User})
 }
 
-func (r *recorder) AddComment(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode {
-	return r.record(call{"AddComment", name, user, eventID, comment.Text})
+func (r *recorder) AddComment(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {
+	return r.record(call{"AddComment", name, by.User, eventID, comment.Text})
 }
 
 var _ conditions.Actions = (*recorder)(nil)

@@ -44,7 +44,7 @@ func (m *Manager) method(mid uint32) uaserver.Method {
 
 // commented adapts an action taking (EventId, Comment): the object must be
 // a condition of this Manager (BadNodeIdUnknown otherwise).
-func (m *Manager) commented(act func(string, []byte, ua.LocalizedText, string) ua.StatusCode) uaserver.MethodFunc {
+func (m *Manager) commented(act func(string, []byte, ua.LocalizedText, Caller) ua.StatusCode) uaserver.MethodFunc {
 	return func(_ context.Context, c *uaserver.MethodCall) ([]*ua.Variant, ua.StatusCode) {
 		name, ok := m.lookupNode(c.ObjectID)
 		if !ok {
@@ -54,18 +54,18 @@ func (m *Manager) commented(act func(string, []byte, ua.LocalizedText, string) u
 		if lt := c.Inputs[1].LocalizedText(); lt != nil {
 			comment = *lt
 		}
-		return nil, act(name, c.Inputs[0].ByteString(), comment, c.Session.UserID)
+		return nil, act(name, c.Inputs[0].ByteString(), comment, callerOf(c.Session))
 	}
 }
 
 // plain adapts an action without arguments (Enable, Disable).
-func (m *Manager) plain(act func(string, string) ua.StatusCode) uaserver.MethodFunc {
+func (m *Manager) plain(act func(string, Caller) ua.StatusCode) uaserver.MethodFunc {
 	return func(_ context.Context, c *uaserver.MethodCall) ([]*ua.Variant, ua.StatusCode) {
 		name, ok := m.lookupNode(c.ObjectID)
 		if !ok {
 			return nil, ua.StatusBadNodeIDUnknown
 		}
-		return nil, act(name, c.Session.UserID)
+		return nil, act(name, callerOf(c.Session))
 	}
 }
 

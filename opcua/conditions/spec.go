@@ -7,6 +7,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/opcua/events"
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // Sentinel errors of the Manager.
@@ -94,12 +95,29 @@ type State struct {
 // method caused should be raised that way) and must return quickly (no
 // waiting on other nodes; the channel's later requests wait). The Manager
 // passes eventID as the client sent it without checking it: compare it
-// with the EventIds Update returned (Snapshot gives the last one). user is
-// the session's user (uaserver.AnonymousUser today).
+// with the EventIds Update returned (Snapshot gives the last one). by is
+// the calling session: its user (uaserver.AnonymousUser for an anonymous
+// session), role and SessionId.
 type Actions interface {
-	Acknowledge(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode
-	Confirm(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode
-	Enable(name string, user string) ua.StatusCode
-	Disable(name string, user string) ua.StatusCode
-	AddComment(name string, eventID []byte, comment ua.LocalizedText, user string) ua.StatusCode
+	Acknowledge(name string, eventID []byte, comment ua.LocalizedText, by Caller) ua.StatusCode
+	Confirm(name string, eventID []byte, comment ua.LocalizedText, by Caller) ua.StatusCode
+	Enable(name string, by Caller) ua.StatusCode
+	Disable(name string, by Caller) ua.StatusCode
+	AddComment(name string, eventID []byte, comment ua.LocalizedText, by Caller) ua.StatusCode
+}
+
+// Caller is the session a condition method runs in.
+type Caller struct {
+	// User is the session's user, Role its role (OpcUa:Authorization).
+	User, Role string
+	// Session is the SessionId as a NodeId string.
+	Session string
+}
+
+func callerOf(s uaserver.SessionInfo) Caller {
+	c := Caller{User: s.UserID, Role: s.Role}
+	if s.NodeID != nil {
+		c.Session = s.NodeID.String()
+	}
+	return c
 }

@@ -7,6 +7,21 @@ import (
 // NodeStore is the address space as the service layer sees it. Every method
 // is safe for concurrent use, never blocks on I/O and never panics on
 // client-supplied input (a bad NodeId or attribute is a status, not a crash).
+// Writer is the client a write comes from: its session, the request's
+// RequestHandle and the WriteValue's index in the request.
+type Writer struct {
+	Session SessionInfo
+	Handle  uint32
+	Index   int
+}
+
+// WriterStore is a NodeStore told who writes: the Write service calls
+// WriteAs in place of Write when the store has it, after the session's
+// rights were checked. WriteAs answers as Write does.
+type WriterStore interface {
+	WriteAs(w Writer, wv *ua.WriteValue) ua.StatusCode
+}
+
 type NodeStore interface {
 	// Read answers one ReadValueID, applying ttr to the timestamps of the
 	// returned DataValue. Unknown node: Status BadNodeIdUnknown; attribute the

@@ -80,8 +80,17 @@ func (s *Server) write(c *call) (ua.Response, error) {
 		case wv.Value == nil:
 			results[i] = ua.StatusBadTypeMismatch
 		default:
-			results[i] = s.nodes.Write(wv)
+			results[i] = s.writeOne(c, i, wv)
 		}
 	}
 	return &ua.WriteResponse{Results: results, DiagnosticInfos: []*ua.DiagnosticInfo{}}, nil
+}
+
+// writeOne hands one WriteValue to the NodeStore, naming the writer when
+// the store takes it (WriterStore).
+func (s *Server) writeOne(c *call, i int, wv *ua.WriteValue) ua.StatusCode {
+	if ws, ok := s.nodes.(WriterStore); ok {
+		return ws.WriteAs(Writer{Session: c.sess.info(), Handle: c.hdr.RequestHandle, Index: i}, wv)
+	}
+	return s.nodes.Write(wv)
 }

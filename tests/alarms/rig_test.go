@@ -53,7 +53,11 @@ type rig struct {
 func startRig(t *testing.T) *rig { return startRigWith(t, false) }
 
 // startRigWith starts the rig; replicate turns LocalDb pair replication on.
-func startRigWith(t *testing.T, replicate bool) *rig {
+func startRigWith(t *testing.T, replicate bool) *rig { return startRigEdit(t, replicate, nil) }
+
+// startRigEdit is startRigWith with edit applied to each node's
+// configuration before it starts.
+func startRigEdit(t *testing.T, replicate bool, edit func(cfg map[string]any)) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	r.db = pg.Start(t)
@@ -84,6 +88,9 @@ func startRigWith(t *testing.T, replicate bool) *rig {
 		cfg["LocalDb"] = localDb
 		cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
+		if edit != nil {
+			edit(cfg)
+		}
 		r.cfgs[name] = cfg
 	}
 	r.a = procs.Start(t, "a", r.cfgs["a"])

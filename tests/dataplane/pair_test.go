@@ -29,7 +29,7 @@ const clusterID = "site-a"
 // pair is the rig: the device, the nodes a (first seed: Primary) and b,
 // and the shared SQLite Config DB.
 type pair struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	dev    *fielddevice.Device
 	devURL string
@@ -55,7 +55,7 @@ type rigOptions struct {
 	edit func(name string, cfg map[string]any)
 }
 
-func startPairWith(t *testing.T, o rigOptions) *pair {
+func startPairWith(t testing.TB, o rigOptions) *pair {
 	t.Helper()
 	p := &pair{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}}
 	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
@@ -112,7 +112,7 @@ func (p *pair) deploy(doc string) string {
 
 // waitVersion waits until n's /api/deployment reports version v from
 // source.
-func waitVersion(t *testing.T, n *procs.Node, v int64, source string) {
+func waitVersion(t testing.TB, n *procs.Node, v int64, source string) {
 	t.Helper()
 	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		body, err := n.Get("/api/deployment")
@@ -135,12 +135,12 @@ func waitVersion(t *testing.T, n *procs.Node, v int64, source string) {
 
 // client is a lean OPC UA session on one node.
 type client struct {
-	t  *testing.T
+	t  testing.TB
 	ch *uaclient.Channel
 	s  *uaclient.Session
 }
 
-func connect(t *testing.T, n *procs.Node) *client {
+func connect(t testing.TB, n *procs.Node) *client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -256,7 +256,7 @@ func deviceDoc(devAddr string) string {
 }
 
 // waitPrimary waits until node a reads ServiceLevel 250 and b 240.
-func waitLevels(t *testing.T, a, b *client) {
+func waitLevels(t testing.TB, a, b *client) {
 	t.Helper()
 	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		la := a.read(ua.NewNumericNodeID(0, id.Server_ServiceLevel))[0].Value.Value()
