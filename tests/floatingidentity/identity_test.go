@@ -1,10 +1,6 @@
 package floatingidentity
 
 import (
-	"bytes"
-	"context"
-	"crypto/rsa"
-	"crypto/sha1"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,13 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopcua/opcua"
-	"github.com/gopcua/opcua/id"
-	"github.com/gopcua/opcua/ua"
-
 	"github.com/otopcua/otopcua/host"
 	"github.com/otopcua/otopcua/internal/testcert"
 	"github.com/otopcua/otopcua/tests/procs"
+	"github.com/otopcua/otopcua/tests/uatrust"
 )
 
 const (
@@ -33,62 +26,6 @@ const (
 	floatingA = "127.0.0.21"
 	floatingB = "127.0.0.22"
 )
-
-// errUntrusted is the client's refusal of a server certificate outside its
-// trust list.
-var errUntrusted = errors.New("server certificate not in the client's trust list")
-
-// securedClient is an OPC UA client with Basic256Sha256 SignAndEncrypt
-// whose trust list holds exactly one server certificate: it refuses any
-// endpoint that presents another one, and never adds to the list.
-type securedClient struct {
-	trusted []byte
-	cert    []byte
-	key     *rsa.PrivateKey
-}
-
-// read connects to url, checks the endpoint's certificate against the
-// trust list, opens a SignAndEncrypt session (the channel proves the
-// server holds that certificate's key) and reads Server.ServiceLevel.
-func (c *securedClient) read(url string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	eps, err := opcua.GetEndpoints(ctx, url)
-	if err != nil {
-		return fmt.Errorf("GetEndpoints: %w", err)
-	}
-	var ep *ua.EndpointDescription
-	for _, e := range eps {
-		if e.SecurityPolicyURI == ua.SecurityPolicyURIBasic256Sha256 && e.SecurityMode == ua.MessageSecurityModeSignAndEncrypt {
-			ep = e
-		}
-	}
-	if ep == nil {
-		return fmt.Errorf("%s offers no Basic256Sha256 SignAndEncrypt endpoint", url)
-	}
-	if !bytes.Equal(ep.ServerCertificate, c.trusted) {
-		return fmt.Errorf("%s: %w (thumbprint %X, ApplicationUri %q)", url, errUntrusted, sha1.Sum(ep.ServerCertificate), ep.Server.ApplicationURI)
-	}
-	cl, err := opcua.NewClient(url, opcua.SecurityFromEndpoint(ep, ua.UserTokenTypeAnonymous),
-		opcua.Certificate(c.cert), opcua.PrivateKey(c.key), opcua.ApplicationURI(clientURI),
-		opcua.AutoReconnect(false), opcua.RequestTimeout(5*time.Second))
-	if err != nil {
-		return err
-	}
-	if err := cl.Connect(ctx); err != nil {
-		return fmt.Errorf("secured session: %w", err)
-	}
-	defer cl.Close(context.Background())
-	resp, err := cl.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{
-		NodeID: ua.NewNumericNodeID(0, id.Server_ServiceLevel), AttributeID: ua.AttributeIDValue}}})
-	if err != nil {
-		return fmt.Errorf("Read: %w", err)
-	}
-	if len(resp.Results) != 1 || resp.Results[0].Status != ua.StatusOK {
-		return fmt.Errorf("Read ServiceLevel: %v", resp.Results)
-	}
-	return nil
-}
 
 // nodeConfig is a node of the pair: OPC UA on every address of the node
 // (so that it answers on its own 127.0.0.1 endpoint and on its stand-in
@@ -128,7 +65,7 @@ func TestSecuredClientTrustsTheFloatingIdentityOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	cliCert, cliKey := testcert.RSA(t, clientURI, 2048)
-	client := &securedClient{trusted: trusted, cert: cliCert, key: cliKey}
+	client := &uatrust.Client{Trusted: [][]byte{trusted}, Cert: cliCert, Key: cliKey, URI: clientURI}
 
 	a := procs.Start(t, "node-a", cfgA, host.EnvTestFloatingIdentityAddr+"="+floatingA)
 	b := procs.Start(t, "node-b", cfgB, host.EnvTestFloatingIdentityAddr+"="+floatingB)
@@ -142,15 +79,15 @@ func TestSecuredClientTrustsTheFloatingIdentityOnce(t *testing.T) {
 
 	urlA := fmt.Sprintf("opc.tcp://%s:%d", floatingA, ports[0].OpcUa)
 	urlB := fmt.Sprintf("opc.tcp://%s:%d", floatingB, ports[1].OpcUa)
-	if err := client.read(urlA); err != nil {
+	if err := client.Read(urlA); err != nil {
 		t.Fatalf("through node A's floating address: %v", err)
 	}
 	a.Signal(syscall.SIGKILL)
 	a.WaitExit(30 * time.Second)
-	if err := client.read(urlB); err != nil {
+	if err := client.Read(urlB); err != nil {
 		t.Fatalf("through node B's floating address after node A was killed: %v", err)
 	}
-	if err := client.read(b.Endpoint()); !errors.Is(err, errUntrusted) {
+	if err := client.Read(b.Endpoint()); !errors.Is(err, uatrust.ErrUntrusted) {
 		t.Fatalf("node B's own endpoint: %v, want the client's refusal (untrusted)", err)
 	}
 }
