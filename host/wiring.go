@@ -236,6 +236,9 @@ func (n *wiring) startDataPlane() (func() error, error) {
 		return nil, fmt.Errorf("data plane: %w", err)
 	}
 	n.dp = dp
+	if dp == nil { // a node without the driver role has no data plane
+		return nil, nil
+	}
 	n.red.devices.host.Store(dp.host)
 	return quiet(dp.stop), nil
 }

@@ -206,7 +206,23 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 		c.quarantined.Add(1) // a removed incarnation: the core told it so
 		return
 	}
-	a.d.heard.Store(h.From, a.d.opts.Clock.Now())
+	if caughtUp(msg, a.n.State().Gossip.Version) {
+		a.d.heard.Store(h.From, a.d.opts.Clock.Now())
+	}
+}
+
+// caughtUp reports whether, after stepping msg, this node has its
+// sender's view of the cluster: msg is a full gossip (merged), or a gossip
+// status whose version this node's gossip (ours) already includes.
+func caughtUp(msg node.Message, ours m.VectorClock) bool {
+	switch msg := msg.(type) {
+	case node.GossipEnvelope:
+		return true
+	case node.GossipStatus:
+		o := msg.Version.Compare(ours)
+		return o == m.Same || o == m.Before
+	}
+	return false
 }
 
 func isInitJoin(msg node.Message) bool {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/cluster/node"
 )
 
 // TestMembersJSONShape pins the document other tools parse.
@@ -31,5 +32,30 @@ func TestMembersJSONShape(t *testing.T) {
 	want = `{"self":{"address":"127.0.0.1:4053","uid":"1234"},"selfStatus":"None","leader":"","converged":false,"members":[],"oldest":{},"roleLeader":{}}`
 	if string(b) != want {
 		t.Fatalf("before joining:\n got %s\nwant %s", b, want)
+	}
+}
+
+// TestCaughtUp: only a merged gossip, or a gossip status this node already
+// has, counts as having heard a peer (the woken-process fences lift on it);
+// a heartbeat or a status newer than ours does not.
+func TestCaughtUp(t *testing.T) {
+	a := m.UniqueAddress{Host: "10.0.0.1", Port: 4053, UID: 1}
+	ours := m.VectorClock{}.Increment(m.VClockNode(a))
+	newer := ours.Increment(m.VClockNode(a))
+	for _, tc := range []struct {
+		name string
+		msg  node.Message
+		want bool
+	}{
+		{"heartbeat", node.Heartbeat{}, false},
+		{"heartbeat answer", node.HeartbeatRsp{}, false},
+		{"full gossip", node.GossipEnvelope{}, true},
+		{"status of our version", node.GossipStatus{Version: ours}, true},
+		{"status of an older version", node.GossipStatus{Version: m.VectorClock{}}, true},
+		{"status of a newer version", node.GossipStatus{Version: newer}, false},
+	} {
+		if got := caughtUp(tc.msg, ours); got != tc.want {
+			t.Errorf("%s: caughtUp %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

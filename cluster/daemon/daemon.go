@@ -179,12 +179,17 @@ type Daemon struct {
 	epoch    time.Time    // Instant 0 on the clock
 	lastTick atomic.Int64 // Instant of the last processed tick
 
-	heard sync.Map // membership.UniqueAddress → time.Time of the last admitted message from it
+	heard sync.Map // membership.UniqueAddress → time.Time of the last gossip from it this node caught up with
 }
 
-// LastHeard is when this node last admitted a cluster message (heartbeat,
-// gossip) from u, on the daemon's clock; ok is false when never. A process
-// that was frozen sees at once, on waking, that its peers went silent.
+// LastHeard is when this node last caught up with u's view of the cluster,
+// on the daemon's clock: it merged a full gossip from u, or u's gossip
+// status showed a version this node already has. ok is false when never.
+// A heartbeat does not count: a process woken from a freeze hears its
+// peers' heartbeats before it has merged what they decided meanwhile (that
+// it was downed, say), and the woken-process fences lift on LastHeard.
+// A process that was frozen sees at once, on waking, that its peers went
+// silent.
 func (d *Daemon) LastHeard(u membership.UniqueAddress) (at time.Time, ok bool) {
 	v, ok := d.heard.Load(u)
 	if !ok {

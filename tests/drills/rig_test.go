@@ -395,6 +395,19 @@ func (r *rig) sample() *sampler {
 		return nil
 	})
 	r.t.Cleanup(func() {
+		// A drill that ends fast (a crash replaced in a few hundred ms) may
+		// end before ten rounds on a busy machine: the sampler keeps
+		// checking the state after the drill until it has them.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			s.mu.Lock()
+			n := s.checker.Rounds()
+			s.mu.Unlock()
+			if n >= 10 {
+				break
+			}
+			time.Sleep(s.every)
+		}
 		s.halt()
 		s.mu.Lock()
 		defer s.mu.Unlock()
