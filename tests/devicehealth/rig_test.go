@@ -3,7 +3,6 @@ package devicehealth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	gopcua "github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
@@ -54,7 +52,7 @@ type rig struct {
 	cfgs   map[string]map[string]any
 	nodes  map[string]*procs.Node
 	ua     map[string]string // node → its OPC UA endpoint as the scada host reaches it
-	conns  map[string]*uaConn
+	conns  map[string]*procs.Session
 	sample *sampler
 
 	devMu  sync.Mutex
@@ -64,7 +62,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	r := &rig{t: t, dir: t.TempDir(), cfgs: map[string]map[string]any{}, nodes: map[string]*procs.Node{},
-		ua: map[string]string{}, conns: map[string]*uaConn{}}
+		ua: map[string]string{}, conns: map[string]*procs.Session{}}
 	dev, err := fielddevice.StartWith(fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t)), fielddevice.Options{OnWrite: func(w fielddevice.Write) {
 		if w.Table == fielddevice.Holding && w.Address == 0 && len(w.Words) > 0 {
 			r.devMu.Lock()
@@ -82,8 +80,8 @@ func newRig(t *testing.T) *rig {
 		h := r.net.Host(name)
 		netem.ForwardFrom(t, h, dev.Addr(), dev.Addr())
 		r.ua[name] = "opc.tcp://" + netem.Forward(t, r.net.Host("scada"), h.Addr+":4840")
-		r.conns[name] = &uaConn{endpoint: r.ua[name]}
-		t.Cleanup(r.conns[name].close)
+		r.conns[name] = procs.NewSession(r.ua[name])
+		t.Cleanup(r.conns[name].Close)
 	}
 	r.sample = newSampler(t, r.conns)
 	return r
@@ -273,7 +271,7 @@ func (r *rig) write(node string, v int16) {
 		if err != nil {
 			return err
 		}
-		st, err := r.conns[node].write(ctx, tag, v)
+		st, err := r.conns[node].WriteInt16(ctx, tag, v)
 		if err != nil || st != ua.StatusOK {
 			return fmt.Errorf("write through %s: %v %v", node, st, err)
 		}
@@ -332,105 +330,8 @@ func (r *rig) keepLogs() {
 
 // ---- OPC UA sessions ----
 
-type uaConn struct {
-	endpoint string
-	mu       sync.Mutex
-	c        *gopcua.Client // mu must be held.
-	tried    time.Time      // mu must be held.
-	closed   bool           // mu must be held.
-}
-
-var errNoSession = errors.New("no session")
-
-func (u *uaConn) client() (*gopcua.Client, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed {
-		return nil, errNoSession
-	}
-	if u.c != nil {
-		return u.c, nil
-	}
-	if time.Since(u.tried) < 500*time.Millisecond {
-		return nil, errNoSession
-	}
-	u.tried = time.Now()
-	c, err := gopcua.NewClient(u.endpoint, gopcua.SecurityMode(ua.MessageSecurityModeNone), gopcua.AutoReconnect(false),
-		gopcua.DialTimeout(time.Second), gopcua.RequestTimeout(2*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Connect(ctx); err != nil {
-		_ = c.Close(context.Background())
-		return nil, err
-	}
-	u.c = c
-	return c, nil
-}
-
-// drop closes c after a transport error, so the next call dials again.
-func (u *uaConn) drop(c *gopcua.Client) {
-	u.mu.Lock()
-	if u.c == c {
-		u.c = nil
-	}
-	u.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}()
-}
-
-func (u *uaConn) close() {
-	u.mu.Lock()
-	c := u.c
-	u.c, u.closed = nil, true
-	u.mu.Unlock()
-	if c != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}
-}
-
-func (u *uaConn) read(ctx context.Context, n *ua.NodeID) (any, error) {
-	c, err := u.client()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{NodeID: n, AttributeID: ua.AttributeIDValue}}})
-	if err != nil {
-		u.drop(c)
-		return nil, err
-	}
-	if len(resp.Results) != 1 || resp.Results[0].Status != ua.StatusOK || resp.Results[0].Value == nil {
-		return nil, fmt.Errorf("read %v: %+v", n, resp.Results)
-	}
-	return resp.Results[0].Value.Value(), nil
-}
-
-func (u *uaConn) write(ctx context.Context, n *ua.NodeID, v int16) (ua.StatusCode, error) {
-	c, err := u.client()
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.Write(ctx, &ua.WriteRequest{NodesToWrite: []*ua.WriteValue{{NodeID: n, AttributeID: ua.AttributeIDValue,
-		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(v)}}}})
-	if err != nil {
-		u.drop(c)
-		return 0, err
-	}
-	if len(resp.Results) != 1 {
-		return 0, fmt.Errorf("write: %d results", len(resp.Results))
-	}
-	return resp.Results[0], nil
-}
-
-func resolveTag(ctx context.Context, c *uaConn) (*ua.NodeID, error) {
-	v, err := c.read(ctx, ua.NewNumericNodeID(0, id.Server_NamespaceArray))
+func resolveTag(ctx context.Context, c *procs.Session) (*ua.NodeID, error) {
+	v, err := c.Read(ctx, ua.NewNumericNodeID(0, id.Server_NamespaceArray))
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +354,7 @@ type sample struct {
 // sampler reads Server.ServiceLevel of each node every 100 ms (each read
 // bounded by 300 ms) and keeps every answer.
 type sampler struct {
-	conns map[string]*uaConn
+	conns map[string]*procs.Session
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
@@ -462,7 +363,7 @@ type sampler struct {
 	seen map[string][]sample // mu must be held.
 }
 
-func newSampler(t *testing.T, conns map[string]*uaConn) *sampler {
+func newSampler(t *testing.T, conns map[string]*procs.Session) *sampler {
 	s := &sampler{conns: conns, stop: make(chan struct{}), seen: map[string][]sample{}}
 	t.Cleanup(s.close)
 	return s
@@ -478,7 +379,7 @@ func (s *sampler) start() {
 			defer tick.Stop()
 			for {
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-				v, err := c.read(ctx, level)
+				v, err := c.Read(ctx, level)
 				cancel()
 				if b, ok := v.(byte); err == nil && ok {
 					s.mu.Lock()

@@ -1,7 +1,6 @@
 package floating
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +43,7 @@ func TestFloatingSecuredClientTrustsOnce(t *testing.T) {
 		r.cfgs[name] = cfg
 	}
 	certFile := filepath.Join(t.TempDir(), "floating.der")
-	provisionFloating(t, r.cfgs["a"], "--out", certFile)
+	procs.ProvisionFloating(t, r.cfgs["a"], "--out", certFile)
 	trusted, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -77,22 +76,5 @@ func TestFloatingSecuredClientTrustsOnce(t *testing.T) {
 		time.Since(killed).Round(time.Millisecond))
 	if err := scada.Read(bOwn); !errors.Is(err, uatrust.ErrUntrusted) {
 		t.Fatalf("b's own endpoint: %v, want the client's refusal of b's own certificate", err)
-	}
-}
-
-// provisionFloating runs `otopcua pki floating` with cfg as its
-// configuration (it writes the shared identity into the Config DB).
-func provisionFloating(t *testing.T, cfg map[string]any, args ...string) {
-	t.Helper()
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "appsettings.json")
-	if err := os.WriteFile(file, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, code := otopcua(t, append([]string{"pki", "floating", "--config", file}, args...)...); code != 0 {
-		t.Fatalf("otopcua pki floating: exit %d\n%s", code, out)
 	}
 }

@@ -1,11 +1,9 @@
 package floatingidentity
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -59,7 +57,7 @@ func TestSecuredClientTrustsTheFloatingIdentityOnce(t *testing.T) {
 	cfgB := nodeConfig(t, "node-b", ports[1], seeds, dbFile)
 
 	certFile := filepath.Join(dir, "floating.der")
-	provision(t, cfgA, "--ip", floatingA, "--ip", floatingB, "--out", certFile)
+	procs.ProvisionFloating(t, cfgA, "--ip", floatingA, "--ip", floatingB, "--out", certFile)
 	trusted, err := os.ReadFile(certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -89,22 +87,5 @@ func TestSecuredClientTrustsTheFloatingIdentityOnce(t *testing.T) {
 	}
 	if err := client.Read(b.Endpoint()); !errors.Is(err, uatrust.ErrUntrusted) {
 		t.Fatalf("node B's own endpoint: %v, want the client's refusal (untrusted)", err)
-	}
-}
-
-// provision runs `otopcua pki floating` with cfg as its configuration.
-func provision(t *testing.T, cfg map[string]any, args ...string) {
-	t.Helper()
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "appsettings.json")
-	if err := os.WriteFile(file, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(procs.Binary(t), append([]string{"pki", "floating", "--config", file}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("otopcua pki floating: %v\n%s", err, out)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	gopcua "github.com/gopcua/opcua"
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
@@ -391,107 +390,6 @@ func (r *rig) keepLogs() {
 
 // ---- OPC UA clients (gopcua) ----
 
-// uaConn is a gopcua session to one endpoint that is dialled again after
-// an error (at most every 500 ms); a call without a session fails at once.
-type uaConn struct {
-	endpoint string
-	mu       sync.Mutex
-	c        *gopcua.Client // mu must be held.
-	tried    time.Time      // mu must be held.
-	closed   bool           // mu must be held.
-}
-
-var errNoSession = errors.New("no session")
-
-func (u *uaConn) client() (*gopcua.Client, error) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.closed {
-		return nil, errNoSession
-	}
-	if u.c != nil {
-		return u.c, nil
-	}
-	if time.Since(u.tried) < 500*time.Millisecond {
-		return nil, errNoSession
-	}
-	u.tried = time.Now()
-	c, err := gopcua.NewClient(u.endpoint, gopcua.SecurityMode(ua.MessageSecurityModeNone), gopcua.AutoReconnect(false),
-		gopcua.DialTimeout(time.Second), gopcua.RequestTimeout(2*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Connect(ctx); err != nil {
-		_ = c.Close(context.Background())
-		return nil, err
-	}
-	u.c = c
-	return c, nil
-}
-
-// drop closes c after a transport error, so the next call dials again.
-func (u *uaConn) drop(c *gopcua.Client) {
-	u.mu.Lock()
-	if u.c == c {
-		u.c = nil
-	}
-	u.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}()
-}
-
-func (u *uaConn) close() {
-	u.mu.Lock()
-	c := u.c
-	u.c, u.closed = nil, true
-	u.mu.Unlock()
-	if c != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = c.Close(ctx)
-	}
-}
-
-// read reads one value; a failed call drops the session.
-func (u *uaConn) read(ctx context.Context, n *ua.NodeID) (any, error) {
-	c, err := u.client()
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Read(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{NodeID: n, AttributeID: ua.AttributeIDValue}}})
-	if err != nil {
-		u.drop(c)
-		return nil, err
-	}
-	if len(resp.Results) != 1 || resp.Results[0].Status != ua.StatusOK || resp.Results[0].Value == nil {
-		return nil, fmt.Errorf("read %v: %+v", n, resp.Results)
-	}
-	return resp.Results[0].Value.Value(), nil
-}
-
-// write writes an int16; it returns the status or a transport error.
-func (u *uaConn) write(ctx context.Context, n *ua.NodeID, v int16) (ua.StatusCode, error) {
-	c, err := u.client()
-	if err != nil {
-		return 0, err
-	}
-	resp, err := c.Write(ctx, &ua.WriteRequest{NodesToWrite: []*ua.WriteValue{{NodeID: n, AttributeID: ua.AttributeIDValue,
-		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(v)}}}})
-	if err != nil {
-		u.drop(c)
-		return 0, err
-	}
-	if len(resp.Results) != 1 {
-		return 0, fmt.Errorf("write: %d results", len(resp.Results))
-	}
-	return resp.Results[0], nil
-}
-
 // ---- sampler ----
 
 type obs struct {
@@ -509,7 +407,7 @@ type round struct {
 // a stopped node stalls only its own loop), and every 50 ms a round takes
 // each node's latest answer, counting one older than 150 ms as no answer.
 type sampler struct {
-	conns map[string]*uaConn
+	conns map[string]*procs.Session
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
@@ -526,9 +424,9 @@ type sample struct {
 }
 
 func newSampler(t *testing.T, endpoints map[string]string) *sampler {
-	s := &sampler{conns: map[string]*uaConn{}, stop: make(chan struct{}), latest: map[string]sample{}}
+	s := &sampler{conns: map[string]*procs.Session{}, stop: make(chan struct{}), latest: map[string]sample{}}
 	for n, e := range endpoints {
-		s.conns[n] = &uaConn{endpoint: e}
+		s.conns[n] = procs.NewSession(e)
 	}
 	t.Cleanup(s.close)
 	return s
@@ -544,7 +442,7 @@ func (s *sampler) start() {
 			defer tick.Stop()
 			for {
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-				v, err := c.read(ctx, level)
+				v, err := c.Read(ctx, level)
 				cancel()
 				b, isByte := v.(byte)
 				s.mu.Lock()
@@ -601,7 +499,7 @@ func (s *sampler) close() {
 	case <-time.After(5 * time.Second):
 	}
 	for _, c := range s.conns {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -677,7 +575,7 @@ type attempt struct {
 // 10000+i, b 20000+i. One goroutine per node, each write bounded by
 // 500 ms, so a stopped node does not stall the other's writes.
 type writer struct {
-	conns map[string]*uaConn
+	conns map[string]*procs.Session
 	stop  chan struct{}
 	wg    sync.WaitGroup
 
@@ -686,9 +584,9 @@ type writer struct {
 }
 
 func newWriter(t *testing.T, endpoints map[string]string) *writer {
-	w := &writer{conns: map[string]*uaConn{}, stop: make(chan struct{})}
+	w := &writer{conns: map[string]*procs.Session{}, stop: make(chan struct{})}
 	for n, e := range endpoints {
-		w.conns[n] = &uaConn{endpoint: e}
+		w.conns[n] = procs.NewSession(e)
 	}
 	t.Cleanup(w.close)
 	return w
@@ -703,7 +601,7 @@ func (w *writer) close() {
 	close(w.stop)
 	w.wg.Wait()
 	for _, c := range w.conns {
-		c.close()
+		c.Close()
 	}
 }
 
@@ -731,7 +629,7 @@ func (w *writer) start() {
 				if tag == nil {
 					a.err = errors.New("tag namespace not resolved")
 				} else {
-					a.status, a.err = c.write(ctx, tag, a.value)
+					a.status, a.err = c.WriteInt16(ctx, tag, a.value)
 				}
 				cancel()
 				w.mu.Lock()
@@ -742,8 +640,8 @@ func (w *writer) start() {
 	}
 }
 
-func resolveTag(ctx context.Context, c *uaConn) *ua.NodeID {
-	v, err := c.read(ctx, ua.NewNumericNodeID(0, id.Server_NamespaceArray))
+func resolveTag(ctx context.Context, c *procs.Session) *ua.NodeID {
+	v, err := c.Read(ctx, ua.NewNumericNodeID(0, id.Server_NamespaceArray))
 	if err != nil {
 		return nil
 	}

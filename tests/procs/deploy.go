@@ -24,3 +24,15 @@ func Deploy(t testing.TB, cfg map[string]any, doc string) string {
 	}
 	return string(out)
 }
+
+// ProvisionFloating runs `otopcua pki floating` with cfg as its
+// configuration: the shared application identity of cfg's ClusterId's
+// floating address, stored in its Config DB (args: --out FILE, --ip …).
+func ProvisionFloating(t testing.TB, cfg map[string]any, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(Binary(t), append([]string{"pki", "floating", "--config", writeConfig(t, cfg)}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("otopcua pki floating: %v\n%s", err, out)
+	}
+	return string(out)
+}
