@@ -321,6 +321,7 @@ func (r *floatingRuntime) view(ctx context.Context) floating.View {
 		views = append(views, redundancy.MemberViewOf(m))
 	}
 	primary, successor := electFloating(views, r.o.ClusterID)
+	gone := r.goneClaimers(ctx, present)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := floating.View{Self: r.o.Self, StreamMax: r.stream.Max(), Epoch: in.Epoch}
@@ -341,7 +342,7 @@ func (r *floatingRuntime) view(ctx context.Context) floating.View {
 			m.Draining, m.Healthy, m.Licensed = r.selfFlagsLocked(in)
 		} else {
 			m.Primary = n == primary
-			m.Gone = !present[n] && r.refuses(ctx, n)
+			m.Gone = gone[n]
 			m.Draining, m.Healthy, m.Licensed = h.Draining, h.Healthy, h.Licensed
 		}
 		m.Successor = n == successor
@@ -385,6 +386,26 @@ func electFloating(views []redundancy.MemberView, clusterID string) (primary, su
 	primary = redundancy.Elect(views)[clusterID].Primary
 	rest := slices.DeleteFunc(slices.Clone(views), func(m redundancy.MemberView) bool { return m.NodeID == primary })
 	return primary, redundancy.Elect(rest)[clusterID].Primary
+}
+
+// goneClaimers probes, without holding mu, the members whose last
+// heartbeat claims the address but that membership no longer lists: the
+// only ones whose death a decision needs (a reassign from a dead holder).
+// Rows of members long gone that claim nothing are never dialled.
+func (r *floatingRuntime) goneClaimers(ctx context.Context, present map[string]bool) map[string]bool {
+	r.mu.Lock()
+	var probe []string
+	for n := range r.stream.Skews() {
+		if h, ok := r.stream.Last(n); ok && h.Claims && n != r.o.Self && !present[n] {
+			probe = append(probe, n)
+		}
+	}
+	r.mu.Unlock()
+	gone := map[string]bool{}
+	for _, n := range probe {
+		gone[n] = r.refuses(ctx, n)
+	}
+	return gone
 }
 
 // refuses reports whether node's cluster port refuses connections: the
