@@ -35,6 +35,7 @@ func TestWokenPrimaryWritesNothingUnderAutoDown(t *testing.T) {
 	writeThroughA(t, p, ca, setpoint, aBase+1, writes)
 
 	p.a.Signal(syscall.SIGSTOP)
+	p.a.WaitStopped(10 * time.Second) // a write a reads before it stops is served before the freeze
 	frozen := time.Now()
 	go func() { // waits in a's socket through the freeze; a timeout is expected
 		for k := int16(2); k < 6; k++ {

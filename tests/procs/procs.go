@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -405,4 +406,29 @@ func (n *Node) cleanup() {
 	if n.t.Failed() {
 		n.t.Logf("--- log of %s ---\n%s", n.Name, n.Log())
 	}
+}
+
+// WaitStopped waits until the node's process is in the stopped state ('T'
+// in /proc/PID/stat) after a SIGSTOP: kill returns before every thread of
+// the process has stopped, and a request the process reads in between is
+// served before the freeze.
+func (n *Node) WaitStopped(total time.Duration) {
+	n.t.Helper()
+	pid := n.PID()
+	CheckFor(n.t, total, time.Millisecond, func() error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return err
+		}
+		// The state follows the command name, which is in parentheses.
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || i+2 >= len(s) {
+			return fmt.Errorf("unreadable /proc/%d/stat: %q", pid, s)
+		}
+		if st := s[i+2]; st != 'T' && st != 't' {
+			return fmt.Errorf("%s (pid %d) in state %c, not stopped", n.Name, pid, st)
+		}
+		return nil
+	})
 }
