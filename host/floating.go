@@ -490,9 +490,14 @@ func (r *floatingRuntime) applyTimeout() time.Duration {
 	return 10 * time.Second
 }
 
-// reconcile observes who really holds the address and repairs drift: the
-// owner lacks it → seize; a non-owner holds it → release; a foreign holder
-// → reported, never fought over.
+// reconcile observes who really holds the address, records it as this
+// node's hold and reports drift (missing on the owner, extra on a
+// non-owner, a foreign holder); the step that follows repairs it through
+// floating.Decide like any other change — the owner seizes an address
+// nobody holds, a non-owner releases one it holds, and an address a live
+// member still claims is taken only as Decide allows (dead, stale on the
+// stream or released), never by the reconcile itself. A foreign holder is
+// never fought over.
 func (r *floatingRuntime) reconcile(ctx context.Context) {
 	octx, cancel := context.WithTimeout(ctx, r.o.Reconcile)
 	obs, err := r.o.Exec.Observe(octx)
@@ -508,7 +513,7 @@ func (r *floatingRuntime) reconcile(ctx context.Context) {
 	owner := r.st.Owner
 	r.st.Observed = &FloatingObserved{Kind: string(obs.Kind), ID: obs.ID, Member: obs.Member, At: obs.At}
 	r.mu.Unlock()
-	kind, verb := floating.Drift(owner, r.o.Self, obs)
+	kind, _ := floating.Drift(owner, r.o.Self, obs)
 	r.o.Metrics.FloatingConflict(kind == "conflict")
 	r.mu.Lock()
 	r.st.Drift, r.st.Conflict = kind, kind == "conflict"
@@ -518,10 +523,6 @@ func (r *floatingRuntime) reconcile(ctx context.Context) {
 	}
 	r.o.Metrics.FloatingDrift(kind)
 	r.o.Log.Warn("floating address: drift", "kind", kind, "holder", obs.Kind, "id", obs.ID, "owner", owner)
-	switch verb {
-	case floating.VerbSeize, floating.VerbReassign, floating.VerbRelease:
-		r.act(ctx, floating.Decision{Owner: owner, Verb: verb, From: obs.Member, Epoch: r.o.View.Epoch(), Reason: "drift: " + kind})
-	}
 }
 
 // status is GET /api/floating's body now.
