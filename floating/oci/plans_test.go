@@ -2,7 +2,6 @@ package oci
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/otopcua/otopcua/floating"
+	"github.com/otopcua/otopcua/floating/floatingtest"
 	"github.com/otopcua/otopcua/floating/oci/ocifake"
 )
 
@@ -45,10 +45,10 @@ func TestPlans(t *testing.T) {
 				d.ScanArgs(t, "node", &node)
 				d.ScanArgs(t, "epoch", &epoch)
 				d.ScanArgs(t, "verb", &verb)
-				p := plan(floating.Verb(verb), epoch, parseActions(t, d.Input, epoch)...)
+				p := plan(floating.Verb(verb), epoch, floatingtest.ParseActions(t, d.Input, floatIP+"/32", epoch)...)
 				before := len(r.fake.Log())
 				err := nodes[node].Apply(context.Background(), p)
-				return strings.Join(r.fake.Log()[before:], "\n") + "\n" + result(err) +
+				return strings.Join(r.fake.Log()[before:], "\n") + "\n" + floatingtest.Result(err) +
 					fmt.Sprintf("holder: %q epoch tag: %q\n", r.fake.Holder(floatIP), r.fake.Tags(floatIP)[EpochTag])
 			case "observe":
 				var node string
@@ -63,37 +63,4 @@ func TestPlans(t *testing.T) {
 			return ""
 		})
 	})
-}
-
-func parseActions(t *testing.T, input string, epoch uint64) []floating.Action {
-	var out []floating.Action
-	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
-		a := floating.Action{Op: f[0], Epoch: epoch, Params: map[string]string{"address": floatIP + "/32"}}
-		for _, kv := range f[1:] {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				t.Fatalf("%q: want key=value", kv)
-			}
-			a.Params[k] = v
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-func result(err error) string {
-	var se *floating.StaleEpochError
-	switch {
-	case err == nil:
-		return "result: ok\n"
-	case errors.As(err, &se):
-		return fmt.Sprintf("result: refused, stale epoch %d (last %d)\n", se.Plan, se.Last)
-	case errors.Is(err, floating.ErrConflict):
-		return "result: conflict\n"
-	}
-	return "result: error: " + err.Error() + "\n"
 }
