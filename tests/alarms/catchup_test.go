@@ -89,7 +89,11 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 	tg := &toggler{r: r, period: 500 * time.Millisecond}
 	tg.run(3*time.Second, nil)
 	// b holds everything so far, and has pulled a's copy of every row.
+	// A row a adopted from b is offered once more a moment later, so the
+	// counts must also have held still for a second: stopping b with such
+	// an offer in flight would count it on either side of the stop.
 	var sent0 int64
+	var lastChange time.Time
 	procs.CheckFor(t, 30*time.Second, 200*time.Millisecond, func() error {
 		depthA, depthB, err := queueDepths(r)
 		if err != nil {
@@ -103,17 +107,25 @@ func TestPeerCatchesUpWithOnlyTheMissingRows(t *testing.T) {
 		// it and offers it again (b takes it as already held). So "sent"
 		// is at least one per transition here, and b has received all of
 		// it; the exact count is the one after b's return below.
-		sent0 = sentEvents(localdbOf(t, r.a))
+		sent := sentEvents(localdbOf(t, r.a))
 		got := receivedEvents(localdbOf(t, r.b))
+		if sent != sent0 || lastChange.IsZero() {
+			sent0, lastChange = sent, time.Now()
+		}
 		if sent0-base < int64(len(tg.values)) || got != sent0 {
 			return fmt.Errorf("a sent %d queue rows, b received %d, want at least %d, all received (after %d of the start)",
 				sent0-base, got-base, len(tg.values), base)
+		}
+		if held := time.Since(lastChange); held < time.Second {
+			return fmt.Errorf("a's sent count changed %v ago", held)
 		}
 		return nil
 	})
 	before := len(tg.values)
 	r.b.Signal(syscall.SIGTERM)
 	r.b.WaitExit(30 * time.Second)
+	// What a sent up to b's exit; from here nobody pulls.
+	sent0 = sentEvents(localdbOf(t, r.a))
 	tg.run(*downtime, nil)
 	// End active: the returning node boots from its cached deployment
 	// before it has joined, and must not take the alarm it finds active
