@@ -24,6 +24,7 @@ import (
 	"github.com/otopcua/otopcua/health"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
+	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/redundancy/wire"
 )
 
@@ -232,6 +233,9 @@ func (w *redundancyWiring) startWokenFence() (func() error, error) {
 	}
 	w.woken = f
 	w.r.view.SetWoken(f.Woken)
+	// A read served from the socket in the instant after a freeze, before
+	// the publish actor has run, must not show the level of before it.
+	w.srv.SetServiceLevelCeiling(servicelevel.Critical, f.Woken)
 	tree := w.tree
 	return quiet(func() { f.stop(tree) }), nil
 }

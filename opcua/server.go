@@ -204,6 +204,31 @@ func (s *Server) SetServiceLevel(level byte) {
 	s.publishRedundantServers()
 }
 
+// SetServiceLevelCeiling makes every read of Server.ServiceLevel answer at
+// most ceiling while on reports true, whatever was last published: a
+// process woken from a freeze serves the requests that waited in its
+// sockets before its own loops have run, and a read among them must not
+// show the level it had before the freeze. on is called on the reader's
+// goroutine and must be quick; nil removes the ceiling. Subscribers see
+// the published level (the publisher recomputes on its next tick).
+func (s *Server) SetServiceLevelCeiling(ceiling byte, on func() bool) {
+	if on == nil {
+		s.nodes.serviceLevel.SetGetter(nil)
+		return
+	}
+	capped := &ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(ceiling)}
+	v := s.nodes.serviceLevel
+	v.SetGetter(func() *ua.DataValue {
+		if !on() {
+			return nil
+		}
+		if cur, ok := v.Stored().Value.Value().(byte); ok && cur <= ceiling {
+			return nil
+		}
+		return capped
+	})
+}
+
 // SetEstimatedReturnTime publishes t as Server.EstimatedReturnTime
 // (ns=0;i=12885, DateTime): when this server expects to be back in service
 // after a planned shutdown, so that clients leaving it know when to look

@@ -115,6 +115,40 @@ func TestServiceLevelNode(t *testing.T) {
 	}
 }
 
+// TestServiceLevelCeiling: while the ceiling is on, a read answers at most
+// the ceiling, whatever was published, and a published level under the
+// ceiling is read as it is; off again, the published level is read.
+func TestServiceLevelCeiling(t *testing.T) {
+	s := newTestServer(t, Config{})
+	var on bool
+	s.SetServiceLevelCeiling(100, func() bool { return on })
+	s.SetServiceLevel(250)
+	steps := []struct {
+		on        bool
+		published byte
+		want      byte
+	}{
+		{false, 250, 250},
+		{true, 250, 100},
+		{true, 40, 40},
+		{true, 100, 100},
+		{false, 240, 240},
+	}
+	for _, st := range steps {
+		on = st.on
+		s.SetServiceLevel(st.published)
+		if got := readNode(t, s, serviceLevelID); got != st.want {
+			t.Errorf("ceiling on=%v, published %d: read %v, want %d", st.on, st.published, got, st.want)
+		}
+	}
+	s.SetServiceLevelCeiling(0, nil)
+	on = true
+	s.SetServiceLevel(250)
+	if got := readNode(t, s, serviceLevelID); got != byte(250) {
+		t.Errorf("ceiling removed: read %v, want 250", got)
+	}
+}
+
 func TestRedundancyNodes(t *testing.T) {
 	for _, support := range []ua.RedundancySupport{ua.RedundancySupportWarm, ua.RedundancySupportHot} {
 		t.Run(support.String(), func(t *testing.T) {

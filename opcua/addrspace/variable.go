@@ -111,6 +111,12 @@ func (v *Variable) Value() *ua.DataValue {
 			return dv
 		}
 	}
+	return v.Stored()
+}
+
+// Stored returns the last stored DataValue, whatever the getter says (a
+// Good null value when nothing was ever stored).
+func (v *Variable) Stored() *ua.DataValue {
 	if dv := v.value.Load(); dv != nil {
 		return dv
 	}
