@@ -166,6 +166,8 @@ type runner struct {
 	drawn   int              // lines of the table on screen (Redraw)
 	last    string           // the table as last printed
 	pending <-chan time.Time // a changed table waits for a pause (no Redraw)
+
+	writesDone bool // demoWrites has finished; the kill waits for it
 }
 
 func newRunner(o Options, dir string, nodes []Node) *runner {
@@ -284,7 +286,7 @@ func (r *runner) run(ctx context.Context) error {
 // there is none yet; it returns the next attempt's timer (nil when done).
 func (r *runner) killPrimary() <-chan time.Time {
 	p := r.model.primary
-	if p == "" || !r.model.healthySecondary() {
+	if p == "" || !r.model.healthySecondary() || !r.writesDone {
 		return time.After(200 * time.Millisecond)
 	}
 	r.flush() // the table the kill interrupts comes first
@@ -338,7 +340,9 @@ func (r *runner) header() {
 	fmt.Fprintf(&b, "Follow the pair from another terminal: go run ./cmd/otopcua client subscribe i=2267 -F %s\n", strings.Join(urls, ","))
 	fmt.Fprintf(&b, "Field devices: press1, a Modbus TCP device at %s (Setpoint writable, Speed moving), and sim (Ramp, Sine), served on both nodes as ns=2;s=<device>/<tag>:\n", r.devAddr)
 	fmt.Fprintf(&b, "  go run ./cmd/otopcua client subscribe 'ns=2;s=%s' 'ns=2;s=%s' -F %s\n", demoRamp, demoSpeed, strings.Join(urls, ","))
-	b.WriteString("Once the pair is healthy the demo writes press1/Setpoint through the Secondary (denied) and the Primary (lands).\n\n")
+	b.WriteString("Once the pair is healthy the demo writes press1/Setpoint through the Secondary in the default optimistic mode (denied),\n")
+	b.WriteString("restarts the Secondary with OpcUa:WriteMode forward and writes through it again (forwarded to the Primary, lands),\n")
+	b.WriteString("then writes through the Primary (lands).\n\n")
 	io.WriteString(r.o.Out, b.String())
 }
 

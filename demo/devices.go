@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -122,62 +125,114 @@ func tryWrite(ctx context.Context, endpoint string, v int16) (status ua.StatusCo
 	return status, rr.(*ua.ReadResponse).Results[0].Value.Value(), nil
 }
 
-// demoWrites, once the pair is healthy, writes the Setpoint through the
-// Secondary (Good at once, reverted: the Primary gate denies it) and
-// through the Primary (it lands), and reports both as event lines.
+// demoWrites, once the pair is healthy, shows what a client that writes
+// through the Secondary gets in the reference's default write mode and in
+// forward mode: the Setpoint written through the Secondary in optimistic
+// mode (Good at once, then reverted: the Primary gate denies it); the
+// Secondary switched to OpcUa:WriteMode forward (its configuration
+// rewritten, the node restarted at the same address); the Setpoint written
+// through it again (forwarded to the Primary, it lands); and through the
+// Primary (it lands). Each is an event line; the kill of
+// --kill-primary-after waits for them.
 func (r *runner) demoWrites(ctx context.Context) {
-	var primary, secondary string
+	defer r.send(func(time.Time) []string { r.writesDone = true; return nil })
+	primary, secondary, ok := r.waitHealthy(ctx, "", 0)
+	if !ok {
+		return
+	}
+	r.writeThrough(ctx, secondary, 7, "the Secondary, in optimistic mode")
+
+	i := slices.IndexFunc(r.nodes, func(n Node) bool { return n.Name == secondary })
+	cfg := NodeConfig(r.dir, r.nodes, i)
+	cfg["OpcUa"].(map[string]any)["WriteMode"] = "forward"
+	b, err := marshalConfig(cfg)
+	if err == nil {
+		err = os.WriteFile(r.nodes[i].ConfigPath, b, 0o644)
+	}
+	if err != nil {
+		r.send(func(time.Time) []string {
+			return []string{"switching " + secondary + " to forward mode failed: " + err.Error()}
+		})
+		return
+	}
+	r.send(func(time.Time) []string {
+		return []string{fmt.Sprintf("switching %s to OpcUa:WriteMode forward: its configuration is rewritten and it is restarted at the same address (SIGTERM)", secondary)}
+	})
+	oldPID, err := r.kids[secondary].signal(sigTerm)
+	if err != nil {
+		r.send(func(time.Time) []string { return []string{"restarting " + secondary + " failed: " + err.Error()} })
+		return
+	}
+	primary, secondary, ok = r.waitHealthy(ctx, secondary, oldPID)
+	if !ok {
+		return
+	}
+	r.writeThrough(ctx, secondary, 8, "the Secondary, in forward mode")
+	r.writeThrough(ctx, primary, 60, "the Primary")
+}
+
+// waitHealthy waits until one node reads 250 and another 240 and, when
+// restarted is set, that node runs a process other than oldPID and is Up
+// in its own view; it returns the Primary and the Secondary.
+func (r *runner) waitHealthy(ctx context.Context, restarted string, oldPID int) (primary, secondary string, ok bool) {
 	for ctx.Err() == nil {
 		done := make(chan struct{})
 		r.send(func(time.Time) []string {
-			if r.model.primary != "" && r.model.healthySecondary() {
-				primary = r.model.primary
-				for _, n := range r.nodes {
-					if n.Name != primary {
-						secondary = n.Name
-					}
+			defer close(done)
+			if r.model.primary == "" || !r.model.healthySecondary() {
+				return nil
+			}
+			if restarted != "" {
+				if n := r.model.node(restarted); n == nil || n.pid == 0 || n.pid == oldPID || n.member != "Up" {
+					return nil
 				}
 			}
-			close(done)
+			primary = r.model.primary
+			for _, n := range r.nodes {
+				if n.Name != primary {
+					secondary = n.Name
+				}
+			}
 			return nil
 		})
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return
+			return "", "", false
 		}
 		if primary != "" {
-			break
+			return primary, secondary, true
 		}
 		select {
 		case <-time.After(500 * time.Millisecond):
 		case <-ctx.Done():
-			return
 		}
 	}
-	for _, step := range []struct {
-		node string
-		v    int16
-		what string
-	}{{secondary, 7, "Secondary"}, {primary, 60, "Primary"}} {
-		ep := ""
-		for _, n := range r.nodes {
-			if n.Name == step.node {
-				ep = n.Endpoint()
-			}
+	return "", "", false
+}
+
+// writeThrough writes v to the Setpoint through node and reports what the
+// client saw and what the device holds as an event line.
+func (r *runner) writeThrough(ctx context.Context, node string, v int16, what string) {
+	ep := ""
+	for _, n := range r.nodes {
+		if n.Name == node {
+			ep = n.Endpoint()
 		}
-		st, after, err := tryWrite(ctx, ep, step.v)
-		line := fmt.Sprintf("write %s = %d through %s (%s): ", demoSetpoint, step.v, step.node, step.what)
-		switch {
-		case err != nil:
-			line += "failed: " + err.Error()
-		case after == step.v:
-			line += fmt.Sprintf("answered %s, landed on the device (the tag reads %v)", shortStatus(st), after)
-		default:
-			line += fmt.Sprintf("answered %s, then reverted to %v: the Primary gate denied it (not primary), the device was not written", shortStatus(st), after)
-		}
-		r.send(func(time.Time) []string { return []string{line} })
 	}
+	st, after, err := tryWrite(ctx, ep, v)
+	line := fmt.Sprintf("write %s = %d through %s (%s): ", demoSetpoint, v, node, what)
+	switch {
+	case err != nil:
+		line += "failed: " + err.Error()
+	case after == v && strings.Contains(what, "forward"):
+		line += fmt.Sprintf("answered %s, forwarded to the Primary, landed on the device once (the tag reads %v)", shortStatus(st), after)
+	case after == v:
+		line += fmt.Sprintf("answered %s, landed on the device (the tag reads %v)", shortStatus(st), after)
+	default:
+		line += fmt.Sprintf("answered %s, then reverted to %v: the Primary gate denied it (not primary), the device was not written", shortStatus(st), after)
+	}
+	r.send(func(time.Time) []string { return []string{line} })
 }
 
 func shortStatus(st ua.StatusCode) string {

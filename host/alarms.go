@@ -139,7 +139,7 @@ func historyEvent(t alarms.Transition) historian.Event {
 type conditionActions struct {
 	e   *alarms.Engine
 	g   *gate.Guard
-	fwd *forwarding // nil: not forwarded
+	fwd *forwarding // nil or not sending: not forwarded
 }
 
 func (a *conditionActions) Acknowledge(name string, eventID []byte, comment ua.LocalizedText, by conditions.Caller) ua.StatusCode {

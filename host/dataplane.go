@@ -67,7 +67,7 @@ type dataPlaneWiring struct {
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
 	writes *dataplane.Writes
-	fwd    *forwarding // OpcUa:WriteMode forward; nil otherwise
+	fwd    *forwarding // serves peers' forwarded requests; sends under OpcUa:WriteMode forward; nil without a cluster
 	dm     *dataplane.Metrics
 }
 
@@ -116,9 +116,11 @@ func (w *dataPlaneWiring) newWrites() (func() error, error) {
 	space := w.dp.space
 	w.guard = newGuard(w.view, w.metrics, w.log)
 	var fwd dataplane.Forwarder
-	if mode == dataplane.Forward && w.med != nil {
-		w.fwd = w.newForwarding()
-		fwd = w.fwd.sender
+	if w.med != nil {
+		w.fwd = w.newForwarding(mode == dataplane.Forward)
+		if mode == dataplane.Forward {
+			fwd = w.fwd.sender
+		}
 	}
 	w.writes = dataplane.NewWrites(dataplane.WritesOptions{
 		Mode: mode, Gate: w.guard, Timeout: w.cfg.OpcUa.WriteTimeout, Logger: w.log,

@@ -18,13 +18,17 @@ import (
 	"github.com/otopcua/otopcua/opcua/conditions"
 )
 
-// forwarding is OpcUa:WriteMode forward on a node: a Sender that sends a
-// non-Primary's client writes and condition methods to the Primary the
-// role view names, over the pub/sub mediator, and a Handler that serves
-// the ones sent to this node through the write router and the alarm
-// engine (bound once they exist; a request before answers
-// BadNotSupported, nothing executed).
+// forwarding is request forwarding on a node: a Handler that serves the
+// writes and condition methods peers send to this node through the write
+// router and the alarm engine (bound once they exist; a request before
+// answers BadNotSupported, nothing executed) — on every node with a
+// cluster, whatever its own OpcUa:WriteMode, so that a Primary in the
+// reference's modes still serves a peer switched to forward mode (a mode
+// is changed one node at a time); and, under OpcUa:WriteMode forward
+// (sends), a Sender that sends this node's client writes and condition
+// methods to the Primary the role view names, over the pub/sub mediator.
 type forwarding struct {
+	sends  bool // OpcUa:WriteMode forward: this node's requests go to the Primary
 	sender *forward.Sender
 	tr     *meshtransport.Transport
 	node   string
@@ -35,8 +39,8 @@ type forwarding struct {
 	engine atomic.Pointer[alarms.Engine]
 }
 
-func (w *dataPlaneWiring) newForwarding() *forwarding {
-	f := &forwarding{node: w.cfg.OpcUa.ApplicationUri, nonce: forward.NewNonce(), log: w.log}
+func (w *dataPlaneWiring) newForwarding(sends bool) *forwarding {
+	f := &forwarding{sends: sends, node: w.cfg.OpcUa.ApplicationUri, nonce: forward.NewNonce(), log: w.log}
 	rights := w.cfg.OpcUa.Authorization.ByRole()
 	h := forward.NewHandler(forward.HandlerOptions{
 		Node: w.cfg.OpcUa.ApplicationUri, Gate: w.guard, Logger: w.log, Exec: forward.ExecutorFunc(f.execute),
@@ -122,7 +126,7 @@ func executeAck(e *alarms.Engine, req forward.Request) ua.StatusCode {
 // it is checked here (e.CheckEvent) and the Primary acts on the alarm by
 // name, without it.
 func (f *forwarding) ack(g *gate.Guard, e *alarms.Engine, op string, a ackOp, eventID []byte, by conditions.Caller, local func() ua.StatusCode) ua.StatusCode {
-	if f == nil {
+	if f == nil || !f.sends {
 		return local()
 	}
 	d := g.Look(gate.SiteAck)

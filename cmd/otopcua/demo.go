@@ -29,9 +29,15 @@ Server.ServiceLevel over OPC UA, reads its cluster view, and prints the
 endpoint URLs, one line per event (who is Primary, failovers and how long
 they took) and a table that follows the pair.
 
+Once the pair is healthy the demo writes press1/Setpoint through the
+Secondary in the default write mode (optimistic: Good, then reverted, the
+device untouched), restarts the Secondary with OpcUa:WriteMode forward and
+writes through it again (forwarded to the Primary: it lands once), then
+writes through the Primary.
+
 --kill-primary-after 20s sends SIGKILL to the Primary once, 20 s after
-start (or later, once the pair is healthy): watch the other node take over
-and the killed one rejoin.
+start (or later, once the pair is healthy and the writes are done): watch
+the other node take over and the killed one rejoin.
 Ctrl-C (SIGINT) or SIGTERM stops both nodes; no process is left behind.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

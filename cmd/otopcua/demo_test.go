@@ -37,6 +37,14 @@ var (
 	movedRe   = regexp.MustCompile(` Primary moved from (a|b) to (a|b) after (\d+\.\d) s$`)
 )
 
+// other is the demo's node that is not name.
+func other(name string) string {
+	if name == "a" {
+		return "b"
+	}
+	return "a"
+}
+
 // table is one printed rendering of the live table: node → ServiceLevel,
 // node + " member" → its MEMBER column (from GET /api/cluster/members,
 // read with the demo Viewer's token).
@@ -142,8 +150,24 @@ func TestDemoFailoverAndCleanStop(t *testing.T) {
 		primary = p
 		return ok
 	})
+	// The writes: denied through the Secondary in optimistic mode,
+	// forwarded and landed once it runs forward mode, landed through the
+	// Primary; all before the kill.
+	for _, w := range []struct{ what, want string }{
+		{"optimistic denial through the Secondary", "through " + other(primary) + " (the Secondary, in optimistic mode): answered Good, then reverted to 50"},
+		{"the Secondary switched to forward mode", "switching " + other(primary) + " to OpcUa:WriteMode forward"},
+		{"forwarded write through the Secondary", "through " + other(primary) + " (the Secondary, in forward mode): answered Good, forwarded to the Primary, landed on the device once (the tag reads 8)"},
+		{"write through the Primary", "through " + primary + " (the Primary): answered Good, landed on the device (the tag reads 60)"},
+	} {
+		wait(w.what, 90*time.Second, func(line string, _ table) bool {
+			if killRe.MatchString(line) || strings.Contains(line, "failed") {
+				t.Fatalf("waiting for the %s: %q", w.what, line)
+			}
+			return strings.Contains(line, w.want)
+		})
+	}
 	var killed string
-	wait("SIGKILL of the Primary", 30*time.Second, func(line string, _ table) bool {
+	wait("SIGKILL of the Primary", 60*time.Second, func(line string, _ table) bool {
 		if m := killRe.FindStringSubmatch(line); m != nil {
 			killed = m[1]
 			return true
