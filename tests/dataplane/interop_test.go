@@ -114,3 +114,45 @@ func TestNodeOPCUASeesTheAuditEventOfADeniedWrite(t *testing.T) {
 		t.Fatal("the denied write reached the device")
 	}
 }
+
+// TestNodeOPCUAForwardedWriteFromTheSecondary: in OpcUa:WriteMode forward
+// an independent client connected only to the Secondary b, never reading
+// ServiceLevel, writes the Setpoint: Good, the value lands on the device
+// exactly once, written by the Primary a, and the AuditWriteUpdateEvent b
+// raises names the forwarding and the Primary that serviced it.
+func TestNodeOPCUAForwardedWriteFromTheSecondary(t *testing.T) {
+	writes := &setpointLog{}
+	p := startForwardPair(t, writes)
+	ns := connect(t, p.b).namespace()
+	defer p.keepChangingSpeed()()
+	lines := runNode(t, p.b.Endpoint(), fmt.Sprintf("ns=%d;s=press1/Speed", ns), fmt.Sprintf("ns=%d;s=press1/Setpoint", ns), "4242", "events")
+	if w := first(lines, "write"); w == nil || w["status"] != "Good" {
+		t.Fatalf("forwarded write through the Secondary: %v\n%v", w, lines)
+	}
+	a := first(lines, "audit")
+	if a == nil {
+		t.Fatalf("no audit event: %v", lines)
+	}
+	if a["Status"] != "true" || !strings.Contains(fmt.Sprint(a["Message"]), "write forwarded to the Primary") ||
+		!strings.Contains(fmt.Sprint(a["SourceNode"]), "press1/Setpoint") || a["NewValue"] != "4242" {
+		t.Fatalf("b's audit event %v, want a successful write that names its forwarding", a)
+	}
+	procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		if got := writes.by(4000); len(got) != 1 || got[0] != 4242 {
+			return fmt.Errorf("device writes of 4242: %v, want exactly one", got)
+		}
+		return nil
+	})
+	procs.Holds(t, time.Second, 100*time.Millisecond, func() error {
+		if got := writes.by(4000); len(got) != 1 {
+			return fmt.Errorf("device writes of 4242: %v, want exactly one", got)
+		}
+		return nil
+	})
+	if !strings.Contains(p.a.Log(), "dataplane: write forwarded from a peer") {
+		t.Fatalf("the Primary a did not service a forwarded write\n%s", p.a.Log())
+	}
+	if strings.Contains(p.b.Log(), `"msg":"dataplane: write serviced"`) {
+		t.Fatalf("the Secondary wrote to the device itself\n%s", p.b.Log())
+	}
+}
