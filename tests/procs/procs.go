@@ -99,6 +99,7 @@ type Node struct {
 	Token string
 
 	t       testing.TB
+	bin     string       // the otopcua binary; "": Binary(t)
 	wrap    []string     // command prefix, e.g. ip netns exec NS
 	client  *http.Client // nil: http.DefaultClient
 	dir     string
@@ -171,13 +172,17 @@ type Options struct {
 	// Members); nil means http.DefaultClient. A node on a test host needs a
 	// client that dials inside its namespace.
 	Client *http.Client
+	// Binary is the otopcua executable to run; "" means Binary(t) (built
+	// with -race when the test is). A harness that measures the product as
+	// shipped builds its own without the race detector.
+	Binary string
 }
 
 // StartWith is Start with Options.
 func StartWith(t testing.TB, name string, cfg map[string]any, o Options) *Node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &Node{Name: name, Config: cfg, Env: o.Env, t: t, dir: dir, wrap: o.Wrap, client: o.Client}
+	n := &Node{Name: name, Config: cfg, Env: o.Env, t: t, dir: dir, wrap: o.Wrap, client: o.Client, bin: o.Binary}
 	n.OpcPort = intAt(cfg, "OpcUa", "Port")
 	n.HTTPPort = intAt(cfg, "Http", "Port")
 	b, err := json.MarshalIndent(cfg, "", "  ")
@@ -208,7 +213,11 @@ func (n *Node) start() {
 	if err != nil {
 		n.t.Fatal(err)
 	}
-	argv := append(append([]string{}, n.wrap...), Binary(n.t), "host", "--config", filepath.Join(n.dir, "appsettings.json"))
+	bin := n.bin
+	if bin == "" {
+		bin = Binary(n.t)
+	}
+	argv := append(append([]string{}, n.wrap...), bin, "host", "--config", filepath.Join(n.dir, "appsettings.json"))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = n.dir
 	cmd.Env = append(os.Environ(), n.Env...)
