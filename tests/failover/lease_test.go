@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -15,7 +16,7 @@ import (
 // shared lease deciding, a wrong decision costs an unneeded failover,
 // never dual-active, so a pair under lease-majority decides much sooner
 // than auto-down's 15 s (docs/redundancy.md).
-const leaseStableAfter = time.Second
+const leaseStableAfter = config.DefaultStableAfterLeaseMajority
 
 // leaseMajority configures every node of r for lease-majority on the
 // Config DB lease (the rig's shared Config DB).
@@ -23,7 +24,7 @@ func leaseMajority(r *rig) {
 	r.configure("", func(cfg map[string]any) {
 		c := cfg["Cluster"].(map[string]any)
 		c["SplitBrainResolverStrategy"] = "lease-majority" // stable-after: its default
-		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
+		c["Lease"] = map[string]any{"Provider": "configdb"} // TTL, pause, hold: the defaults
 	})
 }
 
