@@ -13,7 +13,8 @@
 //     and has held it for 3 s — so the Primary alternates.
 //     -strategy auto-down (the default: auto-down with the production
 //     defaults) or lease-majority (the Config DB lease on the pair's
-//     shared SQLite Config DB, Ttl 6 s, lease-majority's defaults). SIGKILL is
+//     shared Config DB, lease-majority's defaults; -configdb postgres
+//     puts it on a PostgreSQL server started for the pair). SIGKILL is
 //     measured with the crash fast path on (the default of both
 //     strategies) and off (Cluster:DownOnConnectionRefused false: the
 //     failure detector, then AutoDownUnreachableAfter or StableAfter).
@@ -29,7 +30,7 @@
 //
 //	go run ./bench/servicelevel -trials 20 -off-trials 5
 //	go run ./bench/servicelevel -trials 20 -off-trials 5 -doc docs/benchmarks-failover.md
-//	go run ./bench/servicelevel -strategy lease-majority -signal stop -trials 5 -off-trials 0
+//	go run ./bench/servicelevel -strategy lease-majority -signal stop -configdb postgres -trials 20 -off-trials 0
 //	go run ./bench/servicelevel -matrix -trials 20
 //
 // Results are printed as a Markdown table (median, p99 by nearest rank,
@@ -148,7 +149,7 @@ func (m mode) rowLabel() string {
 func main() {
 	trials := flag.Int("trials", 20, "failover trials with the fast path on (with -matrix: per cell)")
 	offTrials := flag.Int("off-trials", 5, "SIGKILL trials with the fast path off (each takes ≈ 20 s under auto-down); ignored with -matrix and -signal stop")
-	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared SQLite Config DB, lease-majority's defaults)")
+	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared Config DB, lease-majority's defaults)")
 	signal := flag.String("signal", sigKill, "what the Primary gets: kill (SIGKILL) or stop (SIGSTOP; SIGCONT once the survivor reads 250, then it must exit with code 3 and is restarted)")
 	matrix := flag.Bool("matrix", false, "run SIGKILL and SIGSTOP under auto-down and lease-majority, -trials each, and print one table")
 	db := flag.String("configdb", dbSqlite, "the pair's shared Config DB (and lease-majority's lease): sqlite (a file) or postgres (a PostgreSQL server started for each pair on loopback)")
@@ -504,10 +505,12 @@ publishing interval 50 ms) that reconnects when its node restarts.
     then auto-down waits ` + "`AutoDownUnreachableAfter`" + ` (15 s).
 - **Strategy and signal** (` + "`-strategy`, `-signal`, `-matrix`" + `). The same pair, trial loop and client-side
   clock, with:
-  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority` with its defaults (stable-after 1 s, heartbeat pause 2 s)" + `,
-    ` + "`Lease: {Provider: configdb, Ttl: 6s}`" + ` — the lease is a row of the pair's shared SQLite Config DB
-    (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast path stays on (its default);
-    it takes the lease before downing.
+  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority`" + `,
+    ` + "`Lease: {Provider: configdb}`" + ` and every timing at lease-majority's defaults — the lease is a row of
+    the pair's shared Config DB (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast
+    path stays on (its default); it takes the lease before downing.
+  - ` + "`-configdb postgres`" + `: the pair's Config DB (and so its lease) is a PostgreSQL server the command
+    starts on loopback for each pair, instead of a shared SQLite file.
   - ` + "`-signal stop`" + `: the Primary gets SIGSTOP instead of SIGKILL (a frozen process: its port still accepts
     connections, so only the failure detector and the strategy's wait can decide). Once the survivor's
     250 is seen, the frozen node gets SIGCONT; it must then leave on its own — it was downed, exit code 3 —
