@@ -159,6 +159,11 @@ func (n *Node) tickSBR() {
 		d.releaseAt = 0
 		n.out = append(n.out, ReleaseLease{Owner: n.leaseOwner()})
 	}
+	if downing.IsAllUnreachableDownOrExiting(downing.ViewOf(n.state)) {
+		// Nothing left to decide: the unreachable members are already
+		// Down or Exiting and wait for their removal.
+		return
+	}
 	res, act := downing.Tick(n.cfg.strategy(), downing.TickInput{
 		View:      downing.ViewOf(n.state),
 		IsLeader:  n.state.IsLeader(n.cfg.Self),
