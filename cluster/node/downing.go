@@ -235,6 +235,14 @@ func (n *Node) retryLease() bool {
 	if int64(n.now-d.refusedSince) >= window {
 		return false
 	}
+	if len(downing.ViewOf(n.state).Unreachable) == 0 {
+		// Healed while refused (the holder's keeper frees the lease once
+		// its set is whole): nothing to decide any more, and a lease
+		// taken now would down a reachable member.
+		n.note("SBR dropped %v: every member is reachable again", d.leaseDecision)
+		d.leaseWaiting, d.refused = false, false
+		return true
+	}
 	d.leaseRequested = false
 	d.leaseAcquireAt = n.now + Instant(n.cfg.Downing.LeaseRetryEvery)
 	return true
