@@ -23,7 +23,7 @@ const leaseStableAfter = config.DefaultStableAfterLeaseMajority
 func leaseMajority(r *rig) {
 	r.configure("", func(cfg map[string]any) {
 		c := cfg["Cluster"].(map[string]any)
-		c["SplitBrainResolverStrategy"] = "lease-majority" // stable-after: its default
+		c["SplitBrainResolverStrategy"] = "lease-majority"  // stable-after: its default
 		c["Lease"] = map[string]any{"Provider": "configdb"} // TTL, pause, hold: the defaults
 	})
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/demo"
 	"github.com/otopcua/otopcua/tests/failover"
-	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/procs"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
-	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/pg"
 	"github.com/otopcua/otopcua/tests/procs"
