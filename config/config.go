@@ -108,9 +108,10 @@ type RedundancyConfig struct {
 	// PromotionHold is how long a node that becomes Primary after its
 	// peer was downed while it may still be alive (silence, a partition)
 	// waits before it advertises 250 and services writes, acks, alerts and
-	// the historian drain: at least the time the losing side needs to fail
-	// its own lease attempt and stop. A peer proven dead by the crash fast
-	// path is taken over without it. Accepted 0 s to 30 s; default 2 s.
+	// the historian drain: at least the time the old Primary needs to learn
+	// it lost (DefaultPromotionHold) and stop. A peer proven dead by the crash fast
+	// path is taken over without it. Read under lease-majority only.
+	// Accepted 0 s to 30 s; default 250 ms (DefaultPromotionHold).
 	PromotionHold time.Duration
 
 	// FloatingAddress is a service address that follows the Primary of
@@ -276,10 +277,16 @@ const (
 // none).
 var LeaseProviders = []string{LeaseConfigDb, LeaseEtcd}
 
-// Cluster:Lease:Ttl bounds.
+// Cluster:Lease:Ttl bounds. The default is short enough that a Primary
+// frozen while it held the lease has lost it (it renews no more) before
+// its peer decides to take over (≈ 2.6 s into the silence under
+// lease-majority's defaults): a freeze costs the same with or without the
+// lease held. The holder renews every TTL/3 (667 ms) and bounds each store
+// call to TTL/2; the minimum keeps a renewal per keeper tick (250 ms)
+// possible and is etcd's whole-second granularity.
 const (
-	DefaultLeaseTtl = 6 * time.Second
-	MinLeaseTtl     = 2 * time.Second
+	DefaultLeaseTtl = 2 * time.Second
+	MinLeaseTtl     = time.Second
 	MaxLeaseTtl     = 60 * time.Second
 )
 
@@ -290,19 +297,40 @@ type LeaseConfig struct {
 	// (Endpoints). Default "" (none): lease-majority refuses to start.
 	Provider string
 	// Ttl is how long a held lease lasts without renewal, on the store's
-	// clock. Accepted 2 s to 60 s; default 6 s.
+	// clock. Accepted 1 s to 60 s; default 2 s.
 	Ttl time.Duration
 	// Endpoints are the etcd client URLs (http://host:2379), tried in turn.
 	// Required for etcd.
 	Endpoints []string
 }
 
-// StableAfter and AcceptableHeartbeatPause defaults (absent or 0).
+// StableAfter, HeartbeatInterval and AcceptableHeartbeatPause defaults
+// (absent or 0). Under lease-majority the shared lease decides every split,
+// so a hasty suspicion costs at most an unneeded failover, never two
+// Primaries: its defaults detect a silent peer in ≈ 2 s (heartbeat 500 ms,
+// pause 1 s, phi 10 with a 100 ms deviation floor: a peer silent for ≈ 2.1 s)
+// and decide 500 ms later — ten times the longest scheduling stall the
+// false-positive runs inject (200 ms). docs/benchmarks-failover.md has the
+// measurements behind them.
 const (
 	DefaultStableAfter                           = 15 * time.Second
-	DefaultStableAfterLeaseMajority              = time.Second
+	DefaultStableAfterLeaseMajority              = 500 * time.Millisecond
+	DefaultHeartbeatInterval                     = time.Second
+	DefaultHeartbeatIntervalLeaseMajority        = 500 * time.Millisecond
 	DefaultAcceptableHeartbeatPause              = 3 * time.Second
-	DefaultAcceptableHeartbeatPauseLeaseMajority = 2 * time.Second
+	DefaultAcceptableHeartbeatPauseLeaseMajority = time.Second
+)
+
+// Redundancy:PromotionHold bounds and default.
+const (
+	// DefaultPromotionHold is one lease-keeper tick: by the time a node
+	// takes over a silent peer (≥ 2 s of silence under lease-majority's
+	// defaults) the old Primary has been fenced for a second — its set
+	// stopped being whole after a pause, and it holds no lease — and a
+	// downed Primary that still hears its peer is told of its downing by
+	// the gossip sent with it; the hold covers that message and the old
+	// Primary's lower level reaching its clients.
+	DefaultPromotionHold = 250 * time.Millisecond
 )
 
 // MinClusterSecretLen is the shortest Cluster:Secret accepted.
@@ -338,11 +366,12 @@ func (c *ClusterConfig) Loopback() bool { return loopbackHost(c.Hostname) }
 // FailureDetectorConfig is the "Cluster:FailureDetector" section.
 type FailureDetectorConfig struct {
 	// HeartbeatInterval is how often heartbeats are sent to each monitored
-	// peer. Default 1 s.
+	// peer. Default (absent or 0): 500 ms under lease-majority, 1 s
+	// otherwise (the reference's).
 	HeartbeatInterval time.Duration
 
 	// AcceptableHeartbeatPause is the pause tolerated before phi grows
-	// quickly. Default (absent or 0): 2 s under lease-majority, where a
+	// quickly. Default (absent or 0): 1 s under lease-majority, where a
 	// false suspicion costs at most an unneeded failover, 3 s otherwise.
 	AcceptableHeartbeatPause time.Duration
 
@@ -626,7 +655,7 @@ func staticDefaults() *Config {
 			DownIfAlone:                true,
 			Lease:                      LeaseConfig{Ttl: DefaultLeaseTtl, Endpoints: []string{}},
 			FailureDetector: FailureDetectorConfig{
-				HeartbeatInterval:        time.Second,
+				HeartbeatInterval:        0, // the strategy's default (resolve)
 				AcceptableHeartbeatPause: 0, // the strategy's default (resolve)
 				Threshold:                10.0,
 			},
@@ -645,7 +674,7 @@ func staticDefaults() *Config {
 			WriteTimeout:        2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
-		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: 2 * time.Second, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
+		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: DefaultPromotionHold, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},

@@ -142,6 +142,12 @@ func (c *Config) resolve(baseDir string) {
 			cl.StableAfter = DefaultStableAfterLeaseMajority
 		}
 	}
+	if cl.FailureDetector.HeartbeatInterval == 0 {
+		cl.FailureDetector.HeartbeatInterval = DefaultHeartbeatInterval
+		if lm {
+			cl.FailureDetector.HeartbeatInterval = DefaultHeartbeatIntervalLeaseMajority
+		}
+	}
 	if cl.FailureDetector.AcceptableHeartbeatPause == 0 {
 		cl.FailureDetector.AcceptableHeartbeatPause = DefaultAcceptableHeartbeatPause
 		if lm {

@@ -436,7 +436,7 @@ func TestValidationCases(t *testing.T) {
 		{"bad duration", `{"Cluster": {"StableAfter": "15"}}`, nil, "Cluster:StableAfter", "15", "00:00:10", ""},
 		{"duration as number", `{"Cluster": {"SelfFormAfter": 10}}`, nil, "Cluster:SelfFormAfter", "10", "10s", ""},
 		{"zero duration", `{"Cluster": {"AutoDownUnreachableAfter": "00:00:00"}}`, nil, "Cluster:AutoDownUnreachableAfter", "0s", "greater than 0", ""},
-		{"heartbeat zero", `{"Cluster": {"FailureDetector": {"HeartbeatInterval": "0s"}}}`, nil, "Cluster:FailureDetector:HeartbeatInterval", "0s", "greater than 0", ""},
+		{"heartbeat negative", `{"Cluster": {"FailureDetector": {"HeartbeatInterval": "-1s"}}}`, nil, "Cluster:FailureDetector:HeartbeatInterval", "-1s", "greater than 0", ""},
 		{"threshold zero", `{"Cluster": {"FailureDetector": {"Threshold": 0}}}`, nil, "Cluster:FailureDetector:Threshold", "0", "greater than 0", ""},
 		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot", ""},
 		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None:None, Basic256Sha256:Sign, Basic256Sha256:SignAndEncrypt", ""},
@@ -775,7 +775,7 @@ func TestLeaseKeys(t *testing.T) {
 		{"unknown provider", `{"Cluster": {"Lease": {"Provider": "zookeeper"}}}`, "Cluster:Lease:Provider"},
 		{"etcd without endpoints", `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "etcd"}}}`, "Cluster:Lease:Endpoints"},
 		{"bad endpoint", `{"Cluster": {"Lease": {"Provider": "etcd", "Endpoints": ["127.0.0.1:2379"]}}}`, "Cluster:Lease:Endpoints:0"},
-		{"ttl too short", `{"Cluster": {"Lease": {"Ttl": "1s"}}}`, "Cluster:Lease:Ttl"},
+		{"ttl too short", `{"Cluster": {"Lease": {"Ttl": "900ms"}}}`, "Cluster:Lease:Ttl"},
 		{"hold too long", `{"Redundancy": {"PromotionHold": "31s"}}`, "Redundancy:PromotionHold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -789,11 +789,30 @@ func TestLeaseKeys(t *testing.T) {
 			}
 		})
 	}
-	c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "ETCD", "Endpoints": ["http://127.0.0.1:2379"]}}}`)
-	if c.Cluster.StableAfter != time.Second || mustLoad(t, `{}`).Cluster.StableAfter != 15*time.Second {
-		t.Fatalf("stable-after %v under lease-majority, want 1s (15s under auto-down)", c.Cluster.StableAfter)
+	for _, it := range loadItems(t, `{"Cluster": {"Lease": {"Ttl": "900ms"}}}`) {
+		if it.Key == "Cluster:Lease:Ttl" && (it.Value != "900ms" || !strings.Contains(it.Accepted, "from 1s to 60s")) {
+			t.Fatalf("Cluster:Lease:Ttl problem %+v, want the value 900ms and the accepted 1s to 60s", it)
+		}
 	}
-	if c.Cluster.Lease.Provider != LeaseEtcd || c.Cluster.Lease.Ttl != DefaultLeaseTtl || !c.Cluster.DownOnConnectionRefusedEnabled() || c.Redundancy.PromotionHold != 2*time.Second {
+	if c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "configdb", "Ttl": "1s"}}, "ConfigDb": {"Provider": "postgres", "ConnectionString": "postgres://h/db"}}`); c.Cluster.Lease.Ttl != time.Second {
+		t.Fatalf("the shortest TTL accepted, 1s: %v", c.Cluster.Lease.Ttl)
+	}
+	c := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "ETCD", "Endpoints": ["http://127.0.0.1:2379"]}}}`)
+	ad := mustLoad(t, `{}`).Cluster
+	if c.Cluster.StableAfter != 500*time.Millisecond || ad.StableAfter != 15*time.Second {
+		t.Fatalf("stable-after %v under lease-majority, want 500ms (15s under auto-down: %v)", c.Cluster.StableAfter, ad.StableAfter)
+	}
+	if fd := c.Cluster.FailureDetector; fd.HeartbeatInterval != 500*time.Millisecond || fd.AcceptableHeartbeatPause != time.Second {
+		t.Fatalf("lease-majority failure detector %+v, want heartbeat 500ms, pause 1s", fd)
+	}
+	if fd := ad.FailureDetector; fd.HeartbeatInterval != time.Second || fd.AcceptableHeartbeatPause != 3*time.Second {
+		t.Fatalf("auto-down failure detector %+v, want the reference's heartbeat 1s, pause 3s", fd)
+	}
+	ex := mustLoad(t, `{"Cluster": {"SplitBrainResolverStrategy": "lease-majority", "Lease": {"Provider": "etcd", "Endpoints": ["http://127.0.0.1:2379"]}, "FailureDetector": {"HeartbeatInterval": "2s"}}}`)
+	if ex.Cluster.FailureDetector.HeartbeatInterval != 2*time.Second {
+		t.Fatalf("an explicit heartbeat interval %v, want 2s kept", ex.Cluster.FailureDetector.HeartbeatInterval)
+	}
+	if c.Cluster.Lease.Provider != LeaseEtcd || c.Cluster.Lease.Ttl != DefaultLeaseTtl || !c.Cluster.DownOnConnectionRefusedEnabled() || c.Redundancy.PromotionHold != 250*time.Millisecond {
 		t.Fatalf("lease %+v fast path %v hold %v", c.Cluster.Lease, c.Cluster.DownOnConnectionRefusedEnabled(), c.Redundancy.PromotionHold)
 	}
 }

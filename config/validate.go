@@ -316,7 +316,7 @@ func (c *Config) validateLease(p *problems) {
 		p.add("Cluster:Lease:Provider", "", "lease-majority needs a lease every node of the set shares: accepted values are configdb (the Config DB, networked) or etcd (with Cluster:Lease:Endpoints)")
 	}
 	if l.Ttl < MinLeaseTtl || l.Ttl > MaxLeaseTtl {
-		p.add("Cluster:Lease:Ttl", l.Ttl.String(), "accepted values are durations from 2s to 60s, as "+DurationFormat)
+		p.add("Cluster:Lease:Ttl", l.Ttl.String(), "accepted values are durations from 1s to 60s, as "+DurationFormat)
 	}
 	if l.Provider == LeaseEtcd && len(l.Endpoints) == 0 {
 		p.add("Cluster:Lease:Endpoints", "", "accepted values are one or more etcd client URLs such as http://10.0.0.5:2379 (required by the etcd lease)")

@@ -42,11 +42,12 @@ var JSONKeys = []string{
 // Akka's values).
 const (
 	DefaultDownAllWhenUnstable = time.Duration(0) // on: max(4s, 3/4 of stable-after)
-	// DefaultAcquireLeaseDelayForMinority is 1 s where Akka's is 2 s:
-	// otopcua's lease keeper takes the lease for a live Primary within a
-	// third of the heartbeat pause, seconds before any split-brain
-	// decision, so the other side's delay only orders a race that a live
-	// Primary has already won; 1 s shortens the takeover from a frozen one.
+	// DefaultAcquireLeaseDelayForMinority is 1 s where Akka's is 2 s. It
+	// delays a strict minority only: in an even split (a pair's 1–1)
+	// otopcua's lease keeper has taken the lease for a live Primary a
+	// heartbeat and a quarter of the pause into the silence, seconds
+	// before any split-brain decision, so both halves try at once and the
+	// store's answer tells a freeze from a partition.
 	DefaultAcquireLeaseDelayForMinority = time.Second
 	DefaultMinStdDeviation              = 100 * time.Millisecond
 	DefaultMaxSampleSize                = 1000

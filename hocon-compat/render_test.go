@@ -43,7 +43,7 @@ akka.cluster {
 otopcua.cluster {
   self-form-after = 10s
   down-on-connection-refused = on
-  # Cluster:Lease (the shared lease of lease-majority): provider = none, ttl = 6s
+  # Cluster:Lease (the shared lease of lease-majority): provider = none, ttl = 2s
 }
 `
 	if got := Render(e); got != want {

@@ -309,6 +309,11 @@ func (k *leaseKeeper) run(effs []keeper.Effect) (granted bool) {
 			}
 		case keeper.Note:
 			k.note(e)
+			if e.Kind == keeper.NoteHold {
+				// Look again the moment the hold ends, not at the next
+				// 250 ms tick: the 250 waits for nothing else.
+				k.clock.AfterFunc(e.For, k.tick)
+			}
 		}
 	}
 	return granted

@@ -13,7 +13,8 @@
 //     and has held it for 3 s — so the Primary alternates.
 //     -strategy auto-down (the default: auto-down with the production
 //     defaults) or lease-majority (the Config DB lease on the pair's
-//     shared SQLite Config DB, Ttl 6 s, lease-majority's defaults). SIGKILL is
+//     shared Config DB, lease-majority's defaults; -configdb postgres
+//     puts it on a PostgreSQL server started for the pair). SIGKILL is
 //     measured with the crash fast path on (the default of both
 //     strategies) and off (Cluster:DownOnConnectionRefused false: the
 //     failure detector, then AutoDownUnreachableAfter or StableAfter).
@@ -29,7 +30,7 @@
 //
 //	go run ./bench/servicelevel -trials 20 -off-trials 5
 //	go run ./bench/servicelevel -trials 20 -off-trials 5 -doc docs/benchmarks-failover.md
-//	go run ./bench/servicelevel -strategy lease-majority -signal stop -trials 5 -off-trials 0
+//	go run ./bench/servicelevel -strategy lease-majority -signal stop -configdb postgres -trials 20 -off-trials 0
 //	go run ./bench/servicelevel -matrix -trials 20
 //
 // Results are printed as a Markdown table (median, p99 by nearest rank,
@@ -52,6 +53,7 @@ import (
 
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/demo"
+	"github.com/otopcua/otopcua/tests/pg"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -61,12 +63,20 @@ const (
 	secondary byte = 240
 )
 
-// Strategies (-strategy) and signals (-signal).
+// Strategies (-strategy), signals (-signal) and Config DBs (-configdb).
 const (
 	autoDown      = "auto-down"
 	leaseMajority = "lease-majority"
 	sigKill       = "kill"
 	sigStop       = "stop"
+	dbSqlite      = "sqlite"
+	dbPostgres    = "postgres"
+)
+
+// Set from the flags before the first pair starts.
+var (
+	configDb = dbSqlite // the pair's shared Config DB (-configdb)
+	logDir   = ""       // where each trial's node logs go (-logs); "" none
 )
 
 // mode is one measured configuration: the split-brain strategy, the
@@ -80,8 +90,10 @@ type mode struct {
 // tune edits a node's Cluster section for m.
 func (m mode) tune(c map[string]any) {
 	if m.strategy == leaseMajority {
-		c["SplitBrainResolverStrategy"] = leaseMajority // its defaults: stable-after 1 s, heartbeat pause 2 s
-		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
+		// lease-majority's defaults: heartbeat, pause, stable-after, TTL,
+		// minority delay and promotion hold are not set here.
+		c["SplitBrainResolverStrategy"] = leaseMajority
+		c["Lease"] = map[string]any{"Provider": "configdb"}
 	}
 	if m.fastPathOff {
 		c["DownOnConnectionRefused"] = false
@@ -104,6 +116,9 @@ func (m mode) sigName() string {
 
 func (m mode) strategyLabel() string {
 	if m.strategy == leaseMajority {
+		if configDb == dbPostgres {
+			return "lease-majority (Config DB lease on PostgreSQL, its defaults)"
+		}
 		return "lease-majority (Config DB lease, its defaults)"
 	}
 	return "auto-down"
@@ -134,9 +149,11 @@ func (m mode) rowLabel() string {
 func main() {
 	trials := flag.Int("trials", 20, "failover trials with the fast path on (with -matrix: per cell)")
 	offTrials := flag.Int("off-trials", 5, "SIGKILL trials with the fast path off (each takes ≈ 20 s under auto-down); ignored with -matrix and -signal stop")
-	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared SQLite Config DB, lease-majority's defaults)")
+	strategy := flag.String("strategy", autoDown, "split-brain strategy: auto-down or lease-majority (the Config DB lease on the shared Config DB, lease-majority's defaults)")
 	signal := flag.String("signal", sigKill, "what the Primary gets: kill (SIGKILL) or stop (SIGSTOP; SIGCONT once the survivor reads 250, then it must exit with code 3 and is restarted)")
 	matrix := flag.Bool("matrix", false, "run SIGKILL and SIGSTOP under auto-down and lease-majority, -trials each, and print one table")
+	db := flag.String("configdb", dbSqlite, "the pair's shared Config DB (and lease-majority's lease): sqlite (a file) or postgres (a PostgreSQL server started for each pair on loopback)")
+	logs := flag.String("logs", "", "write both nodes' logs of every trial into this directory (trial-N-a.log, trial-N-b.log)")
 	doc := flag.String("doc", "", "also write the results and the commands into this Markdown file")
 	verbose := flag.Bool("v", false, "log every step")
 	flag.Parse()
@@ -147,6 +164,17 @@ func main() {
 	if *signal != sigKill && *signal != sigStop {
 		fmt.Fprintf(os.Stderr, "-signal %q: accepted values are %s and %s\n", *signal, sigKill, sigStop)
 		os.Exit(2)
+	}
+	if *db != dbSqlite && *db != dbPostgres {
+		fmt.Fprintf(os.Stderr, "-configdb %q: accepted values are %s and %s\n", *db, dbSqlite, dbPostgres)
+		os.Exit(2)
+	}
+	configDb, logDir = *db, *logs
+	if logDir != "" {
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	if !*verbose {
@@ -291,12 +319,16 @@ func newPair(t testing.TB, tune func(map[string]any)) *pair {
 	pa, pb := procs.NewPorts(t), procs.NewPorts(t)
 	p := &pair{names: []string{"a", "b"}, nodes: map[string]*procs.Node{}, addr: map[string]string{}, watch: map[string]*watched{}}
 	seeds := []string{fmt.Sprintf("127.0.0.1:%d", pa.Cluster), fmt.Sprintf("127.0.0.1:%d", pb.Cluster)}
+	db := map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + dir + "/config.db"}
+	if configDb == dbPostgres {
+		db = map[string]any{"Provider": "postgres", "ConnectionString": pg.Start(t).DSN()}
+	}
 	for i, ports := range []procs.Ports{pa, pb} {
 		name := p.names[i]
 		cfg := procs.BaseConfig(name, ports)
 		cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 		cfg["Node"].(map[string]any)["ClusterId"] = "bench"
-		cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + dir + "/config.db"}
+		cfg["ConfigDb"] = db
 		cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:" + p.names[1-i] + ":otopcua"}
 		c := cfg["Cluster"].(map[string]any)
 		c["SeedNodes"] = seeds
@@ -376,7 +408,7 @@ func (p *pair) trial(t testing.TB, m mode, i int) (failover, topology, rejoin ti
 		return nil
 	})
 	failover = seen.At.Sub(signalled)
-	log.Printf("%s trial %d: %s %s → %s at 250 after %v", label, i, m.sigName(), pr, se, failover)
+	log.Printf("%s trial %d: %s %s at %s → %s at 250 after %v", label, i, m.sigName(), pr, signalled.UTC().Format(time.RFC3339Nano), se, failover)
 
 	if m.signal == sigStop {
 		// The frozen node wakes to find itself downed: it must leave on
@@ -418,9 +450,23 @@ func (p *pair) trial(t testing.TB, m mode, i int) (failover, topology, rejoin ti
 		return nil
 	})
 	topology = max(back.At.Sub(up), 0)
+	p.saveLogs(t, i)
 	rejoin = back.At.Sub(restarted)
 	log.Printf("%s trial %d: %s Up in %s's view → levels updated after %v; restart → 240 after %v", label, i, pr, se, topology, rejoin)
 	return failover, topology, rejoin
+}
+
+// saveLogs writes both nodes' logs of trial i into logDir, if set.
+func (p *pair) saveLogs(t testing.TB, i int) {
+	if logDir == "" {
+		return
+	}
+	for _, n := range p.names {
+		f := fmt.Sprintf("%s/trial-%d-%s.log", logDir, i, n)
+		if err := os.WriteFile(f, []byte(p.nodes[n].Log()), 0o644); err != nil {
+			t.Fatalf("-logs: %v", err)
+		}
+	}
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
@@ -459,10 +505,12 @@ publishing interval 50 ms) that reconnects when its node restarts.
     then auto-down waits ` + "`AutoDownUnreachableAfter`" + ` (15 s).
 - **Strategy and signal** (` + "`-strategy`, `-signal`, `-matrix`" + `). The same pair, trial loop and client-side
   clock, with:
-  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority` with its defaults (stable-after 1 s, heartbeat pause 2 s)" + `,
-    ` + "`Lease: {Provider: configdb, Ttl: 6s}`" + ` — the lease is a row of the pair's shared SQLite Config DB
-    (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast path stays on (its default);
-    it takes the lease before downing.
+  - ` + "`-strategy lease-majority`" + `: ` + "`Cluster:SplitBrainResolverStrategy: lease-majority`" + `,
+    ` + "`Lease: {Provider: configdb}`" + ` and every timing at lease-majority's defaults — the lease is a row of
+    the pair's shared Config DB (docs/redundancy.md, "lease-majority on a shared lease"). The crash fast
+    path stays on (its default); it takes the lease before downing.
+  - ` + "`-configdb postgres`" + `: the pair's Config DB (and so its lease) is a PostgreSQL server the command
+    starts on loopback for each pair, instead of a shared SQLite file.
   - ` + "`-signal stop`" + `: the Primary gets SIGSTOP instead of SIGKILL (a frozen process: its port still accepts
     connections, so only the failure detector and the strategy's wait can decide). Once the survivor's
     250 is seen, the frozen node gets SIGCONT; it must then leave on its own — it was downed, exit code 3 —

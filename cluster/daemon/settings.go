@@ -25,6 +25,11 @@ func NewUID() uint64 {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
+// LeaseMajorityCheckEvery is how often, under lease-majority, the
+// membership core records its failure detector's verdicts (the unreachable
+// reaper) and its split-brain resolver looks at the view: the core's tick.
+const LeaseMajorityCheckEvery = DefaultTickInterval
+
 // NodeConfig maps a validated configuration to the membership core's
 // settings for the incarnation uid: self = Cluster:PublicHostname and
 // Cluster:Port, seeds from Cluster:SeedNodes, roles, Node:ClusterId carried
@@ -53,5 +58,15 @@ func NodeConfig(c *config.Config, uid uint64) (node.Config, error) {
 	nc.FailureDetector.AcceptableHeartbeatPause = ms(fd.AcceptableHeartbeatPause)
 	nc.FailureDetector.Threshold = fd.Threshold
 	nc.CrashFastPath = cl.DownOnConnectionRefusedEnabled()
+	if nc.Downing.Strategy == node.LeaseMajority {
+		// The reaper and the resolver look every LeaseMajorityCheckEvery
+		// rather than with Akka's 1 s leader actions: each would otherwise
+		// add up to a second to the take-over from a silent Primary.
+		nc.UnreachableReaperInterval = ms(LeaseMajorityCheckEvery)
+		nc.DowningInterval = ms(LeaseMajorityCheckEvery)
+		// A refused lease is tried again for a TTL and one more attempt:
+		// a frozen holder's lease lapses by then, a live one's never does.
+		nc.Downing.LeaseRetryFor = ms(cl.Lease.Ttl) + nc.Downing.LeaseRetryEvery
+	}
 	return nc, nc.Validate()
 }

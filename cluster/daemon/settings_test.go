@@ -32,6 +32,21 @@ func TestNodeConfigFromSettings(t *testing.T) {
 		nc.FailureDetector.AcceptableHeartbeatPause != 1500 || nc.FailureDetector.Threshold != 12 || !nc.CrashFastPath {
 		t.Fatalf("mapped config %+v", nc)
 	}
+	if nc.UnreachableReaperInterval != 1000 || nc.DowningInterval != 0 || nc.Downing.LeaseRetryFor != 0 {
+		t.Fatalf("auto-down keeps Akka's reaper and decides with the leader actions: reaper %d, downing %d", nc.UnreachableReaperInterval, nc.DowningInterval)
+	}
+	c.Cluster.SplitBrainResolverStrategy = config.StrategyLeaseMajority
+	c.Cluster.Lease.Ttl = 2 * time.Second
+	if nc, _ = NodeConfig(c, 42); nc.UnreachableReaperInterval != 100 || nc.DowningInterval != 100 || nc.LeaderActionsInterval != 1000 {
+		t.Fatalf("lease-majority reaps and resolves every 100 ms, leader actions stay 1 s: %+v", nc)
+	}
+	if nc.Downing.LeaseRetryFor != 2250 || nc.Downing.LeaseRetryEvery != 250 {
+		t.Fatalf("a refused lease is tried every 250 ms for the TTL + 250 ms: %+v", nc.Downing)
+	}
+	c.Cluster.SplitBrainResolverStrategy = config.StrategyAutoDown
+	if nc, _ = NodeConfig(c, 42); nc.Downing.LeaseRetryFor != 0 {
+		t.Fatalf("no lease retry outside lease-majority: %+v", nc.Downing)
+	}
 	c.Cluster.SplitBrainResolverStrategy = config.StrategyKeepOldest
 	c.Cluster.DownOnConnectionRefused = nil // unset: the strategy's default
 	c.Cluster.SelfFormAfter = 0

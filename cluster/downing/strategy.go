@@ -380,10 +380,16 @@ func (s StaticQuorum) decide(w *view) Outcome {
 }
 
 // LeaseMajority keeps the side that acquires the lease. The minority side
-// (by KeepMajority's counting; an even split counts the side without the
-// oldest member as the minority, where Akka takes the lowest address)
-// waits AcquireLeaseDelayForMinority ms before trying, so the majority
-// normally wins.
+// (by KeepMajority's counting) waits AcquireLeaseDelayForMinority ms
+// before trying, so the majority normally wins. An even split has no
+// minority: both sides try at once. Akka delays the half without the
+// lowest address; otopcua's lease keeper has already taken the lease for
+// the half with the Primary (the oldest driver) a heartbeat interval and a
+// quarter of the pause into the silence, seconds before any decision, so
+// the other half's immediate attempt is refused when that Primary lives
+// (a partition: it downs itself) and granted when it is frozen or dead —
+// the lease store tells a freeze from a partition, and a delay would only
+// lengthen the take-over from a frozen Primary.
 type LeaseMajority struct {
 	Role string
 	// AcquireLeaseDelayForMinority in ms; Akka's default is 2000.
@@ -412,13 +418,9 @@ func (s LeaseMajority) inMinority(w *view) bool {
 	}
 	unreachable := len(w.unreachableWithRole(false, false))
 	switch {
-	case unreachable*2 == len(ms):
-		// An even split: the side with the oldest member (the Primary of
-		// a pair, under otopcua's election) tries at once, the other
-		// delays — Akka keeps the lowest address instead; for a pair this
-		// keeps a partition from moving the Primary.
-		return w.isUnreachable(slices.MinFunc(ms, m.CompareByAge))
-	case unreachable*2 < len(ms):
+	case unreachable*2 <= len(ms):
+		// An even split is no minority (see LeaseMajority): the lease
+		// keeper's early take orders it.
 		return false
 	default:
 		return true

@@ -332,12 +332,19 @@ func TestLeaseMajorityAndDownAllAkkaSpec(t *testing.T) {
 		{"AcquireLeaseAndDownUnreachable, DownReachable as reverse", lm, "A C E | B D", "", []sideCheck{
 			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "B D", reverse: "A C E"},
 			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "A C E", reverse: "B D"}}},
-		// Akka keeps the half with the lowest address (B, side 1, would try
-		// at once); otopcua keeps the half with the oldest member, the
-		// Primary of a pair, so that a partition never moves it.
-		{"try to keep half with the oldest (Akka: lowest address)", LeaseMajority{Role: "role2", AcquireLeaseDelayForMinority: 2000}, "A D E | B C", "", []sideCheck{
+		// Akka delays the half without the lowest address (A D E, side 0);
+		// in otopcua an even split has no minority: both halves try at
+		// once, and the lease the keeper took for the half with the
+		// Primary decides (a frozen Primary took none).
+		{"even split: both halves try at once (Akka: the lowest address's)", LeaseMajority{Role: "role2", AcquireLeaseDelayForMinority: 2000}, "A D E | B C", "", []sideCheck{
 			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "B C", reverse: "A D E"},
-			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "A D E", reverse: "B C"}}},
+			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "A D E", reverse: "B C"}}},
+		{"a pair's even split: the survivor of a frozen oldest tries at once", lm, "A | B", "", []sideCheck{
+			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "B", reverse: "A"},
+			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "A", reverse: "B"}}},
+		{"a strict minority still waits", lm, "A B C | D", "", []sideCheck{
+			{side: 0, decision: AcquireLeaseAndDownUnreachable, delay: 0, down: "D", reverse: "A B C"},
+			{side: 1, decision: AcquireLeaseAndDownUnreachable, delay: 2000, down: "A B C", reverse: "D"}}},
 		{"down indirectly connected A B, keep C", lm, "A B C", "A>B B>A", []sideCheck{
 			{side: 0, decision: AcquireLeaseAndDownIndirectlyConnected, down: "A B", reverse: "A B C"}}},
 		{"indirectly connected with clean partition: side 1", lm, "A B C | D E", "B>C C>B", []sideCheck{

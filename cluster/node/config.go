@@ -57,6 +57,16 @@ type DowningConfig struct {
 	// ReleaseLeaseAfter: a held lease is released this long after it was
 	// acquired. Default 40000.
 	ReleaseLeaseAfter int64
+	// LeaseRetryFor: a lease-majority decision whose lease is refused
+	// tries again every LeaseRetryEvery until this long after the first
+	// refusal before it takes the reverse decision (downs its own side).
+	// A holder that still runs renews its lease and keeps refusing it (a
+	// partition); a frozen holder stops renewing and its lease lapses
+	// within the TTL, so a window of a TTL and a little more tells the
+	// two apart. 0 (the default, Akka's): reverse at the first refusal.
+	LeaseRetryFor int64
+	// LeaseRetryEvery paces those attempts. Default 250.
+	LeaseRetryEvery int64
 }
 
 // Config holds one node's cluster settings. Times are ms.
@@ -79,6 +89,11 @@ type Config struct {
 	LeaderActionsInterval int64
 	// UnreachableReaperInterval. Default 1000.
 	UnreachableReaperInterval int64
+	// DowningInterval is how often the split-brain resolver looks at its
+	// view (stable-after, the lease delay): 0 (the default, Akka's) with
+	// the leader actions, every LeaderActionsInterval. Auto-down always
+	// runs with the leader actions.
+	DowningInterval int64
 	// HeartbeatInterval. Default 1000.
 	HeartbeatInterval int64
 	// ExpectedResponseAfter: a peer that never answers a heartbeat starts
@@ -122,6 +137,7 @@ func DefaultConfig(self m.UniqueAddress, seeds []m.Address) Config {
 			DownIfAlone:                  true,
 			AcquireLeaseDelayForMinority: 1000, // Akka: 2000; see hocon-compat DefaultAcquireLeaseDelayForMinority
 			ReleaseLeaseAfter:            40000,
+			LeaseRetryEvery:              250,
 		},
 		SelfFormAfter: bootstrap.DefaultSelfFormAfter,
 		CrashFastPath: true,
@@ -155,6 +171,12 @@ func (c Config) Validate() error {
 		if v <= 0 {
 			return fmt.Errorf("%w: %s %d ms: must be > 0", ErrConfig, name, v)
 		}
+	}
+	if c.DowningInterval < 0 {
+		return fmt.Errorf("%w: downing interval %d ms: must be >= 0", ErrConfig, c.DowningInterval)
+	}
+	if c.Downing.LeaseRetryFor < 0 || (c.Downing.LeaseRetryFor > 0 && c.Downing.LeaseRetryEvery <= 0) {
+		return fmt.Errorf("%w: lease retry for %d ms every %d ms: need retry-for >= 0 and, with it, every > 0", ErrConfig, c.Downing.LeaseRetryFor, c.Downing.LeaseRetryEvery)
 	}
 	return nil
 }

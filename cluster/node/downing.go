@@ -26,6 +26,8 @@ type downState struct {
 	leaseRequested bool
 	holdingLease   bool
 	releaseAt      Instant
+	refusedSince   Instant // first refusal of the lease this decision met
+	refused        bool    // refusedSince is set
 }
 
 func newDownState() downState {
@@ -107,6 +109,12 @@ func (n *Node) tickDowning() {
 		n.tickAutoDown()
 	case NoDowning:
 	default:
+		if self, ok := n.state.Gossip.Member(n.cfg.Self); ok && self.Status == m.Down {
+			// Downed (by itself or another): it is shutting down and
+			// decides nothing more — a lease it took now would down the
+			// side that survived.
+			return
+		}
 		n.tickSBR()
 	}
 }
@@ -151,6 +159,11 @@ func (n *Node) tickSBR() {
 		d.releaseAt = 0
 		n.out = append(n.out, ReleaseLease{Owner: n.leaseOwner()})
 	}
+	if downing.IsAllUnreachableDownOrExiting(downing.ViewOf(n.state)) {
+		// Nothing left to decide: the unreachable members are already
+		// Down or Exiting and wait for their removal.
+		return
+	}
 	res, act := downing.Tick(n.cfg.strategy(), downing.TickInput{
 		View:      downing.ViewOf(n.state),
 		IsLeader:  n.state.IsLeader(n.cfg.Self),
@@ -189,7 +202,10 @@ func (n *Node) onLeaseResult(acquired bool) {
 		}
 		return
 	}
-	d.leaseWaiting = false
+	if !acquired && n.retryLease() {
+		return
+	}
+	d.leaseWaiting, d.refused = false, false
 	if acquired {
 		n.note("SBR acquired the lease for %v", d.leaseDecision)
 		d.holdingLease = true
@@ -199,6 +215,37 @@ func (n *Node) onLeaseResult(acquired bool) {
 	}
 	n.note("SBR could not acquire the lease; reversing %v to %v", d.leaseDecision, d.leaseDecision.Reverse())
 	n.actOnDecision(d.leaseDecision.Reverse())
+}
+
+// retryLease schedules another attempt at a refused lease while the
+// decision's LeaseRetryFor window lasts: a frozen holder's lease lapses
+// within its TTL, a live holder's never does. It reports false once the
+// window is over (or there is none): the decision is reversed.
+func (n *Node) retryLease() bool {
+	d := &n.dn
+	window := n.cfg.Downing.LeaseRetryFor
+	if window <= 0 {
+		return false
+	}
+	if !d.refused {
+		d.refused, d.refusedSince = true, n.now
+		n.note("SBR could not acquire the lease for %v; trying again every %d ms for %d ms: a holder that stopped renewing loses it by then",
+			d.leaseDecision, n.cfg.Downing.LeaseRetryEvery, window)
+	}
+	if int64(n.now-d.refusedSince) >= window {
+		return false
+	}
+	if len(downing.ViewOf(n.state).Unreachable) == 0 {
+		// Healed while refused (the holder's keeper frees the lease once
+		// its set is whole): nothing to decide any more, and a lease
+		// taken now would down a reachable member.
+		n.note("SBR dropped %v: every member is reachable again", d.leaseDecision)
+		d.leaseWaiting, d.refused = false, false
+		return true
+	}
+	d.leaseRequested = false
+	d.leaseAcquireAt = n.now + Instant(n.cfg.Downing.LeaseRetryEvery)
+	return true
 }
 
 // actOnDecision downs the decision's nodes, this node last (Akka's

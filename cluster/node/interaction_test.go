@@ -110,6 +110,21 @@ func (e *interactionEnv) handle(t *testing.T, d *datadriven.TestData) string {
 		e.nw.Down(by, names(d)[0])
 	case "send-stale":
 		e.sendStale(t, d)
+	case "lease-take":
+		// lease-take a: a's lease keeper takes the shared lease (as a
+		// Primary whose set looked split does).
+		n := names(d)[0]
+		if !e.nw.Lease.Acquire(e.nw.Host(n).Node.Self().String()) {
+			d.Fatalf(t, "lease-take %s: held by %s", n, e.nw.Lease.Holder())
+		}
+	case "lease-lapse":
+		// lease-lapse: the holder stopped renewing for a TTL; the store
+		// frees the lease.
+		if h := e.nw.Lease.Holder(); h != "" {
+			e.nw.Lease.Release(h)
+		}
+	case "lease-holder":
+		fmt.Fprintf(&out, "lease holder: %q\n", e.nw.Lease.Holder())
 	case "members":
 		e.members(&out, names(d))
 	case "oldest":
@@ -180,6 +195,7 @@ func (e *interactionEnv) addNodes(t *testing.T, d *datadriven.TestData) {
 	var clusterID, strategy, sbrRole string
 	selfForm, stableAfter, quorum := int64(-2), int64(-2), 0
 	fastPath, downIfAlone := true, true
+	heartbeat, pause, reaper, downingEvery, leaseRetry := int64(0), int64(0), int64(0), int64(0), int64(0)
 	for _, a := range d.CmdArgs {
 		switch a.Key {
 		case "seeds":
@@ -202,6 +218,16 @@ func (e *interactionEnv) addNodes(t *testing.T, d *datadriven.TestData) {
 			fastPath = a.Vals[0] != "off"
 		case "down-if-alone":
 			downIfAlone = a.Vals[0] != "off"
+		case "heartbeat":
+			heartbeat = parseDuration(t, d, a.Vals[0])
+		case "pause":
+			pause = parseDuration(t, d, a.Vals[0])
+		case "reaper":
+			reaper = parseDuration(t, d, a.Vals[0])
+		case "downing-every":
+			downingEvery = parseDuration(t, d, a.Vals[0])
+		case "lease-retry":
+			leaseRetry = parseDuration(t, d, a.Vals[0])
 		}
 	}
 	for _, n := range names(d) {
@@ -224,6 +250,17 @@ func (e *interactionEnv) addNodes(t *testing.T, d *datadriven.TestData) {
 				c.SelfFormAfter = selfForm
 			}
 			c.CrashFastPath = fastPath
+			if heartbeat > 0 {
+				c.HeartbeatInterval, c.FailureDetector.FirstHeartbeatEstimate = heartbeat, heartbeat
+			}
+			if pause > 0 {
+				c.FailureDetector.AcceptableHeartbeatPause = pause
+			}
+			if reaper > 0 {
+				c.UnreachableReaperInterval = reaper
+			}
+			c.DowningInterval = downingEvery
+			c.Downing.LeaseRetryFor = leaseRetry
 		})
 	}
 }

@@ -90,8 +90,8 @@ type Node struct {
 	self   selfForm
 	refuse refusals
 
-	nextGossip, nextLeader, nextReap, nextHeartbeat Instant
-	gossipRR                                        int
+	nextGossip, nextLeader, nextReap, nextHeartbeat, nextDowning Instant
+	gossipRR                                                     int
 
 	hb hbState
 	fp fpState
@@ -177,6 +177,7 @@ func (n *Node) Start(now Instant) []Effect {
 	n.nextGossip = n.now + Instant(n.cfg.GossipInterval)
 	n.nextLeader = n.now + Instant(n.cfg.LeaderActionsInterval)
 	n.nextReap = n.now + Instant(n.cfg.UnreachableReaperInterval)
+	n.nextDowning = n.now + Instant(n.cfg.DowningInterval)
 	n.nextHeartbeat = n.now + Instant(n.cfg.HeartbeatInterval)
 	n.dn.resetStable(n.now, n.cfg.Downing.StableAfter)
 	n.armSelfForm()
@@ -332,12 +333,25 @@ func (n *Node) Tick(now Instant) []Effect {
 		n.nextGossip = n.now + Instant(n.cfg.GossipInterval)
 		n.sendGossip()
 	}
+	own := n.ownDowningTick()
 	if n.now >= n.nextLeader {
 		n.nextLeader = n.now + Instant(n.cfg.LeaderActionsInterval)
 		n.leaderActions()
+		if !own {
+			n.tickDowning()
+		}
+	}
+	if own && n.now >= n.nextDowning {
+		n.nextDowning = n.now + Instant(n.cfg.DowningInterval)
 		n.tickDowning()
 	}
 	return n.end()
+}
+
+// ownDowningTick reports whether the split-brain resolver runs on its own
+// DowningInterval rather than with the leader actions.
+func (n *Node) ownDowningTick() bool {
+	return n.cfg.DowningInterval > 0 && n.cfg.Downing.Strategy != AutoDown && n.cfg.Downing.Strategy != NoDowning
 }
 
 // updateLatestGossip stamps a locally changed gossip with a new version

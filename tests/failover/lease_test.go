@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -15,15 +16,15 @@ import (
 // shared lease deciding, a wrong decision costs an unneeded failover,
 // never dual-active, so a pair under lease-majority decides much sooner
 // than auto-down's 15 s (docs/redundancy.md).
-const leaseStableAfter = time.Second
+const leaseStableAfter = config.DefaultStableAfterLeaseMajority
 
 // leaseMajority configures every node of r for lease-majority on the
 // Config DB lease (the rig's shared Config DB).
 func leaseMajority(r *rig) {
 	r.configure("", func(cfg map[string]any) {
 		c := cfg["Cluster"].(map[string]any)
-		c["SplitBrainResolverStrategy"] = "lease-majority" // stable-after: its default
-		c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": "6s"}
+		c["SplitBrainResolverStrategy"] = "lease-majority"  // stable-after: its default
+		c["Lease"] = map[string]any{"Provider": "configdb"} // TTL, pause, hold: the defaults
 	})
 }
 
@@ -43,9 +44,10 @@ func TestLeaseDrillKillPrimary(t *testing.T) {
 	r := newRig(t, pairSpecs("site", "a", "b")...)
 	p, s := leasePair(t, r)
 	if body, err := r.node(p).Get("/api/cluster/config"); err != nil ||
-		!strings.Contains(body, "# Cluster:Lease (the shared lease of lease-majority): provider = configdb (sqlite), ttl = 6s") ||
-		!strings.Contains(body, "stable-after = 1s") {
-		t.Fatalf("/api/cluster/config does not show the installed lease and stable-after: %v\n%s", err, body)
+		!strings.Contains(body, "# Cluster:Lease (the shared lease of lease-majority): provider = configdb (sqlite), ttl = 2s") ||
+		!strings.Contains(body, "stable-after = 500ms") || !strings.Contains(body, "heartbeat-interval = 500ms") ||
+		!strings.Contains(body, "acceptable-heartbeat-pause = 1s") {
+		t.Fatalf("/api/cluster/config does not show the installed lease and lease-majority's defaults (TTL 2 s, stable-after 500 ms, heartbeat 500 ms, pause 1 s): %v\n%s", err, body)
 	}
 	killed := kill(t, r.node(p), syscall.SIGKILL)
 	rd := r.waitFirst(20*time.Second, s, killed, "250", is(Primary))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/demo"
 	"github.com/otopcua/otopcua/tests/failover"
 	"github.com/otopcua/otopcua/tests/netem"
@@ -18,10 +19,9 @@ import (
 
 // The drills' timings.
 const (
-	// stableAfter is Cluster:StableAfter under lease-majority (as in
-	// tests/failover's lease drills and docs/redundancy.md's example).
-	stableAfter = 3 * time.Second
-	leaseTTL    = 6 * time.Second
+	// stableAfter is lease-majority's default, which the drills run with
+	// (the config sets no timing).
+	stableAfter = config.DefaultStableAfterLeaseMajority
 	// formTimeout bounds the formation of the pair.
 	formTimeout = 60 * time.Second
 	clusterID   = "site"
@@ -114,8 +114,7 @@ func (r *rig) config(name string) map[string]any {
 	c := cfg["Cluster"].(map[string]any)
 	c["SeedNodes"] = seeds
 	c["SplitBrainResolverStrategy"] = "lease-majority"
-	c["StableAfter"] = stableAfter.String()
-	c["Lease"] = map[string]any{"Provider": "etcd", "Ttl": leaseTTL.String(), "Endpoints": r.lease}
+	c["Lease"] = map[string]any{"Provider": "etcd", "Endpoints": r.lease} // stable-after, pause, TTL, hold: the defaults
 	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
 	cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = peers
 	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(r.dir, "config.db")}

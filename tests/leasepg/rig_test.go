@@ -16,6 +16,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/tests/netem"
 	"github.com/otopcua/otopcua/tests/pg"
@@ -24,13 +25,14 @@ import (
 
 const (
 	clusterID = "site"
-	// stableAfter and ttl are the documented pair settings.
-	stableAfter = 3 * time.Second
-	ttl         = 6 * time.Second
-	// pause is the failure detector's acceptable heartbeat pause (the
-	// default): a Primary that lost its peer and cannot take the lease is
-	// fenced once the peer has been silent this long.
-	pause = 3 * time.Second
+	// stableAfter and ttl are lease-majority's defaults, which the drills
+	// run with (the config sets neither).
+	stableAfter = config.DefaultStableAfterLeaseMajority
+	ttl         = config.DefaultLeaseTtl
+	// pause is the failure detector's acceptable heartbeat pause (its
+	// lease-majority default): a Primary that lost its peer and cannot
+	// take the lease is fenced once the peer has been silent this long.
+	pause = config.DefaultAcceptableHeartbeatPauseLeaseMajority
 	// slack is what a shared 2-core machine adds to a documented bound.
 	slack = 2 * time.Second
 	// levels.
@@ -128,8 +130,7 @@ func (r *rig) config(name string) map[string]any {
 	c["Hostname"], c["PublicHostname"] = h.Addr, h.Addr
 	c["SeedNodes"] = []string{r.net.Host("a").Addr + ":4053", r.net.Host("b").Addr + ":4053"}
 	c["SplitBrainResolverStrategy"] = "lease-majority"
-	c["StableAfter"] = stableAfter.String()
-	c["Lease"] = map[string]any{"Provider": "configdb", "Ttl": ttl.String()}
+	c["Lease"] = map[string]any{"Provider": "configdb"} // stable-after, pause, TTL, hold: the defaults
 	cfg["Http"].(map[string]any)["Hostname"] = "127.0.0.1"
 	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
 	cfg["OpcUa"].(map[string]any)["PeerApplicationUris"] = []string{"urn:" + other(name) + ":otopcua"}
