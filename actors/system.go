@@ -14,9 +14,22 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
+	cmap "github.com/orcaman/concurrent-map"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
+
+// registryShards is the number of shards of each of the 1,024 buckets of
+// protoactor's process registry. concurrent-map's default, 32, makes
+// NewActorSystem allocate 32,768 shards (≈ 2.8 MB of heap that every node
+// keeps for life); one shard per bucket keeps 1,024 independent locks,
+// far more than the few dozen actors of a node ever contend on.
+const registryShards = 1
+
+// init sets the shard count before any actor system exists: the library
+// reads the package variable on every registry lookup, so it is set once,
+// before main, and never again.
+func init() { cmap.SHARD_COUNT = registryShards }
 
 // ErrPortInUse is wrapped by Start when another process holds the cluster
 // port.
