@@ -24,7 +24,19 @@ type settings struct {
 type rig struct {
 	nodes []*procs.Node
 	label map[*procs.Node]string
+	up    map[*procs.Node]int // members Up the node must see once formed
 	start time.Time
+}
+
+// add adds o's nodes to r, to be measured in the same window.
+func (r *rig) add(o *rig) {
+	r.nodes = append(r.nodes, o.nodes...)
+	for n, l := range o.label {
+		r.label[n], r.up[n] = l, o.up[n]
+	}
+	if o.start.Before(r.start) {
+		r.start = o.start
+	}
 }
 
 // nodeConfig is the appsettings.json of one idle node: the tests' loopback
@@ -36,14 +48,27 @@ func nodeConfig(name, clusterID string, p procs.Ports) map[string]any {
 	return cfg
 }
 
+// binaryWrap runs the executable bin instead of the one tests/procs
+// builds: procs starts `WRAP… BUILT host --config …`, and the shell drops
+// BUILT and execs bin with the rest (the node is the process procs
+// signals and waits for).
+func binaryWrap(bin string) []string {
+	return []string{"/bin/sh", "-c", `shift; exec "$0" "$@"`, bin}
+}
+
 // startRig starts the lone node and the pair. The pair shares one SQLite
 // Config DB, lists both nodes as seeds and names each other as OPC UA
-// peers, as examples/pair does.
-func startRig(t testing.TB) *rig {
-	r := &rig{label: map[*procs.Node]string{}, start: time.Now()}
-	lone := procs.Start(t, "lone", nodeConfig("lone", "idle-lone", procs.NewPorts(t)))
+// peers, as examples/pair does. A non-empty bin runs that executable
+// instead of the tree's own, its nodes labelled with prefix.
+func startRig(t testing.TB, bin, prefix string) *rig {
+	r := &rig{label: map[*procs.Node]string{}, up: map[*procs.Node]int{}, start: time.Now()}
+	var o procs.Options
+	if bin != "" {
+		o.Wrap = binaryWrap(bin)
+	}
+	lone := procs.StartWith(t, "lone", nodeConfig("lone", "idle-lone", procs.NewPorts(t)), o)
 	r.nodes = append(r.nodes, lone)
-	r.label[lone] = "lone node"
+	r.label[lone], r.up[lone] = prefix+"lone node", 1
 
 	dir := t.TempDir()
 	ps := procs.NewPortSet(t, 2)
@@ -56,9 +81,9 @@ func startRig(t testing.TB) *rig {
 		ua := cfg["OpcUa"].(map[string]any)
 		ua["PeerApplicationUris"] = []string{"urn:" + names[1-i] + ":otopcua"}
 		ua["PeerDiscoveryUrls"] = []string{fmt.Sprintf("opc.tcp://127.0.0.1:%d", ps[1-i].OpcUa)}
-		n := procs.Start(t, name, cfg)
+		n := procs.StartWith(t, name, cfg, o)
 		r.nodes = append(r.nodes, n)
-		r.label[n] = "pair node " + name
+		r.label[n], r.up[n] = prefix+"pair node "+name, 2
 	}
 	return r
 }
@@ -67,7 +92,6 @@ func startRig(t testing.TB) *rig {
 // nodes see two Up members, so that the window measures nodes at rest and
 // not a node still joining.
 func (r *rig) waitFormed(t testing.TB, total time.Duration) {
-	want := map[*procs.Node]int{r.nodes[0]: 1, r.nodes[1]: 2, r.nodes[2]: 2}
 	procs.CheckFor(t, total, 100*time.Millisecond, func() error {
 		for _, n := range r.nodes {
 			v, err := n.Members()
@@ -80,8 +104,8 @@ func (r *rig) waitFormed(t testing.TB, total time.Duration) {
 					up++
 				}
 			}
-			if up != want[n] {
-				return fmt.Errorf("%s sees %d members Up, want %d", r.label[n], up, want[n])
+			if up != r.up[n] {
+				return fmt.Errorf("%s sees %d members Up, want %d", r.label[n], up, r.up[n])
 			}
 		}
 		return nil
@@ -96,6 +120,7 @@ type result struct {
 	cpu              time.Duration
 	window           time.Duration
 	minorFaults      uint64 // during the window
+	switches         uint64 // context switches of all its threads during the window
 	goroutines       string // go_goroutines from /metrics after the window
 	alive            bool
 	samples          int // readings inside the window
@@ -109,6 +134,7 @@ type snapshot struct {
 	rss, anon, file uint64
 	cpu             time.Duration
 	minflt          uint64
+	switches        uint64 // voluntary + involuntary, summed over the threads
 }
 
 func read(pid int) (snapshot, error) {
@@ -138,7 +164,35 @@ func read(pid int) (snapshot, error) {
 	if s.file, err = measure.ParseStatusKB(status, "RssFile"); err != nil {
 		return s, err
 	}
-	return s, nil
+	s.switches, err = contextSwitches(pid)
+	return s, err
+}
+
+// contextSwitches sums voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches over the threads of pid: how often the
+// process's threads went to sleep or were put off a CPU, each a wake-up to
+// pay for. A thread that ended inside the window takes its count with it,
+// so the figure is a lower bound.
+func contextSwitches(pid int) (uint64, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, measure.ErrNoProcess
+	}
+	var sum uint64
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, key := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+			n, err := measure.ParseStatusCount(b, key)
+			if err != nil {
+				return 0, err
+			}
+			sum += n
+		}
+	}
+	return sum, nil
 }
 
 // measureWindow waits until settle has passed since the processes started,
@@ -183,6 +237,9 @@ func (r *rig) measureWindow(t testing.TB, s settings) []result {
 		out[i].rssEnd, out[i].anonEnd, out[i].fileEnd = last[i].rss, last[i].anon, last[i].file
 		out[i].cpu = last[i].cpu - first[i].cpu
 		out[i].minorFaults = last[i].minflt - first[i].minflt
+		if last[i].switches > first[i].switches {
+			out[i].switches = last[i].switches - first[i].switches
+		}
 		out[i].alive = n.Alive()
 		out[i].goroutines = goroutines(n)
 	}

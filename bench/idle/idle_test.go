@@ -13,7 +13,7 @@ import (
 // size or a time: those are the harness's output, recorded in
 // docs/benchmarks.md with the command that produced them.
 func TestShortRun(t *testing.T) {
-	res := run(t, settings{settle: 5 * time.Second, window: 5 * time.Second, every: 500 * time.Millisecond})
+	res := run(t, settings{settle: 5 * time.Second, window: 5 * time.Second, every: 500 * time.Millisecond}, "")
 	if len(res) != 3 {
 		t.Fatalf("%d results, want the lone node and two pair nodes", len(res))
 	}
@@ -32,6 +32,9 @@ func TestShortRun(t *testing.T) {
 		}
 		if r.window < 5*time.Second {
 			t.Errorf("%s: window %v, shorter than asked", r.label, r.window)
+		}
+		if r.switches == 0 {
+			t.Errorf("%s: no context switch in 5 s: the threads were not read", r.label)
 		}
 		if r.goroutines == "?" {
 			t.Errorf("%s: go_goroutines missing from /metrics", r.label)

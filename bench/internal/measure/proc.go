@@ -102,6 +102,24 @@ func ParseStatusRSS(status []byte) (uint64, error) {
 	return ParseStatusKB(status, "VmRSS")
 }
 
+// ParseStatusCount returns the plain number on the line key of a
+// /proc/<pid>/status text (voluntary_ctxt_switches, Threads …).
+func ParseStatusCount(status []byte, key string) (uint64, error) {
+	prefix := []byte(key + ":")
+	for line := range bytes.SplitSeq(status, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", key, err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no %s line", key)
+}
+
 // ParseStatusKB returns the value of the line key (VmRSS, RssAnon,
 // RssFile, VmHWM …) of a /proc/<pid>/status text in bytes; the file states
 // these in kB.

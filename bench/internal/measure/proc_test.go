@@ -59,6 +59,18 @@ func TestParseStatusKB(t *testing.T) {
 	}
 }
 
+func TestParseStatusCount(t *testing.T) {
+	in := "Threads:\t9\nvoluntary_ctxt_switches:\t1204\nnonvoluntary_ctxt_switches:\t17\n"
+	for key, want := range map[string]uint64{"Threads": 9, "voluntary_ctxt_switches": 1204, "nonvoluntary_ctxt_switches": 17} {
+		if got, err := ParseStatusCount([]byte(in), key); err != nil || got != want {
+			t.Errorf("%s: got %d, %v; want %d", key, got, err, want)
+		}
+	}
+	if _, err := ParseStatusCount([]byte(in), "ctxt_switches"); err == nil {
+		t.Error("a key that is only a suffix of a line's key must not match")
+	}
+}
+
 func TestParseStatMinorFaults(t *testing.T) {
 	// Fields from 3: state ppid pgrp session tty tpgid flags minflt …
 	in := "4242 (a (b) c) S 1 4242 4242 0 -1 4194304 7311 0 12 0 40 2 0 0 20 0 9 0"
