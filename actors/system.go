@@ -31,6 +31,13 @@ const registryShards = 1
 // before main, and never again.
 func init() { cmap.SHARD_COUNT = registryShards }
 
+// streamWindow is the gRPC flow-control window of the cluster transport,
+// per stream and per connection: fixed (see Start), and large enough that
+// a burst of cluster messages between two nodes on a LAN never waits for a
+// window update (gRPC's estimator grows its window up to 16 MB for
+// long-haul bulk transfers, which the cluster transport does not carry).
+const streamWindow = 1 << 20
+
 // ErrPortInUse is wrapped by Start when another process holds the cluster
 // port.
 var ErrPortInUse = errors.New("address already in use")
@@ -143,6 +150,14 @@ func Start(cfg Config) (*System, error) {
 	if cfg.DialCredentials != nil {
 		rcfg.DialOptions = []grpc.DialOption{grpc.WithTransportCredentials(cfg.DialCredentials)}
 	}
+	// A fixed flow-control window turns off gRPC's bandwidth-delay
+	// estimator, which answers each message that arrives on a quiet stream
+	// with a PING and its ACK: on an idle pair that doubled the frames
+	// between the nodes, each a wake-up of both processes.
+	rcfg.ServerOptions = append(rcfg.ServerOptions,
+		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(streamWindow))
+	rcfg.DialOptions = append(rcfg.DialOptions,
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(streamWindow))
 	r := remote.NewRemote(sys, rcfg)
 	if err := startRemote(r, cfg); err != nil {
 		sys.Shutdown()
