@@ -16,6 +16,13 @@
 //     instead of five times with 2 s blocking sleeps: the cluster daemon
 //     gates sends to a dead peer behind its own TCP probe and reconnects
 //     as soon as the peer listens again;
+//   - the process registry's 1,024 buckets have one lock shard each
+//     instead of concurrent-map's 32 (registryShards: 2.8 MB less heap
+//     for the life of the node);
+//   - gRPC's flow-control window is fixed at 1 MB (streamWindow), which
+//     turns off its bandwidth-delay estimator: a PING and its ACK for
+//     each message on a quiet stream, wake-ups of both nodes of an idle
+//     pair;
 //   - protoactor's own Info lines are logged at Debug, as JSON through the
 //     host's handler (it logs coloured text to stderr by default).
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -437,20 +439,64 @@ func (p plain) Clock() Clock             { return p.clock }
 
 // Every sends msg to pid every d on clock until stop: an actor's timer as
 // messages. Call stop when the actor stops (in its *actor.Stopping).
+//
+// On the real clock the ticks fall on the multiples of d (NextMultiple),
+// not d after the call: every periodic actor of a node whose period is a
+// multiple of another's then wakes in the same instant, and an idle node
+// wakes once per 250 ms instead of once per timer (measured in
+// docs/benchmarks.md, "Idle node"). The first tick therefore comes after
+// at most d, not exactly d. A fake clock ticks every d from the call, as
+// tests expect.
 func Every(root *actor.RootContext, clock Clock, pid *actor.PID, d time.Duration, msg any) (stop func()) {
-	t := clock.NewTicker(d)
 	done := make(chan struct{})
 	var once sync.Once
-	go func() {
-		defer t.Stop()
-		for {
-			select {
-			case <-t.Chan():
-				root.Send(pid, msg)
-			case <-done:
-				return
-			}
-		}
-	}()
+	send := func() { root.Send(pid, msg) }
+	if isRealClock(clock) {
+		go alignedTicks(d, send, done)
+	} else {
+		go ticks(clock.NewTicker(d), send, done)
+	}
 	return func() { once.Do(func() { close(done) }) }
 }
+
+func ticks(t clockwork.Ticker, send func(), done <-chan struct{}) {
+	defer t.Stop()
+	for {
+		select {
+		case <-t.Chan():
+			send()
+		case <-done:
+			return
+		}
+	}
+}
+
+// alignedTicks calls send at every multiple of d on the wall clock until
+// done. A late wake-up (a stalled process, a stepped wall clock) skips to
+// the next multiple instead of firing the missed ones.
+func alignedTicks(d time.Duration, send func(), done <-chan struct{}) {
+	t := time.NewTimer(time.Until(NextMultiple(time.Now(), d)))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			send()
+			t.Reset(time.Until(NextMultiple(time.Now(), d)))
+		case <-done:
+			return
+		}
+	}
+}
+
+// NextMultiple is the first instant after now that is a whole multiple of
+// d (counted from the zero time, as time.Time.Truncate counts).
+func NextMultiple(now time.Time, d time.Duration) time.Time {
+	return now.Truncate(d).Add(d)
+}
+
+// isRealClock reports whether c is clockwork's real clock.
+func isRealClock(c Clock) bool {
+	return reflect.TypeOf(c) == realClockType
+}
+
+var realClockType = reflect.TypeOf(clockwork.NewRealClock())

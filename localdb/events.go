@@ -153,7 +153,11 @@ func checkLimit(limit int) error {
 }
 
 func (db *DB) queryEvents(ctx context.Context, what string, withPayload bool, query string, args ...any) ([]QueuedEvent, error) {
-	rows, err := db.sql.QueryContext(ctx, query, args...)
+	st, err := db.prepared(ctx, query)
+	if err != nil {
+		return nil, db.queueReadError(what, err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, db.queueReadError(what, err)
 	}
@@ -268,14 +272,21 @@ func (db *DB) EventQueueStats(ctx context.Context) (depth, poisoned int, oldest 
 		return 0, 0, time.Time{}, db.queueReadError(what, err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM alarm_sf_events WHERE poisoned = 0").Scan(&depth); err != nil {
+	row := func(query string) *sql.Row {
+		st, err := db.prepared(ctx, query)
+		if err != nil {
+			return tx.QueryRowContext(ctx, query) // the same query, unprepared
+		}
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx)
+	}
+	if err := row("SELECT COUNT(*) FROM alarm_sf_events WHERE poisoned = 0").Scan(&depth); err != nil {
 		return 0, 0, time.Time{}, db.queueReadError(what, err)
 	}
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM alarm_sf_events WHERE poisoned = 1").Scan(&poisoned); err != nil {
+	if err := row("SELECT COUNT(*) FROM alarm_sf_events WHERE poisoned = 1").Scan(&poisoned); err != nil {
 		return 0, 0, time.Time{}, db.queueReadError(what, err)
 	}
 	var at string
-	err = tx.QueryRowContext(ctx, "SELECT enqueued_at FROM alarm_sf_events WHERE poisoned = 0 ORDER BY seq LIMIT 1").Scan(&at)
+	err = row("SELECT enqueued_at FROM alarm_sf_events WHERE poisoned = 0 ORDER BY seq LIMIT 1").Scan(&at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return depth, poisoned, time.Time{}, nil

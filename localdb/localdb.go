@@ -63,6 +63,7 @@ type DB struct {
 	node  string     // origin of the rows this node writes
 	hlc   *hlc.Clock // stamps every replicated row written here
 	skew  time.Duration
+	stmts stmtCache // the timer-driven queries, prepared once
 }
 
 // Option adjusts Open.
@@ -163,7 +164,10 @@ func connect(ctx context.Context, name string) (*sql.DB, error) {
 
 // Close closes every connection. The last connection to the file folds the
 // write-ahead log back into it.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error {
+	db.stmts.close()
+	return db.sql.Close()
+}
 
 // Path returns the absolute path of the file.
 func (db *DB) Path() string { return db.path }

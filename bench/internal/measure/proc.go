@@ -60,6 +60,25 @@ func ParseStatTicks(stat []byte) (uint64, error) {
 	return u + s, nil
 }
 
+// ParseStatMinorFaults returns minflt (field 10: page faults served
+// without reading the disk) of a /proc/<pid>/stat line.
+func ParseStatMinorFaults(stat []byte) (uint64, error) {
+	end := bytes.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0, errors.New("no ')' after the command name")
+	}
+	fields := bytes.Fields(stat[end+1:])
+	const minflt = 10 - 3
+	if len(fields) <= minflt {
+		return 0, fmt.Errorf("only %d fields after the command name", len(fields))
+	}
+	n, err := strconv.ParseUint(string(fields[minflt]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("minflt: %w", err)
+	}
+	return n, nil
+}
+
 // RSS returns the resident set size of process pid in bytes, read from the
 // VmRSS line of /proc/<pid>/status.
 func RSS(pid int) (uint64, error) {
@@ -80,22 +99,48 @@ func RSS(pid int) (uint64, error) {
 // ParseStatusRSS returns the VmRSS value of a /proc/<pid>/status text in
 // bytes (the file states it in kB).
 func ParseStatusRSS(status []byte) (uint64, error) {
+	return ParseStatusKB(status, "VmRSS")
+}
+
+// ParseStatusCount returns the plain number on the line key of a
+// /proc/<pid>/status text (voluntary_ctxt_switches, Threads …).
+func ParseStatusCount(status []byte, key string) (uint64, error) {
+	prefix := []byte(key + ":")
 	for line := range bytes.SplitSeq(status, []byte{'\n'}) {
-		rest, ok := bytes.CutPrefix(line, []byte("VmRSS:"))
+		rest, ok := bytes.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", key, err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no %s line", key)
+}
+
+// ParseStatusKB returns the value of the line key (VmRSS, RssAnon,
+// RssFile, VmHWM …) of a /proc/<pid>/status text in bytes; the file states
+// these in kB.
+func ParseStatusKB(status []byte, key string) (uint64, error) {
+	prefix := []byte(key + ":")
+	for line := range bytes.SplitSeq(status, []byte{'\n'}) {
+		rest, ok := bytes.CutPrefix(line, prefix)
 		if !ok {
 			continue
 		}
 		f := bytes.Fields(rest)
 		if len(f) != 2 || string(f[1]) != "kB" {
-			return 0, fmt.Errorf("VmRSS line %q: want '<n> kB'", line)
+			return 0, fmt.Errorf("%s line %q: want '<n> kB'", key, line)
 		}
 		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
+			return 0, fmt.Errorf("%s: %w", key, err)
 		}
 		return kb * 1024, nil
 	}
-	return 0, errors.New("no VmRSS line (kernel thread or zombie?)")
+	return 0, fmt.Errorf("no %s line (kernel thread or zombie?)", key)
 }
 
 // CPUPercent is the share of one core that cpu represents over wall, in

@@ -46,6 +46,43 @@ func TestParseStatusRSS(t *testing.T) {
 	}
 }
 
+func TestParseStatusKB(t *testing.T) {
+	in := "VmRSS:\t   35120 kB\nRssAnon:\t   12000 kB\nRssFile:\t   23000 kB\nRssShmem:\t       0 kB\n"
+	for key, want := range map[string]uint64{"VmRSS": 35120, "RssAnon": 12000, "RssFile": 23000, "RssShmem": 0} {
+		got, err := ParseStatusKB([]byte(in), key)
+		if err != nil || got != want*1024 {
+			t.Errorf("%s: got %d, %v; want %d", key, got, err, want*1024)
+		}
+	}
+	if _, err := ParseStatusKB([]byte(in), "Rss"); err == nil {
+		t.Error("a key that is only a prefix of a line's key must not match")
+	}
+}
+
+func TestParseStatusCount(t *testing.T) {
+	in := "Threads:\t9\nvoluntary_ctxt_switches:\t1204\nnonvoluntary_ctxt_switches:\t17\n"
+	for key, want := range map[string]uint64{"Threads": 9, "voluntary_ctxt_switches": 1204, "nonvoluntary_ctxt_switches": 17} {
+		if got, err := ParseStatusCount([]byte(in), key); err != nil || got != want {
+			t.Errorf("%s: got %d, %v; want %d", key, got, err, want)
+		}
+	}
+	if _, err := ParseStatusCount([]byte(in), "ctxt_switches"); err == nil {
+		t.Error("a key that is only a suffix of a line's key must not match")
+	}
+}
+
+func TestParseStatMinorFaults(t *testing.T) {
+	// Fields from 3: state ppid pgrp session tty tpgid flags minflt …
+	in := "4242 (a (b) c) S 1 4242 4242 0 -1 4194304 7311 0 12 0 40 2 0 0 20 0 9 0"
+	got, err := ParseStatMinorFaults([]byte(in))
+	if err != nil || got != 7311 {
+		t.Fatalf("got %d, %v; want 7311", got, err)
+	}
+	if _, err := ParseStatMinorFaults([]byte("4242 (x) S 1")); err == nil {
+		t.Fatal("a short line must be an error")
+	}
+}
+
 func TestOwnProcess(t *testing.T) {
 	pid := os.Getpid()
 	if _, err := CPUTime(pid); err != nil {
