@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/otopcua/otopcua/actors"
@@ -14,7 +15,6 @@ import (
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/health"
-	"github.com/otopcua/otopcua/internal/memtrim"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy/wire"
 	"github.com/otopcua/otopcua/telemetry"
@@ -355,16 +355,14 @@ func (n *wiring) serve(p *parts) error {
 	}
 }
 
-// releaseStartup gives back the memory only start-up needed: the free
-// heap, and the executable's pages that start-up mapped (internal/memtrim;
-// an idle node's resident set falls by about a third).
+// releaseStartup returns to the operating system the heap that only
+// start-up needed (the collector would keep it mapped until the heap grows
+// back into it). The executable's own pages are left alone: dropping its
+// read-only mappings would shrink the resident set only by pages that stay
+// in the page cache, and would discard relocated read-only data of a
+// position-independent build.
 func (n *wiring) releaseStartup() {
-	r := memtrim.Release()
-	if r.Err != nil {
-		n.log.Debug("start-up memory not released", "err", r.Err)
-		return
-	}
-	n.log.Debug("start-up memory released", "executableBytes", r.Released, "spans", len(r.Spans))
+	debug.FreeOSMemory()
 }
 
 // actorGaveUp ends the run after an actor failed past its restart limit:
