@@ -21,6 +21,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,10 +35,14 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/bench/internal/measure"
+	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
-var warmup time.Duration
+var (
+	warmup   time.Duration
+	timeline bool
+)
 
 func main() {
 	trials := flag.Int("trials", 10, "failover trials with the crash fast path on")
@@ -45,6 +50,7 @@ func main() {
 	nodes := flag.Int("nodes", 24, "processes for the convergence measurement (0 skips it)")
 	convTrials := flag.Int("converge-trials", 3, "convergence trials")
 	verbose := flag.Bool("v", false, "log every trial")
+	flag.BoolVar(&timeline, "timeline", false, "after each convergence trial, print when each node logged its start, its join and its last member Up")
 	flag.DurationVar(&warmup, "warmup", 3*time.Second, "how long a formed pair runs before the kill")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
@@ -176,6 +182,9 @@ func convergenceTrial(k int) (time.Duration, error) {
 			name := fmt.Sprintf("n%02d", i)
 			cfg := procs.BaseConfig(name, p)
 			cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
+			if timeline {
+				cfg["Telemetry"].(map[string]any)["LogLevel"] = "debug" // the parts' start-up times
+			}
 			cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
 			cfg["Node"].(map[string]any)["ClusterId"] = fmt.Sprintf("site-%02d", i/2)
 			ns = append(ns, procs.Start(t, name, cfg))
@@ -188,6 +197,9 @@ func convergenceTrial(k int) (time.Duration, error) {
 		}()
 		waitAll(t, ns, k, 2*time.Minute)
 		took = time.Since(start)
+		if timeline {
+			fmt.Fprint(os.Stderr, describeTimeline(ns, start))
+		}
 	})
 	return took, err
 }
@@ -210,6 +222,49 @@ func describe(ns []*procs.Node) string {
 		}
 		fmt.Fprintf(&b, "  %s %s: %s, %d members, leader %s, converged %v, lacks %v\n",
 			n.Name, n.ClusterAddr(), v.SelfStatus, len(v.Members), v.Leader, v.Converged, missing)
+	}
+	return b.String()
+}
+
+// describeTimeline prints, for each node, the offsets from start of its
+// first log line, its cluster start, its join and its last "member Up"
+// line: where a convergence trial's time went.
+func describeTimeline(ns []*procs.Node, start time.Time) string {
+	var b strings.Builder
+	marks := []string{daemon.LogJoined, daemon.LogMemberUp}
+	for _, n := range ns {
+		first, at := time.Time{}, map[string]time.Time{}
+		var slow []string
+		for _, line := range strings.Split(n.Log(), "\n") {
+			var l struct {
+				Time   time.Time `json:"time"`
+				Msg    string    `json:"msg"`
+				Part   string    `json:"part"`
+				TookMs int64     `json:"tookMs"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Time.IsZero() {
+				continue
+			}
+			if l.Msg == "part started" && l.TookMs >= 100 {
+				slow = append(slow, fmt.Sprintf("%s %dms", l.Part, l.TookMs))
+			}
+			if first.IsZero() {
+				first = l.Time
+			}
+			for _, m := range append(marks, "cluster starting") {
+				if l.Msg == m && (m == daemon.LogMemberUp || at[m].IsZero()) {
+					at[m] = l.Time
+				}
+			}
+		}
+		off := func(t time.Time) string {
+			if t.IsZero() {
+				return "–"
+			}
+			return fmt.Sprintf("%.2fs", t.Sub(start).Seconds())
+		}
+		fmt.Fprintf(&b, "  %s: first log %s, cluster starting %s, joined %s, last member Up %s; parts ≥ 100 ms: %s\n",
+			n.Name, off(first), off(at["cluster starting"]), off(at[daemon.LogJoined]), off(at[daemon.LogMemberUp]), strings.Join(slow, ", "))
 	}
 	return b.String()
 }
