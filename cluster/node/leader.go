@@ -36,7 +36,7 @@ func (n *Node) leaderActions() {
 // removals and exits that are due go with it), taken sooner; the tick's
 // counters (WeaklyUp, shutting down when downed) do not move.
 func (n *Node) upJoinersOnConvergence() {
-	if n.phase != Initialized || !n.state.IsLeader(n.cfg.Self) || !n.hasJoiners() {
+	if n.phase != Initialized || !n.hasJoiners() || !n.state.IsLeader(n.cfg.Self) {
 		return
 	}
 	if n.state.Convergence(n.exitingConfirmed) {
