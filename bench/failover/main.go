@@ -14,6 +14,7 @@
 // Usage:
 //
 //	go run ./bench/failover -trials 10 -off-trials 10 -nodes 24 -converge-trials 3
+//	go run ./bench/failover -trials 0 -off-trials 0 -nodes 6,12,24 -converge-trials 5
 //
 // Results are printed as Markdown tables (median, p99 by nearest rank, min,
 // max) for docs/benchmarks-cluster.md. Every process it starts is killed
@@ -28,6 +29,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,7 +49,7 @@ var (
 func main() {
 	trials := flag.Int("trials", 10, "failover trials with the crash fast path on")
 	offTrials := flag.Int("off-trials", 10, "failover trials with the fast path off (each takes ≈ 20 s)")
-	nodes := flag.Int("nodes", 24, "processes for the convergence measurement (0 skips it)")
+	nodes := flag.String("nodes", "24", "processes for the convergence measurement, a comma-separated list of sizes (0 skips it)")
 	convTrials := flag.Int("converge-trials", 3, "convergence trials")
 	verbose := flag.Bool("v", false, "log every trial")
 	flag.BoolVar(&timeline, "timeline", false, "after each convergence trial, print when each node logged its start, its join and its last member Up")
@@ -66,11 +68,31 @@ func main() {
 		report = append(report, measureFailover("fast path off (DownOnConnectionRefused=false)", *offTrials,
 			func(c map[string]any) { c["DownOnConnectionRefused"] = false })...)
 	}
-	if *nodes > 0 && *convTrials > 0 {
-		report = append(report, measureConvergence(*nodes, *convTrials)...)
+	for _, k := range sizes(*nodes) {
+		if *convTrials > 0 {
+			report = append(report, measureConvergence(k, *convTrials)...)
+		}
 	}
 	fmt.Printf("\n%s, GOMAXPROCS %d, %s/%s\n", time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
 	fmt.Println(strings.Join(report, "\n"))
+}
+
+// sizes parses -nodes: sizes ≥ 2, in order; 0 and empty items are skipped.
+func sizes(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" || f == "0" {
+			continue
+		}
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 2 {
+			fmt.Fprintf(os.Stderr, "-nodes: %q is not a size ≥ 2\n", f)
+			os.Exit(2)
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // measureFailover runs n trials and returns the Markdown rows.
