@@ -33,7 +33,9 @@
 // gossip-to-random-nodes rounds take the first members; the gossip speed-up
 // runs while any reachable member has not seen the view (not only while
 // fewer than half have), every SpreadGossipInterval, for at most SpreadFor
-// after the view changed; the leader moves Joining members Up as soon as a
+// after the view changed, and a gossip that taught a node something (a newer
+// version, or more members having seen it) is passed on at once to one
+// member that has not seen it; the leader moves Joining members Up as soon as a
 // gossip or a Join leaves its view converged, not only at its
 // leader-actions tick; join retries back off from JoinRetryFirst to
 // JoinRetryMax instead of every second; the min-nr-of-members gate is not
