@@ -211,6 +211,9 @@ func convergenceTrial(k int) (time.Duration, error) {
 			cfg["Node"].(map[string]any)["ClusterId"] = fmt.Sprintf("site-%02d", i/2)
 			ns = append(ns, procs.Start(t, name, cfg))
 		}
+		if timeline {
+			fmt.Fprintf(os.Stderr, "  started %d processes in %v\n", k, time.Since(start).Round(time.Millisecond))
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				fmt.Fprintf(os.Stderr, "convergence of %d failed; every node's view:\n%s", k, describe(ns))
@@ -293,7 +296,27 @@ func describeTimeline(ns []*procs.Node, start time.Time) string {
 
 // waitAll polls until every node reports want Up members and converged.
 func waitAll(t testing.TB, ns []*procs.Node, want int, total time.Duration) {
-	procs.CheckFor(t, total, 100*time.Millisecond, func() error {
+	began := time.Now()
+	var rounds []string // with -timeline: each poll round's start, length and what it lacked
+	defer func() {
+		if timeline && len(rounds) > 0 {
+			fmt.Fprintf(os.Stderr, "  last poll rounds:\n%s", strings.Join(rounds[max(0, len(rounds)-6):], ""))
+		}
+	}()
+	procs.CheckFor(t, total, 100*time.Millisecond, func() (err error) {
+		at := time.Now()
+		defer func() {
+			if timeline {
+				what := "all there"
+				if err != nil {
+					what = err.Error()
+					if len(what) > 300 {
+						what = what[:300] + "…"
+					}
+				}
+				rounds = append(rounds, fmt.Sprintf("    %.2fs +%dms: %s\n", at.Sub(began).Seconds(), time.Since(at).Milliseconds(), what))
+			}
+		}()
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup
