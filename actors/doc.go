@@ -17,7 +17,10 @@
 //     gates sends to a dead peer behind its own TCP probe and reconnects
 //     as soon as the peer listens again;
 //   - protoactor's own Info lines are logged at Debug, as JSON through the
-//     host's handler (it logs coloured text to stderr by default).
+//     host's handler (it logs coloured text to stderr by default);
+//   - an actor that peers reach by name is spawned with RemoteMailbox:
+//     protoactor lists a spawning actor's PID before its mailbox can
+//     schedule, and a remote message arriving in between kills the process.
 //
 // Caller's duties: call Shutdown once, with graceful=false when a peer is
 // known dead (a graceful stop waits while protoactor retries that peer);

@@ -228,7 +228,8 @@ func Start(o Options) (*Daemon, error) {
 		d.root.Send(d.pid, connLost{peer: peer})
 	})
 	a := newActor(d)
-	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()))
+	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()),
+		actor.WithMailbox(actors.RemoteMailbox())) // peers send to it while it spawns
 	// d.pid stays the NewLocalPID above (the same PID SpawnNamed returns):
 	// the transport's callbacks may already be reading it.
 	if _, err := d.root.SpawnNamed(props, Name); err != nil {

@@ -157,7 +157,8 @@ func Start(o Options) (*Mediator, error) {
 	m.pid = o.System.Actor.NewLocalPID(Name)
 	o.Transport.Bind(m.self.Address(), func(msg proto.Message) { m.root.Send(m.pid, msg) })
 	a := newMediatorActor(m)
-	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()))
+	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()),
+		actor.WithMailbox(actors.RemoteMailbox())) // peers send to it while it spawns
 	// m.pid stays the NewLocalPID above (the same PID SpawnNamed returns):
 	// the transport's inbox may already be reading it.
 	if _, err := m.root.SpawnNamed(props, Name); err != nil {
