@@ -24,7 +24,10 @@
 //     each message on a quiet stream, wake-ups of both nodes of an idle
 //     pair;
 //   - protoactor's own Info lines are logged at Debug, as JSON through the
-//     host's handler (it logs coloured text to stderr by default).
+//     host's handler (it logs coloured text to stderr by default);
+//   - an actor that peers reach by name is spawned with RemoteMailbox:
+//     protoactor lists a spawning actor's PID before its mailbox can
+//     schedule, and a remote message arriving in between kills the process.
 //
 // Caller's duties: call Shutdown once, with graceful=false when a peer is
 // known dead (a graceful stop waits while protoactor retries that peer);

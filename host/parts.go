@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 )
 
 // parts starts a node's parts in order and stops them in reverse: the one
@@ -61,7 +62,9 @@ func (p *parts) start(name string, fn startFunc) error {
 // whose actors read it). Its stop runs right after under's. An empty under
 // is start. An under that never started is a wiring error: it panics.
 func (p *parts) startUnder(name, under string, fn startFunc) error {
+	began := time.Now()
 	stop, err := fn()
+	p.log.Debug("part started", "part", name, "tookMs", time.Since(began).Milliseconds(), "failed", err != nil)
 	if err != nil {
 		p.log.Debug("start-up failed; stopping the parts already started", "part", name, "err", err)
 		p.stop()

@@ -14,6 +14,7 @@
 // Usage:
 //
 //	go run ./bench/failover -trials 10 -off-trials 10 -nodes 24 -converge-trials 3
+//	go run ./bench/failover -trials 0 -off-trials 0 -nodes 6,12,24 -converge-trials 5
 //
 // Results are printed as Markdown tables (median, p99 by nearest rank, min,
 // max) for docs/benchmarks-cluster.md. Every process it starts is killed
@@ -21,12 +22,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,17 +37,22 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/bench/internal/measure"
+	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
-var warmup time.Duration
+var (
+	warmup   time.Duration
+	timeline bool
+)
 
 func main() {
 	trials := flag.Int("trials", 10, "failover trials with the crash fast path on")
 	offTrials := flag.Int("off-trials", 10, "failover trials with the fast path off (each takes ≈ 20 s)")
-	nodes := flag.Int("nodes", 24, "processes for the convergence measurement (0 skips it)")
+	nodes := flag.String("nodes", "24", "processes for the convergence measurement, a comma-separated list of sizes (0 skips it)")
 	convTrials := flag.Int("converge-trials", 3, "convergence trials")
 	verbose := flag.Bool("v", false, "log every trial")
+	flag.BoolVar(&timeline, "timeline", false, "after each convergence trial, print when each node logged its start, its join and its last member Up")
 	flag.DurationVar(&warmup, "warmup", 3*time.Second, "how long a formed pair runs before the kill")
 	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
@@ -60,11 +68,31 @@ func main() {
 		report = append(report, measureFailover("fast path off (DownOnConnectionRefused=false)", *offTrials,
 			func(c map[string]any) { c["DownOnConnectionRefused"] = false })...)
 	}
-	if *nodes > 0 && *convTrials > 0 {
-		report = append(report, measureConvergence(*nodes, *convTrials)...)
+	for _, k := range sizes(*nodes) {
+		if *convTrials > 0 {
+			report = append(report, measureConvergence(k, *convTrials)...)
+		}
 	}
 	fmt.Printf("\n%s, GOMAXPROCS %d, %s/%s\n", time.Now().UTC().Format("2006-01-02"), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH)
 	fmt.Println(strings.Join(report, "\n"))
+}
+
+// sizes parses -nodes: sizes ≥ 2, in order; 0 and empty items are skipped.
+func sizes(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" || f == "0" {
+			continue
+		}
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 2 {
+			fmt.Fprintf(os.Stderr, "-nodes: %q is not a size ≥ 2\n", f)
+			os.Exit(2)
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // measureFailover runs n trials and returns the Markdown rows.
@@ -176,9 +204,15 @@ func convergenceTrial(k int) (time.Duration, error) {
 			name := fmt.Sprintf("n%02d", i)
 			cfg := procs.BaseConfig(name, p)
 			cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
+			if timeline {
+				cfg["Telemetry"].(map[string]any)["LogLevel"] = "debug" // the parts' start-up times
+			}
 			cfg["Cluster"].(map[string]any)["SeedNodes"] = seeds
 			cfg["Node"].(map[string]any)["ClusterId"] = fmt.Sprintf("site-%02d", i/2)
 			ns = append(ns, procs.Start(t, name, cfg))
+		}
+		if timeline {
+			fmt.Fprintf(os.Stderr, "  started %d processes in %v\n", k, time.Since(start).Round(time.Millisecond))
 		}
 		defer func() {
 			if p := recover(); p != nil {
@@ -188,6 +222,9 @@ func convergenceTrial(k int) (time.Duration, error) {
 		}()
 		waitAll(t, ns, k, 2*time.Minute)
 		took = time.Since(start)
+		if timeline {
+			fmt.Fprint(os.Stderr, describeTimeline(ns, start))
+		}
 	})
 	return took, err
 }
@@ -214,9 +251,72 @@ func describe(ns []*procs.Node) string {
 	return b.String()
 }
 
+// describeTimeline prints, for each node, the offsets from start of its
+// first log line, its cluster start, its join and its last "member Up"
+// line: where a convergence trial's time went.
+func describeTimeline(ns []*procs.Node, start time.Time) string {
+	var b strings.Builder
+	marks := []string{daemon.LogJoined, daemon.LogMemberUp}
+	for _, n := range ns {
+		first, at := time.Time{}, map[string]time.Time{}
+		var slow []string
+		for _, line := range strings.Split(n.Log(), "\n") {
+			var l struct {
+				Time   time.Time `json:"time"`
+				Msg    string    `json:"msg"`
+				Part   string    `json:"part"`
+				TookMs int64     `json:"tookMs"`
+			}
+			if json.Unmarshal([]byte(line), &l) != nil || l.Time.IsZero() {
+				continue
+			}
+			if l.Msg == "part started" && l.TookMs >= 100 {
+				slow = append(slow, fmt.Sprintf("%s %dms", l.Part, l.TookMs))
+			}
+			if first.IsZero() {
+				first = l.Time
+			}
+			for _, m := range append(marks, "cluster starting") {
+				if l.Msg == m && (m == daemon.LogMemberUp || at[m].IsZero()) {
+					at[m] = l.Time
+				}
+			}
+		}
+		off := func(t time.Time) string {
+			if t.IsZero() {
+				return "–"
+			}
+			return fmt.Sprintf("%.2fs", t.Sub(start).Seconds())
+		}
+		fmt.Fprintf(&b, "  %s: first log %s, cluster starting %s, joined %s, last member Up %s; parts ≥ 100 ms: %s\n",
+			n.Name, off(first), off(at["cluster starting"]), off(at[daemon.LogJoined]), off(at[daemon.LogMemberUp]), strings.Join(slow, ", "))
+	}
+	return b.String()
+}
+
 // waitAll polls until every node reports want Up members and converged.
 func waitAll(t testing.TB, ns []*procs.Node, want int, total time.Duration) {
-	procs.CheckFor(t, total, 100*time.Millisecond, func() error {
+	began := time.Now()
+	var rounds []string // with -timeline: each poll round's start, length and what it lacked
+	defer func() {
+		if timeline && len(rounds) > 0 {
+			fmt.Fprintf(os.Stderr, "  last poll rounds:\n%s", strings.Join(rounds[max(0, len(rounds)-6):], ""))
+		}
+	}()
+	procs.CheckFor(t, total, 100*time.Millisecond, func() (err error) {
+		at := time.Now()
+		defer func() {
+			if timeline {
+				what := "all there"
+				if err != nil {
+					what = err.Error()
+					if len(what) > 300 {
+						what = what[:300] + "…"
+					}
+				}
+				rounds = append(rounds, fmt.Sprintf("    %.2fs +%dms: %s\n", at.Sub(began).Seconds(), time.Since(at).Milliseconds(), what))
+			}
+		}()
 		var mu sync.Mutex
 		var errs []error
 		var wg sync.WaitGroup

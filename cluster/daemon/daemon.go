@@ -228,15 +228,16 @@ func Start(o Options) (*Daemon, error) {
 		d.root.Send(d.pid, connLost{peer: peer})
 	})
 	a := newActor(d)
-	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()))
-	pid, err := d.root.SpawnNamed(props, Name)
-	if err != nil {
+	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()),
+		actor.WithMailbox(actors.RemoteMailbox())) // peers send to it while it spawns
+	// d.pid stays the NewLocalPID above (the same PID SpawnNamed returns):
+	// the transport's callbacks may already be reading it.
+	if _, err := d.root.SpawnNamed(props, Name); err != nil {
 		cancel()
 		o.Transport.Close()
 		d.hub.stop()
 		return nil, fmt.Errorf("daemon: spawn %s: %w", Name, err)
 	}
-	d.pid = pid
 	o.Logger.Info("cluster starting", "self", d.self.NodeID(), "uid", uidText(d.self), "seeds", addrs(o.Node.Seeds),
 		"roles", o.Node.Roles, "clusterId", o.Node.ClusterID, "strategy", o.Node.Downing.Strategy,
 		"selfFormAfterMs", o.Node.SelfFormAfter, "crashFastPath", o.Node.CrashFastPath)

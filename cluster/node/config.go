@@ -83,8 +83,15 @@ type Config struct {
 	SeedNodeTimeout int64
 	// RetryUnsuccessfulJoinAfter: retry-unsuccessful-join-after. Default 10000.
 	RetryUnsuccessfulJoinAfter int64
-	// GossipInterval. Default 1000.
+	// GossipInterval: how often a node whose view every member has seen
+	// sends a gossip status to one of them. Default 1000.
 	GossipInterval int64
+	// SpreadGossipInterval: while a member this node can reach has not seen
+	// its view (a change is spreading: a join, an Up, a Down), it gossips
+	// to one such member this often instead (Akka's gossip speed-up, which
+	// runs at a third of gossip-interval while fewer than half the members
+	// have seen the view). Default 100.
+	SpreadGossipInterval int64
 	// LeaderActionsInterval. Default 1000.
 	LeaderActionsInterval int64
 	// UnreachableReaperInterval. Default 1000.
@@ -124,6 +131,7 @@ func DefaultConfig(self m.UniqueAddress, seeds []m.Address) Config {
 		SeedNodeTimeout:            5000,
 		RetryUnsuccessfulJoinAfter: 10000,
 		GossipInterval:             1000,
+		SpreadGossipInterval:       100,
 		LeaderActionsInterval:      1000,
 		UnreachableReaperInterval:  1000,
 		HeartbeatInterval:          1000,
@@ -165,7 +173,8 @@ func (c Config) Validate() error {
 	}
 	for name, v := range map[string]int64{
 		"seed-node-timeout": c.SeedNodeTimeout, "retry-unsuccessful-join-after": c.RetryUnsuccessfulJoinAfter,
-		"gossip-interval": c.GossipInterval, "leader-actions-interval": c.LeaderActionsInterval,
+		"gossip-interval": c.GossipInterval, "spread-gossip-interval": c.SpreadGossipInterval,
+		"leader-actions-interval":           c.LeaderActionsInterval,
 		"unreachable-nodes-reaper-interval": c.UnreachableReaperInterval, "heartbeat-interval": c.HeartbeatInterval,
 	} {
 		if v <= 0 {

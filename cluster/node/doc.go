@@ -28,9 +28,18 @@
 // a message for another uid is dropped and counted (DropStats), because the
 // transport may deliver messages queued for a dead process to its successor.
 //
-// Differences from Akka.NET, all deliberate: gossip targets and the
-// gossip-to-random-nodes rounds are chosen round-robin (deterministic), the
-// gossip speed-up ticks and the min-nr-of-members gate are not implemented,
+// Differences from Akka.NET, all deliberate: gossip targets are drawn by a
+// generator seeded with the node's uid (a scenario replays exactly) and the
+// gossip-to-random-nodes rounds take the first members; the gossip speed-up
+// runs while any reachable member has not seen the view (not only while
+// fewer than half have), every SpreadGossipInterval, for at most SpreadFor
+// after the view changed, and a gossip that taught a node something (a newer
+// version, or more members having seen it) is passed on at once to one
+// member that has not seen it; the leader moves Joining members Up as soon as a
+// gossip or a Join leaves its view converged, not only at its
+// leader-actions tick; join retries back off from JoinRetryFirst to
+// JoinRetryMax instead of every second; the min-nr-of-members gate is not
+// implemented,
 // every non-Joining member is heartbeated (no monitoring ring: clusters are
 // small), the failure detector is keyed by incarnation, and the split-brain
 // lease is released a fixed time after it was acquired rather than when

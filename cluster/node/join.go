@@ -19,9 +19,27 @@ type seedProcess struct {
 	attempts  int
 }
 
-// joinSeedRetry is how often a joining node that is not the first seed
-// sends InitJoin to the other seeds again (Akka: every second).
-const joinSeedRetry Instant = 1000
+// Join retry schedule: a node looking for its cluster asks the seeds again
+// (InitJoin) — and the first seed asks the seeds that have not answered —
+// after JoinRetryFirst, then after twice as long each time, at most
+// JoinRetryMax apart. Akka asks every second: when a cluster of many nodes
+// starts at once, the seeds come up a few hundred ms apart and a second's
+// wait is most of the formation time; the back-off keeps a node whose
+// seeds are down from asking more than twice a second.
+const (
+	JoinRetryFirst Instant = 100
+	JoinRetryMax   Instant = 500
+)
+
+// joinRetryAfter is the wait before asking again after attempt (≥ 1)
+// rounds of InitJoin: JoinRetryFirst × 2^(attempt−1), at most JoinRetryMax.
+func joinRetryAfter(attempt int) Instant {
+	d := JoinRetryFirst
+	for i := 1; i < attempt && d < JoinRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, JoinRetryMax)
+}
 
 type joinAttempt struct {
 	with     m.Address
@@ -64,13 +82,14 @@ func (n *Node) joinSeedNodes() {
 		others := bootstrap.OtherSeeds(self, seeds)
 		n.phase = SeedJoining
 		n.seed = seedProcess{active: true, first: true, remaining: others, others: others,
-			started: n.now, next: n.now + 1000}
+			started: n.now, next: n.now + joinRetryAfter(1), attempts: 1}
 		n.sendInitJoins(others)
 	default:
 		others := bootstrap.OtherSeeds(self, seeds)
 		n.phase = SeedJoining
-		// Akka's JoinSeedNodeProcess asks the other seeds again every second.
-		n.seed = seedProcess{active: true, others: others, next: n.now + joinSeedRetry, attempts: 1}
+		// Akka's JoinSeedNodeProcess asks the other seeds again every
+		// second; this one backs off from JoinRetryFirst to JoinRetryMax.
+		n.seed = seedProcess{active: true, others: others, next: n.now + joinRetryAfter(1), attempts: 1}
 		n.sendInitJoins(others)
 	}
 }
@@ -87,11 +106,12 @@ func (n *Node) tickSeedProcess() {
 	case !s.active:
 	case s.first && n.decideFirstSeed(false):
 	case s.first && n.now >= s.next:
-		s.next = n.now + 1000
+		s.attempts++
+		s.next = n.now + joinRetryAfter(s.attempts)
 		n.sendInitJoins(s.remaining)
 	case !s.first && n.now >= s.next:
-		s.next = n.now + joinSeedRetry
 		s.attempts++
+		s.next = n.now + joinRetryAfter(s.attempts)
 		n.sendInitJoins(s.others)
 	}
 }
@@ -243,6 +263,7 @@ func (n *Node) joining(node m.UniqueAddress, roles []string, clusterID string) {
 		}
 		return
 	}
+	n.upJoinersOnConvergence() // a joiner is welcomed Up when the leader can say so at once
 	n.send(Welcome{Header: n.hdr(node), Gossip: n.state.Gossip})
 }
 

@@ -29,6 +29,30 @@ func (n *Node) leaderActions() {
 	n.shutdownSelfWhenDown()
 }
 
+// upJoinersOnConvergence is the leader moving Joining (and WeaklyUp)
+// members to Up as soon as its view converges, instead of at its next
+// leader-actions tick: called when a gossip or a Join changed the view.
+// It is the same step as the tick's (LeaderActionsOnConvergence, so the
+// removals and exits that are due go with it), taken sooner; the tick's
+// counters (WeaklyUp, shutting down when downed) do not move.
+func (n *Node) upJoinersOnConvergence() {
+	if n.phase != Initialized || !n.hasJoiners() || !n.state.IsLeader(n.cfg.Self) {
+		return
+	}
+	if n.state.Convergence(n.exitingConfirmed) {
+		n.leaderActionsOnConvergence()
+	}
+}
+
+func (n *Node) hasJoiners() bool {
+	for _, mb := range n.state.Gossip.Members {
+		if mb.Status == m.Joining || mb.Status == m.WeaklyUp {
+			return true
+		}
+	}
+	return false
+}
+
 func (n *Node) leaderActionsOnConvergence() {
 	g, changed := m.LeaderActionsOnConvergence(n.state.Gossip, n.exitingConfirmed)
 	if !changed {

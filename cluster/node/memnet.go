@@ -57,6 +57,7 @@ type Network struct {
 	uidSeq   uint64
 	log      []LogLine
 	lost     int
+	gossips  int                   // GossipEnvelope and GossipStatus sent
 	refused  map[[2]string]Instant // last refusal line per (receiver, sender)
 }
 
@@ -405,6 +406,10 @@ func (nw *Network) process(h *Host, effects []Effect) {
 	for _, e := range effects {
 		switch e := e.(type) {
 		case Send:
+			switch e.Msg.(type) {
+			case GossipEnvelope, GossipStatus:
+				nw.gossips++
+			}
 			nw.inflight = append(nw.inflight, e.Msg)
 		case Publish:
 			ev := e.Event

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	m "github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/phi"
@@ -90,8 +91,10 @@ type Node struct {
 	self   selfForm
 	refuse refusals
 
-	nextGossip, nextLeader, nextReap, nextHeartbeat, nextDowning Instant
-	gossipRR                                                     int
+	nextLeader, nextReap, nextHeartbeat, nextDowning Instant
+	lastGossip                                       Instant
+	viewChanged                                      Instant    // last install of another gossip version
+	rng                                              *rand.Rand // gossip targets; seeded with the uid
 
 	hb hbState
 	fp fpState
@@ -121,6 +124,7 @@ func New(cfg Config) *Node {
 		hb:    newHBState(),
 		fp:    newFPState(),
 		dn:    newDownState(),
+		rng:   rand.New(rand.NewPCG(cfg.Self.UID, uint64(cfg.Self.Port))),
 	}
 	n.refuse.noted = -1
 	return n
@@ -174,7 +178,7 @@ func (n *Node) Start(now Instant) []Effect {
 	if n.phase != Idle {
 		return n.end()
 	}
-	n.nextGossip = n.now + Instant(n.cfg.GossipInterval)
+	n.lastGossip = n.now
 	n.nextLeader = n.now + Instant(n.cfg.LeaderActionsInterval)
 	n.nextReap = n.now + Instant(n.cfg.UnreachableReaperInterval)
 	n.nextDowning = n.now + Instant(n.cfg.DowningInterval)
@@ -329,10 +333,7 @@ func (n *Node) Tick(now Instant) []Effect {
 		n.nextReap = n.now + Instant(n.cfg.UnreachableReaperInterval)
 		n.reapUnreachable()
 	}
-	if n.now >= n.nextGossip {
-		n.nextGossip = n.now + Instant(n.cfg.GossipInterval)
-		n.sendGossip()
-	}
+	n.tickGossip()
 	own := n.ownDowningTick()
 	if n.now >= n.nextLeader {
 		n.nextLeader = n.now + Instant(n.cfg.LeaderActionsInterval)
@@ -373,6 +374,9 @@ func (n *Node) install(g m.Gossip) {
 	}
 	old := n.state
 	n.state.Gossip = g
+	if g.Version.Compare(old.Gossip.Version) != m.Same {
+		n.viewChanged = n.now
+	}
 	evs := m.Diff(old, n.state)
 	for _, ev := range evs {
 		n.out = append(n.out, Publish{Event: ev})

@@ -157,13 +157,14 @@ func Start(o Options) (*Mediator, error) {
 	m.pid = o.System.Actor.NewLocalPID(Name)
 	o.Transport.Bind(m.self.Address(), func(msg proto.Message) { m.root.Send(m.pid, msg) })
 	a := newMediatorActor(m)
-	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()))
-	pid, err := m.root.SpawnNamed(props, Name)
-	if err != nil {
+	props := actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithGuardian(actors.StopOnFailure()),
+		actor.WithMailbox(actors.RemoteMailbox())) // peers send to it while it spawns
+	// m.pid stays the NewLocalPID above (the same PID SpawnNamed returns):
+	// the transport's inbox may already be reading it.
+	if _, err := m.root.SpawnNamed(props, Name); err != nil {
 		o.Transport.Close()
 		return nil, fmt.Errorf("pubsub: spawn %s: %w", Name, err)
 	}
-	m.pid = pid
 	_, m.unsubscribe = o.Membership.Subscribe(func(ev membership.Event) { m.root.Send(m.pid, memberEvent{ev}) })
 	go m.tickLoop(o.Clock.NewTicker(o.GossipInterval))
 	return m, nil
