@@ -32,7 +32,7 @@
 // Usage:
 //
 //	go run ./bench/idle                              # 25 s settle, 60 s window
-//	flock /work/bench.lock go run ./bench/idle -runs 3
+//	go run ./bench/idle -runs 3
 //	go run ./bench/idle -baseline /tmp/otopcua-main  # beside an older build
 //	go run ./bench/idle -settle 5s -window 5s        # the short variant
 //
