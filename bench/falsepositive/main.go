@@ -28,6 +28,7 @@ func main() {
 	flag.DurationVar(&c.Bounds.MinGap, "gap-min", c.Bounds.MinGap, "shortest running time between two stalls")
 	flag.DurationVar(&c.Bounds.MaxGap, "gap-max", c.Bounds.MaxGap, "longest running time between two stalls")
 	flag.BoolVar(&c.Verbose, "v", false, "print every stall")
+	flag.StringVar(&c.LogDir, "logs", "", "write each node's log to this directory at the end")
 	flag.Parse()
 	if err := c.check(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

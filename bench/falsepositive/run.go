@@ -60,6 +60,8 @@ type Config struct {
 	Progress func(string)
 	// Verbose also sends every stall to Progress.
 	Verbose bool
+	// LogDir, when set, receives each node's log at the end (<node>.log).
+	LogDir string
 }
 
 // Effective are the node settings the run used, read with the node's own
@@ -246,6 +248,11 @@ func Run(t testing.TB, c Config) Result {
 		ok, failed := deviceReads(nodes[n])
 		o.DeviceReads, o.DeviceFailed = ok-reads0[n][0], failed-reads0[n][1]
 		countMarks(nodes[n].Log(), o.Marks)
+		if c.LogDir != "" {
+			if err := os.WriteFile(filepath.Join(c.LogDir, n+".log"), []byte(nodes[n].Log()), 0o644); err != nil {
+				t.Errorf("keep %s's log: %v", n, err)
+			}
+		}
 	}
 	res.Obs = obs
 	res.Violations = Verdict(obs)
