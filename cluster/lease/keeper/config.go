@@ -53,6 +53,17 @@ func (c Config) Validate() error {
 // moment a Primary froze, and the survivor could not take it).
 func (c Config) SuspectAfter() time.Duration { return c.Heartbeat + c.Pause/4 }
 
+// WholeWithin is the silence of a peer after which a Primary without the
+// lease counts its set as split, and so unlicensed: the pause plus a
+// heartbeat interval. That leaves the lease taken at SuspectAfter a
+// heartbeat interval and three quarters of the pause to arrive (a Primary
+// stalled by a loaded machine renews late, and a licence that lapses for
+// a millisecond is ServiceLevel 100 for its clients), and still ends well
+// before a peer can act: it must first find this node unreachable (phi,
+// at least the pause and a heartbeat interval of silence), wait
+// stable-after, take the lease and hold its promotion.
+func (c Config) WholeWithin() time.Duration { return c.Pause + c.Heartbeat }
+
 // RenewEvery is how often a held lease is renewed: a third of the TTL.
 func (c Config) RenewEvery() time.Duration { return c.TTL / 3 }
 

@@ -206,9 +206,9 @@ func (k *Keeper) changed(now time.Time) []Effect {
 }
 
 // whole reports whether every node of the set is on this node's side,
-// heard from within the pause.
+// heard from within WholeWithin.
 func (k *Keeper) whole(now time.Time) bool {
-	n, ok := k.side(now, k.cfg.Pause)
+	n, ok := k.side(now, k.cfg.WholeWithin())
 	return ok && n >= k.cfg.Expected
 }
 
