@@ -280,7 +280,7 @@ func TestLeaseKeeperLeavesAMinorityToTheDecision(t *testing.T) {
 	if l := r.k.licence(); l != gate.Licensed {
 		t.Fatalf("whole set of three: %v", l)
 	}
-	for range 14 { // both peers silent for 3.5 s, past the pause
+	for range 18 { // both peers silent for 4.5 s, past the pause plus a heartbeat interval
 		r.clock.Advance(250 * time.Millisecond)
 		r.settle(t)
 	}
