@@ -137,7 +137,7 @@ func Run(t testing.TB, c Config) Result {
 	}
 	deploy(t, bin, cfgs["a"], deviceDoc(dev.Addr()))
 	for _, n := range names {
-		waitDeployed(t, nodes[n])
+		nodes[n].WaitDeployed(1)
 	}
 	primary, secondary := waitPair(t, nodes)
 	addr := map[string]string{}
@@ -412,26 +412,6 @@ func deviceDoc(devAddr string) string {
      ]}
   ]
 }`, clusterID, devAddr)
-}
-
-func waitDeployed(t testing.TB, n *procs.Node) {
-	t.Helper()
-	procs.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
-		body, err := n.Get("/api/deployment")
-		if err != nil {
-			return err
-		}
-		var rep struct {
-			Version int64 `json:"version"`
-		}
-		if err := json.Unmarshal([]byte(body), &rep); err != nil {
-			return fmt.Errorf("%v: %s", err, body)
-		}
-		if rep.Version != 1 {
-			return fmt.Errorf("%s: deployment version %d, want 1", n.Name, rep.Version)
-		}
-		return nil
-	})
 }
 
 // waitPair waits until one node reads 250 and the other 240, held over

@@ -2,7 +2,6 @@ package leasepg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -154,7 +153,7 @@ func (r *rig) healthy() (p, s string) {
 	r.t.Cleanup(r.keepLogs) // runs before the nodes' cleanups and their directories' removal
 	procs.Deploy(r.t, r.cfgs["a"], deviceDoc(r.dev.Addr()))
 	for _, n := range r.nodes {
-		waitDeployed(r.t, n, 1)
+		n.WaitDeployed(1)
 	}
 	start := time.Now()
 	r.sampler.start()
@@ -183,26 +182,6 @@ func deviceDoc(devAddr string) string {
      "tags": [{"name": "Setpoint", "table": "holding", "address": 0, "type": "int16", "writable": true}]}
   ]
 }`, clusterID, devAddr)
-}
-
-func waitDeployed(t *testing.T, n *procs.Node, v int64) {
-	t.Helper()
-	procs.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
-		body, err := n.Get("/api/deployment")
-		if err != nil {
-			return err
-		}
-		var rep struct {
-			Version int64 `json:"version"`
-		}
-		if err := json.Unmarshal([]byte(body), &rep); err != nil {
-			return fmt.Errorf("%v: %s", err, body)
-		}
-		if rep.Version != v {
-			return fmt.Errorf("%s: deployment version %d, want %d", n.Name, rep.Version, v)
-		}
-		return nil
-	})
 }
 
 // waitLevels waits until one sampled round shows every named node at its

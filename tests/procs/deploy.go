@@ -1,10 +1,13 @@
 package procs
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Deploy stores the deployment document doc with `otopcua deploy`, run
@@ -35,4 +38,26 @@ func ProvisionFloating(t testing.TB, cfg map[string]any, args ...string) string 
 		t.Fatalf("otopcua pki floating: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// WaitDeployed waits up to a minute until the node's GET /api/deployment
+// reports deployment version v applied.
+func (n *Node) WaitDeployed(v int64) {
+	n.t.Helper()
+	CheckFor(n.t, 60*time.Second, 100*time.Millisecond, func() error {
+		body, err := n.Get("/api/deployment")
+		if err != nil {
+			return err
+		}
+		var rep struct {
+			Version int64 `json:"version"`
+		}
+		if err := json.Unmarshal([]byte(body), &rep); err != nil {
+			return fmt.Errorf("%v: %s", err, body)
+		}
+		if rep.Version != v {
+			return fmt.Errorf("%s: deployment version %d, want %d", n.Name, rep.Version, v)
+		}
+		return nil
+	})
 }
