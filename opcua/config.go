@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/opcua/limits"
+	"github.com/otopcua/otopcua/opcua/mirror"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -88,10 +89,18 @@ type Config struct {
 	PeerDiscoveryURLs []string
 
 	// RedundancySupport is the value of
-	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm or
-	// ua.RedundancySupportHot (the non-transparent modes otopcua implements).
-	// Default: Warm.
+	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm,
+	// ua.RedundancySupportHot or ua.RedundancySupportHotAndMirrored (the
+	// modes otopcua implements). HotAndMirrored needs Mirror, and Mirror
+	// needs HotAndMirrored. Default: Warm.
 	RedundancySupport ua.RedundancySupport
+
+	// Mirror mirrors the sessions and subscriptions served here to the
+	// other members of the redundant set and holds theirs (package
+	// opcua/mirror); New attaches it to the subscription engine. The
+	// caller keeps its peers current and closes it after Close. Default:
+	// nil, no mirroring.
+	Mirror *mirror.Member
 
 	// BuildInfo fills Server.ServerStatus.BuildInfo.
 	BuildInfo BuildInfo
@@ -205,10 +214,17 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.RedundancySupport {
 	case ua.RedundancySupportNone:
 		c.RedundancySupport = ua.RedundancySupportWarm
-	case ua.RedundancySupportWarm, ua.RedundancySupportHot:
+	case ua.RedundancySupportWarm, ua.RedundancySupportHot, ua.RedundancySupportHotAndMirrored:
 	default:
-		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d) or Hot (%d)",
-			c.RedundancySupport, ua.RedundancySupportWarm, ua.RedundancySupportHot)
+		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d), Hot (%d) or HotAndMirrored (%d)",
+			c.RedundancySupport, ua.RedundancySupportWarm, ua.RedundancySupportHot, ua.RedundancySupportHotAndMirrored)
+	}
+	switch mirrored := c.RedundancySupport == ua.RedundancySupportHotAndMirrored; {
+	case mirrored && c.Mirror == nil:
+		return c, fmt.Errorf("opcua: Config.RedundancySupport HotAndMirrored needs Config.Mirror (the member that mirrors the sessions)")
+	case !mirrored && c.Mirror != nil:
+		return c, fmt.Errorf("opcua: Config.Mirror is set but Config.RedundancySupport is %v: want HotAndMirrored (%d), which clients read to use the mirror",
+			c.RedundancySupport, ua.RedundancySupportHotAndMirrored)
 	}
 	b := &c.BuildInfo
 	b.ProductName = orDefault(b.ProductName, DefaultProductName)
@@ -311,6 +327,7 @@ func (c Config) uaserverConfig() uaserver.Config {
 		Authorization:                   c.Authorization,
 		MaxActivationFailuresPerAddress: c.MaxActivationFailuresPerAddress,
 		ActivationLockout:               c.ActivationLockout,
+		// TODO(mirror): Mirror: c.Mirror, once uaserver.Config has the field.
 	}
 }
 
