@@ -1,0 +1,146 @@
+package host
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/otopcua/otopcua/cluster/membership"
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/forward/meshtransport"
+	"github.com/otopcua/otopcua/opcua/mirror"
+	"github.com/otopcua/otopcua/opcua/mirror/meshmirror"
+)
+
+// mirroring is session mirroring on a node under OpcUa:RedundancySupport
+// HotAndMirrored: the mirror.Member that opcua.New attaches to the
+// subscription engine, its transport over the pub/sub mediator and the
+// peer list kept from membership. It is made in two steps because the
+// OPC UA server (which needs the Member) is built before the node joins
+// the cluster (which the transport and the peer list need):
+//
+//  1. newMirroring, before the OPC UA server: the Member (named by this
+//     node's incarnation, known before the daemon starts), its metrics;
+//     the transport drops every batch until step 2;
+//  2. bind, once the redundancy runtime's mediator runs: the transport
+//     carries batches, and every membership event sets the Member's peers
+//     (peersOf).
+//
+// Stops run in reverse: unbind (membership subscription, transport) before
+// the mediator stops, close after the OPC UA server closed.
+type mirroring struct {
+	member      *mirror.Member
+	tr          *meshmirror.Transport
+	peers       *peerTracker
+	unsubscribe func()
+}
+
+// newMirroring builds the Member from OpcUa:Mirror. self is this node's
+// incarnation; meter gets the otopcua_mirror_* instruments.
+func newMirroring(cfg *config.Config, self membership.UniqueAddress, meter metric.Meter, logger *slog.Logger) (*mirroring, error) {
+	mc := cfg.OpcUa.Mirror
+	tr := meshmirror.New()
+	mm, err := newMirrorMetrics(meter)
+	if err != nil {
+		return nil, err
+	}
+	member := mirror.New(mirror.Options{
+		Self: meshtransport.Name(self), Transport: tr,
+		Sync: mc.Sync, AckTimeout: mc.AckTimeout, MaxLagBytes: mc.MaxLagBytes, QueueSize: mc.QueueSize, MatchWindow: mc.MatchWindow,
+		Logger: logger, ObserveLag: mm.observeLag,
+	})
+	if err := mm.collect(member.Stats); err != nil {
+		member.Close()
+		return nil, err
+	}
+	return &mirroring{member: member, tr: tr,
+		peers: &peerTracker{clusterID: cfg.Node.ClusterId, self: self, set: member, log: logger.With("component", "mirror")}}, nil
+}
+
+// mirrorMembership is what bind reads of the membership (*daemon.Daemon).
+type mirrorMembership interface {
+	Snapshot() membership.State
+	Subscribe(fn func(membership.Event)) (membership.State, func())
+}
+
+// bind starts carrying batches over med and keeping the peers current.
+func (m *mirroring) bind(med meshmirror.Mesh, members mirrorMembership) {
+	m.tr.Bind(med, m.member.Receive)
+	st, cancel := members.Subscribe(func(membership.Event) { m.peers.update(members.Snapshot()) })
+	m.unsubscribe = cancel
+	m.peers.update(st)
+}
+
+// unbind stops the peer updates and the transport.
+func (m *mirroring) unbind() {
+	if m.unsubscribe != nil {
+		m.unsubscribe()
+	}
+	m.tr.Stop()
+}
+
+// close stops the Member, after the OPC UA server closed.
+func (m *mirroring) close() { m.member.Close() }
+
+// peerSetter is the part of *mirror.Member a peerTracker drives.
+type peerSetter interface{ SetPeers(names []string) }
+
+// peerTracker hands the Member its peers whenever they change. update is
+// called from the daemon's event goroutine and once from bind; mu orders
+// the two.
+type peerTracker struct {
+	clusterID string
+	self      membership.UniqueAddress
+	set       peerSetter
+	log       *slog.Logger
+
+	mu   sync.Mutex
+	last []string // the peers last set; mu must be held.
+	once bool     // set once; mu must be held.
+}
+
+func (p *peerTracker) update(st membership.State) {
+	peers := peersOf(st, p.clusterID, p.self)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.once && slices.Equal(peers, p.last) {
+		return
+	}
+	p.once, p.last = true, peers
+	p.set.SetPeers(slices.Clone(peers))
+	p.log.Info("mirror: peers", "peers", peers)
+}
+
+// peersOf names the members this node mirrors its sessions to: the Up
+// members of clusterID with the driver role that this node does not hold
+// unreachable, self excluded, by incarnation (host:port#uid), sorted. An
+// unreachable peer leaves the list and, once reachable again, comes back
+// as new: the Member then sends it a fresh snapshot of every session
+// rather than what it missed, and the sessions it served start their
+// session timeout here meanwhile.
+func peersOf(st membership.State, clusterID string, self membership.UniqueAddress) []string {
+	var out []string
+	for _, m := range st.Gossip.Members {
+		if m.Address == self || m.Status != membership.Up || m.ClusterID != clusterID || !m.HasRole(config.RoleDriver) {
+			continue
+		}
+		if !st.Gossip.IsReachable(self, m.Address) {
+			continue
+		}
+		out = append(out, meshtransport.Name(m.Address))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mirrorNodeID is the host:port of an incarnation name host:port#uid: the
+// label of the mirror metrics and the NodeId of the admin page, stable
+// across a peer's restarts.
+func mirrorNodeID(name string) string {
+	if a, err := meshtransport.Parse(name); err == nil {
+		return a.Address().String()
+	}
+	return name
+}
