@@ -2,11 +2,13 @@ package host
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/forward/meshtransport"
@@ -143,4 +145,54 @@ func mirrorNodeID(name string) string {
 		return a.Address().String()
 	}
 	return name
+}
+
+// panelOf is the admin page's mirrored sessions table for the panel of a
+// ClusterId: this node's, nil for any other ClusterId. node is this
+// node's NodeId.
+func (m *mirroring) panelOf(clusterID, node string) func(id string) *admin.MirrorPanel {
+	return func(id string) *admin.MirrorPanel {
+		if id != clusterID {
+			return nil
+		}
+		return mirrorPanel(m.member.Stats(), node)
+	}
+}
+
+// mirrorPanel lays a Member's Stats out per other member (by NodeId,
+// sorted): what this node holds of its sessions, and whether it stands by
+// for this node's.
+func mirrorPanel(s mirror.Stats, node string) *admin.MirrorPanel {
+	byID := map[string]*admin.MirrorMember{}
+	row := func(name string) *admin.MirrorMember {
+		id := mirrorNodeID(name)
+		if r, ok := byID[id]; ok {
+			return r
+		}
+		r := &admin.MirrorMember{NodeID: id}
+		byID[id] = r
+		return r
+	}
+	for name, o := range s.Origins {
+		r := row(name) // two incarnations of one NodeId: ready when both are
+		r.HeldReady = o.Ready && (r.HeldReady || !r.Holds)
+		r.Holds, r.Held = true, r.Held+o.Sessions
+	}
+	for name, p := range s.Peers {
+		r := row(name)
+		r.StandbyReady = p.Ready && (r.StandbyReady || !r.Standby)
+		r.Standby, r.LagBytes = true, r.LagBytes+p.LagBytes
+	}
+	p := &admin.MirrorPanel{Node: node, Served: s.Served, Members: []admin.MirrorMember{},
+		Dropped: maps.Clone(s.Dropped), Takeovers: maps.Clone(s.Takeovers)}
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		p.Members = append(p.Members, *byID[id])
+	}
+	if p.Dropped == nil {
+		p.Dropped = map[string]uint64{}
+	}
+	if p.Takeovers == nil {
+		p.Takeovers = map[string]uint64{}
+	}
+	return p
 }

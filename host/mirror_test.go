@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/pubsub/pubsubtest"
 	"github.com/otopcua/otopcua/config"
@@ -248,5 +249,35 @@ func TestMirrorDefaultsMatchThePackage(t *testing.T) {
 	if config.DefaultMirrorAckTimeout != mirror.DefaultAckTimeout || config.DefaultMirrorMaxLagBytes != mirror.DefaultMaxLagBytes ||
 		config.DefaultMirrorQueueSize != mirror.DefaultQueueSize || config.DefaultMirrorMatchWindow != mirror.DefaultMatchWindow {
 		t.Fatal("config's OpcUa:Mirror defaults differ from opcua/mirror's")
+	}
+}
+
+func TestMirrorPanel(t *testing.T) {
+	p := mirrorPanel(mirror.Stats{
+		Served: 4,
+		Peers:  map[string]mirror.PeerStats{"b:4053#9": {Ready: true, LagBytes: 100}, "c:4053#3": {Ready: false, LagBytes: 9000}},
+		Origins: map[string]mirror.OriginStats{
+			"b:4053#9": {Ready: true, Sessions: 2},
+			"d:4053#1": {Ready: true, Sessions: 1}, "d:4053#5": {Ready: false, Sessions: 6}, // d restarted
+		},
+		Dropped: map[string]uint64{"lag": 1},
+	}, "a:4053")
+	want := []admin.MirrorMember{
+		{NodeID: "b:4053", Holds: true, Held: 2, HeldReady: true, Standby: true, StandbyReady: true, LagBytes: 100},
+		{NodeID: "c:4053", Standby: true, StandbyReady: false, LagBytes: 9000},
+		{NodeID: "d:4053", Holds: true, Held: 7, HeldReady: false},
+	}
+	if p.Node != "a:4053" || p.Served != 4 || !slices.Equal(p.Members, want) || p.Dropped["lag"] != 1 || p.Takeovers == nil {
+		t.Fatalf("panel %+v\nwant members %+v", p, want)
+	}
+	empty := mirrorPanel(mirror.Stats{}, "a:4053")
+	if empty.Members == nil || len(empty.Members) != 0 || empty.Dropped == nil {
+		t.Fatalf("idle panel %+v: want empty lists and maps (JSON [] and {})", empty)
+	}
+	m := &mirroring{member: mirror.New(mirror.Options{Self: "a:4053#1", Transport: meshmirror.New()})}
+	defer m.close()
+	of := m.panelOf("line-1", "a:4053")
+	if of("line-2") != nil || of("line-1") == nil {
+		t.Fatal("panelOf: want a table for this node's ClusterId only")
 	}
 }

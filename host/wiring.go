@@ -286,6 +286,9 @@ func (n *wiring) startFailover() (func() error, error) {
 	n.red.follow(wire.Topic, watch.Handle)
 	n.backend = newAdminBackend(n.cluster.d, n.red.med, n.db, watch, downingText(n.cluster.nc), n.cfg.Redundancy.ManualFailoverDrain, time.Now)
 	n.red.devices.backend.Store(n.backend)
+	if n.mirror != nil {
+		n.backend.mirror = n.mirror.panelOf(n.cfg.Node.ClusterId, n.cfg.Cluster.NodeID())
+	}
 	return nil, nil
 }
 
