@@ -1,7 +1,9 @@
 package host_test
 
 import (
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,4 +63,64 @@ func TestHotAndMirroredWithoutAClusterStopsStartUp(t *testing.T) {
 			t.Fatalf("start-up error does not mention %q:\n%s", want, log)
 		}
 	}
+}
+
+// lastPeers is the peers list of the last "mirror: peers" line of a
+// node's log ("" when there is none).
+func lastPeers(log string) string {
+	last := ""
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, `"msg":"mirror: peers"`) {
+			if _, after, ok := strings.Cut(l, `"peers":`); ok {
+				last, _, _ = strings.Cut(after, ",\"")
+				last = strings.TrimSuffix(last, "}")
+			}
+		}
+	}
+	return last
+}
+
+// TestHotAndMirroredPairSetsPeers: on a real pair each node's mirror is
+// given the other node's incarnation as its peer once both are Up, and
+// loses it when the other process is killed.
+func TestHotAndMirroredPairSetsPeers(t *testing.T) {
+	ports := map[string]procs.Ports{"a": procs.NewPorts(t), "b": procs.NewPorts(t)}
+	addr := func(n string) string { return fmt.Sprintf("127.0.0.1:%d", ports[n].Cluster) }
+	config := func(name, other string) map[string]any {
+		cfg := procs.BaseConfig(name, ports[name])
+		cfg["Cluster"].(map[string]any)["SeedNodes"] = []string{addr("a"), addr("b")}
+		o := cfg["OpcUa"].(map[string]any)
+		o["PeerApplicationUris"] = []string{"urn:" + other + ":otopcua"}
+		o["RedundancySupport"] = "HotAndMirrored"
+		return cfg
+	}
+	a := procs.Start(t, "a", config("a", "b"))
+	a.WaitReady(60 * time.Second)
+	b := procs.Start(t, "b", config("b", "a"))
+	b.WaitReady(60 * time.Second)
+	// Each names the other by its incarnation: the address and uid the
+	// other process reports as itself.
+	incarnation := func(n *procs.Node) string {
+		v, err := n.Members()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Self.Address + "#" + string(v.Self.UID)
+	}
+	for _, tc := range []struct{ n, other *procs.Node }{{a, b}, {b, a}} {
+		want := `["` + incarnation(tc.other) + `"]`
+		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+			if got := lastPeers(tc.n.Log()); got != want {
+				return fmt.Errorf("%s's mirror peers %s, want %s", tc.n.Name, got, want)
+			}
+			return nil
+		})
+	}
+	b.Signal(syscall.SIGKILL)
+	procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		if got := lastPeers(a.Log()); got != "null" {
+			return fmt.Errorf("a's mirror peers %s after b was killed, want none (null)", got)
+		}
+		return nil
+	})
 }
