@@ -14,6 +14,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/opcua/limits"
+	"github.com/otopcua/otopcua/opcua/mirror"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -162,6 +163,12 @@ type Config struct {
 	// Logger default to the ones above; its Limits are Config.Limits (New
 	// refuses a Config that sets them here instead).
 	Subscriptions subscription.Options
+
+	// Mirror mirrors the sessions and subscriptions served here to the
+	// other members of the redundant set and holds theirs
+	// (RedundancySupport HotAndMirrored). New attaches the engine to it.
+	// nil: no mirroring.
+	Mirror *mirror.Member
 }
 
 // withDefaults returns c with every zero field set to its default, or an
@@ -285,7 +292,12 @@ func (c Config) uaserverConfig() uaserver.Config {
 			peers[k].DiscoveryURL = c.PeerDiscoveryURLs[k]
 		}
 	}
+	var m uaserver.Mirror
+	if c.Mirror != nil {
+		m = c.Mirror
+	}
 	return uaserver.Config{
+		Mirror:                       m,
 		ListenAddr:                   net.JoinHostPort(c.ListenHost, strconv.Itoa(port)),
 		EndpointURL:                  "opc.tcp://" + net.JoinHostPort(c.PublicHostname, strconv.Itoa(port)),
 		ApplicationURI:               c.ApplicationURI,

@@ -101,6 +101,9 @@ func New(cfg Config) (*Server, error) {
 		opts.Events = space.Source() // event items on Server (i=2253) and the owner's notifiers
 	}
 	s.engine = subscription.New(diagSource{src: space.Source(), diag: &s.diag}, opts)
+	if cfg.Mirror != nil {
+		cfg.Mirror.Attach(s.engine)
+	}
 	s.ua, err = uaserver.New(cfg.uaserverConfig(), space, s.engine)
 	if err != nil {
 		s.engine.Close()
