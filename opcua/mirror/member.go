@@ -49,16 +49,17 @@ type Member struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
-	mu      sync.Mutex
-	engine  *subscription.Engine      // set by Attach; mu must be held.
-	peers   map[string]*peer          // streams to the peers; mu must be held.
-	served  map[string]*served        // sessions served here, by NodeId string; mu must be held.
-	origins map[string]*origin        // the peers whose sessions are held here; mu must be held.
-	byHash  map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
-	acked   chan struct{}             // closed and replaced when acknowledgements arrive; mu must be held.
-	stats   Stats                     // counters; mu must be held.
-	started bool                      // mu must be held.
-	closed  bool                      // mu must be held.
+	mu         sync.Mutex
+	engine     *subscription.Engine      // set by Attach; mu must be held.
+	endSession func(id *ua.NodeID)       // set by Attach; mu must be held.
+	peers      map[string]*peer          // streams to the peers; mu must be held.
+	served     map[string]*served        // sessions served here, by NodeId string; mu must be held.
+	origins    map[string]*origin        // the peers whose sessions are held here; mu must be held.
+	byHash     map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
+	acked      chan struct{}             // closed and replaced when acknowledgements arrive; mu must be held.
+	stats      Stats                     // counters; mu must be held.
+	started    bool                      // mu must be held.
+	closed     bool                      // mu must be held.
 }
 
 // peer is the stream of records from this member to one peer.
@@ -162,13 +163,17 @@ func (o *Options) setDefaults() {
 
 // Attach gives the member the server's subscription engine and starts its
 // goroutines. opcua.New calls it once, before the server starts.
-func (m *Member) Attach(e *subscription.Engine) {
+//
+// endSession ends a session served here without deleting anything on the
+// peers; the member calls it when a peer took one of them over.
+func (m *Member) Attach(e *subscription.Engine, endSession func(id *ua.NodeID)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started || m.closed {
 		return
 	}
 	m.engine = e
+	m.endSession = endSession
 	m.started = true
 	e.OnExpire(m.expired)
 	m.wg.Add(2)

@@ -193,9 +193,17 @@ func (m *Member) sessionLocked(o *origin, rs *replicaSess, r record) func() {
 // takenLocked: the session key moved to o's member (a client activated it
 // there). m.mu must be held.
 func (m *Member) takenLocked(o *origin, key string) func() {
-	if s := m.served[key]; s != nil && !s.warm {
-		s.warm, s.why = true, "taken-over"
+	if s := m.served[key]; s != nil {
+		// Its client moved: the copy here must not be activated again,
+		// and the peer's snapshot of it, which follows, makes it a
+		// replica here.
+		delete(m.served, key)
 		m.log.Info("mirror: a session served here was taken over by a peer", "session", key, "peer", o.name)
+		end, node := m.endSession, s.ms.ID
+		if end == nil || node == nil {
+			return nil
+		}
+		return func() { end(node) }
 	}
 	for _, other := range m.origins {
 		if other == o {

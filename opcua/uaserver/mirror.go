@@ -233,3 +233,23 @@ func (t *sessionTable) adopt(chID uint32, addr string, token *ua.NodeID, ms Mirr
 	a.sessions++
 	return sess, sess.nonce, "", ua.StatusOK
 }
+
+// EndSession ends session id, deleting its subscriptions, and reports
+// whether it existed: another member of the redundant set took it over
+// (its client activated it there), so this copy must not be activated
+// again here.
+func (s *Server) EndSession(id *ua.NodeID, reason string) bool {
+	s.sessions.mu.Lock()
+	var sess *session
+	for _, x := range s.sessions.byToken {
+		if x.id.String() == id.String() {
+			sess = x
+			break
+		}
+	}
+	s.sessions.mu.Unlock()
+	if sess == nil {
+		return false
+	}
+	return s.sessions.end(sess, true, reason)
+}
