@@ -266,9 +266,11 @@ func (m *Member) Lookup(tokenHash [32]byte) (uaserver.MirroredSession, bool) {
 				m.stats.Takeovers["not-ready"]++
 				m.log.Warn("mirror: a client asks for a session this member does not hold while the mirror of a peer is not complete; it falls back to Warm",
 					"origin", name)
-				break
+				return uaserver.MirroredSession{}, false
 			}
 		}
+		m.stats.Takeovers["unknown"]++
+		m.log.Warn("mirror: a client asks for a session no member mirrored here (it ended, or its server died before this member held its mirror); it falls back to Warm")
 		return uaserver.MirroredSession{}, false
 	}
 	if o := rs.origin; !o.ready || o.broken {
