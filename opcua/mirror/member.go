@@ -11,6 +11,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -41,6 +42,7 @@ const (
 type Member struct {
 	opts  Options
 	log   *slog.Logger
+	lines *loglimit.Limiter // lines a client can repeat: one a minute per kind
 	clock clockwork.Clock
 
 	wake  chan struct{}
@@ -126,6 +128,7 @@ func New(o Options) *Member {
 	return &Member{
 		opts:    o,
 		log:     o.Logger.With("component", "mirror"),
+		lines:   loglimit.New(time.Minute, 64),
 		clock:   o.Clock,
 		wake:    make(chan struct{}, 1),
 		inbox:   make(chan inbound, inboxSize),

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"errors"
+	"log/slog"
 
 	"github.com/gopcua/opcua/ua"
 
@@ -264,18 +265,21 @@ func (m *Member) Lookup(tokenHash [32]byte) (uaserver.MirroredSession, bool) {
 		for name, o := range m.origins {
 			if !o.ready || o.broken {
 				m.stats.Takeovers["not-ready"]++
-				m.log.Warn("mirror: a client asks for a session this member does not hold while the mirror of a peer is not complete; it falls back to Warm",
+				m.lines.Log(m.log, slog.LevelWarn, "not-ready:"+name, m.clock.Now(),
+					"mirror: a client asks for a session this member does not hold while the mirror of a peer is not complete; it falls back to Warm",
 					"origin", name)
 				return uaserver.MirroredSession{}, false
 			}
 		}
 		m.stats.Takeovers["unknown"]++
-		m.log.Warn("mirror: a client asks for a session no member mirrored here (it ended, or its server died before this member held its mirror); it falls back to Warm")
+		m.lines.Log(m.log, slog.LevelWarn, "unknown", m.clock.Now(),
+			"mirror: a client asks for a session no member mirrored here (it ended, or its server died before this member held its mirror); it falls back to Warm")
 		return uaserver.MirroredSession{}, false
 	}
 	if o := rs.origin; !o.ready || o.broken {
 		m.stats.Takeovers["not-ready"]++
-		m.log.Warn("mirror: a client asks for a session whose mirror is not complete here; it falls back to Warm",
+		m.lines.Log(m.log, slog.LevelWarn, "not-ready:"+o.name, m.clock.Now(),
+			"mirror: a client asks for a session whose mirror is not complete here; it falls back to Warm",
 			"session", rs.id, "origin", o.name)
 		return uaserver.MirroredSession{}, false
 	}
