@@ -3,6 +3,7 @@ package uaserver
 import (
 	"bytes"
 	"crypto/sha256"
+	"log/slog"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -122,7 +123,8 @@ func (s *Server) mirrorSession(sess *session) {
 func (s *Server) takeOver(c *call, req *ua.ActivateSessionRequest, ms MirroredSession) (ua.Response, error) {
 	refuse := func(code ua.StatusCode, why string) (ua.Response, error) {
 		s.counters.rejectedSessions.Add(1)
-		s.log.Warn("uaserver: takeover of a mirrored session refused", "session", ms.ID, "why", why,
+		s.logs.Log(s.log, slog.LevelWarn, "takeover:"+c.ch.addr, s.cfg.Clock.Now(),
+			"uaserver: takeover of a mirrored session refused", "session", ms.ID, "why", why,
 			"status", code, "client", c.ch.addr)
 		return nil, code
 	}
