@@ -92,7 +92,7 @@ type Config struct {
 	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm,
 	// ua.RedundancySupportHot or ua.RedundancySupportHotAndMirrored (the
 	// modes otopcua implements). HotAndMirrored needs Mirror, and Mirror
-	// needs HotAndMirrored. Default: Warm.
+	// needs HotAndMirrored. Default: HotAndMirrored with Mirror, else Warm.
 	RedundancySupport ua.RedundancySupport
 
 	// Mirror mirrors the sessions and subscriptions served here to the
@@ -214,6 +214,9 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.RedundancySupport {
 	case ua.RedundancySupportNone:
 		c.RedundancySupport = ua.RedundancySupportWarm
+		if c.Mirror != nil {
+			c.RedundancySupport = ua.RedundancySupportHotAndMirrored
+		}
 	case ua.RedundancySupportWarm, ua.RedundancySupportHot, ua.RedundancySupportHotAndMirrored:
 	default:
 		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d), Hot (%d) or HotAndMirrored (%d)",
@@ -301,7 +304,12 @@ func (c Config) uaserverConfig() uaserver.Config {
 			peers[k].DiscoveryURL = c.PeerDiscoveryURLs[k]
 		}
 	}
+	var m uaserver.Mirror
+	if c.Mirror != nil {
+		m = c.Mirror
+	}
 	return uaserver.Config{
+		Mirror:                       m,
 		ListenAddr:                   net.JoinHostPort(c.ListenHost, strconv.Itoa(port)),
 		EndpointURL:                  "opc.tcp://" + net.JoinHostPort(c.PublicHostname, strconv.Itoa(port)),
 		ApplicationURI:               c.ApplicationURI,
@@ -327,7 +335,6 @@ func (c Config) uaserverConfig() uaserver.Config {
 		Authorization:                   c.Authorization,
 		MaxActivationFailuresPerAddress: c.MaxActivationFailuresPerAddress,
 		ActivationLockout:               c.ActivationLockout,
-		// TODO(mirror): Mirror: c.Mirror, once uaserver.Config has the field.
 	}
 }
 

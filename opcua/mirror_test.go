@@ -47,7 +47,8 @@ func TestMirrorAndRedundancySupportGoTogether(t *testing.T) {
 		{"mirrored with a member", ua.RedundancySupportHotAndMirrored, true, ""},
 		{"mirrored without a member", ua.RedundancySupportHotAndMirrored, false, "HotAndMirrored needs Config.Mirror"},
 		{"a member under Hot", ua.RedundancySupportHot, true, "Config.Mirror is set but Config.RedundancySupport is RedundancySupportHot"},
-		{"a member under the default", ua.RedundancySupportNone, true, "want HotAndMirrored (5)"},
+		{"a member under the default", ua.RedundancySupportNone, true, ""},
+		{"a member under Warm", ua.RedundancySupportWarm, true, "want HotAndMirrored (5)"},
 		{"transparent", ua.RedundancySupportTransparent, false, "want Warm (2), Hot (3) or HotAndMirrored (5)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +59,9 @@ func TestMirrorAndRedundancySupportGoTogether(t *testing.T) {
 			s, err := New(cfg)
 			if s != nil {
 				t.Cleanup(func() { _ = s.Close() })
+				if got := readNode(t, s, nsid(id.Server_ServerRedundancy_RedundancySupport)); tc.mirror && got != int32(ua.RedundancySupportHotAndMirrored) {
+					t.Errorf("RedundancySupport with a member = %#v, want int32 5", got)
+				}
 			}
 			switch {
 			case tc.want == "" && err != nil:

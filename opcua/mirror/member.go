@@ -3,11 +3,30 @@ package mirror
 import (
 	"io"
 	"log/slog"
+	"math/rand/v2"
+	"sort"
 	"sync"
+	"time"
 
+	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/subscription"
+	"github.com/otopcua/otopcua/opcua/uaserver"
+)
+
+// Timings of the streams between members.
+const (
+	// resyncAfter: a peer that acknowledged nothing of a batch for this
+	// long gets a new stream (epoch) and a new snapshot once it answers.
+	resyncAfter = 5 * time.Second
+	// housekeeping is the period of the member's timer work: replica
+	// session expiry and stale streams.
+	housekeeping = 250 * time.Millisecond
+	// inboxSize bounds the received batches waiting to be applied; a
+	// batch beyond is dropped and the gap repaired by a resync.
+	inboxSize = 1024
 )
 
 // Member mirrors the sessions served here to the peers and holds the
@@ -15,14 +34,113 @@ import (
 // opcua.Config.Mirror (which attaches the subscription engine), keep its
 // peer list current with SetPeers and feed it the batches the Transport
 // receives with Receive. All methods are safe for concurrent use.
+//
+// Goroutines: one writer sends every batch (records are queued by the
+// hooks, which never wait for the network), one reader applies received
+// batches to the engine in order. Sent waits (Sync) on the
+// acknowledgements, never longer than AckTimeout.
 type Member struct {
-	opts   Options
-	log    *slog.Logger
-	engine *subscription.Engine
+	opts  Options
+	log   *slog.Logger
+	lines *loglimit.Limiter // lines a client can repeat: one a minute per kind
+	clock clockwork.Clock
 
-	mu     sync.Mutex
-	peers  []string // mu must be held.
-	closed bool     // mu must be held.
+	wake  chan struct{}
+	inbox chan inbound
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+
+	mu         sync.Mutex
+	engine     *subscription.Engine      // set by Attach; mu must be held.
+	endSession func(id *ua.NodeID)       // set by Attach; mu must be held.
+	peers      map[string]*peer          // streams to the peers; mu must be held.
+	served     map[string]*served        // sessions served here, by NodeId string; mu must be held.
+	origins    map[string]*origin        // the peers whose sessions are held here; mu must be held.
+	byHash     map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
+	acked      chan struct{}             // closed and replaced when acknowledgements arrive; mu must be held.
+	stats      Stats                     // counters; mu must be held.
+	started    bool                      // mu must be held.
+	closed     bool                      // mu must be held.
+}
+
+// peer is the stream of records from this member to one peer.
+type peer struct {
+	name     string
+	epoch    uint64
+	seq      uint64   // last batch sent
+	recNext  uint64   // index of the next record
+	acked    uint64   // records acknowledged
+	pending  [][]byte // records not yet sent
+	pendIdx  []uint64 // their indexes
+	unacked  []sentBatch
+	lag      int       // bytes pending and unacknowledged
+	snapshot []string  // sessions whose snapshot is still to be queued
+	snapEnd  uint64    // record index of the snapshot's end; 0 once acknowledged
+	ready    bool      // the snapshot was acknowledged
+	stalled  bool      // missed AckTimeout; not waited for until it catches up
+	resync   bool      // ask the peer for a new stream of its records
+	ackTo    header    // what to acknowledge of the peer's stream
+	needAck  bool      // a batch of the peer was applied and not yet acknowledged
+	started  time.Time // the epoch's start
+}
+
+type sentBatch struct {
+	seq     uint64
+	lastRec uint64
+	bytes   int
+	at      time.Time
+}
+
+// served is a session served here.
+type served struct {
+	ms   uaserver.MirroredSession
+	warm bool // dropped to Warm: no longer mirrored
+	why  string
+}
+
+// origin is what this member holds of one peer's sessions.
+type origin struct {
+	name     string
+	epoch    uint64
+	seq      uint64 // last batch applied
+	ready    bool   // the snapshot of the epoch arrived whole
+	broken   bool   // a gap: records are ignored until a new epoch
+	lost     time.Time
+	sessions map[string]*replicaSess
+}
+
+type replicaSess struct {
+	id     string
+	node   *ua.NodeID
+	ms     uaserver.MirroredSession
+	origin *origin
+}
+
+type inbound struct {
+	from  string
+	batch []byte
+}
+
+// New returns a Member. Its goroutines start with Attach.
+func New(o Options) *Member {
+	o.setDefaults()
+	return &Member{
+		opts:    o,
+		log:     o.Logger.With("component", "mirror"),
+		lines:   loglimit.New(time.Minute, 64),
+		clock:   o.Clock,
+		wake:    make(chan struct{}, 1),
+		inbox:   make(chan inbound, inboxSize),
+		done:    make(chan struct{}),
+		peers:   make(map[string]*peer),
+		served:  make(map[string]*served),
+		origins: make(map[string]*origin),
+		byHash:  make(map[[32]byte]*replicaSess),
+		acked:   make(chan struct{}),
+		stats: Stats{Peers: map[string]PeerStats{}, Origins: map[string]OriginStats{},
+			Dropped: map[string]uint64{}, Takeovers: map[string]uint64{}},
+	}
 }
 
 func (o *Options) setDefaults() {
@@ -46,18 +164,36 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// New returns a Member; it starts no goroutine until Attach.
-func New(o Options) *Member {
-	o.setDefaults()
-	return &Member{opts: o, log: o.Logger.With("component", "mirror")}
-}
-
-// Attach gives the member the server's subscription engine. opcua.New
-// calls it once, before the server starts.
-func (m *Member) Attach(e *subscription.Engine) {
+// Attach gives the member the server's subscription engine and starts its
+// goroutines. opcua.New calls it once, before the server starts.
+//
+// endSession ends a session served here without deleting anything on the
+// peers; the member calls it when a peer took one of them over.
+func (m *Member) Attach(e *subscription.Engine, endSession func(id *ua.NodeID)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.started || m.closed {
+		return
+	}
 	m.engine = e
+	m.endSession = endSession
+	m.started = true
+	e.OnExpire(m.expired)
+	m.wg.Add(2)
+	go m.writer()
+	go m.reader()
+}
+
+// Close stops the member's goroutines. The sessions held for peers are
+// forgotten; those served here are not touched.
+func (m *Member) Close() {
+	m.once.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		close(m.done)
+		m.wg.Wait()
+	})
 }
 
 // SetPeers names the other driver members of this member's ClusterId that
@@ -65,24 +201,108 @@ func (m *Member) Attach(e *subscription.Engine) {
 // every session served here; one that left is forgotten, and the sessions
 // it served start their session timeout here.
 func (m *Member) SetPeers(names []string) {
+	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.peers = append(m.peers[:0], names...)
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n == "" || n == m.opts.Self {
+			continue
+		}
+		want[n] = true
+		if m.peers[n] == nil {
+			m.peers[n] = &peer{name: n}
+			m.restartLocked(m.peers[n], now)
+		}
+		if o := m.origins[n]; o != nil {
+			o.lost = time.Time{}
+		}
+	}
+	for n := range m.peers {
+		if !want[n] {
+			delete(m.peers, n)
+		}
+	}
+	for n, o := range m.origins {
+		if !want[n] && o.lost.IsZero() {
+			o.lost = now
+			m.log.Info("mirror: member left; its sessions wait here for their clients",
+				"origin", n, "sessions", len(o.sessions))
+		}
+	}
+	m.signal()
+}
+
+// restartLocked starts a new stream to p: a new epoch whose first records
+// are a snapshot of every session served here. m.mu must be held.
+func (m *Member) restartLocked(p *peer, now time.Time) {
+	p.epoch = rand.Uint64() | 1
+	p.seq, p.recNext, p.acked = 0, 1, 0
+	p.pending, p.pendIdx, p.unacked, p.lag = nil, nil, nil, 0
+	p.ready, p.stalled, p.snapEnd = false, false, 0
+	p.started = now
+	p.snapshot = p.snapshot[:0]
+	for id, s := range m.served {
+		if !s.warm {
+			p.snapshot = append(p.snapshot, id)
+		}
+	}
+	sort.Strings(p.snapshot)
+	if len(p.snapshot) == 0 {
+		m.snapEndLocked(p)
+	}
+	m.signal()
 }
 
 // Receive takes one batch the Transport received from the member named
-// from. It does not block: the batch is queued for the member's goroutine.
-func (m *Member) Receive(from string, batch []byte) {}
+// from. It does not block: a batch that finds the queue full is dropped,
+// and the stream repaired by a new snapshot.
+func (m *Member) Receive(from string, batch []byte) {
+	select {
+	case m.inbox <- inbound{from: from, batch: batch}:
+	default:
+		m.mu.Lock()
+		m.stats.Dropped["inbox-full"]++
+		m.mu.Unlock()
+	}
+}
+
+// signal wakes the writer.
+func (m *Member) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Stats returns the member's counters and the state of every peer.
 func (m *Member) Stats() Stats {
-	return Stats{Peers: map[string]PeerStats{}, Origins: map[string]OriginStats{},
-		Dropped: map[string]uint64{}, Takeovers: map[string]uint64{}}
-}
-
-// Close stops the member's goroutines.
-func (m *Member) Close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.closed = true
+	st := m.stats
+	st.Peers = make(map[string]PeerStats, len(m.peers))
+	for n, p := range m.peers {
+		st.Peers[n] = PeerStats{Ready: p.ready, LagBytes: p.lag}
+	}
+	st.Origins = make(map[string]OriginStats, len(m.origins))
+	for n, o := range m.origins {
+		st.Origins[n] = OriginStats{Ready: o.ready && !o.broken, Sessions: len(o.sessions)}
+	}
+	st.Dropped = clone(m.stats.Dropped)
+	st.Takeovers = clone(m.stats.Takeovers)
+	st.Served = 0
+	for _, s := range m.served {
+		if !s.warm {
+			st.Served++
+		}
+	}
+	return st
+}
+
+func clone(in map[string]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(in))
+	for k, v := range in {
+		out[k] = v
+	}
+	return out
 }

@@ -183,6 +183,10 @@ type Engine struct {
 	// queued Publish request.
 	hookNoRequest func()
 
+	// onExpire, set by OnExpire before any subscription exists, is called
+	// with no engine lock held after a subscription's lifetime ran out.
+	onExpire func(subID uint32)
+
 	mu sync.Mutex
 	// Everything below is guarded by mu.
 	closed     bool

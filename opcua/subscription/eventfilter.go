@@ -28,7 +28,8 @@ const (
 // replaces it.
 type eventFilter struct {
 	selects []selector
-	where   *whereClause // nil: every event passes
+	where   *whereClause    // nil: every event passes
+	src     *ua.EventFilter // as the client sent it (a replica's snapshot)
 }
 
 // selector is one validated SimpleAttributeOperand: a field of events of
@@ -99,7 +100,7 @@ func parseEventFilter(f *ua.EventFilter, src EventTypeChecker) (*eventFilter, *u
 	if f == nil || len(f.SelectClauses) == 0 || len(f.SelectClauses) > MaxSelectClauses {
 		return nil, emptyFilterResult(), ua.StatusBadEventFilterInvalid
 	}
-	out := &eventFilter{selects: make([]selector, len(f.SelectClauses))}
+	out := &eventFilter{selects: make([]selector, len(f.SelectClauses)), src: f}
 	res := &ua.EventFilterResult{
 		SelectClauseResults: make([]ua.StatusCode, len(f.SelectClauses)),
 		WhereClauseResult:   &ua.ContentFilterResult{},

@@ -18,6 +18,18 @@ type dataFilter struct {
 
 var defaultFilter = dataFilter{trigger: ua.DataChangeTriggerStatusValue}
 
+// request is the DataChangeFilter that parses to f; nil for the default.
+func (f dataFilter) request() *ua.DataChangeFilter {
+	if f == defaultFilter {
+		return nil
+	}
+	r := &ua.DataChangeFilter{Trigger: f.trigger, DeadbandType: uint32(ua.DeadbandTypeNone)}
+	if f.deadband > 0 {
+		r.DeadbandType, r.DeadbandValue = uint32(ua.DeadbandTypeAbsolute), f.deadband
+	}
+	return r
+}
+
 // parseFilter validates the filter of a data monitored item on attribute
 // attr. Only DataChangeFilter with deadband None or Absolute is supported,
 // and only on the Value attribute; an EventFilter is not allowed on a data

@@ -52,7 +52,18 @@ type item struct {
 	inSample   bool          // in sub.sample
 	fresh      bool          // queued a value since the last publish (triggering)
 	deleted    bool
+
+	// Mirroring (replica.go). minQueue raises the queue bound of a
+	// replica's item above the client's queue size until the values a
+	// failover owes the client are sent; cursors are values the serving
+	// member reported that this member has not sampled yet: a sample equal
+	// to one of them was reported already and is not queued.
+	minQueue int
+	cursors  []*ua.DataValue
 }
+
+// qsize is the queue bound in force. it.mu must be held.
+func (it *item) qsize() int { return max(it.queueSize, it.minQueue) }
 
 // onChange is the Watch callback: it runs on the Source writer's goroutine.
 func (it *item) onChange(dv *ua.DataValue) {
@@ -151,7 +162,10 @@ func (it *item) queueLocked(dv *ua.DataValue) (push bool) {
 		return false
 	}
 	it.last = dv
-	it.queue.push(dv, it.queueSize, it.discardOldest)
+	if len(it.cursors) > 0 && it.reportedLocked(dv) {
+		return false
+	}
+	it.queue.push(dv, it.qsize(), it.discardOldest)
 	it.fresh = true
 	return it.needsReportLocked()
 }
@@ -160,7 +174,7 @@ func (it *item) queueLocked(dv *ua.DataValue) (push bool) {
 // it.mu must be held.
 func (it *item) forceLocked(dv *ua.DataValue) {
 	it.last = dv
-	it.queue.push(dv, it.queueSize, it.discardOldest)
+	it.queue.push(dv, it.qsize(), it.discardOldest)
 	it.fresh = true
 	it.markReportLocked()
 }

@@ -194,6 +194,10 @@ func (e *Engine) sampleTick(s *subscription, tick time.Time) {
 // late subscription). s.mu must be held. It reports whether the lifetime
 // expired.
 func (e *Engine) publishCycle(s *subscription, now time.Time, cycles int) (expired bool) {
+	if s.replica {
+		s.late.Store(false)
+		return false // the serving member publishes; the lifetime runs there
+	}
 	if cycles == 0 && !s.late.Load() {
 		return false
 	}
@@ -293,6 +297,9 @@ func (e *Engine) buildMessage(s *subscription, now time.Time) (msg *ua.Notificat
 		it.fresh = false
 		if it.mode == ua.MonitoringModeReporting && !it.deleted {
 			b.drain(it, budget)
+			if it.minQueue > 0 && it.pending() == 0 {
+				it.minQueue = 0 // what a failover owed the client is sent
+			}
 		}
 		if it.pending() > 0 && it.mode == ua.MonitoringModeReporting && !it.deleted {
 			leftover = len(list) - i
@@ -422,6 +429,9 @@ func (e *Engine) expire(s *subscription, now time.Time) {
 	gone := s.deleted || !e.lifetimeOver(s, now)
 	s.mu.Unlock()
 	var r retired
+	if !gone && e.onExpire != nil {
+		defer e.onExpire(s.id)
+	}
 	if !gone {
 		e.log.Info("subscription: lifetime expired", "subscription", s.id)
 		ss := s.sess

@@ -151,6 +151,13 @@ const cancelCheckEvery = 256
 // cancels what it registered and returns BadRequestCancelledByClient, so a
 // huge request of a client that went away does not keep the server busy.
 func (e *Engine) CreateMonitoredItemsContext(ctx context.Context, sess SessionID, req *ua.CreateMonitoredItemsRequest) (*ua.CreateMonitoredItemsResponse, error) {
+	return e.createItems(ctx, sess, req, nil, 0)
+}
+
+// createItems is CreateMonitoredItems; ids, when not nil, are the ids of
+// the items to create, parallel to req.ItemsToCreate (a replica's items
+// keep the serving member's ids), and minQueue their queue bound.
+func (e *Engine) createItems(ctx context.Context, sess SessionID, req *ua.CreateMonitoredItemsRequest, ids []uint32, minQueue int) (*ua.CreateMonitoredItemsResponse, error) {
 	if req == nil || len(req.ItemsToCreate) == 0 {
 		return nil, ua.StatusBadNothingToDo
 	}
@@ -178,6 +185,9 @@ func (e *Engine) CreateMonitoredItemsContext(ctx context.Context, sess SessionID
 			continue
 		}
 		it, st, p := e.newItem(s, r, req.TimestampsToReturn, publishing, now)
+		if it != nil && ids != nil {
+			it.id, it.minQueue = ids[i], minQueue
+		}
 		res := &ua.MonitoredItemCreateResult{StatusCode: st, FilterResult: p.filterResultOrNull()}
 		res.RevisedSamplingInterval, res.RevisedQueueSize = p.result(st)
 		if it != nil {
@@ -263,12 +273,26 @@ func (e *Engine) insertItems(sess SessionID, s *subscription, created []*item, n
 		e.retire(retired{items: created})
 		return ua.StatusBadSubscriptionIDInvalid
 	}
+	var dup []*item
+	defer func() {
+		if len(dup) > 0 {
+			e.retire(retired{items: dup})
+		}
+	}()
 	defer e.mu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e.items += len(created)
+	s.byHandle = nil
 	for _, it := range created {
-		it.id = e.newItemIDLocked(s)
+		if it.id != 0 && s.items[it.id] != nil && s.replica {
+			dup = append(dup, it) // a replica learnt of it twice (a snapshot and the live record)
+			e.items--
+			continue
+		}
+		if it.id == 0 || s.items[it.id] != nil {
+			it.id = e.newItemIDLocked(s)
+		}
 		s.items[it.id] = it
 		if it.polled {
 			s.polled[it.id] = it
@@ -341,7 +365,13 @@ func (e *Engine) newItem(s *subscription, r *ua.MonitoredItemCreateRequest, ttr 
 	}
 	it.mu.Lock()
 	// A change that arrived since Watch is newer than dv.
-	if it.mode != ua.MonitoringModeDisabled && it.last == nil {
+	switch {
+	case it.mode == ua.MonitoringModeDisabled || it.last != nil:
+	case s.replica:
+		// The serving member sends the initial value; a replica queues
+		// only what changes from now on.
+		it.last = dv
+	default:
 		it.forceLocked(dv)
 	}
 	if it.polled {
@@ -460,6 +490,7 @@ func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequ
 	if st != ua.StatusGood {
 		return &ua.MonitoredItemModifyResult{StatusCode: st}
 	}
+	s.byHandle = nil
 	it.mu.Lock()
 	old := it.interval
 	it.handle = p.handle
@@ -468,7 +499,7 @@ func (e *Engine) modifyItemLocked(s *subscription, r *ua.MonitoredItemModifyRequ
 	it.discardOldest = p.discardOldest
 	it.filter = p.filter
 	it.ttr = ttr
-	it.queue.shrink(it.queueSize, it.discardOldest)
+	it.queue.shrink(it.qsize(), it.discardOldest)
 	if p.interval == 0 && it.latest != nil {
 		// Switched to exception based: the unsampled change is queued now.
 		it.offerLocked(it.latest)
@@ -683,6 +714,7 @@ func (e *Engine) DeleteMonitoredItems(sess SessionID, req *ua.DeleteMonitoredIte
 		return nil, ua.StatusBadSubscriptionIDInvalid
 	}
 	s.mu.Lock()
+	s.byHandle = nil
 	results := make([]ua.StatusCode, len(req.MonitoredItemIDs))
 	var r retired
 	for i, id := range req.MonitoredItemIDs {

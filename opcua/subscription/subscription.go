@@ -46,6 +46,14 @@ type subscription struct {
 	dvSlab      []ua.DataValue                 // storage for stamped DataValue copies
 	reportBatch []*item                        // sampleTick's scratch list of items to report
 
+	// replica: the subscription mirrors one served by another member of
+	// the redundant set (replica.go): its items sample and queue, it
+	// publishes nothing and its lifetime does not run. byHandle indexes
+	// its data items by client handle while it is a replica.
+	replica  bool
+	byHandle map[uint32]*item
+	window   time.Duration // MatchWindow of the replica
+
 	// pendMu guards the lists of items with work to do. Producers append
 	// (with the item's mu held); the engine goroutine swaps them out.
 	pendMu      sync.Mutex

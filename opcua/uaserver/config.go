@@ -50,6 +50,12 @@ type Peer struct {
 // Config configures a Server. Zero values take the documented defaults; New
 // rejects values that make no sense with an error naming the field.
 type Config struct {
+	// Mirror, when set, mirrors the sessions and subscriptions served
+	// here to the other members of the redundant set and lets a client
+	// activate here a session another member served
+	// (OpcUa:RedundancySupport HotAndMirrored). nil: no mirroring.
+	Mirror Mirror
+
 	// ListenAddr is the host:port the server binds, e.g. "0.0.0.0:4840" or
 	// "127.0.0.1:0" (port 0: the kernel picks a free port). Required.
 	ListenAddr string

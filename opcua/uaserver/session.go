@@ -70,20 +70,21 @@ type session struct {
 	seq     uint64        // creation order, for the eviction rule
 	clock   clockwork.Clock
 
-	mu        sync.Mutex
-	closed    bool               // mu must be held.
-	activated bool               // sessionTable.mu and mu must be held to write; either to read.
-	checking  int                // ActivateSessions whose identity is being checked; mu must be held.
-	pwChecks  int                // of those, password checks: out of the unactivated budget while > 0; sessionTable.mu must be held.
-	addr      string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
-	chID      uint32             // channel bound to (the creating one until activated); sessionTable.mu and mu must be held to write; either to read.
-	nonce     []byte             // last server nonce; mu must be held.
-	sec       sessionSecurity    // channel security at CreateSession; mu must be held.
-	who       identity           // user, role and rights of the last activation; mu must be held.
-	lastSeen  time.Time          // time of the last admitted request; mu must be held.
-	timer     clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
-	cps       cpList[browseCP]   // Browse continuation points; mu must be held.
-	hcps      cpList[eventQuery] // HistoryRead continuation points: where each read stands; mu must be held.
+	mu         sync.Mutex
+	closed     bool               // mu must be held.
+	activated  bool               // sessionTable.mu and mu must be held to write; either to read.
+	checking   int                // ActivateSessions whose identity is being checked; mu must be held.
+	pwChecks   int                // of those, password checks: out of the unactivated budget while > 0; sessionTable.mu must be held.
+	addr       string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
+	chID       uint32             // channel bound to (the creating one until activated); sessionTable.mu and mu must be held to write; either to read.
+	nonce      []byte             // last server nonce; mu must be held.
+	sec        sessionSecurity    // channel security at CreateSession; mu must be held.
+	serverCert []byte             // the certificate CreateSession answered with; immutable
+	who        identity           // user, role and rights of the last activation; mu must be held.
+	lastSeen   time.Time          // time of the last admitted request; mu must be held.
+	timer      clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
+	cps        cpList[browseCP]   // Browse continuation points; mu must be held.
+	hcps       cpList[eventQuery] // HistoryRead continuation points: where each read stands; mu must be held.
 }
 
 // browseCP is the rest of one Browse result not yet returned.
@@ -392,6 +393,9 @@ func (t *sessionTable) removeLocked(sess *session) bool {
 func (t *sessionTable) finish(sess *session, deleteSubscriptions bool, reason string) {
 	if t.srv.subs != nil {
 		t.srv.subs.SessionClosed(sess.sid, deleteSubscriptions)
+	}
+	if m := t.srv.cfg.Mirror; m != nil {
+		m.SessionEnded(sess.id, deleteSubscriptions)
 	}
 	t.srv.log.Info("uaserver: session ended", "session", sess.sid, "name", sess.name, "reason", reason,
 		"delete_subscriptions", deleteSubscriptions)

@@ -101,9 +101,11 @@ func (s *Server) verifyClientSignature(c *call, sess *session, req *ua.ActivateS
 	if !sameCertificate(sec.remoteCert, ss.clientCert) {
 		return ua.StatusBadApplicationSignatureInvalid
 	}
-	data := append(bytes.Clone(c.ch.ident.cert), nonce...)
-	if err := verifyPeerSignature(c.ch.ident, sec.policy, ss.clientCert, data, req.ClientSignature); err != nil {
-		s.log.Info("uaserver: ActivateSession refused: client signature", "session", sess.sid, "err", err)
+	// The signature covers the certificate of this channel's identity or
+	// the one CreateSession answered with (a session created through the
+	// floating address and activated again on the node's own address).
+	if !s.signedOver(c, ss.clientCert, [][]byte{c.ch.ident.cert, sess.serverCert}, nonce, req.ClientSignature) {
+		s.log.Info("uaserver: ActivateSession refused: client signature", "session", sess.sid)
 		return ua.StatusBadApplicationSignatureInvalid
 	}
 	return ua.StatusOK

@@ -58,6 +58,8 @@ func (s *Server) createSession(c *call) (ua.Response, error) {
 	c.ch.hasSession.Store(true)
 	nonce := sess.nonce // set by create, written again only by activate on this channel's worker
 	sess.setSecurity(ss)
+	sess.serverCert = cert // before anyone else can see the session: only this channel's worker knows its token
+	s.mirrorSession(sess)
 	s.log.Info("uaserver: session created", "session", sess.sid, "name", sess.name, "timeout", timeout,
 		"channel", c.ch.id)
 	return &ua.CreateSessionResponse{
@@ -82,6 +84,11 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 		return nil, err
 	}
 	sess := s.sessions.lookup(c.hdr.AuthenticationToken)
+	if sess == nil && s.cfg.Mirror != nil && c.hdr.AuthenticationToken != nil {
+		if ms, ok := s.cfg.Mirror.Lookup(TokenHash(c.hdr.AuthenticationToken)); ok {
+			return s.takeOver(c, req, ms)
+		}
+	}
 	if sess == nil {
 		return nil, ua.StatusBadSessionIDInvalid
 	}
@@ -109,6 +116,7 @@ func (s *Server) activateSession(c *call) (ua.Response, error) {
 		return nil, code
 	}
 	c.ch.hasSession.Store(true)
+	s.mirrorSession(sess)
 	s.log.Debug("uaserver: session activated", "session", sess.sid, "channel", c.ch.id, "user", who.user, "role", who.role)
 	return &ua.ActivateSessionResponse{
 		ServerNonce:     nonce,

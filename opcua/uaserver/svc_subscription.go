@@ -31,7 +31,11 @@ func itemsCall[Req ua.Request, Resp ua.Response](s *Server, c *call, count func(
 			}
 		}
 	}
-	return result(f(s.subs, c.sess.sid, req))
+	resp, err := f(s.subs, c.sess.sid, req)
+	if err == nil && s.cfg.Mirror != nil {
+		s.cfg.Mirror.Service(c.sess.id, req, resp)
+	}
+	return result(resp, err)
 }
 
 func (s *Server) createSubscription(c *call) (ua.Response, error) {
@@ -99,6 +103,13 @@ func (s *Server) publish(c *call) (ua.Response, error) {
 	}
 	c.ch.pub.expect(c.reqID, c.hdr.RequestHandle)
 	c.async = true
-	s.subs.Publish(c.sess.sid, c.ch.pub, c.reqID, req)
+	var out subscription.Sender = c.ch.pub
+	if m := s.cfg.Mirror; m != nil {
+		if len(req.SubscriptionAcknowledgements) > 0 {
+			m.Acked(c.sess.id, req.SubscriptionAcknowledgements)
+		}
+		out = mirrorSender{out: out, m: m, id: c.sess.id}
+	}
+	s.subs.Publish(c.sess.sid, out, c.reqID, req)
 	return nil, nil
 }
