@@ -37,7 +37,9 @@
 //  7. lease (Cluster:Lease, when set);
 //  8. membership daemon (joins at once), node info;
 //  9. redundancy runtime, the session mirror's binding (its batches over
-//     the mediator, its peers from membership), data plane;
+//     the mediator, its peers from membership), data plane, then the
+//     mirror opens to its peers' sessions (their items sample the tags of
+//     the deployment the data plane just applied);
 //  10. manual failover (receiver, admin panel watcher, admin backend),
 //     RequestServerStateChange, the floating address's loop (its stop
 //     releases the address this node holds);

@@ -28,7 +28,13 @@ import (
 //     the transport drops every batch until step 2;
 //  2. bind, once the redundancy runtime's mediator runs: the transport
 //     carries batches, and every membership event sets the Member's peers
-//     (peersOf).
+//     (peersOf). The peers' batches wait in the transport (at most
+//     OpcUa:Mirror:MaxLagBytes, what a peer may send unacknowledged);
+//  3. open, once the data plane applied its first deployment: the
+//     batches reach the Member. Its replica items sample this node's
+//     tags, which exist only from then on; a copy of the peers' sessions
+//     taken before would hold items on nodes not yet there, and the node
+//     would count as a hot standby that cannot serve the values.
 //
 // Stops run in reverse: unbind (membership subscription, transport) before
 // the mediator stops, close after the OPC UA server closed.
@@ -44,6 +50,7 @@ type mirroring struct {
 func newMirroring(cfg *config.Config, self membership.UniqueAddress, meter metric.Meter, logger *slog.Logger) (*mirroring, error) {
 	mc := cfg.OpcUa.Mirror
 	tr := meshmirror.New()
+	tr.Hold(mc.MaxLagBytes)
 	mm, err := newMirrorMetrics(meter)
 	if err != nil {
 		return nil, err
@@ -74,6 +81,9 @@ func (m *mirroring) bind(med meshmirror.Mesh, members mirrorMembership) {
 	m.unsubscribe = cancel
 	m.peers.update(st)
 }
+
+// open hands the peers' batches to the Member from now on.
+func (m *mirroring) open() { m.tr.Open() }
 
 // unbind stops the peer updates and the transport.
 func (m *mirroring) unbind() {

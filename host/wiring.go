@@ -81,6 +81,7 @@ func (n *wiring) partList() []part {
 		{name: "redundancy runtime", start: n.startRedundancy},
 		{name: "session mirror peers", start: n.bindMirror},
 		{name: "data plane", start: n.startDataPlane},
+		{name: "session mirror open", start: n.openMirror},
 		{name: "manual failover", start: n.startFailover},
 		{name: "RequestServerStateChange", start: n.registerStateChange},
 		{name: "floating address", start: n.startFloating},
@@ -182,6 +183,15 @@ func (n *wiring) bindMirror() (func() error, error) {
 	}
 	n.mirror.bind(n.red.med, n.cluster.d)
 	return quiet(n.mirror.unbind), nil
+}
+
+// openMirror lets the peers' sessions in once the data plane applied its
+// first deployment (mirroring.open).
+func (n *wiring) openMirror() (func() error, error) {
+	if n.mirror != nil {
+		n.mirror.open()
+	}
+	return nil, nil
 }
 
 // newServer builds the OPC UA server. The tag namespace comes first after

@@ -15,12 +15,18 @@
 //
 // The Transport exists before the mediator does (the OPC UA server, and
 // its Member, are built before the node joins the cluster): Send drops
-// every batch until Bind, and Stop ends the subscription.
+// every batch until Bind, and Stop ends the subscription. A node that is
+// not ready to hold its peers' sessions yet (its deployment, whose tags
+// the mirrored items sample, is not applied) calls Hold before Bind: the
+// batches received are then queued, up to a bound, and handed over in
+// order by Open. A batch beyond the bound is dropped; its sender sees the
+// gap and starts its stream again.
 //
 // Concurrency: every method is safe for concurrent use. The receive
-// function given to Bind is called on the mediator's goroutine, one batch
-// at a time, in order per sender; it must not block (Member.Receive only
-// queues) and must not modify the batch.
+// function given to Bind is called on the mediator's goroutine (the
+// batches queued by Hold on Open's), one batch at a time, never
+// concurrently, in order per sender; it must not block (Member.Receive
+// only queues) and must not modify the batch.
 package meshmirror
 
 import (
@@ -56,6 +62,18 @@ type Transport struct {
 	mu     sync.Mutex
 	mesh   Mesh   // nil until Bind and after Stop; mu must be held.
 	cancel func() // the subscription; mu must be held.
+	// receive is Bind's receive function. mu must be held.
+	receive func(from string, batch []byte)
+
+	// held: batches are queued, not handed over (Hold until Open); at
+	// most holdMax bytes of them. mu must be held for all four.
+	held      bool
+	holdMax   int
+	queue     []received
+	queuedLen int
+
+	// dropped counts batches received while held beyond the bound.
+	dropped atomic.Uint64
 
 	// Ignored counts received messages that were not a BytesValue.
 	ignored atomic.Uint64
@@ -63,8 +81,72 @@ type Transport struct {
 
 var _ mirror.Transport = (*Transport)(nil)
 
+// received is one batch queued while held.
+type received struct {
+	from  string
+	batch []byte
+}
+
 // New returns a Transport that drops every batch until Bind.
 func New() *Transport { return &Transport{} }
+
+// Hold makes the batches received from now on wait for Open, at most
+// maxBytes of them (the excess is dropped and counted). Call it before
+// Bind.
+func (t *Transport) Hold(maxBytes int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.held, t.holdMax = true, maxBytes
+}
+
+// Open hands the batches queued since Hold to the receive function, in
+// the order they arrived, and every later one as it arrives. It is a
+// no-op without Hold and when called again.
+func (t *Transport) Open() {
+	for {
+		t.mu.Lock()
+		receive := t.receive
+		q := t.queue
+		t.queue, t.queuedLen = nil, 0
+		if len(q) == 0 || receive == nil {
+			// Nothing (more) to hand over: later batches go straight
+			// through. Without Bind the queue is empty.
+			t.held = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		// Still held while these are handed over: a batch arriving now
+		// queues behind them and is handed over by the next round.
+		for _, r := range q {
+			receive(r.from, r.batch)
+		}
+	}
+}
+
+// onBatch is the mediator's handler of Topic.
+func (t *Transport) onBatch(from membership.UniqueAddress, msg proto.Message) {
+	b, ok := msg.(*wrapperspb.BytesValue)
+	if !ok {
+		t.ignored.Add(1)
+		return
+	}
+	name := meshtransport.Name(from)
+	t.mu.Lock()
+	if t.held {
+		if t.queuedLen+len(b.GetValue()) > t.holdMax {
+			t.dropped.Add(1)
+		} else {
+			t.queue = append(t.queue, received{name, b.GetValue()})
+			t.queuedLen += len(b.GetValue())
+		}
+		t.mu.Unlock()
+		return
+	}
+	receive := t.receive
+	t.mu.Unlock()
+	receive(name, b.GetValue())
+}
 
 // Bind starts carrying: batches go out over mesh, and every batch another
 // member sends to this one is handed to receive with the sender's name
@@ -78,15 +160,8 @@ func (t *Transport) Bind(mesh Mesh, receive func(from string, batch []byte)) {
 	if t.mesh != nil || t.cancel != nil {
 		panic("meshmirror: Bind called twice")
 	}
-	t.mesh = mesh
-	t.cancel = mesh.Subscribe(Topic, func(from membership.UniqueAddress, msg proto.Message) {
-		b, ok := msg.(*wrapperspb.BytesValue)
-		if !ok {
-			t.ignored.Add(1)
-			return
-		}
-		receive(meshtransport.Name(from), b.GetValue())
-	})
+	t.mesh, t.receive = mesh, receive
+	t.cancel = mesh.Subscribe(Topic, t.onBatch)
 }
 
 // Send implements mirror.Transport: it hands batch to the mediator for the
@@ -115,6 +190,17 @@ func (t *Transport) Stop() {
 	if cancel != nil {
 		cancel()
 	}
+}
+
+// Dropped is the number of batches received while held beyond Hold's
+// bound.
+func (t *Transport) Dropped() uint64 { return t.dropped.Load() }
+
+// Queued is the number of batches waiting for Open.
+func (t *Transport) Queued() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.queue)
 }
 
 // Ignored is the number of messages on Topic that were not a BytesValue

@@ -15,13 +15,13 @@ import (
 	"github.com/otopcua/otopcua/forward/meshtransport"
 )
 
-// inbox collects what a member received, as Member.Receive would.
+// inbox collects what a member arrival, as Member.Receive would.
 type inbox struct {
 	mu  sync.Mutex
-	got []received
+	got []arrival
 }
 
-type received struct {
+type arrival struct {
 	from  string
 	batch []byte
 }
@@ -29,13 +29,13 @@ type received struct {
 func (b *inbox) receive(from string, batch []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.got = append(b.got, received{from, bytes.Clone(batch)})
+	b.got = append(b.got, arrival{from, bytes.Clone(batch)})
 }
 
-func (b *inbox) all() []received {
+func (b *inbox) all() []arrival {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]received(nil), b.got...)
+	return append([]arrival(nil), b.got...)
 }
 
 // pair forms a two-node cluster with a bound Transport on each.
@@ -78,7 +78,7 @@ func TestBatchesArriveWholeAndInOrder(t *testing.T) {
 		}
 	}
 	if r := ina.all()[0]; r.from != name(b) || string(r.batch) != "ack" {
-		t.Fatalf("a received %q from %s, want \"ack\" from %s", r.batch, r.from, name(b))
+		t.Fatalf("a arrival %q from %s, want \"ack\" from %s", r.batch, r.from, name(b))
 	}
 }
 
@@ -99,7 +99,7 @@ func TestBatchToAnUnknownIncarnationIsDropped(t *testing.T) {
 	}
 	c.Until(5*time.Second, "the marker at b", func() bool { return len(inb.all()) > 0 })
 	if got := inb.all(); len(got) != 1 || string(got[0].batch) != "marker" {
-		t.Fatalf("b received %v, want only the marker (the batches to other incarnations dropped)", got)
+		t.Fatalf("b arrival %v, want only the marker (the batches to other incarnations dropped)", got)
 	}
 }
 
@@ -130,6 +130,46 @@ func TestOtherMessagesOnTheTopicAreIgnored(t *testing.T) {
 	}
 	c.Until(5*time.Second, "the marker at b", func() bool { return len(inb.all()) > 0 })
 	if got := inb.all(); len(got) != 1 || tb.Ignored() != 1 {
-		t.Fatalf("b received %v and ignored %d, want the marker only and 1 ignored", got, tb.Ignored())
+		t.Fatalf("b arrival %v and ignored %d, want the marker only and 1 ignored", got, tb.Ignored())
+	}
+}
+
+// TestHeldBatchesWaitForOpen: after Hold, batches wait until Open, which
+// hands them over in order before any later one; beyond the bound they
+// are dropped and counted.
+func TestHeldBatchesWaitForOpen(t *testing.T) {
+	c := pubsubtest.New(t)
+	nodes := c.Form("a", "b")
+	a, b := nodes[0], nodes[1]
+	ta, tb, inb := New(), New(), &inbox{}
+	ta.Bind(a.Mediator, (&inbox{}).receive)
+	tb.Hold(11)
+	tb.Bind(b.Mediator, inb.receive)
+	t.Cleanup(ta.Stop)
+	t.Cleanup(tb.Stop)
+	for _, batch := range []string{"one", "two", "three", "four!"} { // 3+3+5 bytes fit 11; "four!" does not
+		if err := ta.Send(name(b), []byte(batch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Until(5*time.Second, "three batches queued at b, one dropped", func() bool { return tb.Queued() == 3 && tb.Dropped() == 1 })
+	if got := inb.all(); len(got) != 0 {
+		t.Fatalf("b received %v while held, want nothing before Open", got)
+	}
+	tb.Open()
+	if err := ta.Send(name(b), []byte("five")); err != nil {
+		t.Fatal(err)
+	}
+	c.Until(5*time.Second, "every batch at b", func() bool { return len(inb.all()) == 4 })
+	var order []string
+	for _, r := range inb.all() {
+		order = append(order, string(r.batch))
+	}
+	if fmt.Sprint(order) != "[one two three five]" {
+		t.Fatalf("b received %v, want [one two three five]", order)
+	}
+	tb.Open() // again: nothing changes
+	if tb.Queued() != 0 {
+		t.Fatalf("queued %d after Open", tb.Queued())
 	}
 }
