@@ -81,8 +81,10 @@ func lastPeers(log string) string {
 }
 
 // TestHotAndMirroredPairSetsPeers: on a real pair each node's mirror is
-// given the other node's incarnation as its peer once both are Up, and
-// loses it when the other process is killed.
+// given the other node's incarnation as its peer once both are Up, the
+// two become each other's hot standby (otopcua_mirror_ready and
+// otopcua_mirror_peer_ready 1), and a node loses its peer when the other
+// process is killed.
 func TestHotAndMirroredPairSetsPeers(t *testing.T) {
 	ports := map[string]procs.Ports{"a": procs.NewPorts(t), "b": procs.NewPorts(t)}
 	addr := func(n string) string { return fmt.Sprintf("127.0.0.1:%d", ports[n].Cluster) }
@@ -112,6 +114,28 @@ func TestHotAndMirroredPairSetsPeers(t *testing.T) {
 		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 			if got := lastPeers(tc.n.Log()); got != want {
 				return fmt.Errorf("%s's mirror peers %s, want %s", tc.n.Name, got, want)
+			}
+			return nil
+		})
+	}
+	// Each holds the other's (empty) set of sessions whole, and each
+	// acknowledged the other's: both are hot standbys.
+	for _, tc := range []struct {
+		n     *procs.Node
+		other string
+	}{{a, "b"}, {b, "a"}} {
+		procs.CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+			metrics, err := tc.n.Get("/metrics")
+			if err != nil {
+				return err
+			}
+			for _, series := range []string{
+				`otopcua_mirror_ready{origin="` + addr(tc.other) + `"} 1`,
+				`otopcua_mirror_peer_ready{peer="` + addr(tc.other) + `"} 1`,
+			} {
+				if !strings.Contains(metrics, series+"\n") {
+					return fmt.Errorf("%s: /metrics lacks %s:\n%s", tc.n.Name, series, grep(metrics, "otopcua_mirror"))
+				}
 			}
 			return nil
 		})
