@@ -37,6 +37,7 @@ type conn struct {
 
 	watchID   uint32
 	lastReply atomic.Int64 // unix nanoseconds of the last Publish response
+	lastUser  atomic.Int64 // unix nanoseconds of the last Publish response of a user subscription
 
 	mu   sync.Mutex
 	acks []*ua.SubscriptionAcknowledgement // mu must be held.
@@ -282,16 +283,9 @@ func (cn *conn) dispatch(resp *ua.PublishResponse, at time.Time) {
 	if sub == nil {
 		return
 	}
+	cn.lastUser.Store(at.UnixNano())
 	cn.c.publishSeen(cn, at)
-	for _, eo := range msg.NotificationData {
-		dc, ok := eo.Value.(*ua.DataChangeNotification)
-		if !ok {
-			continue
-		}
-		for _, it := range dc.MonitoredItems {
-			sub.deliver(cn, at, it.ClientHandle, it.Value)
-		}
-	}
+	sub.deliverMessage(cn, resp.SubscriptionID, at, msg)
 }
 
 // close ends the session (deleting its subscriptions) and the channel,
