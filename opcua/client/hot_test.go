@@ -138,6 +138,16 @@ func hotFailover(t *testing.T, support ua.RedundancySupport, mode Mode, want Mod
 	}
 	v := collect(t, sub)
 	v.untilFrom(t, "urn:a", 30)
+	if want == ModeHotA {
+		// The backup samples and does not report until the failover.
+		v.mu.Lock()
+		for i, b := range v.by {
+			if b != "urn:a" {
+				t.Fatalf("hot-a: value %d came from the backup %s before any failover", v.got[i], b)
+			}
+		}
+		v.mu.Unlock()
+	}
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
 	v.untilFrom(t, "urn:b", 30)
