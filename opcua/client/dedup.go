@@ -13,7 +13,11 @@ package client
 // compared on its binary encoding) with the same StatusCode and a
 // SourceTimestamp no more than Window away. A value older than the newest
 // delivered one of that node by more than Window is a stale replay (a
-// backup's Sampling queue reported at a failover) and is dropped too.
+// backup's Sampling queue reported at a failover) and is dropped too, and
+// so is the first value of an item just created on a server (its current
+// value, not a change) when it is older than the newest delivered one: a
+// server placed later, or polling later, would otherwise hand the
+// application an older value after a newer one.
 //
 // Limit: a value that goes A → B → A within Window is indistinguishable from
 // a second copy of the first A, so the second A is dropped ("merged").
@@ -59,6 +63,10 @@ type Sample struct {
 	// not remembered: nothing to compare it by).
 	Source    int64
 	HasSource bool
+	// Initial: the first value of an item just created on a server (its
+	// current value then, not a change). One older than the newest value
+	// delivered for the node is superseded: Stale.
+	Initial bool
 }
 
 // MaxRemembered caps the values remembered per node whatever their rate:
@@ -97,7 +105,7 @@ func (d *Dedup) Offer(s Sample) DedupVerdict {
 		m = &nodeMemory{newest: s.Source}
 		d.nodes[s.Node] = m
 	}
-	if m.newest-s.Source > d.Window {
+	if m.newest-s.Source > d.Window || s.Initial && s.Source < m.newest {
 		return Stale
 	}
 	for _, r := range m.recent {

@@ -36,6 +36,10 @@ func TestDedupTable(t *testing.T) {
 		{"older but within the window is a new value", []Sample{s("n", "9", 0, 5000), s("n", "8", 0, 4100)}, []DedupVerdict{Deliver, Deliver}},
 		{"a copy near the window's edge still matches", []Sample{s("n", "1", 0, 0), s("n", "2", 0, 1990), s("n", "1", 0, 995)}, []DedupVerdict{Deliver, Deliver, Duplicate}},
 		{"A B A within the window merges the second A (the documented limit)", []Sample{s("n", "A", 0, 0), s("n", "B", 0, 100), s("n", "A", 0, 200)}, []DedupVerdict{Deliver, Deliver, Duplicate}},
+		{"a later server's first value older than the newest is superseded", []Sample{s("n", "34", 0, 1016), initial(s("n", "33", 0, 1000)), s("n", "35", 0, 1124)},
+			[]DedupVerdict{Deliver, Stale, Deliver}},
+		{"a first value newer than the newest is delivered", []Sample{s("n", "34", 0, 1016), initial(s("n", "35", 0, 1100))}, []DedupVerdict{Deliver, Deliver}},
+		{"a first value that is the other server's copy is a duplicate", []Sample{s("n", "34", 0, 1016), initial(s("n", "34", 0, 1030))}, []DedupVerdict{Deliver, Duplicate}},
 		{"no source timestamp is always delivered", []Sample{{Node: "n", Value: "1"}, {Node: "n", Value: "1"}}, []DedupVerdict{Deliver, Deliver}},
 	}
 	for _, c := range cases {
@@ -51,6 +55,8 @@ func TestDedupTable(t *testing.T) {
 		})
 	}
 }
+
+func initial(s Sample) Sample { s.Initial = true; return s }
 
 func verdictNames(v []DedupVerdict) []string {
 	out := make([]string, len(v))

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -36,6 +37,10 @@ type userSub struct {
 	seqs   seqSet               // Mirrored: the sequence numbers delivered from (host, id); mu must be held.
 	ended  bool                 // out is closed; mu must be held.
 	hotLog map[string]struct{}  // servers already logged as not hot; mu must be held.
+	// initial marks, per conn and client handle, the items whose first
+	// value (their current value when created, not a change) has not
+	// arrived yet. mu must be held.
+	initial map[*conn][]bool
 }
 
 // placement is the subscription on one server.
@@ -108,8 +113,14 @@ func (s *userSub) deliverLocked(cn *conn, at time.Time, handle uint32, v *ua.Dat
 	if int(handle) >= len(s.nodes) {
 		return
 	}
+	first := false
+	if f := s.initial[cn]; int(handle) < len(f) && f[handle] {
+		first, f[handle] = true, false
+	}
 	if s.c.mode().hot() && v != nil {
-		if s.dedup.Offer(sampleOf(handle, v)) != Deliver {
+		smp := sampleOf(handle, v)
+		smp.Initial = first
+		if s.dedup.Offer(smp) != Deliver {
 			return
 		}
 	}
@@ -166,12 +177,10 @@ func (s *userSub) placeOn(ctx context.Context, cn *conn) (bool, error) {
 			return true, nil
 		}
 	}
-	id, items, err := s.create(ctx, cn, ua.MonitoringModeReporting, 10)
-	if err != nil {
-		return false, err
-	}
-	s.setHost(cn, id, items)
-	return false, nil
+	_, _, err := s.create(ctx, cn, ua.MonitoringModeReporting, 10, func(id uint32, items []uint32) {
+		s.setHost(cn, id, items)
+	})
+	return false, err
 }
 
 // promote makes the Hot placement p on cn the active one: Hot (a)
@@ -249,7 +258,10 @@ func (s *userSub) setHost(cn *conn, id uint32, items []uint32) {
 // create creates the subscription and its monitored items on cn in mode,
 // with the given queue size. Items the server refuses are reported once as
 // a notification with the refusal's status when they are to report.
-func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32) (uint32, []uint32, error) {
+// record is called with the subscription's id as soon as it exists (items
+// nil) and again with the items' ids, so that no notification arrives
+// before its placement is known.
+func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32, record func(id uint32, items []uint32)) (uint32, []uint32, error) {
 	ms := max(s.interval, time.Millisecond)
 	resp, err := cn.call(ctx, &ua.CreateSubscriptionRequest{
 		RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
@@ -261,12 +273,19 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 		return 0, nil, fmt.Errorf("CreateSubscription: %w", err)
 	}
 	id := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
+	record(id, nil)
 	cn.mu.Lock()
 	cn.subs[id] = s
 	cn.mu.Unlock()
 	if s.c.mode().hot() {
 		queue = s.c.opts.HotQueueSize
 	}
+	s.mu.Lock()
+	if s.initial == nil {
+		s.initial = make(map[*conn][]bool)
+	}
+	s.initial[cn] = slices.Repeat([]bool{true}, len(s.nodes))
+	s.mu.Unlock()
 	items := make([]*ua.MonitoredItemCreateRequest, len(s.nodes))
 	for i, n := range s.nodes {
 		items[i] = &ua.MonitoredItemCreateRequest{
@@ -303,6 +322,7 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 	if len(refused) > 0 && mode != ua.MonitoringModeReporting {
 		return id, ids, fmt.Errorf("%d of %d monitored items refused, first %w", len(refused), len(s.nodes), refused[0])
 	}
+	record(id, ids)
 	return id, ids, nil
 }
 
@@ -335,17 +355,18 @@ func (s *userSub) placeHot(ctx context.Context, cn *conn) {
 	if s.c.mode() == ModeHotB {
 		mode = ua.MonitoringModeReporting
 	}
-	id, items, err := s.create(ctx, cn, mode, s.c.opts.HotQueueSize)
+	id, _, err := s.create(ctx, cn, mode, s.c.opts.HotQueueSize, func(id uint32, items []uint32) {
+		s.mu.Lock()
+		if s.others == nil {
+			s.others = make(map[*conn]*placement)
+		}
+		s.others[cn] = &placement{id: id, items: items, reporting: mode == ua.MonitoringModeReporting}
+		s.mu.Unlock()
+	})
 	if err != nil {
+		s.forget(cn)
 		s.notHot(cn, id, err)
-		return
 	}
-	s.mu.Lock()
-	if s.others == nil {
-		s.others = make(map[*conn]*placement)
-	}
-	s.others[cn] = &placement{id: id, items: items, reporting: mode == ua.MonitoringModeReporting}
-	s.mu.Unlock()
 }
 
 // notHot records that cn's server refused the Hot placement.
@@ -389,6 +410,7 @@ func (s *userSub) demote(ctx context.Context, cn *conn, id uint32, items []uint3
 func (s *userSub) forget(cn *conn) {
 	s.mu.Lock()
 	delete(s.others, cn)
+	delete(s.initial, cn)
 	s.mu.Unlock()
 }
 
