@@ -76,8 +76,9 @@ type Options struct {
 	// ModeHotA, ModeHotB or ModeMirrored. See Mode.
 	Mode Mode
 	// HotQueueSize is the queue size of every monitored item in the Hot
-	// modes, in values (Hot (a): what a backup buffers in Sampling mode,
-	// reported at a failover; DiscardOldest). Default 100.
+	// and Mirrored modes, in values (Hot (a): what a backup buffers in
+	// Sampling mode, reported at a failover; Mirrored: what waits in the
+	// session while the client moves; DiscardOldest). Default 100.
 	HotQueueSize uint32
 	// DedupWindow is the Hot modes' de-duplication window (see Dedup):
 	// two equal values of one node whose SourceTimestamps are at most this

@@ -270,12 +270,35 @@ func (c *Client) serverLoop(s *server) {
 		}
 		backoff = c.opts.MinBackoff
 		c.post(msgUp{cn: cn})
-		select {
-		case <-cn.lost:
-			c.post(msgDown{cn: cn})
-		case <-c.ctx.Done():
+		if !c.awaitLoss(s, cn) {
 			return
 		}
+	}
+}
+
+// awaitLoss waits until s's connection is lost and reports it; false when
+// the client closes first. A Mirrored failover may replace s's conn (the
+// mirrored session activated on a new channel to s): then it waits for
+// that one.
+func (c *Client) awaitLoss(s *server, cn *conn) bool {
+	for {
+		select {
+		case <-cn.lost:
+		case <-c.ctx.Done():
+			return false
+		}
+		c.mu.Lock()
+		next := s.conn
+		c.mu.Unlock()
+		if next != nil && next != cn && !next.isLost() {
+			cn = next
+			continue
+		}
+		if next != nil {
+			cn = next // lost as well: it is the one s still holds
+		}
+		c.post(msgDown{cn: cn})
+		return true
 	}
 }
 

@@ -79,12 +79,17 @@ func openConn(ctx context.Context, c *Client, srv *server, url string) (*conn, e
 		ch.Close()
 		return nil, err
 	}
+	cn.start()
+	return cn, nil
+}
+
+// start runs cn's Publish loops and its watchdog.
+func (cn *conn) start() {
 	cn.lastReply.Store(time.Now().UnixNano())
 	for range publishesInFlight {
 		go cn.publishLoop()
 	}
 	go cn.watchdog()
-	return cn, nil
 }
 
 // sessionTimeout is asked for every session: long enough that a
@@ -285,6 +290,9 @@ func (cn *conn) dispatch(resp *ua.PublishResponse, at time.Time) {
 	}
 	cn.lastUser.Store(at.UnixNano())
 	cn.c.publishSeen(cn, at)
+	if cn.c.mode() == ModeMirrored {
+		cn.c.fillGap(cn, sub, resp.SubscriptionID, msg.SequenceNumber)
+	}
 	sub.deliverMessage(cn, resp.SubscriptionID, at, msg)
 }
 

@@ -360,6 +360,9 @@ func (c *Client) decide(sel *Selector) Decision {
 			ev.From = p.From
 			ev.Reason = fmt.Sprintf("%s; then %s was lost too before it delivered data (%s); no other server of the set is reachable", p.Reason, from.ref().URI, from.err)
 		}
+		if from.conn != nil && from.conn.isLost() {
+			c.lastLost = from.conn // before its msgDown, which no longer finds it active
+		}
 		if from.conn == nil && c.pending == nil {
 			c.pending = &Event{Kind: EventFailover, From: from.ref(), Interrupted: c.lostAt(from), Reason: "connection lost: " + from.err}
 		}
@@ -404,8 +407,11 @@ func (c *Client) moveTo(to *server, d Decision) {
 	}
 	ev := c.moveEvent(from, to, cn, d)
 	subs := slices.Clone(c.subs)
-	var lost *conn
-	if from != nil && d.Reason == Lost || d.Reason == Initial && c.pending != nil {
+	var lost *conn // the conn that held the subscriptions, for a Mirrored failover
+	switch {
+	case d.Reason == Lost && from != nil && from.conn != nil:
+		lost = from.conn // the decision came before its msgDown
+	case d.Reason == Lost || d.Reason == Initial && c.pending != nil:
 		lost = c.lastLost
 	}
 	c.active = to

@@ -277,7 +277,9 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 	cn.mu.Lock()
 	cn.subs[id] = s
 	cn.mu.Unlock()
-	if s.c.mode().hot() {
+	if m := s.c.mode(); m.hot() || m == ModeMirrored {
+		// The values of an interruption wait at the server: on a backup
+		// (Hot) or in the mirrored session until it is activated again.
 		queue = s.c.opts.HotQueueSize
 	}
 	s.mu.Lock()
