@@ -201,3 +201,48 @@ func TestWarmFailoverMissesValues(t *testing.T) {
 		t.Fatal("a warm failover delivered every value of a 5 ms counter; the Hot tests prove nothing if it can")
 	}
 }
+
+// TestHotServerThatRefusesIsNotHot: a backup that refuses the items
+// (BadTooManyMonitoredItems) is left out of the Hot placement; the active
+// server's values flow and the application sees no refusal from the
+// backup.
+func TestHotServerThatRefusesIsNotHot(t *testing.T) {
+	set := startSetWith(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, func(uri string, c *opcua.Config) {
+		if uri == "urn:b" {
+			c.MaxMonitoredItems = 1 // the client's ServiceLevel watch takes it
+		}
+	}, "urn:a", "urn:b")
+	startCounter(t, 20*time.Millisecond, 0, set["urn:a"], set["urn:b"])
+	c := dial(t, nil, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}, Mode: ModeHotB})
+	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := make(chan Notification, 10)
+	v := &values{}
+	go func() {
+		for n := range sub.Notifications() {
+			if n.Value.Status != ua.StatusOK {
+				bad <- n
+				continue
+			}
+			x, _ := n.Value.Value.Value().(uint16)
+			v.mu.Lock()
+			v.got, v.by = append(v.got, x), append(v.by, n.Server.URI)
+			v.mu.Unlock()
+		}
+	}()
+	v.untilFrom(t, "urn:a", 30)
+	select {
+	case n := <-bad:
+		t.Fatalf("the application got a refusal: %+v from %s", n.Value, n.Server.URI)
+	default:
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for i, b := range v.by {
+		if b != "urn:a" {
+			t.Fatalf("value %d from %s, which refused the items", v.got[i], b)
+		}
+	}
+}

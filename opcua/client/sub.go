@@ -177,7 +177,7 @@ func (s *userSub) placeOn(ctx context.Context, cn *conn) (bool, error) {
 			return true, nil
 		}
 	}
-	_, _, err := s.create(ctx, cn, ua.MonitoringModeReporting, 10, func(id uint32, items []uint32) {
+	_, _, err := s.create(ctx, cn, ua.MonitoringModeReporting, 10, true, func(id uint32, items []uint32) {
 		s.setHost(cn, id, items)
 	})
 	return false, err
@@ -256,12 +256,13 @@ func (s *userSub) setHost(cn *conn, id uint32, items []uint32) {
 }
 
 // create creates the subscription and its monitored items on cn in mode,
-// with the given queue size. Items the server refuses are reported once as
-// a notification with the refusal's status when they are to report.
+// with the given queue size. For the active server (active) items the
+// server refuses are reported once as a notification with the refusal's
+// status; for another (a Hot placement) a refusal is an error.
 // record is called with the subscription's id as soon as it exists (items
 // nil) and again with the items' ids, so that no notification arrives
 // before its placement is known.
-func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32, record func(id uint32, items []uint32)) (uint32, []uint32, error) {
+func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32, active bool, record func(id uint32, items []uint32)) (uint32, []uint32, error) {
 	ms := max(s.interval, time.Millisecond)
 	resp, err := cn.call(ctx, &ua.CreateSubscriptionRequest{
 		RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
@@ -314,14 +315,14 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 		}
 		if r.StatusCode != ua.StatusOK {
 			refused = append(refused, r.StatusCode)
-			if mode == ua.MonitoringModeReporting {
+			if active {
 				s.deliverRefusal(cn, now, uint32(i), r.StatusCode)
 			}
 			continue
 		}
 		ids[i] = r.MonitoredItemID
 	}
-	if len(refused) > 0 && mode != ua.MonitoringModeReporting {
+	if len(refused) > 0 && !active {
 		return id, ids, fmt.Errorf("%d of %d monitored items refused, first %w", len(refused), len(s.nodes), refused[0])
 	}
 	record(id, ids)
@@ -357,7 +358,7 @@ func (s *userSub) placeHot(ctx context.Context, cn *conn) {
 	if s.c.mode() == ModeHotB {
 		mode = ua.MonitoringModeReporting
 	}
-	id, _, err := s.create(ctx, cn, mode, s.c.opts.HotQueueSize, func(id uint32, items []uint32) {
+	id, _, err := s.create(ctx, cn, mode, s.c.opts.HotQueueSize, false, func(id uint32, items []uint32) {
 		s.mu.Lock()
 		if s.others == nil {
 			s.others = make(map[*conn]*placement)
