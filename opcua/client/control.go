@@ -440,6 +440,9 @@ func (c *Client) moveTo(to *server, d Decision) {
 		return // msgDown follows; the next decision moves on
 	}
 	ev.Transferred = ev.Transferred || tr
+	if c.mode().hot() {
+		c.placeHotEverywhere(subs, to)
+	}
 	switch {
 	case len(subs) == 0 || ev.Kind == EventConnected:
 		ev.Resumed = time.Now()
@@ -524,6 +527,20 @@ func (c *Client) moveSubs(ctx context.Context, subs []*userSub, cn *conn) (trans
 		s.opMu.Unlock()
 	}
 	return transferred, true
+}
+
+// placeHotEverywhere places subs on every up server but active that does
+// not hold them yet (a subscription made while no server was active).
+func (c *Client) placeHotEverywhere(subs []*userSub, active *server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.servers {
+		if s != active && s.conn != nil && !s.dropped && !s.conn.isLost() {
+			for _, sub := range subs {
+				c.goPlaceHot(sub, s.conn)
+			}
+		}
+	}
 }
 
 // goPlaceHot places sub on cn (not the active server) in the background.
