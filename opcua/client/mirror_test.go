@@ -2,13 +2,18 @@ package client
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/opcua/uaclient"
+	"github.com/otopcua/otopcua/opcua/uaserver"
 )
 
 // TestMirroredReconnectActivatesTheSameSession: a single URL (a floating
@@ -96,5 +101,57 @@ func TestSeqSetDropsWhatWasDelivered(t *testing.T) {
 	}
 	if len(q.seen) > 2*seqKeep+1 {
 		t.Fatalf("%d sequence numbers remembered, want at most %d", len(q.seen), 2*seqKeep+1)
+	}
+}
+
+// TestMirroredSecuredUserSessionIsActivatedAgain: on a Basic256Sha256
+// SignAndEncrypt channel with a UserName token, the reactivation passes
+// otopcua's own checks: the client signature over the certificate of
+// CreateSession and the last nonce, the password encrypted anew with that
+// nonce (the server checks it a second time).
+func TestMirroredSecuredUserSessionIsActivatedAgain(t *testing.T) {
+	var mu sync.Mutex
+	var checked []string
+	set := startSetWith(t, false, map[string]byte{"urn:a": 250}, func(uri string, c *opcua.Config) {
+		c.Security.Certificate, c.Security.PrivateKey = certificate(t, uri)
+		c.Security.Endpoints = []uaserver.EndpointSecurity{{PolicyURI: ua.SecurityPolicyURIBasic256Sha256, Mode: ua.MessageSecurityModeSignAndEncrypt}}
+		c.Security.ValidateClientCertificate = func([]byte, string) error { return nil }
+		c.Users = directory{server: uri, checked: &checked, mu: &mu}
+		c.Authorization = map[string]uaserver.Rights{"Operator": uaserver.AllRights}
+	}, "urn:a")
+	startCounter(t, 20*time.Millisecond, 0, set["urn:a"])
+	gate := newGate(t, set["urn:a"].Addr().String())
+	gate.open()
+	cert, key := certificate(t, "urn:otopcua:client")
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{gate.url()}, Mode: ModeMirrored, MaxBackoff: 200 * time.Millisecond, NoDiscovery: true,
+		User: &uaclient.UserName{Name: "otto", Password: "otto-password"},
+		Security: &Security{PolicyURI: ua.SecurityPolicyURIBasic256Sha256, Mode: ua.MessageSecurityModeSignAndEncrypt,
+			Certificate: cert, PrivateKey: key, TrustServer: func(string, []byte) error { return nil }}})
+	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := collect(t, sub)
+	v.untilFrom(t, "urn:a", 10)
+	gate.cut()
+	poll.CheckFor(t, 3*time.Second, 10*time.Millisecond, poll.True("lost event", func() bool { return len(rec.events(EventLost)) == 1 }))
+	v.mu.Lock()
+	before := len(v.got)
+	v.mu.Unlock()
+	gate.open()
+	v.untilFrom(t, "urn:a", before+20)
+	if err := v.contiguous(); err != nil {
+		t.Fatal(err)
+	}
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
+	if e := rec.events(EventFailover)[0]; e.Fallback != "" || e.Security != "Basic256Sha256:SignAndEncrypt" {
+		t.Fatalf("failover event %+v, want a secured mirrored one without fallback", e)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Dial, the reconnect's own watch session, and the reactivation.
+	if n := len(slices.DeleteFunc(slices.Clone(checked), func(s string) bool { return s != "urn:a otto/otto-password" })); n != 3 || len(checked) != 3 {
+		t.Fatalf("password checks %q, want otto's three times (Dial, the new watch session, the reactivation)", checked)
 	}
 }
