@@ -246,3 +246,42 @@ func TestHotServerThatRefusesIsNotHot(t *testing.T) {
 		}
 	}
 }
+
+// TestHotAPlannedMoveSwapsTheModes: a planned move (the backup outranks
+// the active server for the hold) in hot-a promotes the backup's items to
+// Reporting and puts the old server's back to Sampling: every value once,
+// and after the move no value from the old server.
+func TestHotAPlannedMoveSwapsTheModes(t *testing.T) {
+	set := startSetWith(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, func(_ string, c *opcua.Config) {
+		c.RedundancySupport = ua.RedundancySupportHot
+	}, "urn:a", "urn:b")
+	startCounter(t, 20*time.Millisecond, 7*time.Millisecond, set["urn:a"], set["urn:b"])
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}, PreferHold: 300 * time.Millisecond})
+	if c.Mode() != ModeHotA {
+		t.Fatalf("mode %s, want hot-a", c.Mode())
+	}
+	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := collect(t, sub)
+	v.untilFrom(t, "urn:a", 20)
+	set["urn:b"].SetServiceLevel(255)
+	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
+	v.untilFrom(t, "urn:b", 30)
+	if err := v.contiguous(); err != nil {
+		t.Fatal(err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	last := len(v.by) - 1
+	for i := last; i > last-20; i-- {
+		if v.by[i] != "urn:b" {
+			t.Fatalf("value %d from %s after the move to urn:b: the old server still reports", v.got[i], v.by[i])
+		}
+	}
+	if e := rec.events(EventFailover)[0]; e.Mode != ModeHotA || e.To.URI != "urn:b" {
+		t.Fatalf("failover event %+v", e)
+	}
+}
