@@ -353,7 +353,7 @@ func (c *Client) decide(sel *Selector) Decision {
 	case d.Reason == NoneReachable && active != "":
 		c.mu.Lock()
 		from := c.active
-		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable"}
+		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable", Mode: c.mode()}
 		if p := c.pending; p != nil && p.From.URI != "" && p.From.URI != from.uri {
 			// The move to from never delivered data: report the loss from
 			// the server the application last had data from.
