@@ -17,7 +17,8 @@ import (
 // Locks: opMu serialises the placement operations (network calls while
 // held: create, transfer, SetMonitoringMode); mu guards the fields below
 // and is never held across a network call except the hand-over to out.
-// opMu before mu; Client.mu is never taken while mu is held.
+// opMu before mu and before Client.mu; Client.mu is never taken while mu
+// is held.
 type userSub struct {
 	c        *Client
 	nodes    []*ua.NodeID
@@ -245,12 +246,15 @@ func (s *userSub) transfer(ctx context.Context, cn *conn, id uint32) (bool, erro
 	return false, nil
 }
 
-// setHost records where the active subscription lives. It starts a new
-// sequence of sequence numbers: only the same subscription activated on
-// another channel (Mirrored) keeps its own, see adopt.
+// setHost records where the active subscription lives. Another (conn,
+// id) starts a new sequence of sequence numbers: only the same
+// subscription activated on another channel (Mirrored) keeps its own, see
+// adopt.
 func (s *userSub) setHost(cn *conn, id uint32, items []uint32) {
 	s.mu.Lock()
-	s.seqs = seqSet{}
+	if s.host != cn || s.id != id {
+		s.seqs = seqSet{}
+	}
 	s.host, s.id, s.uri, s.items = cn, id, cn.uri, items
 	s.mu.Unlock()
 }
