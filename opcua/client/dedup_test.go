@@ -79,7 +79,7 @@ func TestDedupMemoryIsBounded(t *testing.T) {
 		t.Fatalf("%d values remembered, want about 200 (2 s of 10 ms values)", n)
 	}
 	d = &Dedup{Window: 1 << 40}
-	for i := range int64(3 * MaxRemembered) {
+	for i := range int64(MaxRemembered + 100) {
 		d.Offer(Sample{Node: "n", Value: fmt.Sprint(i), Source: i, HasSource: true})
 	}
 	if n := d.Remembered("n"); n != MaxRemembered {
