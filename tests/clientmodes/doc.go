@@ -7,7 +7,9 @@
 // node URLs, subscribed to the counter's tag at a 100 ms publishing
 // interval. Each trial SIGKILLs the node the client is on (the Primary),
 // waits for the client's failover line, restarts the node at the same
-// address and waits until the pair is whole again.
+// address and waits until the pair is whole again. A hot-a variant
+// freezes the Primary with SIGSTOP instead: the client finds it silent
+// after --lost-after and the survivor's Sampling queue covers the gap.
 //
 // What is asserted: the counter values the client printed form one
 // contiguous run modulo 65,536, each value exactly once (no value missed

@@ -2,6 +2,7 @@ package clientmodes
 
 import (
 	"flag"
+	"syscall"
 	"testing"
 )
 
@@ -48,4 +49,14 @@ func check(t *testing.T, res Result, n int) {
 	for _, o := range res.Others {
 		t.Logf("not a Good counter value: %s", o.Raw)
 	}
+}
+
+// TestHotAOutlastsAFrozenPrimary: SIGSTOP of the node the client is on in
+// hot-a: the client finds it silent after --lost-after (1 s here) and the
+// survivor's Sampling queue, which holds 10 s of the counter, fills the
+// whole gap: every value once.
+func TestHotAOutlastsAFrozenPrimary(t *testing.T) {
+	r := StartRig(t, RigOptions{})
+	res := r.Trials(Drill{Mode: "hot-a", Trials: *trials, Symmetric: true, Signal: syscall.SIGSTOP, Args: []string{"--lost-after", "1s"}})
+	check(t, res, *trials)
 }

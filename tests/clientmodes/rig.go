@@ -241,6 +241,10 @@ type Drill struct {
 	Symmetric bool
 	// Args are more CLI arguments.
 	Args []string
+	// Signal is what the victim gets: SIGKILL (default, the connection
+	// closes at once) or SIGSTOP (a frozen process: the client finds it
+	// silent after --lost-after; the test then kills it to restart it).
+	Signal syscall.Signal
 }
 
 // Result is what a run of trials measured.
@@ -315,7 +319,11 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 		})
 	}
 	mark := c.Next()
-	victim.Signal(syscall.SIGKILL)
+	sig := d.Signal
+	if sig == 0 {
+		sig = syscall.SIGKILL
+	}
+	victim.Signal(sig)
 	ev := c.WaitFor(30*time.Second, mark, fmt.Sprintf("trial %d: failover to %s", trial, survivor.Name), func(l clientproc.Line) bool {
 		return l.Type == clientproc.Failover && l.To.URI == URI(survivor.Name)
 	})
@@ -331,11 +339,14 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 		}
 		return nil
 	})
+	if sig != syscall.SIGKILL {
+		victim.Signal(syscall.SIGKILL)
+	}
 	victim.WaitExit(30 * time.Second)
 	victim.Restart()
 	victim.WaitReady(60 * time.Second)
 	took := time.Duration(ev.FailoverMs * float64(time.Millisecond))
-	r.t.Logf("trial %d: SIGKILL of %s, failover to %s in %v (%s)", trial, primary, survivor.Name, took, mode)
+	r.t.Logf("trial %d: %s to %s, failover to %s in %v (%s)", trial, map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig], primary, survivor.Name, took, mode)
 	return took
 }
 
