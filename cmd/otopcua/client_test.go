@@ -737,3 +737,31 @@ func TestWriteUnknownTypeSuffixIsNamed(t *testing.T) {
 		t.Fatalf("error %q takes 30 for a type", err)
 	}
 }
+
+// TestEventLinesNameTheMode: connected and failover lines say the client's
+// mode, and a mirrored failover that fell back says why.
+func TestEventLinesNameTheMode(t *testing.T) {
+	connected := client.Event{Kind: client.EventConnected, At: t0, To: srvA, Reason: "initial", Mode: client.ModeHotA}
+	fallback := client.Event{Kind: client.EventFailover, At: t0, From: srvA, To: srvB, Reason: "connection lost: EOF",
+		FailoverTime: 12 * time.Millisecond, Mode: client.ModeMirrored, Fallback: "ActivateSession refused: BadSessionIdInvalid"}
+	var text, js bytes.Buffer
+	pt, pj := &printer{w: &text}, &printer{w: &js, json: true}
+	for _, p := range []*printer{pt, pj} {
+		if err := p.event(connected); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.event(fallback); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "mode: hot-a") ||
+		!strings.Contains(lines[1], "mode: mirrored  fallback to warm: ActivateSession refused: BadSessionIdInvalid") {
+		t.Fatalf("text:\n%s", text.String())
+	}
+	jl := strings.Split(strings.TrimSpace(js.String()), "\n")
+	if len(jl) != 2 || !strings.Contains(jl[0], `"mode":"hot-a"`) || strings.Contains(jl[0], "fallback") ||
+		!strings.Contains(jl[1], `"mode":"mirrored","fallback":"ActivateSession refused: BadSessionIdInvalid"`) {
+		t.Fatalf("json:\n%s", js.String())
+	}
+}

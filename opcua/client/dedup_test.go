@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -118,5 +119,12 @@ func TestModeForRedundancySupport(t *testing.T) {
 		if got := ModeFor(c.in); got != c.want {
 			t.Errorf("ModeFor(%v) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+func TestDialRefusesAnUnknownMode(t *testing.T) {
+	_, err := Dial(context.Background(), Options{URLs: []string{"opc.tcp://127.0.0.1:1"}, Mode: "hot"})
+	if err == nil || !strings.Contains(err.Error(), `Options.Mode: "hot" is not a client mode; accepted: auto, warm, hot-a, hot-b, mirrored`) {
+		t.Fatalf("Dial with mode hot: %v", err)
 	}
 }
