@@ -80,3 +80,13 @@ func (s *Session) reactivateRequest(ch *Channel, serverCert []byte) (*ua.Activat
 		UserTokenSignature: &ua.SignatureData{},
 	}, nil
 }
+
+// As returns a copy of s that Reactivate activates as user u (nil:
+// anonymous) instead of s's own user: the same session, its token and its
+// last nonce. A server refuses another user than the session's on a
+// takeover; a wrong password is refused as at any activation.
+func (s *Session) As(u *UserName) *Session {
+	c := *s
+	c.user = u
+	return &c
+}

@@ -54,6 +54,8 @@ type Rig struct {
 	dir   string
 	Dev   *fielddevice.Device
 	Nodes map[string]*procs.Node // "a", "b"
+	// Cfgs are the nodes' appsettings as started.
+	Cfgs map[string]map[string]any
 	// Node is the counter's NodeId as the CLI takes it (ns=<N>;s=press/FastCounter).
 	Node string
 }
@@ -101,6 +103,7 @@ func StartRig(t testing.TB, o RigOptions) *Rig {
 		}
 		cfgs[name] = cfg
 	}
+	r.Cfgs = cfgs
 	r.Nodes["a"] = procs.Start(t, "a", cfgs["a"])
 	r.Nodes["a"].WaitReady(30 * time.Second)
 	r.Nodes["b"] = procs.Start(t, "b", cfgs["b"])
@@ -241,6 +244,13 @@ type Drill struct {
 	Symmetric bool
 	// Args are more CLI arguments.
 	Args []string
+	// Mirrored: the nodes mirror sessions (HotAndMirrored). Before each
+	// kill the survivor must hold the mirror of the client's session
+	// (otopcua_mirror_ready 1), and the failover must not fall back to
+	// Warm.
+	Mirrored bool
+	// Env is added to the CLI's environment (OTOPCUA_PASSWORD=…).
+	Env []string
 	// Signal is what the victim gets: SIGKILL (default, the connection
 	// closes at once) or SIGSTOP (a frozen process: the client finds it
 	// silent after --lost-after; the test then kills it to restart it).
@@ -286,7 +296,7 @@ func (r *Rig) Trials(d Drill) Result {
 	urls := r.Nodes["a"].Endpoint() + "," + r.Nodes["b"].Endpoint()
 	args := append([]string{"subscribe", r.Node, "-F", urls, "--json", "--mode", d.Mode,
 		"--interval", interval.String(), "--sampling-interval", "0", "--no-discovery"}, d.Args...)
-	c := clientproc.Start(r.t, args...)
+	c := clientproc.StartEnv(r.t, d.Env, args...)
 	conn := c.WaitFor(30*time.Second, 0, "connected event", func(l clientproc.Line) bool { return l.Type == clientproc.Connected })
 	if conn.Mode != want {
 		r.t.Fatalf("the client connected in mode %q, want %q: %s", conn.Mode, want, conn.Raw)
@@ -318,6 +328,9 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 			return nil
 		})
 	}
+	if d.Mirrored {
+		WaitMirrorReady(r.t, survivor, 1)
+	}
 	mark := c.Next()
 	sig := d.Signal
 	if sig == 0 {
@@ -329,6 +342,9 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	})
 	if ev.From.URI != URI(primary) || ev.Mode != mode || !ev.HasMs || ev.FailoverMs < 0 {
 		r.t.Fatalf("trial %d: failover event %s, want from %s in mode %s with a failover time", trial, ev.Raw, URI(primary), mode)
+	}
+	if d.Mirrored && ev.Fallback != "" {
+		r.t.Fatalf("trial %d: the mirrored failover fell back to Warm: %s", trial, ev.Raw)
 	}
 	c.WaitFor(10*time.Second, ev.Seq, "a counter value from the survivor "+survivor.Name, isValueFrom(URI(survivor.Name)))
 	// Ten more values before the next trial: the log spans every trial.
@@ -420,4 +436,31 @@ func Percentiles(ds []time.Duration) (median, p99 time.Duration) {
 		return s[min(max(i, 0), len(s)-1)]
 	}
 	return rank(0.5), rank(0.99)
+}
+
+// WaitMirrorReady waits until n holds its peer's sessions whole
+// (otopcua_mirror_ready 1) and at least sessions of them.
+func WaitMirrorReady(t testing.TB, n *procs.Node, sessions int) {
+	t.Helper()
+	procs.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		body, err := n.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		ready, held := false, 0.0
+		for _, l := range strings.Split(body, "\n") {
+			if strings.HasPrefix(l, "otopcua_mirror_ready{") && strings.HasSuffix(l, " 1") {
+				ready = true
+			}
+			if strings.HasPrefix(l, `otopcua_mirror_sessions{role="replica"`) {
+				if f := strings.Fields(l); len(f) == 2 {
+					held, _ = strconv.ParseFloat(f[1], 64)
+				}
+			}
+		}
+		if !ready || held < float64(sessions) {
+			return fmt.Errorf("%s: mirror ready %v, %v replica sessions held (want %d)", n.Name, ready, held, sessions)
+		}
+		return nil
+	})
 }
