@@ -42,6 +42,11 @@ func (m *Member) receive(in inbound) []func() {
 	if err != nil {
 		m.stats.Dropped["invalid-batch"]++
 		m.log.Warn("mirror: invalid batch refused whole; asking for a new stream", "peer", in.from, "err", err)
+		if o := m.origins[in.from]; o != nil {
+			// Its records are lost: what is held of the peer is not
+			// complete until the new stream's snapshot arrives.
+			o.broken = true
+		}
 		p.resync = true
 		m.signal()
 		return nil
