@@ -313,8 +313,8 @@ func TestReplicaIDInUseIsAConflict(t *testing.T) {
 		t.Fatalf("replica with the id of a served subscription: %v, want ErrReplicaConflict", err)
 	}
 	v.replica(sessB, served+1, subParams{}, 1)
-	if err := v.e.ReplicaSubscription(sessB, served+1, subRequest(subParams{}), 1, replicaWindow); !errors.Is(err, ErrReplicaConflict) {
-		t.Fatalf("second replica with one id: %v, want ErrReplicaConflict", err)
+	if err := v.e.ReplicaSubscription(sessA, served+1, subRequest(subParams{}), 1, replicaWindow); !errors.Is(err, ErrReplicaConflict) {
+		t.Fatalf("another session's replica with one id: %v, want ErrReplicaConflict", err)
 	}
 	if err := v.e.ReplicaSubscription(sessB, 0, subRequest(subParams{}), 1, replicaWindow); err != ua.StatusBadInvalidArgument {
 		t.Fatalf("replica id 0: %v", err)
@@ -938,4 +938,66 @@ func newBareEnv(t *testing.T) *env {
 	src := newFakeSource(clock.Now, 10)
 	e := New(src, Options{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	return &env{t: t, e: e, clock: clock, src: src}
+}
+
+// A snapshot taken while a message is on its way to the client carries
+// it, and so does the live record that follows: the replica applies it
+// once.
+func TestReportedTwiceAppliesOnce(t *testing.T) {
+	v := newEnv(t, Options{})
+	v.replica(sessA, 500, subParams{interval: 100}, 1)
+	v.replicaItems(sessA, 500, 0, []uint32{900}, itemSpec{node: 1, queue: 10, handle: 11})
+	var here []*ua.DataValue
+	for _, k := range []int32{1, 0, 1} {
+		v.advance(10 * time.Millisecond)
+		here = append(here, v.src.set(1, k))
+	}
+	first := reported(1, 11, there(here[0]))
+	v.e.Reported(sessA, 500, first)
+	v.e.Reported(sessA, 500, reported(2, 11, there(here[1]), there(here[2])))
+	v.e.Reported(sessA, 500, first) // again
+	s := v.sub(500)
+	if got := s.available(); !slices.Equal(got, []uint32{1, 2}) {
+		t.Fatalf("available %v, want [1 2]", got)
+	}
+	if s.seq != 3 {
+		t.Fatalf("next sequence number %d after a repeated report, want 3", s.seq)
+	}
+	// The value toggles back to 1 within the window: a new device value,
+	// not the one message 1 carried.
+	v.advance(10 * time.Millisecond)
+	v.src.set(1, int32(0))
+	v.advance(10 * time.Millisecond)
+	v.src.set(1, int32(1))
+	v.e.Promote(sessA)
+	snd := &fakeSender{}
+	v.publish(sessA, snd, 1)
+	v.advance(100 * time.Millisecond)
+	if vals := values(t, notifications(t, snd.all()[0].resp)); !slices.Equal(vals, []int32{0, 1}) {
+		t.Fatalf("after the takeover %v, want [0 1]", vals)
+	}
+}
+
+// The snapshot of a session and its live records may both create one
+// subscription: the second is the same replica, not a conflict.
+func TestReplicaSubscriptionTwiceIsNoConflict(t *testing.T) {
+	v := newEnv(t, Options{})
+	v.replica(sessA, 500, subParams{interval: 100}, 1)
+	v.replicaItems(sessA, 500, 0, []uint32{900}, itemSpec{node: 1, handle: 11})
+	v.e.Reported(sessA, 500, reported(4, 11))
+	if err := v.e.ReplicaSubscription(sessA, 500, subRequest(subParams{interval: 100}), 5, replicaWindow); err != nil {
+		t.Fatalf("the same replica again: %v", err)
+	}
+	s := v.sub(500)
+	if len(s.items) != 1 || s.seq != 5 {
+		t.Fatalf("replica after the repeat: %d items, next seq %d; want 1 item, 5", len(s.items), s.seq)
+	}
+	// Another session's replica with that id, or a served one, still conflicts.
+	if err := v.e.ReplicaSubscription(sessB, 500, subRequest(subParams{}), 1, replicaWindow); !errors.Is(err, ErrReplicaConflict) {
+		t.Fatalf("another session's replica with id 500: %v", err)
+	}
+	v.e.Promote(sessA)
+	if err := v.e.ReplicaSubscription(sessA, 500, subRequest(subParams{}), 1, replicaWindow); !errors.Is(err, ErrReplicaConflict) {
+		t.Fatalf("a replica over a promoted subscription: %v", err)
+	}
 }
