@@ -71,15 +71,18 @@ type peer struct {
 	pending  [][]byte // records not yet sent
 	pendIdx  []uint64 // their indexes
 	unacked  []sentBatch
-	lag      int       // bytes pending and unacknowledged
-	snapshot []string  // sessions whose snapshot is still to be queued
-	snapEnd  uint64    // record index of the snapshot's end; 0 once acknowledged
-	ready    bool      // the snapshot was acknowledged
-	stalled  bool      // missed AckTimeout; not waited for until it catches up
-	resync   bool      // ask the peer for a new stream of its records
-	ackTo    header    // what to acknowledge of the peer's stream
-	needAck  bool      // a batch of the peer was applied and not yet acknowledged
-	started  time.Time // the epoch's start
+	lag      int      // bytes pending and unacknowledged
+	snapshot []string // sessions whose snapshot is still to be queued
+	snapEnd  uint64   // record index of the snapshot's end; 0 once acknowledged
+	// snapWaited: the snapshot's next session was put off behind live
+	// records once; it is not put off again.
+	snapWaited bool
+	ready      bool      // the snapshot was acknowledged
+	stalled    bool      // missed AckTimeout; not waited for until it catches up
+	resync     bool      // ask the peer for a new stream of its records
+	ackTo      header    // what to acknowledge of the peer's stream
+	needAck    bool      // a batch of the peer was applied and not yet acknowledged
+	started    time.Time // the epoch's start
 }
 
 type sentBatch struct {
@@ -231,7 +234,7 @@ func (m *Member) restartLocked(p *peer, now time.Time) {
 	p.epoch = rand.Uint64() | 1
 	p.seq, p.recNext, p.acked = 0, 1, 0
 	p.pending, p.pendIdx, p.unacked, p.lag = nil, nil, nil, 0
-	p.ready, p.stalled, p.snapEnd = false, false, 0
+	p.ready, p.stalled, p.snapEnd, p.snapWaited = false, false, 0, false
 	p.started = now
 	p.snapshot = p.snapshot[:0]
 	for id, s := range m.served {

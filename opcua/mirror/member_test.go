@@ -32,6 +32,9 @@ type hub struct {
 	held    map[link]bool
 	queue   map[link][][]byte
 	kinds   map[link][]kind
+	// onSend, when set, runs after each batch a Transport handed over,
+	// on the sending member's writer goroutine, with no lock held.
+	onSend func(l link)
 }
 
 func newHub() *hub {
@@ -48,6 +51,9 @@ var _ Transport = hubTransport{}
 func (t hubTransport) Send(to string, b []byte) error {
 	t.h.mu.Lock()
 	l := link{t.self, to}
+	if f := t.h.onSend; f != nil {
+		defer f(l)
+	}
 	if t.h.held[l] {
 		t.h.queue[l] = append(t.h.queue[l], bytes.Clone(b))
 		t.h.mu.Unlock()
@@ -695,4 +701,50 @@ func TestTakenOverTellsThePeers(t *testing.T) {
 		_, err := c.e.Republish(s.sid(), &ua.RepublishRequest{SubscriptionID: s.sub, RetransmitSequenceNumber: 1})
 		return err == nil
 	})
+}
+
+// Live records that keep coming while a peer's snapshot is under way
+// delay it by one batch at most: the snapshot ends however busy the
+// sessions served here are.
+func TestASnapshotEndsUnderLiveTraffic(t *testing.T) {
+	h := newHub()
+	a, b := h.start(t, "a", Options{}), h.start(t, "b", Options{})
+	var sessions []*session
+	for range 3 {
+		sessions = append(sessions, a.serve(t, time.Minute))
+	}
+	busy := sessions[0]
+	const busySends = 200
+	var mu sync.Mutex
+	sends, endAt := 0, -1
+	h.mu.Lock()
+	h.onSend = func(l link) {
+		if l != (link{"a", "b"}) {
+			return
+		}
+		mu.Lock()
+		sends++
+		n := sends
+		if endAt < 0 && slices.Contains(h.recordKinds("a", "b"), kSnapshotEnd) {
+			endAt = n
+		}
+		mu.Unlock()
+		if n < busySends {
+			// A client's acknowledgement arrives while the batch is on
+			// its way: a live record is queued before the next batch.
+			a.m.Acked(busy.id, []*ua.SubscriptionAcknowledgement{{SubscriptionID: busy.sub, SequenceNumber: uint32(n)}})
+		}
+	}
+	h.mu.Unlock()
+	a.m.SetPeers([]string{"b"})
+	b.m.SetPeers([]string{"a"})
+	ready(t, a, b)
+	for _, s := range sessions {
+		waitFor(t, "b holds every session", func() bool { return b.holds(s) })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if endAt < 0 || endAt >= busySends {
+		t.Fatalf("the snapshot ended after batch %d, once the live records stopped (%d): live traffic starves it", endAt, busySends)
+	}
 }

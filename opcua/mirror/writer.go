@@ -48,14 +48,22 @@ func (m *Member) collect() (out []outBatch, more bool) {
 	defer m.mu.Unlock()
 	for _, p := range m.peers {
 		// A snapshot is queued one session at a time, so that the hooks of
-		// the sessions served here never wait behind a whole one.
-		if len(p.snapshot) > 0 && len(p.pending) == 0 {
+		// the sessions served here never wait behind a whole one. Live
+		// records put the next session off by one batch at most: records
+		// that keep coming would otherwise starve the snapshot, and the
+		// peer would never be ready.
+		switch {
+		case len(p.snapshot) == 0:
+		case len(p.pending) == 0 || p.snapWaited:
+			p.snapWaited = false
 			key := p.snapshot[0]
 			p.snapshot = p.snapshot[1:]
 			m.snapshotLocked(p, key)
 			if len(p.snapshot) == 0 {
 				m.snapEndLocked(p)
 			}
+		default:
+			p.snapWaited = true
 		}
 		if len(p.pending) == 0 && !p.needAck && !p.resync {
 			continue
