@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,7 +136,10 @@ func (h *hub) start(t *testing.T, name string, o Options) *member {
 	src := newTagSource(eclock.Now)
 	log := slog.New(slog.DiscardHandler)
 	e := subscription.New(src, subscription.Options{Clock: eclock, Logger: log})
-	o.Self, o.Transport, o.Clock, o.Logger = name, hubTransport{h: h, self: name}, clock, log
+	if o.Logger == nil {
+		o.Logger = log
+	}
+	o.Self, o.Transport, o.Clock = name, hubTransport{h: h, self: name}, clock
 	m := New(o)
 	h.mu.Lock()
 	h.members[name] = m
@@ -600,9 +604,28 @@ func TestSessionsOfAnOriginThatLeftExpire(t *testing.T) {
 	}
 }
 
+// logBuffer collects a member's log lines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 func TestLookupRefusesSessionsOfANotReadyOrigin(t *testing.T) {
 	h := newHub()
-	a, b := h.start(t, "a", Options{}), h.start(t, "b", Options{})
+	logs := &logBuffer{}
+	a, b := h.start(t, "a", Options{}), h.start(t, "b", Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	s1, s2 := a.serve(t, time.Minute), a.serve(t, time.Minute)
 	h.hold("a", "b")
 	a.m.SetPeers([]string{"b"})
@@ -625,6 +648,9 @@ func TestLookupRefusesSessionsOfANotReadyOrigin(t *testing.T) {
 	}
 	if n := b.m.Stats().Takeovers["not-ready"]; n != 1 {
 		t.Fatalf("not-ready counted %d, want 1", n)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "falls back to Warm") || !strings.Contains(l, "origin=a") {
+		t.Fatalf("no warning names the refused takeover:\n%s", l)
 	}
 	if _, ok := b.m.Lookup([32]byte{9}); ok {
 		t.Fatal("b offers an unknown session")
@@ -746,5 +772,23 @@ func TestASnapshotEndsUnderLiveTraffic(t *testing.T) {
 	defer mu.Unlock()
 	if endAt < 0 || endAt >= busySends {
 		t.Fatalf("the snapshot ended after batch %d, once the live records stopped (%d): live traffic starves it", endAt, busySends)
+	}
+}
+
+// A subscription served here whose lifetime ran out leaves the peers'
+// replicas too; its session stays mirrored.
+func TestAnExpiredSubscriptionLeavesThePeers(t *testing.T) {
+	h := newHub()
+	a, b, s := pair(t, h, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.eclock.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	a.eclock.Advance(61 * time.Second) // LifetimeCount 600 × 100 ms
+	waitFor(t, "a's subscription expired", func() bool { return a.e.Stats().Subscriptions == 0 })
+	waitFor(t, "b dropped its replica", func() bool { return b.e.Stats().Subscriptions == 0 })
+	if _, ok := b.m.Lookup(s.ms.TokenHash); !ok {
+		t.Fatal("b forgot the session of the expired subscription")
 	}
 }
