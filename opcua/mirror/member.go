@@ -26,6 +26,9 @@ const (
 	// inboxSize bounds the received batches waiting to be applied; a
 	// batch beyond is dropped and the gap repaired by a resync.
 	inboxSize = 1024
+	// maxStrangers bounds the names remembered of members that sent
+	// batches before they were peers.
+	maxStrangers = 64
 )
 
 // Member mirrors the sessions served here to the peers and holds the
@@ -55,10 +58,13 @@ type Member struct {
 	served  map[string]*served        // sessions served here, by NodeId string; mu must be held.
 	origins map[string]*origin        // the peers whose sessions are held here; mu must be held.
 	byHash  map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
-	acked   chan struct{}             // closed and replaced when acknowledgements arrive; mu must be held.
-	stats   Stats                     // counters; mu must be held.
-	started bool                      // mu must be held.
-	closed  bool                      // mu must be held.
+	// strangers are members whose batches were dropped because they were
+	// not peers yet; mu must be held.
+	strangers map[string]bool
+	acked     chan struct{} // closed and replaced when acknowledgements arrive; mu must be held.
+	stats     Stats         // counters; mu must be held.
+	started   bool          // mu must be held.
+	closed    bool          // mu must be held.
 }
 
 // peer is the stream of records from this member to one peer.
@@ -126,17 +132,18 @@ type inbound struct {
 func New(o Options) *Member {
 	o.setDefaults()
 	return &Member{
-		opts:    o,
-		log:     o.Logger.With("component", "mirror"),
-		clock:   o.Clock,
-		wake:    make(chan struct{}, 1),
-		inbox:   make(chan inbound, inboxSize),
-		done:    make(chan struct{}),
-		peers:   make(map[string]*peer),
-		served:  make(map[string]*served),
-		origins: make(map[string]*origin),
-		byHash:  make(map[[32]byte]*replicaSess),
-		acked:   make(chan struct{}),
+		opts:      o,
+		log:       o.Logger.With("component", "mirror"),
+		clock:     o.Clock,
+		wake:      make(chan struct{}, 1),
+		inbox:     make(chan inbound, inboxSize),
+		done:      make(chan struct{}),
+		peers:     make(map[string]*peer),
+		served:    make(map[string]*served),
+		origins:   make(map[string]*origin),
+		byHash:    make(map[[32]byte]*replicaSess),
+		strangers: make(map[string]bool),
+		acked:     make(chan struct{}),
 		stats: Stats{Peers: map[string]PeerStats{}, Origins: map[string]OriginStats{},
 			Dropped: map[string]uint64{}, Takeovers: map[string]uint64{}},
 	}
@@ -208,6 +215,10 @@ func (m *Member) SetPeers(names []string) {
 		if m.peers[n] == nil {
 			m.peers[n] = &peer{name: n}
 			m.restartLocked(m.peers[n], now)
+			// It streamed to this member before this member knew it: what
+			// it sent was dropped; it starts again at once rather than
+			// after resyncAfter without acknowledgements.
+			m.peers[n].resync = m.strangers[n]
 		}
 		if o := m.origins[n]; o != nil {
 			o.lost = time.Time{}
@@ -218,6 +229,7 @@ func (m *Member) SetPeers(names []string) {
 			delete(m.peers, n)
 		}
 	}
+	clear(m.strangers)
 	for n, o := range m.origins {
 		if !want[n] && o.lost.IsZero() {
 			o.lost = now

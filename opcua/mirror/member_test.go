@@ -792,3 +792,17 @@ func TestAnExpiredSubscriptionLeavesThePeers(t *testing.T) {
 		t.Fatal("b forgot the session of the expired subscription")
 	}
 }
+
+// A member learns of a new peer later than the peer of it: the batches
+// that came before are dropped, and the peer's stream must start again
+// at once, not after resyncAfter.
+func TestBatchesBeforeSetPeersAreSentAgain(t *testing.T) {
+	h := newHub()
+	a, b := h.start(t, "a", Options{}), h.start(t, "b", Options{})
+	s := a.serve(t, time.Minute)
+	a.m.SetPeers([]string{"a", "b"})
+	waitFor(t, "b drops a's snapshot", func() bool { return b.m.Stats().Dropped["not-a-peer"] > 0 })
+	b.m.SetPeers([]string{"a", "b"})
+	ready(t, a, b)
+	waitFor(t, "b holds the session", func() bool { return b.holds(s) })
+}

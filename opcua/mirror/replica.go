@@ -36,6 +36,9 @@ func (m *Member) receive(in inbound) []func() {
 	p := m.peers[in.from]
 	if p == nil || m.closed {
 		m.stats.Dropped["not-a-peer"]++
+		if !m.closed && len(m.strangers) < maxStrangers {
+			m.strangers[in.from] = true
+		}
 		return nil
 	}
 	m.stats.BytesIn += uint64(len(in.batch))
