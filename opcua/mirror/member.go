@@ -114,6 +114,9 @@ type origin struct {
 	broken   bool   // a gap: records are ignored until a new epoch
 	lost     time.Time
 	sessions map[string]*replicaSess
+	// orphans are replica subscriptions whose session ended without
+	// deleting them, with their lifetime.
+	orphans map[uint32]time.Duration
 }
 
 type replicaSess struct {

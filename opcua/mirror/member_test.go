@@ -806,3 +806,86 @@ func TestBatchesBeforeSetPeersAreSentAgain(t *testing.T) {
 	ready(t, a, b)
 	waitFor(t, "b holds the session", func() bool { return b.holds(s) })
 }
+
+// A session that ended without deleting its subscriptions leaves them
+// orphaned on the peers; when their origin dies with them, a peer drops
+// them once their lifetime has passed.
+func TestOrphansOfAnOriginThatLeftExpire(t *testing.T) {
+	h := newHub()
+	a, b, s := pair(t, h, Options{})
+	a.m.SessionEnded(s.id, false)
+	a.e.SessionClosed(s.sid(), false)
+	waitFor(t, "b closes the replica session", func() bool {
+		_, ok := b.m.Lookup(s.ms.TokenHash)
+		return !ok
+	})
+	waitFor(t, "b keeps the orphan", func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		o := b.m.origins["a"]
+		return o != nil && o.orphans[s.sub] == time.Minute // 600 × 100 ms
+	})
+	if b.e.Stats().Subscriptions != 1 {
+		t.Fatal("b dropped the orphaned replica")
+	}
+	h.stop(a)
+	b.m.SetPeers(nil)
+	b.clock.Advance(time.Minute - time.Millisecond)
+	b.m.housekeep()
+	if b.e.Stats().Subscriptions != 1 {
+		t.Fatal("b dropped the orphan before its lifetime")
+	}
+	b.clock.Advance(time.Millisecond)
+	b.m.housekeep()
+	if n := b.e.Stats().Subscriptions; n != 0 {
+		t.Fatalf("b holds %d subscriptions after the orphan's lifetime", n)
+	}
+	if _, ok := b.m.Stats().Origins["a"]; ok {
+		t.Fatal("b still holds origin a")
+	}
+}
+
+// An orphan that its origin expires, or that a client of the origin
+// transfers to a new session, is no orphan any more.
+func TestOrphansExpiredOrTransferredByTheOrigin(t *testing.T) {
+	h := newHub()
+	a, b, s := pair(t, h, Options{})
+	s2 := a.serve(t, time.Minute)
+	waitFor(t, "b holds s2", func() bool { return b.holds(s2) })
+	for _, x := range []*session{s, s2} {
+		a.m.SessionEnded(x.id, false)
+		a.e.SessionClosed(x.sid(), false)
+	}
+	orphans := func() []uint32 {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		var ids []uint32
+		if o := b.m.origins["a"]; o != nil {
+			for id := range o.orphans {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	want := []uint32{s.sub, s2.sub}
+	slices.Sort(want)
+	waitFor(t, "b keeps both orphans", func() bool { return slices.Equal(orphans(), want) })
+	// A new session of a's client takes s's subscription over.
+	s3 := &session{id: ua.NewNumericNodeID(1, 999)}
+	s3.ms = uaserver.MirroredSession{ID: s3.id, TokenHash: [32]byte{3}, Timeout: time.Minute}
+	a.m.Session(s3.ms)
+	treq := &ua.TransferSubscriptionsRequest{RequestHeader: emptyRequestHeader(), SubscriptionIDs: []uint32{s.sub}}
+	tres, err := a.e.TransferSubscriptions(s3.sid(), treq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.m.Service(s3.id, treq, tres)
+	waitFor(t, "s's subscription is no orphan", func() bool { return slices.Equal(orphans(), []uint32{s2.sub}) })
+	if got := b.e.Export(s3.sid()); len(got) != 1 || got[0].ID != s.sub {
+		t.Fatalf("b's replica of the new session: %+v", got)
+	}
+	// a expires both (s3 sends no Publish either): b drops its replicas.
+	a.eclock.Advance(61 * time.Second)
+	waitFor(t, "b dropped the expired replicas", func() bool { return len(orphans()) == 0 && b.e.Stats().Subscriptions == 0 })
+}

@@ -102,8 +102,9 @@ func (m *Member) collect() (out []outBatch, more bool) {
 }
 
 // housekeep restarts the stream of a peer that acknowledged nothing for
-// resyncAfter and ends replica sessions whose origin left and whose
-// timeout passed.
+// resyncAfter, and ends the replica sessions whose origin left and whose
+// timeout passed since, and the orphaned replica subscriptions whose
+// lifetime did.
 func (m *Member) housekeep() {
 	now := m.clock.Now()
 	var work []func()
@@ -130,7 +131,14 @@ func (m *Member) housekeep() {
 				delete(o.sessions, id)
 			}
 		}
-		if len(o.sessions) == 0 {
+		for id, lifetime := range o.orphans {
+			if now.Sub(o.lost) >= lifetime {
+				e := m.engine
+				work = append(work, func() { e.DropReplica(id) })
+				delete(o.orphans, id)
+			}
+		}
+		if len(o.sessions) == 0 && len(o.orphans) == 0 {
 			delete(m.origins, name)
 		}
 	}
