@@ -889,3 +889,80 @@ func TestOrphansExpiredOrTransferredByTheOrigin(t *testing.T) {
 	a.eclock.Advance(61 * time.Second)
 	waitFor(t, "b dropped the expired replicas", func() bool { return len(orphans()) == 0 && b.e.Stats().Subscriptions == 0 })
 }
+
+// chanSender hands the engine's responses to the test.
+type chanSender chan ua.Response
+
+func (c chanSender) SendResponse(_ uint32, r ua.Response) error {
+	c <- r
+	return nil
+}
+
+// After a failover, a client whose session ended without deleting its
+// subscriptions transfers them to a new session on the survivor: they
+// are served there, not left replicas that never publish.
+func TestAnOrphanTransferredOnTheSurvivorIsServed(t *testing.T) {
+	h := newHub()
+	a, b, s := pair(t, h, Options{})
+	a.m.SessionEnded(s.id, false)
+	a.e.SessionClosed(s.sid(), false)
+	waitFor(t, "b keeps the orphan", func() bool {
+		b.m.mu.Lock()
+		defer b.m.mu.Unlock()
+		o := b.m.origins["a"]
+		return o != nil && o.orphans[s.sub] > 0
+	})
+	h.stop(a)
+	b.m.SetPeers(nil)
+
+	s3 := &session{id: ua.NewNumericNodeID(1, 998)}
+	s3.ms = uaserver.MirroredSession{ID: s3.id, TokenHash: [32]byte{4}, Timeout: time.Minute}
+	b.m.Session(s3.ms)
+	treq := &ua.TransferSubscriptionsRequest{RequestHeader: emptyRequestHeader(), SubscriptionIDs: []uint32{s.sub}}
+	tres, err := b.e.TransferSubscriptions(s3.sid(), treq)
+	if err != nil || tres.Results[0].StatusCode != ua.StatusGood {
+		t.Fatalf("TransferSubscriptions: %v %+v", err, tres)
+	}
+	b.m.Service(s3.id, treq, tres)
+	b.m.mu.Lock()
+	left := 0
+	for _, o := range b.m.origins {
+		left += len(o.orphans)
+	}
+	b.m.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d orphans left after the transfer", left)
+	}
+	out := make(chanSender, 4)
+	b.e.Publish(s3.sid(), out, 1, &ua.PublishRequest{RequestHeader: &ua.RequestHeader{}})
+	b.src.set(1, 42)
+	b.eclock.Advance(100 * time.Millisecond)
+	select {
+	case r := <-out:
+		pr, ok := r.(*ua.PublishResponse)
+		if !ok || pr.SubscriptionID != s.sub || len(pr.NotificationMessage.NotificationData) == 0 {
+			t.Fatalf("response %T %+v", r, r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the transferred subscription does not publish")
+	}
+	// The survivor's lifetime of it runs again: housekeeping no longer
+	// drops it.
+	b.clock.Advance(2 * time.Minute)
+	b.m.housekeep()
+	if n := b.e.Stats().Subscriptions; n != 1 {
+		t.Fatalf("%d subscriptions after housekeeping, want the transferred one", n)
+	}
+}
+
+// set writes v to tag i and tells its watchers.
+func (s *tagSource) set(i uint32, v int32) {
+	s.mu.Lock()
+	dv := s.dv(v)
+	s.values[i] = dv
+	ws := slices.Clone(s.watchers[i])
+	s.mu.Unlock()
+	for _, w := range ws {
+		w(dv)
+	}
+}

@@ -191,8 +191,13 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 	case kRequest:
 		req := r.req
 		if tr, ok := req.(*ua.TransferSubscriptionsRequest); ok {
-			for _, id := range tr.SubscriptionIDs {
-				delete(o.orphans, id) // a session of o holds it again
+			// A session holds them again: o's, whichever origin they
+			// were orphaned by (o may have taken them from a member that
+			// died).
+			for _, other := range m.origins {
+				for _, id := range tr.SubscriptionIDs {
+					delete(other.orphans, id)
+				}
 			}
 		}
 		return func() { applyRequest(e, sid, req) }

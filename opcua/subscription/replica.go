@@ -179,7 +179,8 @@ func (e *Engine) Acked(sess SessionID, acks []*ua.SubscriptionAcknowledgement) {
 
 // Promote makes the replicas of sess ordinary subscriptions served here:
 // their lifetime starts now and the values owed to the client go out with
-// the next Publish response. It returns the number of subscriptions.
+// the next Publish response. Its other subscriptions are left alone. It
+// returns the number of subscriptions promoted.
 func (e *Engine) Promote(sess SessionID) int {
 	now := e.clock.Now()
 	e.mu.Lock()
@@ -188,8 +189,14 @@ func (e *Engine) Promote(sess SessionID) int {
 	if ss == nil {
 		return 0
 	}
+	n := 0
 	for _, s := range ss.subs {
 		s.mu.Lock()
+		if !s.replica {
+			s.mu.Unlock()
+			continue
+		}
+		n++
 		s.replica = false
 		s.byHandle = nil
 		s.touch(now)
@@ -198,7 +205,7 @@ func (e *Engine) Promote(sess SessionID) int {
 		s.mu.Unlock()
 		e.sched.at(s, next)
 	}
-	return len(ss.subs)
+	return n
 }
 
 // SubState is one subscription as a replica needs it (Export).
