@@ -366,3 +366,21 @@ func FuzzDecodeBatch(f *testing.F) {
 		}
 	})
 }
+
+// An invalid batch is refused before it costs memory: the record count it
+// claims does not size anything up front.
+func TestInvalidBatchAllocatesLittle(t *testing.T) {
+	body := make([]byte, 1<<20) // a megabyte of kind-0 records
+	b := append(appendHeader(nil, header{epoch: 1, seq: 1}, len(body)/5), body...)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, got, err := decodeBatch(b)
+	runtime.ReadMemStats(&after)
+	if err == nil || got != nil {
+		t.Fatalf("decoded %d records, err %v", len(got), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<10 {
+		t.Fatalf("refusing a batch of %d bytes allocated %d bytes", len(b), alloc)
+	}
+}
