@@ -966,3 +966,30 @@ func (s *tagSource) set(i uint32, v int32) {
 		w(dv)
 	}
 }
+
+// A message too large for one batch cannot be mirrored: its session goes
+// back to Warm, the others stay mirrored.
+func TestARecordTooLargeDropsItsSessionToWarm(t *testing.T) {
+	h := newHub()
+	a, b, s := pair(t, h, Options{})
+	s2 := a.serve(t, time.Minute)
+	waitFor(t, "b holds s2", func() bool { return b.holds(s2) })
+	big := s.sent(1, 0, 0)
+	dc := big.NotificationMessage.NotificationData[0].Value.(*ua.DataChangeNotification)
+	dc.MonitoredItems[0].Value = &ua.DataValue{Value: ua.MustVariant(string(make([]byte, maxBatchBytes)))}
+	dc.MonitoredItems[0].Value.UpdateMask()
+	a.m.Sent(s.id, big)
+	st := a.m.Stats()
+	if st.Dropped[DropTooLarge] != 1 || st.Served != 1 {
+		t.Fatalf("after a message of %d bytes: %+v", maxBatchBytes, st)
+	}
+	waitFor(t, "b forgets s", func() bool {
+		_, ok := b.m.Lookup(s.ms.TokenHash)
+		return !ok
+	})
+	a.m.Sent(s2.id, s2.sent(1, 1, 0))
+	waitFor(t, "s2 is still mirrored", func() bool {
+		_, err := b.e.Republish(s2.sid(), &ua.RepublishRequest{SubscriptionID: s2.sub, RetransmitSequenceNumber: 1})
+		return err == nil
+	})
+}
