@@ -77,6 +77,45 @@ type RedundancyPanel struct {
 	// Floating is the ClusterId's floating address as the node serving the
 	// page sees it (nil when that node has none for this ClusterId).
 	Floating *FloatingPanel `json:"floating,omitempty"`
+	// Mirror is session mirroring (OpcUa:RedundancySupport
+	// HotAndMirrored) as the node serving the page sees it; nil when that
+	// node does not mirror, or the panel is of another ClusterId.
+	Mirror *MirrorPanel `json:"mirror,omitempty"`
+}
+
+// MirrorPanel is the mirrored sessions table of the redundancy panel: what
+// the node serving the page serves and mirrors, and per other member what
+// it holds of that member's sessions and whether that member stands by
+// for its own.
+type MirrorPanel struct {
+	// Node is the NodeId of the node serving the page; Served the sessions
+	// it serves and mirrors.
+	Node   string `json:"node"`
+	Served int    `json:"served"`
+	// Members are the other members, by NodeId, sorted.
+	Members []MirrorMember `json:"members"`
+	// Dropped counts sessions put back to Warm, by reason; Takeovers the
+	// ActivateSessions of mirrored sessions here, by result.
+	Dropped   map[string]uint64 `json:"dropped"`
+	Takeovers map[string]uint64 `json:"takeovers"`
+}
+
+// MirrorMember is one other member in the mirrored sessions table.
+type MirrorMember struct {
+	NodeID string `json:"nodeId"`
+	// Holds: the page's node holds sessions of this member (Held of them);
+	// HeldReady: their snapshot arrived whole, so the page's node is a hot
+	// standby for them (otopcua_mirror_ready 1). Until then a failover of
+	// this member falls back to Warm.
+	Holds     bool `json:"holds"`
+	Held      int  `json:"held"`
+	HeldReady bool `json:"heldReady"`
+	// Standby: this member receives the page's node's sessions;
+	// StandbyReady: it acknowledged their snapshot; LagBytes are sent and
+	// not yet acknowledged.
+	Standby      bool `json:"standby"`
+	StandbyReady bool `json:"standbyReady"`
+	LagBytes     int  `json:"lagBytes"`
 }
 
 // FloatingPanel is the floating address line of the redundancy panel.

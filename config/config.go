@@ -38,6 +38,29 @@ var Roles = []string{RoleAdmin, RoleDriver}
 const (
 	RedundancyWarm = "Warm"
 	RedundancyHot  = "Hot"
+	// RedundancyHotAndMirrored mirrors every session and subscription to
+	// the other driver members of the ClusterId (OpcUa:Mirror).
+	RedundancyHotAndMirrored = "HotAndMirrored"
+)
+
+// RedundancySupports lists the accepted OpcUa:RedundancySupport values.
+var RedundancySupports = []string{RedundancyWarm, RedundancyHot, RedundancyHotAndMirrored}
+
+// Defaults and bounds of the OpcUa:Mirror keys (the defaults are those of
+// package opcua/mirror).
+const (
+	DefaultMirrorAckTimeout  = 50 * time.Millisecond
+	MinMirrorAckTimeout      = time.Millisecond
+	MaxMirrorAckTimeout      = 5 * time.Second
+	DefaultMirrorMaxLagBytes = 16 << 20
+	MinMirrorMaxLagBytes     = 64 << 10
+	MaxMirrorMaxLagBytes     = 1 << 30
+	DefaultMirrorQueueSize   = 100
+	MinMirrorQueueSize       = 1
+	MaxMirrorQueueSize       = 10000
+	DefaultMirrorMatchWindow = time.Second
+	MinMirrorMatchWindow     = 10 * time.Millisecond
+	MaxMirrorMatchWindow     = 60 * time.Second
 )
 
 // Config DB providers accepted by ConfigDb:Provider.
@@ -410,8 +433,15 @@ type OpcUaConfig struct {
 	PeerDiscoveryUrls []string
 
 	// RedundancySupport is advertised in Server.ServerRedundancy: "Warm"
-	// (default) or "Hot".
+	// (default), "Hot" or "HotAndMirrored" (case-insensitive).
+	// HotAndMirrored also mirrors every session and subscription served
+	// here to the other driver members of the ClusterId (see Mirror); it
+	// needs a cluster: other seeds in Cluster:SeedNodes and the driver role.
 	RedundancySupport string
+
+	// Mirror tunes session mirroring; read only under RedundancySupport
+	// HotAndMirrored.
+	Mirror MirrorConfig
 
 	// Security selects the endpoint security.
 	Security SecurityConfig
@@ -437,6 +467,37 @@ type OpcUaConfig struct {
 	// subscriptions, monitored items, response sizes and the deadlines of a
 	// new connection. See limits.Limits and docs/operations.md.
 	Limits limits.Limits
+}
+
+// MirrorConfig is the "OpcUa:Mirror" section: session and subscription
+// mirroring under OpcUa:RedundancySupport HotAndMirrored
+// (docs/redundancy.md, "Mirrored sessions").
+type MirrorConfig struct {
+	// Sync: a NotificationMessage leaves for the client only once every
+	// ready peer acknowledged it, or AckTimeout passed. false sends at once;
+	// a failover right after a message may then deliver its values twice.
+	// Default true.
+	Sync bool
+
+	// AckTimeout bounds the wait of Sync; a peer that misses it puts the
+	// session back to Warm. 1 ms to 5 s. Default 50 ms.
+	AckTimeout time.Duration
+
+	// MaxLagBytes bounds what one peer may hold unacknowledged; beyond it
+	// the largest sessions are put back to Warm, never queued. Bytes,
+	// 65536 (64 KiB) to 1073741824 (1 GiB). Default 16777216 (16 MiB).
+	MaxLagBytes int
+
+	// QueueSize is the queue of every mirrored data item on a peer: the
+	// values a client can be owed after a failover. 1 to 10000 values.
+	// Default 100.
+	QueueSize int
+
+	// MatchWindow: a value sampled on a peer and one reported by the
+	// serving member are the same device value when they are equal and
+	// their SourceTimestamps differ by at most this. 10 ms to 60 s.
+	// Default 1 s.
+	MatchWindow time.Duration
 }
 
 // SecurityConfig is the "OpcUa:Security" section.
@@ -667,11 +728,13 @@ func staticDefaults() *Config {
 			PeerApplicationUris: []string{},
 			PeerDiscoveryUrls:   []string{},
 			RedundancySupport:   RedundancyWarm,
-			Security:            SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki", AllowAnonymous: true},
-			Authorization:       defaultAuthorization(),
-			Limits:              limits.Defaults(),
-			WriteMode:           WriteModeOptimistic,
-			WriteTimeout:        2 * time.Second,
+			Mirror: MirrorConfig{Sync: true, AckTimeout: DefaultMirrorAckTimeout, MaxLagBytes: DefaultMirrorMaxLagBytes,
+				QueueSize: DefaultMirrorQueueSize, MatchWindow: DefaultMirrorMatchWindow},
+			Security:      SecurityConfig{Policies: []string{"None:None"}, PkiDir: "pki", AllowAnonymous: true},
+			Authorization: defaultAuthorization(),
+			Limits:        limits.Defaults(),
+			WriteMode:     WriteModeOptimistic,
+			WriteTimeout:  2 * time.Second,
 		},
 		Deployment: DeploymentConfig{PollInterval: 5 * time.Second},
 		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: DefaultPromotionHold, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},

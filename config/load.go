@@ -174,6 +174,8 @@ func (c *Config) resolve(baseDir string) {
 		o.RedundancySupport = RedundancyWarm
 	case strings.EqualFold(o.RedundancySupport, RedundancyHot):
 		o.RedundancySupport = RedundancyHot
+	case strings.EqualFold(o.RedundancySupport, RedundancyHotAndMirrored):
+		o.RedundancySupport = RedundancyHotAndMirrored
 	}
 	for i, p := range o.Security.Policies {
 		o.Security.Policies[i] = canonicalPolicy(p)

@@ -438,7 +438,7 @@ func TestValidationCases(t *testing.T) {
 		{"zero duration", `{"Cluster": {"AutoDownUnreachableAfter": "00:00:00"}}`, nil, "Cluster:AutoDownUnreachableAfter", "0s", "greater than 0", ""},
 		{"heartbeat negative", `{"Cluster": {"FailureDetector": {"HeartbeatInterval": "-1s"}}}`, nil, "Cluster:FailureDetector:HeartbeatInterval", "-1s", "greater than 0", ""},
 		{"threshold zero", `{"Cluster": {"FailureDetector": {"Threshold": 0}}}`, nil, "Cluster:FailureDetector:Threshold", "0", "greater than 0", ""},
-		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot", ""},
+		{"bad redundancy support", `{"OpcUa": {"RedundancySupport": "Cold"}}`, nil, "OpcUa:RedundancySupport", "Cold", "accepted values are Warm, Hot, HotAndMirrored", ""},
 		{"security policy", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256", "accepted values are None:None, Basic256Sha256:Sign, Basic256Sha256:SignAndEncrypt", ""},
 		{"security policy mode", `{"OpcUa": {"Security": {"Policies": ["Basic256Sha256:None"]}}}`, nil, "OpcUa:Security:Policies:0", "Basic256Sha256:None", "Aes256_Sha256_RsaPss:SignAndEncrypt", ""},
 		{"security policy twice", `{"OpcUa": {"Security": {"Policies": ["basic256sha256:signandencrypt", "Basic256Sha256:SignAndEncrypt"]}}}`, nil, "OpcUa:Security:Policies:1", "Basic256Sha256:SignAndEncrypt", "already OpcUa:Security:Policies:0", ""},
@@ -554,7 +554,7 @@ func TestValidationCollectsEveryError(t *testing.T) {
 		`Cluster:Roles:0 = "web": accepted values are admin, driver`,
 		`Cluster:SplitBrainResolverStrategy = "keep-newest": accepted values are auto-down, keep-oldest, keep-majority, static-quorum, lease-majority`,
 		`Node:ClusterId = "": accepted values are non-empty names`,
-		`OpcUa:RedundancySupport = "cold": accepted values are Warm, Hot`,
+		`OpcUa:RedundancySupport = "cold": accepted values are Warm, Hot, HotAndMirrored`,
 		`ConfigDb:Provider = "oracle": accepted values are sqlite, sqlserver, postgres`,
 		`Http:Port = "99999" (from OTOPCUA_HTTP__PORT): accepted values are 0 (disabled) or 1..65535`,
 	}

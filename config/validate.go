@@ -253,9 +253,7 @@ func (c *Config) validateOpcUa(p *problems) {
 			p.add(fmt.Sprintf("OpcUa:PeerDiscoveryUrls:%d", i), s, "accepted values are endpoint URLs such as opc.tcp://node-b:4840")
 		}
 	}
-	if o.RedundancySupport != RedundancyWarm && o.RedundancySupport != RedundancyHot {
-		p.add("OpcUa:RedundancySupport", o.RedundancySupport, oneOf([]string{RedundancyWarm, RedundancyHot}))
-	}
+	c.validateRedundancySupport(p)
 	if len(o.Security.Policies) == 0 {
 		p.add("OpcUa:Security:Policies", "", "accepted values are lists with at least one policy: "+strings.Join(SecurityPolicies, ", "))
 	}

@@ -64,6 +64,9 @@ type adminBackend struct {
 	// floating is the floating address panel of a ClusterId (nil: none);
 	// set once before the HTTP server starts.
 	floating func(clusterID string) *admin.FloatingPanel
+	// mirror is the mirrored sessions table of a ClusterId (nil: none);
+	// set once before the HTTP server starts.
+	mirror func(clusterID string) *admin.MirrorPanel
 	// mu guards sent: plan also runs outside turn, for the answer of
 	// RequestServerStateChange.
 	mu sync.Mutex
@@ -103,6 +106,9 @@ func (b *adminBackend) Redundancy(id string) (admin.RedundancyPanel, error) {
 	})
 	if err == nil && b.floating != nil {
 		p.Floating = b.floating(id)
+	}
+	if err == nil && b.mirror != nil {
+		p.Mirror = b.mirror(id)
 	}
 	return p, err
 }

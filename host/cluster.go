@@ -80,12 +80,13 @@ func clusterCredentials(cfg *config.Config, purpose string, logger *slog.Logger)
 // Cluster:SeedNodes at once (a lone node, or the first seed finding no
 // other, forms the cluster; others use the self-form fallback).
 //
-// exits is the group of this node's singleton managers: the daemon's
+// uid is this process's incarnation (daemon.NewUID). exits is the group
+// of this node's singleton managers: the daemon's
 // graceful leave waits for their hand-over. creds (nil without
 // Cluster:Tls) tell the daemon of peers whose certificate this node
 // refused, which keeps it from forming a cluster of its own beside them.
-func startCluster(cfg *config.Config, sys *actors.System, creds *clustertls.Credentials, keeper *leaseKeeper, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
-	nc, err := daemon.NodeConfig(cfg, daemon.NewUID())
+func startCluster(cfg *config.Config, uid uint64, sys *actors.System, creds *clustertls.Credentials, keeper *leaseKeeper, metrics *telemetry.Metrics, exits *singleton.ExitGroup, logger *slog.Logger) (*clusterRuntime, error) {
+	nc, err := daemon.NodeConfig(cfg, uid)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

@@ -28,20 +28,25 @@
 //     directory; an unreachable networked database does not stop start-up,
 //     its migration is retried in the background);
 //  5. OPC UA security (the admin users, which also check UserName tokens);
-//  6. OPC UA server, its metrics, the ServiceLevel publisher, the floating
+//  6. the session mirror (OpcUa:RedundancySupport HotAndMirrored, mirror.go:
+//     named by this process's incarnation, drawn before anything starts),
+//     OPC UA server, its metrics, the ServiceLevel publisher, the floating
 //     address's executor (Redundancy:FloatingAddress, when set: a leftover
 //     address from this node's previous run is removed here, before the
 //     endpoint opens), then the OPC UA endpoint (listens);
 //  7. lease (Cluster:Lease, when set);
 //  8. membership daemon (joins at once), node info;
-//  9. redundancy runtime, data plane;
+//  9. redundancy runtime, the session mirror's binding (its batches over
+//     the mediator, its peers from membership), data plane, then the
+//     mirror opens to its peers' sessions (their items sample the tags of
+//     the deployment the data plane just applied);
 //  10. manual failover (receiver, admin panel watcher, admin backend),
 //     RequestServerStateChange, the floating address's loop (its stop
 //     releases the address this node holds);
 //  11. HTTP (Http:Port, when set).
 //
-// Stop order: HTTP, data plane, redundancy runtime, OPC UA server,
-// supervision tree, the membership daemon with the actor system (the
+// Stop order: HTTP, data plane, the mirror's binding, redundancy runtime,
+// OPC UA server, the session mirror, supervision tree, the membership daemon with the actor system (the
 // cluster transport's stop: gracefully unless a peer is dead), Config DB,
 // telemetry. The Config DB opens after the transport but closes after it:
 // the actors and the daemon's lease use it until the system stops. Before

@@ -22,16 +22,4 @@ func newGuard(view *redundancy.RoleView, metrics *telemetry.Metrics, logger *slo
 // but its own address (an empty list is its own address after loading).
 // Such a node has no driver peer to wait for, so the gate services it
 // before it has formed its cluster; any other node waits to be a member.
-func aloneByConfiguration(cfg *config.Config) bool {
-	if len(cfg.OpcUa.PeerApplicationUris) > 0 {
-		return false
-	}
-	self := cfg.Cluster.SelfAddress()
-	for _, s := range cfg.Cluster.SeedNodes {
-		a, err := config.ParseSeedAddress(s)
-		if err != nil || !a.Equal(self) {
-			return false
-		}
-	}
-	return true
-}
+func aloneByConfiguration(cfg *config.Config) bool { return cfg.SingleNode() }

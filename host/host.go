@@ -12,6 +12,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/cluster/daemon"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
@@ -56,7 +57,7 @@ type Options struct {
 // the order of partList and stops them in reverse; how the run ends sets
 // what it returns (exitWith).
 func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) error {
-	n := &wiring{ctx: ctx, cfg: cfg, opts: opts, log: logger}
+	n := &wiring{ctx: ctx, cfg: cfg, opts: opts, log: logger, uid: daemon.NewUID()}
 	p := newParts(logger)
 	defer p.stop()
 	if err := p.startAll(n.partList()); err != nil {
@@ -97,12 +98,10 @@ func manualFailover(ctx context.Context, m *wire.ManualFailover, cfg *config.Con
 	return exitWith(endManualFailover, nil)
 }
 
-func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opcua.Config {
-	support := ua.RedundancySupportWarm
-	if cfg.OpcUa.RedundancySupport == config.RedundancyHot {
-		support = ua.RedundancySupportHot
-	}
-	return opcua.Config{
+// opcuaConfig maps the configuration onto the OPC UA server's; mirror is
+// nil unless OpcUa:RedundancySupport is HotAndMirrored.
+func opcuaConfig(cfg *config.Config, sec opcuaSecurity, mirror *mirroring, logger *slog.Logger) opcua.Config {
+	c := opcua.Config{
 		ListenHost:          opcuaListenHost(cfg.Cluster.Hostname, cfg.Redundancy.FloatingAddress.Address),
 		Port:                cfg.OpcUa.Port,
 		PublicHostname:      cfg.Cluster.PublicHostname,
@@ -110,7 +109,7 @@ func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opc
 		ApplicationName:     cfg.OpcUa.ApplicationName,
 		PeerApplicationURIs: cfg.OpcUa.PeerApplicationUris,
 		PeerDiscoveryURLs:   cfg.OpcUa.PeerDiscoveryUrls,
-		RedundancySupport:   support,
+		RedundancySupport:   ua.RedundancySupportWarm,
 		BuildInfo:           opcua.BuildInfo{SoftwareVersion: Version, BuildNumber: Commit},
 		Logger:              logger,
 
@@ -123,6 +122,16 @@ func opcuaConfig(cfg *config.Config, sec opcuaSecurity, logger *slog.Logger) opc
 
 		Limits: cfg.OpcUa.Limits,
 	}
+	switch cfg.OpcUa.RedundancySupport {
+	case config.RedundancyHot:
+		c.RedundancySupport = ua.RedundancySupportHot
+	case config.RedundancyHotAndMirrored:
+		if mirror == nil {
+			panic("host: OpcUa:RedundancySupport is HotAndMirrored but no session mirror was built")
+		}
+		c.RedundancySupport, c.Mirror = ua.RedundancySupportHotAndMirrored, mirror.member
+	}
+	return c
 }
 
 // Readiness bounds.

@@ -182,15 +182,15 @@ func stopOrder(list []part) (starts, stops []string) {
 func TestRunPartsOrder(t *testing.T) {
 	starts, stops := stopOrder((&wiring{}).partList())
 	wantStarts := []string{"telemetry", "cluster transport", "supervision tree", "Config DB", "OPC UA security",
-		"OPC UA server", "OPC UA metrics", "ServiceLevel publisher", "floating address executor", "OPC UA endpoint", "lease",
-		"membership daemon", "node info", "redundancy runtime", "data plane", "manual failover", "RequestServerStateChange",
+		"session mirror", "OPC UA server", "OPC UA metrics", "ServiceLevel publisher", "floating address executor", "OPC UA endpoint", "lease",
+		"membership daemon", "node info", "redundancy runtime", "session mirror peers", "data plane", "session mirror open", "manual failover", "RequestServerStateChange",
 		"floating address", "HTTP"}
 	if !slices.Equal(starts, wantStarts) {
 		t.Fatalf("start order %q, want %q", starts, wantStarts)
 	}
-	wantStops := []string{"HTTP", "floating address", "RequestServerStateChange", "manual failover", "data plane", "redundancy runtime",
-		"node info", "membership daemon", "lease", "OPC UA endpoint", "floating address executor", "ServiceLevel publisher", "OPC UA metrics",
-		"OPC UA server", "OPC UA security", "supervision tree", "cluster transport", "Config DB", "telemetry"}
+	wantStops := []string{"HTTP", "floating address", "RequestServerStateChange", "manual failover", "session mirror open", "data plane", "session mirror peers",
+		"redundancy runtime", "node info", "membership daemon", "lease", "OPC UA endpoint", "floating address executor", "ServiceLevel publisher",
+		"OPC UA metrics", "OPC UA server", "session mirror", "OPC UA security", "supervision tree", "cluster transport", "Config DB", "telemetry"}
 	if !slices.Equal(stops, wantStops) {
 		t.Fatalf("stop order %q, want %q", stops, wantStops)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/otopcua/otopcua/actors"
 	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/cluster/clustertls"
+	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/singleton"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/configdb"
@@ -53,6 +54,10 @@ type wiring struct {
 	failover *failoverReceiver
 	backend  *adminBackend
 	floating *floatingPart // nil without Redundancy:FloatingAddress
+	// uid is this process's incarnation, drawn before anything starts:
+	// the session mirror is named by it before the daemon starts with it.
+	uid    uint64
+	mirror *mirroring // nil unless OpcUa:RedundancySupport is HotAndMirrored
 }
 
 // partList is the node's parts in start order; they stop in reverse, the
@@ -64,6 +69,7 @@ func (n *wiring) partList() []part {
 		{name: "supervision tree", start: n.startTree},
 		{name: "Config DB", start: n.openConfigDb, under: "cluster transport"},
 		{name: "OPC UA security", start: n.startSecurity},
+		{name: "session mirror", start: n.newMirror},
 		{name: "OPC UA server", start: n.newServer},
 		{name: "OPC UA metrics", start: n.registerServerMetrics},
 		{name: "ServiceLevel publisher", start: n.newLevels},
@@ -73,7 +79,9 @@ func (n *wiring) partList() []part {
 		{name: "membership daemon", start: n.startCluster},
 		{name: "node info", start: n.registerInfo},
 		{name: "redundancy runtime", start: n.startRedundancy},
+		{name: "session mirror peers", start: n.bindMirror},
 		{name: "data plane", start: n.startDataPlane},
+		{name: "session mirror open", start: n.openMirror},
 		{name: "manual failover", start: n.startFailover},
 		{name: "RequestServerStateChange", start: n.registerStateChange},
 		{name: "floating address", start: n.startFloating},
@@ -152,11 +160,45 @@ func (n *wiring) startSecurity() (func() error, error) {
 	return nil, err
 }
 
+// newMirror builds the session mirror under OpcUa:RedundancySupport
+// HotAndMirrored; it closes after the OPC UA server.
+func (n *wiring) newMirror() (func() error, error) {
+	if !n.cfg.OpcUa.Mirrored() {
+		return nil, nil
+	}
+	self := membership.UniqueAddress{Host: n.cfg.Cluster.PublicHostname, Port: n.cfg.Cluster.Port, UID: n.uid}
+	m, err := newMirroring(n.cfg, self, n.metrics.Meter(), n.log)
+	if err != nil {
+		return nil, fmt.Errorf("session mirror: %w", err)
+	}
+	n.mirror = m
+	return quiet(m.close), nil
+}
+
+// bindMirror carries the mirror's batches over the redundancy runtime's
+// mediator and keeps its peers current; it stops before the mediator.
+func (n *wiring) bindMirror() (func() error, error) {
+	if n.mirror == nil {
+		return nil, nil
+	}
+	n.mirror.bind(n.red.med, n.cluster.d)
+	return quiet(n.mirror.unbind), nil
+}
+
+// openMirror lets the peers' sessions in once the data plane applied its
+// first deployment (mirroring.open).
+func (n *wiring) openMirror() (func() error, error) {
+	if n.mirror != nil {
+		n.mirror.open()
+	}
+	return nil, nil
+}
+
 // newServer builds the OPC UA server. The tag namespace comes first after
 // the server's own, so that it has the same index on every node of the
 // set.
 func (n *wiring) newServer() (func() error, error) {
-	srv, err := opcua.New(opcuaConfig(n.cfg, n.sec, n.log))
+	srv, err := opcua.New(opcuaConfig(n.cfg, n.sec, n.mirror, n.log))
 	if err != nil {
 		return nil, fmt.Errorf("OPC UA server: %w", err)
 	}
@@ -207,7 +249,7 @@ func (n *wiring) openLease() (func() error, error) {
 // startCluster starts the membership daemon; the cluster transport's stop
 // stops it.
 func (n *wiring) startCluster() (func() error, error) {
-	c, err := startCluster(n.cfg, n.sys, n.creds, n.keeper, n.metrics, &n.exits, n.log)
+	c, err := startCluster(n.cfg, n.uid, n.sys, n.creds, n.keeper, n.metrics, &n.exits, n.log)
 	if err != nil {
 		return nil, err
 	}
@@ -254,6 +296,9 @@ func (n *wiring) startFailover() (func() error, error) {
 	n.red.follow(wire.Topic, watch.Handle)
 	n.backend = newAdminBackend(n.cluster.d, n.red.med, n.db, watch, downingText(n.cluster.nc), n.cfg.Redundancy.ManualFailoverDrain, time.Now)
 	n.red.devices.backend.Store(n.backend)
+	if n.mirror != nil {
+		n.backend.mirror = n.mirror.panelOf(n.cfg.Node.ClusterId, n.cfg.Cluster.NodeID())
+	}
 	return nil, nil
 }
 

@@ -89,10 +89,18 @@ type Config struct {
 	PeerDiscoveryURLs []string
 
 	// RedundancySupport is the value of
-	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm or
-	// ua.RedundancySupportHot (the non-transparent modes otopcua implements).
-	// Default: Warm.
+	// Server.ServerRedundancy.RedundancySupport: ua.RedundancySupportWarm,
+	// ua.RedundancySupportHot or ua.RedundancySupportHotAndMirrored (the
+	// modes otopcua implements). HotAndMirrored needs Mirror, and Mirror
+	// needs HotAndMirrored. Default: HotAndMirrored with Mirror, else Warm.
 	RedundancySupport ua.RedundancySupport
+
+	// Mirror mirrors the sessions and subscriptions served here to the
+	// other members of the redundant set and holds theirs (package
+	// opcua/mirror); New attaches it to the subscription engine. The
+	// caller keeps its peers current and closes it after Close. Default:
+	// nil, no mirroring.
+	Mirror *mirror.Member
 
 	// BuildInfo fills Server.ServerStatus.BuildInfo.
 	BuildInfo BuildInfo
@@ -163,12 +171,6 @@ type Config struct {
 	// Logger default to the ones above; its Limits are Config.Limits (New
 	// refuses a Config that sets them here instead).
 	Subscriptions subscription.Options
-
-	// Mirror mirrors the sessions and subscriptions served here to the
-	// other members of the redundant set and holds theirs
-	// (RedundancySupport HotAndMirrored). New attaches the engine to it.
-	// nil: no mirroring.
-	Mirror *mirror.Member
 }
 
 // withDefaults returns c with every zero field set to its default, or an
@@ -212,10 +214,20 @@ func (c Config) withDefaults() (Config, error) {
 	switch c.RedundancySupport {
 	case ua.RedundancySupportNone:
 		c.RedundancySupport = ua.RedundancySupportWarm
-	case ua.RedundancySupportWarm, ua.RedundancySupportHot:
+		if c.Mirror != nil {
+			c.RedundancySupport = ua.RedundancySupportHotAndMirrored
+		}
+	case ua.RedundancySupportWarm, ua.RedundancySupportHot, ua.RedundancySupportHotAndMirrored:
 	default:
-		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d) or Hot (%d)",
-			c.RedundancySupport, ua.RedundancySupportWarm, ua.RedundancySupportHot)
+		return c, fmt.Errorf("opcua: Config.RedundancySupport %v: want Warm (%d), Hot (%d) or HotAndMirrored (%d)",
+			c.RedundancySupport, ua.RedundancySupportWarm, ua.RedundancySupportHot, ua.RedundancySupportHotAndMirrored)
+	}
+	switch mirrored := c.RedundancySupport == ua.RedundancySupportHotAndMirrored; {
+	case mirrored && c.Mirror == nil:
+		return c, fmt.Errorf("opcua: Config.RedundancySupport HotAndMirrored needs Config.Mirror (the member that mirrors the sessions)")
+	case !mirrored && c.Mirror != nil:
+		return c, fmt.Errorf("opcua: Config.Mirror is set but Config.RedundancySupport is %v: want HotAndMirrored (%d), which clients read to use the mirror",
+			c.RedundancySupport, ua.RedundancySupportHotAndMirrored)
 	}
 	b := &c.BuildInfo
 	b.ProductName = orDefault(b.ProductName, DefaultProductName)

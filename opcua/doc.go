@@ -19,7 +19,7 @@
 //     BuildInfo, SecondsTillShutdown, ShutdownReason.
 //   - ServerRedundancy (i=2296), retyped from ServerRedundancyType to
 //     NonTransparentRedundancyType (i=2039), with the properties
-//     RedundancySupport (i=3709, Warm or Hot), ServerUriArray (i=11314,
+//     RedundancySupport (i=3709, Warm, Hot or HotAndMirrored), ServerUriArray (i=11314,
 //     every server of the set, this one first) and RedundantServerArray
 //     (i=11313). RedundantServerArray is optional for NonTransparent
 //     redundancy; it is published so that a client connected to any one

@@ -102,7 +102,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.engine = subscription.New(diagSource{src: space.Source(), diag: &s.diag}, opts)
 	if cfg.Mirror != nil {
-		cfg.Mirror.Attach(s.engine)
+		cfg.Mirror.Attach(s.engine, func(id *ua.NodeID) { s.ua.EndSession(id, "taken over by another member") })
 	}
 	s.ua, err = uaserver.New(cfg.uaserverConfig(), space, s.engine)
 	if err != nil {

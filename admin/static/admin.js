@@ -53,6 +53,27 @@
     return tr;
   }
 
+  var DASH = "\u2014";
+
+  function mirrorRow(m) {
+    var tr = document.createElement("tr");
+    tr.dataset.nodeId = m.nodeId;
+    tr.appendChild(cell("nodeId", m.nodeId));
+    tr.appendChild(cell("held", m.holds ? String(m.held) : DASH));
+    tr.appendChild(cell("heldReady", m.holds ? (m.heldReady ? "yes" : "no (catching up: a failover falls back to Warm)") : DASH));
+    tr.appendChild(cell("standby", m.standby ? (m.standbyReady ? "yes" : "no (catching up)") : DASH));
+    tr.appendChild(cell("lagBytes", m.standby ? String(m.lagBytes) : DASH));
+    return tr;
+  }
+
+  function renderMirror(mp) {
+    var body = document.getElementById("mirror-body");
+    if (!mp || !body) { return; }
+    text("mirror-node", mp.node);
+    text("mirror-served", String(mp.served));
+    body.replaceChildren.apply(body, (mp.members || []).map(mirrorRow));
+  }
+
   function failoverRow(f) {
     var tr = document.createElement("tr");
     [fmtTime(f.at), String(f.epoch), f.from || "\u2014", f.to].forEach(function (v) {
@@ -84,6 +105,7 @@
       document.getElementById("members-body"), (p.members || []).map(memberRow));
     document.getElementById("failovers-body").replaceChildren.apply(
       document.getElementById("failovers-body"), (p.failovers || []).map(failoverRow));
+    renderMirror(p.mirror);
     renderButton(p);
   }
 

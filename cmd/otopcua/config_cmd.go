@@ -45,6 +45,7 @@ Exits 0 when valid, 2 when not.`,
 			fmt.Fprintf(c.stdout, "ok: %s\n", cfg.Summary())
 			fmt.Fprintf(c.stdout, "%s\n", cfg.LocalDbReplication().Reason())
 			fmt.Fprintf(c.stdout, "%s\n", cfg.FloatingSummary())
+			fmt.Fprintf(c.stdout, "%s\n", cfg.MirrorSummary())
 			for _, w := range cfg.Warnings() {
 				fmt.Fprintf(c.stdout, "warning: %s\n", w)
 			}

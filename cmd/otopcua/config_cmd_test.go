@@ -40,3 +40,28 @@ func TestConfigCheckWarnsOfClearTextReplication(t *testing.T) {
 		t.Fatalf("config check printed the key: %q", stdout.String())
 	}
 }
+
+// TestConfigCheckPrintsSessionMirroring: the mirroring settings in force,
+// and the refusal of HotAndMirrored on a node without a cluster.
+func TestConfigCheckPrintsSessionMirroring(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "appsettings.json")
+	if err := os.WriteFile(file, []byte(`{"Cluster": {"PublicHostname": "a", "SeedNodes": ["a:4053", "b:4053"]},
+		"OpcUa": {"RedundancySupport": "HotAndMirrored", "Mirror": {"AckTimeout": "20ms"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"config", "check", "--ignore-env", file}, &stdout, &stderr, nil)
+	want := "session mirroring on (HotAndMirrored) sync=on ack-timeout=20ms max-lag-bytes=16777216 queue-size=100 match-window=1s"
+	if code != 0 || !strings.Contains(stdout.String(), want) {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and %q", code, stdout.String(), stderr.String(), want)
+	}
+	if err := os.WriteFile(file, []byte(`{"OpcUa": {"RedundancySupport": "HotAndMirrored"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"config", "check", "--ignore-env", file}, &stdout, &stderr, nil)
+	if out := stdout.String() + stderr.String(); code != 2 || !strings.Contains(out, `OpcUa:RedundancySupport = "HotAndMirrored": accepted values are Warm or Hot on a node without a cluster`) {
+		t.Fatalf("exit %d, output %q; want 2 naming OpcUa:RedundancySupport", code, out)
+	}
+}

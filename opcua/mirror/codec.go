@@ -7,8 +7,10 @@ import (
 	"math"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/opcua/uaserver/uabin"
 	"github.com/otopcua/otopcua/opcua/uawire"
 )
 
@@ -266,18 +268,25 @@ func encRequest(id string, req ua.Request) ([]byte, error) {
 
 // encSent encodes the part of a PublishResponse a replica needs: the
 // subscription and its NotificationMessage.
-func encSent(id string, r *ua.PublishResponse) ([]byte, error) {
+func encSent(key string, r *ua.PublishResponse) ([]byte, error) {
 	var e enc
 	at := e.begin(kSent)
-	e.str(id)
-	if err := e.service(&ua.PublishResponse{
+	e.str(key)
+	e.u32(0)
+	lenAt := len(e.b)
+	var err error
+	// uabin's fast path: this runs for every message a client gets.
+	e.b, err = uabin.AppendResponse(e.b, id.PublishResponse_Encoding_DefaultBinary, &ua.PublishResponse{
 		ResponseHeader:      emptyResponseHeader(),
 		SubscriptionID:      r.SubscriptionID,
 		NotificationMessage: r.NotificationMessage,
+		Results:             []ua.StatusCode{},
 		DiagnosticInfos:     []*ua.DiagnosticInfo{},
-	}); err != nil {
-		return nil, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mirror: encode a PublishResponse: %w", err)
 	}
+	binary.LittleEndian.PutUint32(e.b[lenAt-4:lenAt], uint32(len(e.b)-lenAt))
 	e.end(at)
 	return e.b, nil
 }

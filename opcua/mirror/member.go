@@ -11,6 +11,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
+	"github.com/otopcua/otopcua/opcua/loglimit"
 	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -44,6 +45,7 @@ const (
 type Member struct {
 	opts  Options
 	log   *slog.Logger
+	lines *loglimit.Limiter // lines a client can repeat: one a minute per kind
 	clock clockwork.Clock
 
 	wake  chan struct{}
@@ -52,12 +54,13 @@ type Member struct {
 	wg    sync.WaitGroup
 	once  sync.Once
 
-	mu      sync.Mutex
-	engine  *subscription.Engine      // set by Attach; mu must be held.
-	peers   map[string]*peer          // streams to the peers; mu must be held.
-	served  map[string]*served        // sessions served here, by NodeId string; mu must be held.
-	origins map[string]*origin        // the peers whose sessions are held here; mu must be held.
-	byHash  map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
+	mu         sync.Mutex
+	engine     *subscription.Engine      // set by Attach; mu must be held.
+	endSession func(id *ua.NodeID)       // set by Attach; mu must be held.
+	peers      map[string]*peer          // streams to the peers; mu must be held.
+	served     map[string]*served        // sessions served here, by NodeId string; mu must be held.
+	origins    map[string]*origin        // the peers whose sessions are held here; mu must be held.
+	byHash     map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
 	// strangers are members whose batches were dropped because they were
 	// not peers yet; mu must be held.
 	strangers map[string]bool
@@ -137,6 +140,7 @@ func New(o Options) *Member {
 	return &Member{
 		opts:      o,
 		log:       o.Logger.With("component", "mirror"),
+		lines:     loglimit.New(time.Minute, 64),
 		clock:     o.Clock,
 		wake:      make(chan struct{}, 1),
 		inbox:     make(chan inbound, inboxSize),
@@ -175,13 +179,17 @@ func (o *Options) setDefaults() {
 
 // Attach gives the member the server's subscription engine and starts its
 // goroutines. opcua.New calls it once, before the server starts.
-func (m *Member) Attach(e *subscription.Engine) {
+//
+// endSession ends a session served here without deleting anything on the
+// peers; the member calls it when a peer took one of them over.
+func (m *Member) Attach(e *subscription.Engine, endSession func(id *ua.NodeID)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.started || m.closed {
 		return
 	}
 	m.engine = e
+	m.endSession = endSession
 	m.started = true
 	e.OnExpire(m.expired)
 	m.wg.Add(2)

@@ -144,7 +144,7 @@ func (h *hub) start(t *testing.T, name string, o Options) *member {
 	h.mu.Lock()
 	h.members[name] = m
 	h.mu.Unlock()
-	m.Attach(e)
+	m.Attach(e, nil)
 	t.Cleanup(func() {
 		m.Close()
 		e.Close()

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -241,9 +242,17 @@ func (m *Member) sessionLocked(o *origin, rs *replicaSess, r record) func() {
 // takenLocked: the session key moved to o's member (a client activated it
 // there). m.mu must be held.
 func (m *Member) takenLocked(o *origin, key string) func() {
-	if s := m.served[key]; s != nil && !s.warm {
-		s.warm, s.why = true, "taken-over"
+	if s := m.served[key]; s != nil {
+		// Its client moved: the copy here must not be activated again,
+		// and the peer's snapshot of it, which follows, makes it a
+		// replica here.
+		delete(m.served, key)
 		m.log.Info("mirror: a session served here was taken over by a peer", "session", key, "peer", o.name)
+		end, node := m.endSession, s.ms.ID
+		if end == nil || node == nil {
+			return nil
+		}
+		return func() { end(node) }
 	}
 	for _, other := range m.origins {
 		if other == o {
@@ -304,16 +313,21 @@ func (m *Member) Lookup(tokenHash [32]byte) (uaserver.MirroredSession, bool) {
 		for name, o := range m.origins {
 			if !o.ready || o.broken {
 				m.stats.Takeovers["not-ready"]++
-				m.log.Warn("mirror: a client asks for a session this member does not hold while the mirror of a peer is not complete; it falls back to Warm",
+				m.lines.Log(m.log, slog.LevelWarn, "not-ready:"+name, m.clock.Now(),
+					"mirror: a client asks for a session this member does not hold while the mirror of a peer is not complete; it falls back to Warm",
 					"origin", name)
-				break
+				return uaserver.MirroredSession{}, false
 			}
 		}
+		m.stats.Takeovers["unknown"]++
+		m.lines.Log(m.log, slog.LevelWarn, "unknown", m.clock.Now(),
+			"mirror: a client asks for a session no member mirrored here (it ended, or its server died before this member held its mirror); it falls back to Warm")
 		return uaserver.MirroredSession{}, false
 	}
 	if o := rs.origin; !o.ready || o.broken {
 		m.stats.Takeovers["not-ready"]++
-		m.log.Warn("mirror: a client asks for a session whose mirror is not complete here; it falls back to Warm",
+		m.lines.Log(m.log, slog.LevelWarn, "not-ready:"+o.name, m.clock.Now(),
+			"mirror: a client asks for a session whose mirror is not complete here; it falls back to Warm",
 			"session", rs.id, "origin", o.name)
 		return uaserver.MirroredSession{}, false
 	}

@@ -3,6 +3,7 @@ package uaserver
 import (
 	"bytes"
 	"crypto/sha256"
+	"log/slog"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -122,7 +123,8 @@ func (s *Server) mirrorSession(sess *session) {
 func (s *Server) takeOver(c *call, req *ua.ActivateSessionRequest, ms MirroredSession) (ua.Response, error) {
 	refuse := func(code ua.StatusCode, why string) (ua.Response, error) {
 		s.counters.rejectedSessions.Add(1)
-		s.log.Warn("uaserver: takeover of a mirrored session refused", "session", ms.ID, "why", why,
+		s.logs.Log(s.log, slog.LevelWarn, "takeover:"+c.ch.addr, s.cfg.Clock.Now(),
+			"uaserver: takeover of a mirrored session refused", "session", ms.ID, "why", why,
 			"status", code, "client", c.ch.addr)
 		return nil, code
 	}
@@ -232,4 +234,24 @@ func (t *sessionTable) adopt(chID uint32, addr string, token *ua.NodeID, ms Mirr
 	}
 	a.sessions++
 	return sess, sess.nonce, "", ua.StatusOK
+}
+
+// EndSession ends session id, deleting its subscriptions, and reports
+// whether it existed: another member of the redundant set took it over
+// (its client activated it there), so this copy must not be activated
+// again here.
+func (s *Server) EndSession(id *ua.NodeID, reason string) bool {
+	s.sessions.mu.Lock()
+	var sess *session
+	for _, x := range s.sessions.byToken {
+		if x.id.String() == id.String() {
+			sess = x
+			break
+		}
+	}
+	s.sessions.mu.Unlock()
+	if sess == nil {
+		return false
+	}
+	return s.sessions.end(sess, true, reason)
 }

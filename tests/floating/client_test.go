@@ -27,6 +27,9 @@ type event struct {
 	Value   uint32 `json:"value"`
 	Status  string `json:"status"`
 	Message string `json:"message"`
+	// Session and Subscription are the ids a value arrived on.
+	Session      string `json:"session"`
+	Subscription uint32 `json:"subscription"`
 }
 
 // uaClient is the independent client: node-opcua in the client namespace,
@@ -43,7 +46,7 @@ type uaClient struct {
 	events []event // mu must be held.
 }
 
-func startClient(t *testing.T, h *netem.Host, addr netip.Addr) *uaClient {
+func startClient(t *testing.T, h *netem.Host, addr netip.Addr, args ...string) *uaClient {
 	t.Helper()
 	dir := filepath.Join(procs.RepoRoot(), "tests", "interop")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node-opcua-client")); err != nil {
@@ -57,7 +60,7 @@ func startClient(t *testing.T, h *netem.Host, addr netip.Addr) *uaClient {
 		// /etc/netns/NS/hosts as /etc/hosts inside the namespace).
 		url = fmt.Sprintf("opc.tcp://%s:%d", hostsName(t, h, addr), opcPort)
 	}
-	argv := append(h.Wrap(), "node", "floating.mjs", url, namespaceURI, tag)
+	argv := append(append(h.Wrap(), "node", "floating.mjs", url, namespaceURI, tag), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	stdin, err := cmd.StdinPipe()

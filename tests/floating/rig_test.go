@@ -62,6 +62,7 @@ type rig struct {
 	macs  map[string]string // host → MAC of its eth0
 
 	counter atomic.Uint32 // the device register's value
+	poll    string        // the device's poll interval (deployment syntax); "": 100 ms
 	sampler *sampler
 }
 
@@ -189,19 +190,26 @@ func (r *rig) healthy() {
 	r.start("a")
 	r.start("b")
 	r.t.Cleanup(r.keepLogs) // before the nodes' cleanups and their directories' removal
-	procs.Deploy(r.t, r.cfgs["a"], deviceDoc(r.dev.Addr()))
+	poll := r.poll
+	if poll == "" {
+		poll = "00:00:00.100"
+	}
+	procs.Deploy(r.t, r.cfgs["a"], deviceDocPolled(r.dev.Addr(), poll))
 	r.waitOwner("a", 90*time.Second)
 	r.sampler.waitMAC(r.t, r.macs["a"], time.Now().Add(-time.Hour), 30*time.Second)
 }
 
-func deviceDoc(devAddr string) string {
+func deviceDoc(devAddr string) string { return deviceDocPolled(devAddr, "00:00:00.100") }
+
+// deviceDocPolled is deviceDoc with the device polled every poll.
+func deviceDocPolled(devAddr, poll string) string {
 	return fmt.Sprintf(`{
   "clusterId": %q,
   "devices": [
-    {"name": "press1", "driver": "modbus-tcp", "address": %q, "unitId": 1, "pollInterval": "00:00:00.100", "timeout": "500ms",
+    {"name": "press1", "driver": "modbus-tcp", "address": %q, "unitId": 1, "pollInterval": %q, "timeout": "500ms",
      "tags": [{"name": "Counter", "table": "holding", "address": 0, "type": "uint16"}]}
   ]
-}`, clusterID, devAddr)
+}`, clusterID, devAddr, poll)
 }
 
 // report is the part of GET /api/floating the drills read.

@@ -2,11 +2,13 @@
 // drills (tests/floating): nothing redundancy-aware, node-opcua's default
 // connection strategy and reconnection.
 //
-// Usage: node floating.mjs <endpointUrl> <namespaceUri> <tag>
+// Usage: node floating.mjs <endpointUrl> <namespaceUri> <tag> [samplingInterval]
 //
 // Connects with security None, subscribes to the tag (ns=<index of
-// namespaceUri>;s=<tag>) and prints one JSON object per line on stdout:
-// {"event":"value","value":N,"status":"Good"} per notification, and the
+// namespaceUri>;s=<tag>; sampling interval 100 ms unless given, queue 100)
+// and prints one JSON object per line on stdout:
+// {"event":"value","value":N,"status":"Good","session":"…","subscription":N}
+// per notification (the session and subscription it arrived on), and the
 // client's connection events (connection_lost, backoff,
 // connection_reestablished, session_restored). It runs until stdin closes.
 import {
@@ -14,7 +16,8 @@ import {
   TimestampsToReturn, ClientMonitoredItem,
 } from "node-opcua-client";
 
-const [endpointUrl, namespaceUri, tag] = process.argv.slice(2);
+const [endpointUrl, namespaceUri, tag, sampling] = process.argv.slice(2);
+const samplingInterval = sampling === undefined ? 100 : Number(sampling);
 const emit = (o) => process.stdout.write(JSON.stringify(o) + "\n");
 
 async function main() {
@@ -45,9 +48,12 @@ async function main() {
   });
   const item = ClientMonitoredItem.create(sub,
     { nodeId: `ns=${index};s=${tag}`, attributeId: AttributeIds.Value },
-    { samplingInterval: 100, discardOldest: true, queueSize: 10 },
+    { samplingInterval, discardOldest: true, queueSize: 100 },
     TimestampsToReturn.Both);
-  item.on("changed", (dv) => emit({ event: "value", value: Number(dv.value.value), status: dv.statusCode.name }));
+  item.on("changed", (dv) => emit({
+    event: "value", value: Number(dv.value.value), status: dv.statusCode.name,
+    session: session.sessionId.toString(), subscription: sub.subscriptionId,
+  }));
   emit({ event: "subscribed", nodeId: `ns=${index};s=${tag}` });
 
   process.stdin.resume();

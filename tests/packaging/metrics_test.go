@@ -62,6 +62,15 @@ var exportedMetrics = []string{
 	"otopcua_floating_address_seizes_total",
 	"otopcua_floating_address_drift_total",
 	"otopcua_floating_address_conflict",
+	// Nodes with OpcUa:RedundancySupport HotAndMirrored.
+	"otopcua_mirror_ready",
+	"otopcua_mirror_peer_ready",
+	"otopcua_mirror_sessions",
+	"otopcua_mirror_lag_bytes",
+	"otopcua_mirror_dropped_total",
+	"otopcua_mirror_takeovers_total",
+	"otopcua_mirror_records_total",
+	"otopcua_mirror_bytes_total",
 	// Go and process collectors.
 	"process_resident_memory_bytes",
 	"process_cpu_seconds_total",
@@ -75,6 +84,7 @@ var exportedMetrics = []string{
 var exportedHistograms = []string{
 	"otopcua_redundancy_membership_to_service_level_seconds",
 	"otopcua_driver_poll_duration_seconds",
+	"otopcua_mirror_lag_seconds",
 }
 
 func exported(name string) bool {
