@@ -119,6 +119,8 @@ func TestMirroredSecuredUserSession(t *testing.T) {
 		return ch
 	}
 	sess, err := uaclient.OpenSession(ctx, open(p), uaclient.SessionParams{Name: "replay-drill", Timeout: time.Minute,
+		Application: &ua.ApplicationDescription{ApplicationURI: "urn:drill:otopcua:client", ProductURI: "urn:otopcua",
+			ApplicationName: ua.NewLocalizedText("replay drill"), ApplicationType: ua.ApplicationTypeClient},
 		CallTimeout: 30 * time.Second, User: &uaclient.UserName{Name: secUser, Password: secPassword}})
 	if err != nil {
 		t.Fatalf("session on %s: %v", p.Name, err)
@@ -148,7 +150,7 @@ func TestMirroredSecuredUserSession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the right password on the survivor: %v", err)
 	}
-	if _, err := taken.Call(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{NodeID: ua.NewNumericNodeID(0, 2267), AttributeID: ua.AttributeIDValue}},
+	if _, err := taken.Call(ctx, &ua.ReadRequest{NodesToRead: []*ua.ReadValueID{{NodeID: ua.NewNumericNodeID(0, 2267), AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}}},
 		TimestampsToReturn: ua.TimestampsToReturnNeither}, 10*time.Second); err != nil {
 		t.Fatalf("a Read in the session taken over: %v", err)
 	}
