@@ -43,6 +43,10 @@ type conn struct {
 	acks []*ua.SubscriptionAcknowledgement // mu must be held.
 	subs map[uint32]*userSub               // user subscriptions here; mu must be held.
 
+	// keepChannel: another conn took over ch (a mirrored session
+	// activated on it); ending this conn leaves the channel open.
+	keepChannel atomic.Bool
+
 	lost     chan struct{}
 	lostOnce sync.Once
 	lostErr  error     // set before lost is closed
@@ -157,7 +161,9 @@ func (cn *conn) fail(err error) {
 		cn.lostErr = err
 		cn.lostAt = time.Now()
 		close(cn.lost)
-		go cn.ch.Close()
+		if !cn.keepChannel.Load() {
+			go cn.ch.Close()
+		}
 	})
 }
 

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
-
-	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // The Mirrored mode's failover (HotAndMirrored and Transparent sets): the
@@ -56,7 +54,10 @@ func (c *Client) mirrorTo(ctx context.Context, to *server, lost *conn, subs []*u
 		cn.fail(errors.New("the server changed during the mirrored failover"))
 		return false, "the server changed during the failover"
 	}
-	go own.close(time.Second) // the backup's own watch session; the mirrored one watches now
+	// The backup's own watch session ends; the mirrored one watches now,
+	// on the same channel.
+	own.keepChannel.Store(true)
+	go own.close(time.Second)
 	for _, s := range subs {
 		s.adopt(cn, lost)
 	}
@@ -82,42 +83,27 @@ func hosts(cn *conn, subs []*userSub) bool {
 	return true
 }
 
-// reactivate opens a channel to own's URL and activates lost's session on
-// it; the conn it returns is not started.
+// reactivate activates lost's session on the secure channel the client
+// already holds to `to` (own's, the channel of its ServiceLevel watch): no
+// new connection, handshake or endpoint discovery stands between the loss
+// and the session's return. The conn it returns shares own's channel and
+// owns it from then on; it is not started.
 func (c *Client) reactivate(ctx context.Context, to *server, own, lost *conn) (*conn, error) {
-	chOpts, err := c.channelOptions(ctx, own.url)
-	if err != nil {
-		return nil, err
-	}
 	var cert []byte
-	if c.opts.User != nil && chOpts.Security == nil {
+	if c.opts.User != nil && c.opts.Security == nil {
 		// On None the password is still encrypted, for the certificate of
-		// the endpoint the new channel talks to.
-		eps, err := uaclient.GetEndpoints(ctx, own.url, chOpts)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range eps {
-			if len(e.ServerCertificate) > 0 {
-				cert = e.ServerCertificate
-				break
-			}
-		}
+		// the server the channel talks to.
+		cert = own.ses.ServerCertificate()
 	}
-	ch, err := uaclient.Dial(ctx, own.url, chOpts)
+	ses, err := lost.ses.Reactivate(ctx, own.ch, cert, c.opts.Timeout)
 	if err != nil {
-		return nil, err
-	}
-	ses, err := lost.ses.Reactivate(ctx, ch, cert, c.opts.Timeout)
-	if err != nil {
-		ch.Close()
 		return nil, err
 	}
 	lost.mu.Lock()
 	subs := maps.Clone(lost.subs)
 	acks := slices.Clone(lost.acks)
 	lost.mu.Unlock()
-	return &conn{c: c, srv: to, url: own.url, ch: ch, ses: ses, uri: own.uri, watchID: lost.watchID,
+	return &conn{c: c, srv: to, url: own.url, ch: own.ch, ses: ses, uri: own.uri, watchID: lost.watchID,
 		subs: subs, acks: acks, lost: make(chan struct{})}, nil
 }
 

@@ -348,6 +348,13 @@ func (m *Member) TakenOver(id *ua.NodeID) {
 			if m.byHash[rs.ms.TokenHash] == rs {
 				delete(m.byHash, rs.ms.TokenHash)
 			}
+			// Its client left the member that served it, most likely
+			// dead: the session's messages do not wait for that member's
+			// acknowledgement (AckTimeout) until it shows it is alive by
+			// catching up.
+			if p := m.peers[o.name]; p != nil && p.ready && !p.stalled {
+				p.stalled = true
+			}
 		}
 	}
 	m.served[key] = &served{ms: ms}

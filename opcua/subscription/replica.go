@@ -200,7 +200,11 @@ func (e *Engine) Promote(sess SessionID) int {
 		s.replica = false
 		s.byHandle = nil
 		s.touch(now)
-		s.late.Store(s.hasReport())
+		// The first Publish request is answered at once, with the values
+		// owed or a keep-alive: the client learns without waiting a
+		// publishing interval that its subscription lives here.
+		s.sentOnce = false
+		s.late.Store(true)
 		next := s.nextDeadline()
 		s.mu.Unlock()
 		e.sched.at(s, next)

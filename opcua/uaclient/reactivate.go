@@ -90,3 +90,7 @@ func (s *Session) As(u *UserName) *Session {
 	c.user = u
 	return &c
 }
+
+// ServerCertificate is the certificate the server answered CreateSession
+// with (nil on None when it sent none).
+func (s *Session) ServerCertificate() []byte { return s.origCert }

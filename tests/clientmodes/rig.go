@@ -330,6 +330,10 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	}
 	if d.Mirrored {
 		WaitMirrorReady(r.t, survivor, 1)
+		// The client watches the survivor (its ServiceLevel session there,
+		// which the survivor serves and mirrors): the failover is a move to
+		// a server it holds a channel to.
+		waitMetricAtLeast(r.t, survivor, `otopcua_mirror_sessions{role="served"}`, 1)
 	}
 	mark := c.Next()
 	sig := d.Signal
@@ -362,7 +366,7 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	victim.Restart()
 	victim.WaitReady(60 * time.Second)
 	took := time.Duration(ev.FailoverMs * float64(time.Millisecond))
-	r.t.Logf("trial %d: %s to %s, failover to %s in %v (%s)", trial, map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig], primary, survivor.Name, took, mode)
+	r.t.Logf("trial %d: %s to %s, failover to %s in %v (%s): %s", trial, map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig], primary, survivor.Name, took, mode, ev.Reason)
 	return took
 }
 
@@ -462,5 +466,26 @@ func WaitMirrorReady(t testing.TB, n *procs.Node, sessions int) {
 			return fmt.Errorf("%s: mirror ready %v, %v replica sessions held (want %d)", n.Name, ready, held, sessions)
 		}
 		return nil
+	})
+}
+
+// waitMetricAtLeast waits until n's /metrics has a line series whose value
+// is at least want.
+func waitMetricAtLeast(t testing.TB, n *procs.Node, series string, want float64) {
+	t.Helper()
+	procs.CheckFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		body, err := n.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(body, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == series {
+				if v, _ := strconv.ParseFloat(f[1], 64); v >= want {
+					return nil
+				}
+				return fmt.Errorf("%s: %s", n.Name, l)
+			}
+		}
+		return fmt.Errorf("%s: no %s", n.Name, series)
 	})
 }
