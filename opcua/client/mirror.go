@@ -12,20 +12,21 @@ import (
 )
 
 // The Mirrored mode's failover (HotAndMirrored and Transparent sets): the
-// servers share the session, so instead of a new session the client opens
-// a new secure channel to the next server (for a single URL, a floating
-// address, the same URL again) and activates the same session there
-// (uaclient.Session.Reactivate: the signature over the original server
+// servers share the session, so instead of a new session the client
+// activates the same session on the secure channel it already holds to
+// the next server (its ServiceLevel watch's; for a single URL, a floating
+// address, the channel of its reconnection to the same URL), with
+// uaclient.Session.Reactivate (the signature over the original server
 // certificate and the last nonce). Then, per subscription, it asks for
 // every message after the last one it received (Republish last+1, +2, …
 // until BadMessageNotAvailable), delivers them in order, and goes on
-// publishing on the new channel. A message whose sequence number was
+// publishing on that channel. A message whose sequence number was
 // delivered already is dropped (userSub.seqs), so no value arrives twice.
 // A refusal falls back to the Warm path on that server, and the failover
 // event says so (Event.Fallback).
 
 // mirrorTo moves the session of lost, the conn that held the
-// subscriptions, onto a new channel to `to`. done: the session lives on
+// subscriptions, onto the channel the client holds to `to`. done: the session lives on
 // there, with the subscriptions; otherwise fallback says why the Warm path
 // follows ("" when there was no session to move).
 func (c *Client) mirrorTo(ctx context.Context, to *server, lost *conn, subs []*userSub) (done bool, fallback string) {
