@@ -20,7 +20,10 @@
 // does not run; each reported message removes from the queues the values
 // it carried (subscription.Engine.Reported: equal value and status,
 // SourceTimestamps within Options.MatchWindow) and joins the replica's
-// retransmission queue.
+// retransmission queue. Items on variables of namespace 0 (the Server
+// object: ServiceLevel, ServerStatus …) report each member's own state:
+// a report there only empties the replica's queue, and a takeover sends
+// the survivor's current value.
 //
 // # Takeover
 //

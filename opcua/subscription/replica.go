@@ -200,6 +200,7 @@ func (e *Engine) Promote(sess SessionID) int {
 		s.replica = false
 		s.byHandle = nil
 		s.touch(now)
+		s.tellServerState()
 		// The first Publish request is answered at once, with the values
 		// owed or a keep-alive: the client learns without waiting a
 		// publishing interval that its subscription lives here.
@@ -337,6 +338,12 @@ func sameValue(a, b *ua.DataValue, window time.Duration) (time.Duration, bool) {
 // reported, with everything queued before it; a value not sampled here
 // yet becomes a cursor. it.mu must be held.
 func (it *item) trimLocked(v *ua.DataValue, window time.Duration) {
+	if it.serverLocal() {
+		// Another member's own state (its ServiceLevel, its clock): no
+		// value here is the same as one reported there.
+		it.queue.clear()
+		return
+	}
 	best, at := time.Duration(-1), -1
 	for i := 0; i < it.queue.len(); i++ {
 		if d, ok := sameValue(it.queue.at(i), v, window); ok && (best < 0 || d < best) {
@@ -408,4 +415,37 @@ func (e *Engine) DropReplica(id uint32) {
 	}
 	e.mu.Unlock()
 	e.retire(r)
+}
+
+// serverLocal reports whether the item watches a variable of namespace 0:
+// the Server object's (ServiceLevel, ServerStatus, the redundancy and
+// diagnostics variables), whose values are each member's own, unlike the
+// tags of the application's namespaces, which every member reads from the
+// same devices.
+func (it *item) serverLocal() bool { return it.node != nil && it.node.Namespace() == 0 }
+
+// tellServerState queues the current value of every server-local data
+// item of a promoted subscription: its client learns this member's state
+// (its ServiceLevel …) with the first message, whatever changed here
+// before. s.mu must be held.
+func (s *subscription) tellServerState() {
+	var push []*item
+	for _, it := range s.items {
+		if it.isEvent() || !it.serverLocal() {
+			continue
+		}
+		it.mu.Lock()
+		if it.mode != ua.MonitoringModeDisabled && it.last != nil {
+			it.queue.clear()
+			it.queue.push(it.last, it.qsize(), it.discardOldest)
+			it.fresh = true
+			if it.needsReportLocked() {
+				push = append(push, it)
+			}
+		}
+		it.mu.Unlock()
+	}
+	if len(push) > 0 {
+		s.pushReports(push)
+	}
 }

@@ -1001,3 +1001,44 @@ func TestReplicaSubscriptionTwiceIsNoConflict(t *testing.T) {
 		t.Fatalf("a replica over a promoted subscription: %v", err)
 	}
 }
+
+// TestServerStateIsTheReplicasOwn: an item on a variable of namespace 0
+// (the Server object: ServiceLevel …) reports each member's own state. A
+// value the serving member reported there says nothing of this member's:
+// it empties the queue and leaves no cursor, so an equal value here later
+// is queued; at the takeover the client gets this member's current value.
+func TestServerStateIsTheReplicasOwn(t *testing.T) {
+	it := bareItem(time.Second)
+	it.node = ua.NewNumericNodeID(0, 2267)
+	it.queue.push(dvAt(int32(240), ms(0)), 100, true)
+	it.trimLocked(dvAt(int32(250), ms(10)), time.Second)
+	if q, c := queued(it), cursorValues(it); len(q) != 0 || len(c) != 0 {
+		t.Fatalf("after the serving member's report: queue %v cursors %v, want both empty", q, c)
+	}
+	// This member becomes Primary within the window: its own 250 is news.
+	it.queueLocked(dvAt(int32(250), ms(200)))
+	if q := queued(it); !slices.Equal(q, []int32{250}) {
+		t.Fatalf("this member's own 250 within the window: queue %v, want [250]", q)
+	}
+
+	s := &subscription{items: map[uint32]*item{1: it}, replica: true}
+	it.sub = s
+	it.queue.clear()
+	it.inReport = false
+	it.last = dvAt(int32(250), ms(200))
+	s.tellServerState()
+	if q := queued(it); !slices.Equal(q, []int32{250}) {
+		t.Fatalf("after the takeover the queue holds %v, want this member's current [250]", q)
+	}
+	if !s.hasReport() {
+		t.Fatal("the server-local item is not on the report list")
+	}
+
+	// A tag of the application's namespace keeps the matching.
+	tag := bareItem(time.Second)
+	tag.node = ua.NewNumericNodeID(1, 7)
+	tag.trimLocked(dvAt(int32(250), ms(10)), time.Second)
+	if c := cursorValues(tag); !slices.Equal(c, []int32{250}) {
+		t.Fatalf("a tag's unsampled report: cursors %v, want [250]", c)
+	}
+}
