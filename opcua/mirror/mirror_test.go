@@ -222,8 +222,9 @@ func checkFor(t *testing.T, total time.Duration, f func() error) {
 // session on b with the same token, republishes what it missed and goes
 // on; every counter value arrives once, in order.
 func TestTakeoverDeliversEveryValueOnce(t *testing.T) {
-	for _, sync := range []bool{true, false} {
-		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+	for _, tc := range []struct{ sync, publishFirst bool }{{true, false}, {false, false}, {true, true}} {
+		sync := tc.sync
+		t.Run(fmt.Sprintf("sync=%v,publish-first=%v", tc.sync, tc.publishFirst), func(t *testing.T) {
 			n := &memNet{members: map[string]*mirror.Member{}, cut: map[string]bool{}}
 			opts := mirror.Options{Sync: sync, MatchWindow: 50 * time.Millisecond}
 			a, b := startNode(t, n, "a", opts), startNode(t, n, "b", opts)
@@ -294,6 +295,29 @@ func TestTakeoverDeliversEveryValueOnce(t *testing.T) {
 			r.mu.Lock()
 			next := r.last + 1
 			r.mu.Unlock()
+			stop2 := make(chan struct{})
+			done2 := make(chan error, 1)
+			if tc.publishFirst {
+				// node-opcua's Publish requests go out with its Republish
+				// requests after a reconnection. Here one Publish goes
+				// first and has 300 ms to be answered before the
+				// Republish: the first new message must not come twice
+				// (once per service); b holds it until the client caught
+				// up.
+				first := make(chan struct{})
+				go func() {
+					defer close(first)
+					resp, err := ch2.Call(context.Background(), &ua.PublishRequest{SubscriptionAcknowledgements: []*ua.SubscriptionAcknowledgement{}}, sess.Auth(), 5*time.Second)
+					if err == nil {
+						r.take(t, resp.(*ua.PublishResponse).NotificationMessage)
+					}
+				}()
+				select {
+				case <-first:
+				case <-time.After(300 * time.Millisecond):
+				}
+				defer func() { <-first }()
+			}
 			for {
 				resp, err := ch2.Call(context.Background(), &ua.RepublishRequest{SubscriptionID: sub, RetransmitSequenceNumber: next}, sess.Auth(), 5*time.Second)
 				if errors.Is(err, ua.StatusBadMessageNotAvailable) {
@@ -305,8 +329,6 @@ func TestTakeoverDeliversEveryValueOnce(t *testing.T) {
 				r.take(t, resp.(*ua.RepublishResponse).NotificationMessage)
 				next++
 			}
-			stop2 := make(chan struct{})
-			done2 := make(chan error, 1)
 			go func() { done2 <- publishUntil(t, ch2, sess.Auth(), sub, r, stop2) }()
 			before := len(r.snapshot())
 			checkFor(t, 5*time.Second, func() error {

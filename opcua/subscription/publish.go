@@ -198,6 +198,12 @@ func (e *Engine) publishCycle(s *subscription, now time.Time, cycles int) (expir
 		s.late.Store(false)
 		return false // the serving member publishes; the lifetime runs there
 	}
+	if !s.catchUp.IsZero() {
+		if now.Before(s.catchUp) {
+			return false // a takeover's client is catching up (replica.go)
+		}
+		s.catchUp = time.Time{}
+	}
 	if cycles == 0 && !s.late.Load() {
 		return false
 	}

@@ -31,6 +31,10 @@ import (
 // The session stays Warm.
 var ErrReplicaConflict = errors.New("subscription: replica id in use")
 
+// catchUpHold is the longest a subscription taken over waits for its
+// client's Republish before it sends anything (Promote).
+const catchUpHold = time.Second
+
 // maxCursors bounds the reported values an item remembers before it
 // samples them: older ones are forgotten first.
 const maxCursors = 16
@@ -206,6 +210,14 @@ func (e *Engine) Promote(sess SessionID) int {
 		// publishing interval that its subscription lives here.
 		s.sentOnce = false
 		s.late.Store(true)
+		// Nothing is sent before the client caught up (Republish of the
+		// messages it missed until one is not available), or for
+		// catchUpHold at most: a client that sends Publish and Republish
+		// together (node-opcua) would otherwise get the first new message
+		// twice, once as the answer to a Publish and once to its
+		// Republish. A client that does not Republish gets it after the
+		// hold.
+		s.catchUp = now.Add(max(s.interval, catchUpHold))
 		next := s.nextDeadline()
 		s.mu.Unlock()
 		e.sched.at(s, next)

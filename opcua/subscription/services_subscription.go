@@ -198,6 +198,15 @@ func (e *Engine) Republish(sess SessionID, req *ua.RepublishRequest) (*ua.Republ
 	s.touch(now)
 	msg := s.retained(req.RetransmitSequenceNumber)
 	if msg == nil {
+		// A client taken over here has caught up: what it is owed goes
+		// out with its next Publish response, now.
+		s.mu.Lock()
+		held := !s.catchUp.IsZero()
+		s.catchUp = time.Time{}
+		s.mu.Unlock()
+		if held {
+			e.sched.at(s, now)
+		}
 		return nil, ua.StatusBadMessageNotAvailable
 	}
 	return &ua.RepublishResponse{

@@ -53,6 +53,10 @@ type subscription struct {
 	replica  bool
 	byHandle map[uint32]*item
 	window   time.Duration // MatchWindow of the replica
+	// catchUp: a subscription just taken over sends nothing before this
+	// instant unless its client's Republish found nothing more to catch
+	// up on (zero: no hold).
+	catchUp time.Time
 
 	// pendMu guards the lists of items with work to do. Producers append
 	// (with the item's mu held); the engine goroutine swaps them out.
