@@ -446,6 +446,7 @@ func TestPromoteSendsWhatWasNotReported(t *testing.T) {
 	if n := v.e.Promote(sessA); n != 1 {
 		t.Fatalf("Promote: %d subscriptions, want 1", n)
 	}
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	v.publish(sessA, snd, 1)
 	v.advance(100 * time.Millisecond)
@@ -490,6 +491,7 @@ func TestPromoteWithNothingOwedSendsAKeepAlive(t *testing.T) {
 	dv := v.src.set(1, int32(1))
 	v.e.Reported(sessA, 500, reported(1, 11, there(dv)))
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	v.publish(sessA, snd, 1)
 	v.advance(100 * time.Millisecond)
@@ -513,6 +515,7 @@ func TestMinQueueHoldsTheGapThenFallsBack(t *testing.T) {
 		v.src.set(1, int32(k))
 	}
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	v.publish(sessA, snd, 1)
 	v.advance(100 * time.Millisecond)
@@ -550,6 +553,7 @@ func TestMinQueueHoldsAcrossAPartialDrain(t *testing.T) {
 		v.src.set(1, int32(k))
 	}
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	for r := uint32(1); r <= 3; r++ {
 		v.publish(sessA, snd, r)
@@ -605,6 +609,7 @@ func TestReplicaItemsQueueNoInitialValue(t *testing.T) {
 	// The current value is not a change: the filter knows it.
 	v.src.set(1, int32(41))
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	v.publish(sessA, snd, 1)
 	v.advance(100 * time.Millisecond)
@@ -909,6 +914,7 @@ func TestPromoteDeliversEachValueOnce(t *testing.T) {
 			last = remote[sent-1]
 		}
 		v.e.Promote(sessA)
+		v.caughtUp(sessA)
 		snd := &fakeSender{}
 		v.publish(sessA, snd, 1)
 		v.advance(100 * time.Millisecond)
@@ -970,6 +976,7 @@ func TestReportedTwiceAppliesOnce(t *testing.T) {
 	v.advance(10 * time.Millisecond)
 	v.src.set(1, int32(1))
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	snd := &fakeSender{}
 	v.publish(sessA, snd, 1)
 	v.advance(100 * time.Millisecond)
@@ -997,6 +1004,7 @@ func TestReplicaSubscriptionTwiceIsNoConflict(t *testing.T) {
 		t.Fatalf("another session's replica with id 500: %v", err)
 	}
 	v.e.Promote(sessA)
+	v.caughtUp(sessA)
 	if err := v.e.ReplicaSubscription(sessA, 500, subRequest(subParams{}), 1, replicaWindow); !errors.Is(err, ErrReplicaConflict) {
 		t.Fatalf("a replica over a promoted subscription: %v", err)
 	}
@@ -1040,5 +1048,60 @@ func TestServerStateIsTheReplicasOwn(t *testing.T) {
 	tag.trimLocked(dvAt(int32(250), ms(10)), time.Second)
 	if c := cursorValues(tag); !slices.Equal(c, []int32{250}) {
 		t.Fatalf("a tag's unsampled report: cursors %v, want [250]", c)
+	}
+}
+
+// caughtUp is what a client does after a takeover once it has
+// republished what it missed: a Republish that finds nothing, which ends
+// the hold of every promoted subscription of sess.
+func (v *env) caughtUp(sess SessionID) {
+	v.t.Helper()
+	v.e.mu.Lock()
+	var ids []uint32
+	if ss := v.e.sessions[sess]; ss != nil {
+		for id := range ss.subs {
+			ids = append(ids, id)
+		}
+	}
+	v.e.mu.Unlock()
+	for _, id := range ids {
+		if _, err := v.e.Republish(sess, &ua.RepublishRequest{SubscriptionID: id, RetransmitSequenceNumber: 0}); !errors.Is(err, ua.StatusBadMessageNotAvailable) {
+			v.t.Fatalf("Republish after the takeover: %v, want BadMessageNotAvailable", err)
+		}
+	}
+}
+
+// TestPromotedHoldsUntilTheClientCaughtUp: a subscription taken over sends
+// nothing before its client's Republish found nothing more (the client
+// then has every message it missed), or catchUpHold without one: a
+// Publish answered first would carry a message the Republish returns
+// again.
+func TestPromotedHoldsUntilTheClientCaughtUp(t *testing.T) {
+	for _, republish := range []bool{true, false} {
+		v := newEnv(t, Options{})
+		v.replica(sessA, 500, subParams{interval: 100}, 7)
+		v.replicaItems(sessA, 500, 0, []uint32{900}, itemSpec{node: 1, queue: 10, handle: 11})
+		v.advance(10 * time.Millisecond)
+		v.src.set(1, int32(1))
+		v.e.Promote(sessA)
+		snd := &fakeSender{}
+		v.publish(sessA, snd, 1)
+		v.advance(500 * time.Millisecond)
+		if n := len(snd.all()); n != 0 {
+			t.Fatalf("republish=%v: %d responses before the client caught up, want 0", republish, n)
+		}
+		if republish {
+			v.caughtUp(sessA)
+			v.advance(time.Millisecond)
+		} else {
+			v.advance(catchUpHold)
+		}
+		got := snd.all()
+		if len(got) != 1 {
+			t.Fatalf("republish=%v: %d responses after the hold, want 1", republish, len(got))
+		}
+		if vals := values(t, notifications(t, got[0].resp)); !slices.Equal(vals, []int32{1}) {
+			t.Fatalf("republish=%v: %v, want [1]", republish, vals)
+		}
 	}
 }
