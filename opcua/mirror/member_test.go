@@ -3,6 +3,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -932,6 +933,11 @@ func TestAnOrphanTransferredOnTheSurvivorIsServed(t *testing.T) {
 	b.m.mu.Unlock()
 	if left != 0 {
 		t.Fatalf("%d orphans left after the transfer", left)
+	}
+	// The client republishes what it missed; nothing more: it caught up,
+	// and the subscription, held until then, publishes.
+	if _, err := b.e.Republish(s3.sid(), &ua.RepublishRequest{SubscriptionID: s.sub, RetransmitSequenceNumber: 0}); !errors.Is(err, ua.StatusBadMessageNotAvailable) {
+		t.Fatalf("Republish: %v", err)
 	}
 	out := make(chanSender, 4)
 	b.e.Publish(s3.sid(), out, 1, &ua.PublishRequest{RequestHeader: &ua.RequestHeader{}})

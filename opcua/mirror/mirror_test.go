@@ -363,3 +363,118 @@ func TestTakeoverDeliversEveryValueOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestTransferFromTheMirror: a client that does not activate its session
+// on the survivor (a warm client) makes a new session there and transfers
+// its subscription: the mirror has it, with the values it was owed, and it
+// is served there from then on; every counter value arrives once.
+func TestTransferFromTheMirror(t *testing.T) {
+	n := &memNet{members: map[string]*mirror.Member{}, cut: map[string]bool{}}
+	opts := mirror.Options{Sync: true, MatchWindow: 50 * time.Millisecond}
+	a, b := startNode(t, n, "a", opts), startNode(t, n, "b", opts)
+	a.member.SetPeers([]string{"b"})
+	b.member.SetPeers([]string{"a"})
+	stopDevice := device(t, 20*time.Millisecond, a, b)
+	defer stopDevice()
+
+	ch := dial(t, a.srv)
+	sess, err := uaclient.OpenSession(context.Background(), ch, uaclient.SessionParams{Name: "hmi", Timeout: time.Minute, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := sess.Call(context.Background(), &ua.CreateSubscriptionRequest{
+		RequestedPublishingInterval: 50, RequestedLifetimeCount: 600, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true,
+	}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
+	if _, err = sess.Call(context.Background(), &ua.CreateMonitoredItemsRequest{
+		SubscriptionID: sub, TimestampsToReturn: ua.TimestampsToReturnBoth,
+		ItemsToCreate: []*ua.MonitoredItemCreateRequest{{
+			ItemToMonitor:  &ua.ReadValueID{NodeID: ua.NewStringNodeID(1, "counter"), AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+			MonitoringMode: ua.MonitoringModeReporting,
+			RequestedParameters: &ua.MonitoringParameters{ClientHandle: 7, QueueSize: 100, DiscardOldest: true,
+				Filter: ua.NewExtensionObject(nil)},
+		}},
+	}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 5*time.Second, func() error {
+		if o := b.member.Stats().Origins["a"]; !o.Ready || o.Sessions != 1 {
+			return fmt.Errorf("b holds %+v of a", o)
+		}
+		return nil
+	})
+	r := &received{seqs: map[uint32]bool{}}
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- publishUntil(t, ch, sess.Auth(), sub, r, stop) }()
+	checkFor(t, 5*time.Second, func() error {
+		if len(r.snapshot()) < 10 {
+			return errors.New("too few values before the failover")
+		}
+		return nil
+	})
+	n.kill("a")
+	_ = a.srv.Close()
+	<-done
+
+	ch2 := dial(t, b.srv)
+	sess2, err := uaclient.OpenSession(context.Background(), ch2, uaclient.SessionParams{Name: "hmi-again", Timeout: time.Minute, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := sess2.Call(context.Background(), &ua.TransferSubscriptionsRequest{SubscriptionIDs: []uint32{sub}}, 5*time.Second)
+	if err != nil {
+		t.Fatalf("TransferSubscriptions on b: %v", err)
+	}
+	res := tr.(*ua.TransferSubscriptionsResponse).Results[0]
+	if res.StatusCode != ua.StatusOK {
+		t.Fatalf("TransferSubscriptions on b: %v", res.StatusCode)
+	}
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	for _, seq := range res.AvailableSequenceNumbers {
+		if seq <= last {
+			continue
+		}
+		rp, err := sess2.Call(context.Background(), &ua.RepublishRequest{SubscriptionID: sub, RetransmitSequenceNumber: seq}, 5*time.Second)
+		if err != nil {
+			t.Fatalf("Republish %d: %v", seq, err)
+		}
+		r.take(t, rp.(*ua.RepublishResponse).NotificationMessage)
+	}
+	// Caught up: a Republish after the last finds nothing.
+	if _, err := sess2.Call(context.Background(), &ua.RepublishRequest{SubscriptionID: sub, RetransmitSequenceNumber: 0}, 5*time.Second); !errors.Is(err, ua.StatusBadMessageNotAvailable) {
+		t.Fatalf("Republish 0: %v", err)
+	}
+	stop2 := make(chan struct{})
+	done2 := make(chan error, 1)
+	go func() { done2 <- publishUntil(t, ch2, sess2.Auth(), sub, r, stop2) }()
+	before := len(r.snapshot())
+	checkFor(t, 5*time.Second, func() error {
+		if len(r.snapshot()) < before+10 {
+			return errors.New("too few values after the transfer")
+		}
+		return nil
+	})
+	close(stop2)
+	<-done2
+	got := r.snapshot()
+	seen := map[int32]bool{}
+	lo, hi := got[0], got[0]
+	for _, v := range got {
+		if seen[v] {
+			t.Errorf("value %d delivered twice", v)
+		}
+		seen[v] = true
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	for v := lo; v <= hi; v++ {
+		if !seen[v] {
+			t.Errorf("value %d missing", v)
+		}
+	}
+}

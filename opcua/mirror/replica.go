@@ -176,11 +176,13 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 		}
 		return m.orphanLocked(o, rs)
 	case kSub:
-		s := r.sub
+		s, user := r.sub, rs.ms.User
 		return func() {
 			if err := e.ReplicaSubscription(sid, s.id, s.params, s.nextSeq, window); err != nil {
 				m.refused(o.name, r.sess, "subscription", err)
+				return
 			}
+			e.SetOwner(s.id, user) // a session of this user only may transfer it here
 		}
 	case kItems:
 		it := r.item
@@ -201,7 +203,15 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 				}
 			}
 		}
-		return func() { applyRequest(e, sid, req) }
+		user := rs.ms.User
+		return func() {
+			applyRequest(e, sid, req)
+			if tr, ok := req.(*ua.TransferSubscriptionsRequest); ok {
+				for _, id := range tr.SubscriptionIDs {
+					e.SetOwner(id, user)
+				}
+			}
+		}
 	case kSent:
 		pub := r.pub
 		return func() { e.Reported(sid, pub.SubscriptionID, pub.NotificationMessage) }

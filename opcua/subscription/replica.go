@@ -196,33 +196,101 @@ func (e *Engine) Promote(sess SessionID) int {
 	n := 0
 	for _, s := range ss.subs {
 		s.mu.Lock()
-		if !s.replica {
-			s.mu.Unlock()
-			continue
-		}
-		n++
-		s.replica = false
-		s.byHandle = nil
-		s.touch(now)
-		s.tellServerState()
-		// The first Publish request is answered at once, with the values
-		// owed or a keep-alive: the client learns without waiting a
-		// publishing interval that its subscription lives here.
-		s.sentOnce = false
-		s.late.Store(true)
-		// Nothing is sent before the client caught up (Republish of the
-		// messages it missed until one is not available), or for
-		// catchUpHold at most: a client that sends Publish and Republish
-		// together (node-opcua) would otherwise get the first new message
-		// twice, once as the answer to a Publish and once to its
-		// Republish. A client that does not Republish gets it after the
-		// hold.
-		s.catchUp = now.Add(max(s.interval, catchUpHold))
+		promoted := s.promoteLocked(now)
 		next := s.nextDeadline()
 		s.mu.Unlock()
-		e.sched.at(s, next)
+		if promoted {
+			n++
+			e.sched.at(s, next)
+		}
 	}
 	return n
+}
+
+// promoteLocked turns a replica into a subscription served here; false
+// when it was not a replica. s.mu must be held.
+func (s *subscription) promoteLocked(now time.Time) bool {
+	if !s.replica {
+		return false
+	}
+	s.replica = false
+	s.byHandle = nil
+	s.touch(now)
+	s.tellServerState()
+	// The first Publish request is answered at once, with the values
+	// owed or a keep-alive: the client learns without waiting a
+	// publishing interval that its subscription lives here.
+	s.sentOnce = false
+	s.late.Store(true)
+	// Nothing is sent before the client caught up (Republish of the
+	// messages it missed until one is not available), or for catchUpHold
+	// at most: a client that sends Publish and Republish together
+	// (node-opcua) would otherwise get the first new message twice, once
+	// as the answer to a Publish and once to its Republish. A client that
+	// does not Republish gets it after the hold.
+	s.catchUp = now.Add(max(s.interval, catchUpHold))
+	return true
+}
+
+// SetOwner records the user whose sessions may take subscription id over
+// (TransferSubscriptionsAs).
+func (e *Engine) SetOwner(id uint32, owner string) {
+	e.mu.Lock()
+	s := e.subs[id]
+	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.owner = owner
+	s.mu.Unlock()
+}
+
+// TransferSubscriptionsAs is TransferSubscriptions for a session of user
+// owner (Part 4 §5.13.7: only the same user may take a subscription
+// over): a subscription whose owner is another user answers
+// BadUserAccessDenied and stays where it is. A replica taken over this
+// way (a client that could not activate its session here makes a new one
+// and transfers its subscriptions) is promoted, as a takeover of its
+// session would.
+func (e *Engine) TransferSubscriptionsAs(sess SessionID, owner string, req *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
+	if req == nil || len(req.SubscriptionIDs) == 0 {
+		return nil, ua.StatusBadNothingToDo
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ua.StatusBadShutdown
+	}
+	ss := e.sessionLocked(sess)
+	results := make([]*ua.TransferResult, len(req.SubscriptionIDs))
+	for i, id := range req.SubscriptionIDs {
+		s := e.subs[id]
+		if s == nil {
+			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadSubscriptionIDInvalid}
+			continue
+		}
+		s.mu.Lock()
+		theirs := s.owner != "" && s.owner != owner
+		if !theirs {
+			s.owner = owner
+			if s.promoteLocked(now) {
+				e.sched.at(s, s.nextDeadline())
+			}
+		}
+		s.mu.Unlock()
+		if theirs {
+			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadUserAccessDenied}
+			continue
+		}
+		e.transferLocked(s, ss, req.SendInitialValues, now)
+		results[i] = &ua.TransferResult{StatusCode: ua.StatusGood, AvailableSequenceNumbers: s.available()}
+	}
+	return &ua.TransferSubscriptionsResponse{
+		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		Results:        results,
+	}, nil
 }
 
 // SubState is one subscription as a replica needs it (Export).

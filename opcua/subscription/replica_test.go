@@ -1105,3 +1105,30 @@ func TestPromotedHoldsUntilTheClientCaughtUp(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferSubscriptionsAsTheSameUserOnly: a subscription moves only to
+// a session of its owner; a replica moved so is served here (promoted).
+func TestTransferSubscriptionsAsTheSameUserOnly(t *testing.T) {
+	v := newEnv(t, Options{})
+	v.replica(sessA, 500, subParams{interval: 100}, 3)
+	v.e.SetOwner(500, "otto")
+	req := &ua.TransferSubscriptionsRequest{RequestHeader: hdr(9), SubscriptionIDs: []uint32{500, 501}}
+	resp, err := v.e.TransferSubscriptionsAs(sessB, "vera", req)
+	if err != nil || resp.Results[0].StatusCode != ua.StatusBadUserAccessDenied || resp.Results[1].StatusCode != ua.StatusBadSubscriptionIDInvalid {
+		t.Fatalf("another user's transfer: %v %+v", err, resp)
+	}
+	if s := v.sub(500); s == nil || !s.replica {
+		t.Fatal("a refused transfer changed the subscription")
+	}
+	resp, err = v.e.TransferSubscriptionsAs(sessB, "otto", req)
+	if err != nil || resp.Results[0].StatusCode != ua.StatusGood {
+		t.Fatalf("the owner's transfer: %v %+v", err, resp)
+	}
+	s := v.sub(500)
+	s.mu.Lock()
+	replica, owner := s.replica, s.owner
+	s.mu.Unlock()
+	if replica || owner != "otto" {
+		t.Fatalf("after the owner's transfer: replica %v owner %q, want a subscription served here of otto", replica, owner)
+	}
+}

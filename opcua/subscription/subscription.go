@@ -53,6 +53,9 @@ type subscription struct {
 	replica  bool
 	byHandle map[uint32]*item
 	window   time.Duration // MatchWindow of the replica
+	// owner is the user whose sessions may take the subscription over
+	// (SetOwner; "" until set: any).
+	owner string
 	// catchUp: a subscription just taken over sends nothing before this
 	// instant unless its client's Republish found nothing more to catch
 	// up on (zero: no hold).

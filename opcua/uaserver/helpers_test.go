@@ -187,9 +187,10 @@ func (e *fakeEngine) DeleteMonitoredItems(subscription.SessionID, *ua.DeleteMoni
 func (e *fakeEngine) Republish(subscription.SessionID, *ua.RepublishRequest) (*ua.RepublishResponse, error) {
 	return nil, ua.StatusBadMessageNotAvailable
 }
-func (e *fakeEngine) TransferSubscriptions(subscription.SessionID, *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
+func (e *fakeEngine) TransferSubscriptionsAs(subscription.SessionID, string, *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
 	return nil, ua.StatusBadSubscriptionIDInvalid
 }
+func (e *fakeEngine) SetOwner(uint32, string) {}
 func (e *fakeEngine) Publish(sid subscription.SessionID, out subscription.Sender, reqID uint32, req *ua.PublishRequest) {
 	e.publish <- pendingPublish{sid: sid, out: out, reqID: reqID, handle: req.RequestHeader.RequestHandle}
 }

@@ -36,7 +36,8 @@ type subscriptionService interface {
 	SetTriggering(subscription.SessionID, *ua.SetTriggeringRequest) (*ua.SetTriggeringResponse, error)
 	DeleteMonitoredItems(subscription.SessionID, *ua.DeleteMonitoredItemsRequest) (*ua.DeleteMonitoredItemsResponse, error)
 	Republish(subscription.SessionID, *ua.RepublishRequest) (*ua.RepublishResponse, error)
-	TransferSubscriptions(subscription.SessionID, *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error)
+	TransferSubscriptionsAs(subscription.SessionID, string, *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error)
+	SetOwner(id uint32, owner string)
 	Publish(subscription.SessionID, subscription.Sender, uint32, *ua.PublishRequest)
 	SessionClosed(subscription.SessionID, bool)
 }

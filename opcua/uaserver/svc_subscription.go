@@ -38,8 +38,14 @@ func itemsCall[Req ua.Request, Resp ua.Response](s *Server, c *call, count func(
 	return result(resp, err)
 }
 
+// createSubscription records the session's user as the subscription's
+// owner: only a session of the same user may transfer it.
 func (s *Server) createSubscription(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.CreateSubscription)
+	resp, err := engineCall(s, c, subscriptionService.CreateSubscription)
+	if r, ok := resp.(*ua.CreateSubscriptionResponse); ok && err == nil {
+		s.subs.SetOwner(r.SubscriptionID, c.sess.info().UserID)
+	}
+	return resp, err
 }
 
 func (s *Server) modifySubscription(c *call) (ua.Response, error) {
@@ -54,8 +60,15 @@ func (s *Server) deleteSubscriptions(c *call) (ua.Response, error) {
 	return engineCall(s, c, subscriptionService.DeleteSubscriptions)
 }
 
+// transferSubscriptions moves subscriptions of the same user only (Part 4
+// §5.13.7); another user's answer BadUserAccessDenied. A subscription
+// mirrored here from another member of the set is served here from then
+// on.
 func (s *Server) transferSubscriptions(c *call) (ua.Response, error) {
-	return engineCall(s, c, subscriptionService.TransferSubscriptions)
+	user := c.sess.info().UserID
+	return engineCall(s, c, func(e subscriptionService, sid subscription.SessionID, r *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
+		return e.TransferSubscriptionsAs(sid, user, r)
+	})
 }
 
 func (s *Server) republish(c *call) (ua.Response, error) {
