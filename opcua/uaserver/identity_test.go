@@ -8,6 +8,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"github.com/otopcua/otopcua/opcua/subscription"
 	"math/big"
 	"net/url"
 	"slices"
@@ -110,7 +111,7 @@ type identityRig struct {
 	userKey  *rsa.PrivateKey
 }
 
-func newIdentityRig(t *testing.T, setup func(*Config)) *identityRig {
+func newIdentityRig(t *testing.T, setup func(*Config), handlers ...func(*Server)) *identityRig {
 	t.Helper()
 	cert, key := newCert(t, "urn:otopcua:test:a")
 	userCert, userKey := newCert(t, "urn:user:cert-op")
@@ -131,7 +132,7 @@ func newIdentityRig(t *testing.T, setup func(*Config)) *identityRig {
 		if setup != nil {
 			setup(c)
 		}
-	})
+	}, handlers...)
 	return &identityRig{testServer: ts, users: users, userCert: userCert, userKey: userKey}
 }
 
@@ -459,5 +460,59 @@ func TestCallNeedsTheMethodsRight(t *testing.T) {
 	calls := rec.all()
 	if len(calls) != 1 || calls[0].Session.UserID != "otto" || calls[0].Session.Role != "Operator" || calls[0].Session.Rights != AllRights {
 		t.Fatalf("calls %+v, want one by otto as Operator", calls)
+	}
+}
+
+// noSource is an address space with no variables: enough for
+// subscriptions without items.
+type noSource struct{}
+
+func (noSource) Read(*ua.NodeID, ua.AttributeID) *ua.DataValue {
+	return &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: ua.StatusBadNodeIDUnknown}
+}
+
+func (noSource) Watch(*ua.NodeID, func(*ua.DataValue)) (func(), ua.StatusCode) {
+	return nil, ua.StatusBadNodeIDUnknown
+}
+
+// TestTransferSubscriptionsOnlyToTheSameUser: a session of another user
+// cannot take a subscription over (Part 4 §5.13.7: BadUserAccessDenied);
+// another session of its user can.
+func TestTransferSubscriptionsOnlyToTheSameUser(t *testing.T) {
+	eng := subscription.New(noSource{}, subscription.Options{})
+	t.Cleanup(eng.Close)
+	r := newIdentityRig(t, nil, func(s *Server) { s.subs = eng })
+	send := func(c *opcua.Client, req ua.Request) ua.Response {
+		t.Helper()
+		var out ua.Response
+		if err := c.Send(testCtx(t), req, func(r ua.Response) error { out = r; return nil }); err != nil {
+			t.Fatalf("%T: %v", req, err)
+		}
+		return out
+	}
+	otto, err := r.connect(t, ua.UserTokenTypeUserName, opcua.AuthUsername("otto", "otto-password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := send(otto, &ua.CreateSubscriptionRequest{RequestedPublishingInterval: 100, RequestedLifetimeCount: 600,
+		RequestedMaxKeepAliveCount: 10, PublishingEnabled: true}).(*ua.CreateSubscriptionResponse).SubscriptionID
+	transfer := func(c *opcua.Client) ua.StatusCode {
+		t.Helper()
+		resp := send(c, &ua.TransferSubscriptionsRequest{SubscriptionIDs: []uint32{sub}}).(*ua.TransferSubscriptionsResponse)
+		return resp.Results[0].StatusCode
+	}
+	vera, err := r.connect(t, ua.UserTokenTypeUserName, opcua.AuthUsername("vera", "vera-password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := transfer(vera); st != ua.StatusBadUserAccessDenied {
+		t.Fatalf("another user's transfer: %v, want BadUserAccessDenied", st)
+	}
+	otto2, err := r.connect(t, ua.UserTokenTypeUserName, opcua.AuthUsername("otto", "otto-password"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := transfer(otto2); st != ua.StatusOK {
+		t.Fatalf("the same user's transfer: %v, want Good", st)
 	}
 }
