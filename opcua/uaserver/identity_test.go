@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"github.com/otopcua/otopcua/opcua/subscription"
 	"math/big"
 	"net/url"
 	"slices"
@@ -21,6 +20,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/internal/poll"
+	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/limits"
 )
 
