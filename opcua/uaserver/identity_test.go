@@ -20,8 +20,8 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/internal/poll"
-	"github.com/otopcua/otopcua/opcua/subscription"
 	"github.com/otopcua/otopcua/opcua/limits"
+	"github.com/otopcua/otopcua/opcua/subscription"
 )
 
 // newCert returns a self-signed RSA 2048 certificate for uri and its key.
