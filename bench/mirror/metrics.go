@@ -59,6 +59,23 @@ func (s Scrape) Sum(name string, want ...string) float64 {
 	return total
 }
 
+// ByLabel sums the samples of the metric name by the value of label
+// (samples without it are left out).
+func (s Scrape) ByLabel(name, label string) map[string]float64 {
+	out := map[string]float64{}
+	for series, v := range s {
+		n, labels, _ := strings.Cut(series, "{")
+		if n != name {
+			continue
+		}
+		if _, after, ok := strings.Cut(labels, label+`="`); ok {
+			val, _, _ := strings.Cut(after, `"`)
+			out[val] += v
+		}
+	}
+	return out
+}
+
 // Has reports whether any sample of the metric name is present.
 func (s Scrape) Has(name string) bool {
 	for series := range s {

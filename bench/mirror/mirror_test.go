@@ -41,7 +41,7 @@ func TestShort(t *testing.T) {
 	if m.LagP99Ms <= 0 || m.LagP50Ms > m.LagP99Ms || m.LagP99Ms > m.LagP99LeMs || m.RecordsOutPerS <= 0 {
 		t.Errorf("mirror figures: %+v", m)
 	}
-	if warm.Mirror != (MirrorFigures{}) {
+	if warm.Mirror.LagCount != 0 || warm.Mirror.ReplicaSessions != 0 || warm.Mirror.RecordsOutPerS != 0 {
 		t.Errorf("Warm run has mirror figures: %+v", warm.Mirror)
 	}
 }
@@ -60,6 +60,7 @@ otopcua_mirror_lag_seconds_count{peer="127.0.0.1:1"} 20
 otopcua_mirror_sessions{role="replica"} 7
 otopcua_mirror_sessions{role="served"} 0
 otopcua_mirror_dropped_total{reason="lag"} 2
+otopcua_mirror_dropped_total{reason="ack-timeout"} 3
 go_memstats_heap_inuse_bytes 1.2e+07
 `
 
@@ -71,8 +72,8 @@ func TestScrape(t *testing.T) {
 	if got := s.Sum("otopcua_mirror_sessions", `role="replica"`); got != 7 {
 		t.Errorf("replica sessions %v, want 7", got)
 	}
-	if got := s.Sum("otopcua_mirror_dropped_total"); got != 2 {
-		t.Errorf("dropped %v, want 2", got)
+	if got := s.ByLabel("otopcua_mirror_dropped_total", "reason"); len(got) != 2 || got["lag"] != 2 || got["ack-timeout"] != 3 {
+		t.Errorf("dropped by reason %v, want lag 2, ack-timeout 3", got)
 	}
 	if got := s.Sum("go_memstats_heap_inuse_bytes"); got != 12e6 || !s.Has("go_memstats_heap_inuse_bytes") || s.Has("go_memstats") {
 		t.Errorf("heap %v", got)

@@ -43,19 +43,20 @@ func Compare(warm, mirrored Result) Comparison {
 // Table prints one Markdown table row per mode and shape, then the
 // comparison of each shape.
 func Table(w io.Writer, cs []Comparison) {
-	fmt.Fprintln(w, "| shape | mode | Primary CPU % | Secondary CPU % | Secondary RSS MiB | Secondary heap MiB | notifications/s | value age p50 / p99 ms | mirror lag p50 / p99 ms | dropped | takeovers | replica sessions |")
-	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| shape | mode | Primary CPU % | Secondary CPU % | Secondary RSS MiB | Secondary heap MiB | notifications/s | value age p50 / p99 ms | mirror lag p50 / p99 ms | dropped | ack time-outs | takeovers | replica sessions |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, c := range cs {
 		for _, r := range []Result{c.Warm, c.Mirrored} {
-			lag, dropped, takeovers, replica := "–", "–", "–", "–"
+			lag, dropped, acks, takeovers, replica := "–", "–", "–", "–", "–"
 			if r.Mode == modeMirrored {
 				lag = fmt.Sprintf("%.2f / %.2f (≤ %g / ≤ %g)", r.Mirror.LagP50Ms, r.Mirror.LagP99Ms, r.Mirror.LagP50LeMs, r.Mirror.LagP99LeMs)
 				dropped, takeovers = fmt.Sprintf("%.0f", r.Mirror.Dropped), fmt.Sprintf("%.0f", r.Mirror.Takeovers)
+				acks = fmt.Sprintf("%.0f", r.Mirror.AckTimeouts)
 				replica = fmt.Sprintf("%.0f of %d", r.Mirror.ReplicaSessions, r.Sessions)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f | %s | %s | %s | %s | %s |\n",
 				r.Shape, r.Mode, r.Primary.CPUPct, r.Second.CPUPct, r.Second.RSSMiB, r.Second.HeapMiB, r.Client.PerS,
-				r.Client.AgeP50Ms, r.Client.AgeP99Ms, lag, dropped, takeovers, replica)
+				r.Client.AgeP50Ms, r.Client.AgeP99Ms, lag, dropped, acks, takeovers, replica)
 		}
 	}
 	fmt.Fprintln(w)
@@ -87,8 +88,14 @@ func Problems(cs []Comparison) []string {
 			if r.Mode != modeMirrored {
 				continue
 			}
+			for reason, n := range r.Mirror.ByReason {
+				switch reason {
+				case "inbox-full", "invalid-batch", "refused", "id-conflict", "invalid-session-id":
+					out = append(out, fmt.Sprintf("%s: otopcua_mirror_dropped_total{reason=%q} %.0f", tag, reason, n))
+				}
+			}
 			if r.Mirror.Dropped > 0 {
-				out = append(out, fmt.Sprintf("%s: %.0f sessions dropped to Warm", tag, r.Mirror.Dropped))
+				out = append(out, fmt.Sprintf("%s: %.0f sessions dropped to Warm (%v)", tag, r.Mirror.Dropped, r.Mirror.ByReason))
 			}
 			if r.Mirror.Takeovers > 0 {
 				out = append(out, fmt.Sprintf("%s: %.0f takeovers", tag, r.Mirror.Takeovers))

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/exec"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/internal/fielddevice"
+	"github.com/otopcua/otopcua/opcua/mirror"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -39,6 +43,11 @@ type Config struct {
 	// Warmup after the load is set up (and, mirrored, the Secondary holds
 	// every session), then the measured Window.
 	Warmup, Window time.Duration
+	// Profile, when set, records the Primary with `perf record -g` over
+	// the window into Profile-<shape>-<mode>.perf.data (the profiler's
+	// own cost lands in the figures of that run: profile in a run of its
+	// own).
+	Profile string
 	// Progress receives a line per step; nil discards them.
 	Progress io.Writer
 }
@@ -109,9 +118,18 @@ type MirrorFigures struct {
 	LagP99Ms   float64 `json:"lag_p99_ms"`
 	LagP50LeMs float64 `json:"lag_p50_le_ms"`
 	LagP99LeMs float64 `json:"lag_p99_le_ms"`
-	// Dropped (otopcua_mirror_dropped_total) and Takeovers
-	// (otopcua_mirror_takeovers_total), both nodes, at the end.
-	Dropped   float64 `json:"dropped"`
+	// Dropped: sessions put back to Warm (otopcua_mirror_dropped_total
+	// with the reasons lag, too-large and encode), both nodes, over the
+	// whole run; ByReason every reason of that series (it also counts
+	// refused batches and records, e.g. not-a-peer: a batch that arrived
+	// before the receiver listed its sender as a peer). AckTimeouts: otopcua_mirror_dropped_total{reason="ack-timeout"},
+	// the times a peer did not acknowledge a NotificationMessage within
+	// OpcUa:Mirror:AckTimeout (the message left without it, the peer was
+	// not waited for until it caught up; no session leaves the mirror).
+	Dropped     float64            `json:"dropped"`
+	ByReason    map[string]float64 `json:"dropped_by_reason,omitempty"`
+	AckTimeouts float64            `json:"ack_timeouts"`
+	// Takeovers: otopcua_mirror_takeovers_total{result="ok"}, both nodes.
 	Takeovers float64 `json:"takeovers"`
 	// ReplicaSessions: otopcua_mirror_sessions{role="replica"} on the
 	// Secondary at the end; Ready its otopcua_mirror_ready.
@@ -181,9 +199,22 @@ func Run(t testing.TB, c Config, mode string) Result {
 	}
 	changes0 := ch.count.Load()
 	harness0, _ := measure.CPUTime(selfPID)
+	var prof *exec.Cmd
+	if c.Profile != "" {
+		file := fmt.Sprintf("%s-%s-%s.perf.data", c.Profile, c.Shape(), mode)
+		prof = exec.Command("perf", "record", "-g", "-F", "199", "-o", file, "-p", strconv.Itoa(r.primary.PID()))
+		if err := prof.Start(); err != nil {
+			t.Fatalf("perf record: %v", err)
+		}
+		say("recording the Primary into %s", file)
+	}
 	ld.measuring.Store(true)
 	wins, wall, err := watch(r.primary, r.second, c.Window)
 	ld.measuring.Store(false)
+	if prof != nil {
+		_ = prof.Process.Signal(os.Interrupt)
+		_ = prof.Wait()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +242,10 @@ func Run(t testing.TB, c Config, mode string) Result {
 	return res
 }
 
+// ackTimeout is the otopcua_mirror_dropped_total reason of a peer that
+// missed OpcUa:Mirror:AckTimeout.
+const ackTimeout = "ack-timeout"
+
 // mirrorFigures reads the mirror's figures from scrapes of the Primary
 // ([0]) and the Secondary ([1]) at both ends of the window.
 func mirrorFigures(before, after [2]Scrape, wall time.Duration) MirrorFigures {
@@ -225,7 +260,21 @@ func mirrorFigures(before, after [2]Scrape, wall time.Duration) MirrorFigures {
 		RecordsOutPerS:  (after[0].Sum("otopcua_mirror_records_total", `direction="out"`) - before[0].Sum("otopcua_mirror_records_total", `direction="out"`)) / wall.Seconds(),
 	}
 	for _, s := range after {
-		m.Dropped += s.Sum("otopcua_mirror_dropped_total")
+		for reason, n := range s.ByLabel("otopcua_mirror_dropped_total", "reason") {
+			if n == 0 {
+				continue
+			}
+			if m.ByReason == nil {
+				m.ByReason = map[string]float64{}
+			}
+			m.ByReason[reason] += n
+			switch reason {
+			case ackTimeout:
+				m.AckTimeouts += n
+			case mirror.DropLag, mirror.DropTooLarge, mirror.DropEncode:
+				m.Dropped += n
+			}
+		}
 		m.Takeovers += s.Sum("otopcua_mirror_takeovers_total", `result="ok"`)
 	}
 	for _, f := range []*float64{&m.LagP50Ms, &m.LagP99Ms, &m.LagP50LeMs, &m.LagP99LeMs} {
