@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Goals of the issue.
@@ -88,10 +89,10 @@ func Problems(cs []Comparison) []string {
 			if r.Mode != modeMirrored {
 				continue
 			}
-			for reason, n := range r.Mirror.ByReason {
-				switch reason {
+			for key, n := range r.Mirror.ByReason {
+				switch _, reason, _ := strings.Cut(key, " "); reason {
 				case "inbox-full", "invalid-batch", "refused", "id-conflict", "invalid-session-id":
-					out = append(out, fmt.Sprintf("%s: otopcua_mirror_dropped_total{reason=%q} %.0f", tag, reason, n))
+					out = append(out, fmt.Sprintf("%s: otopcua_mirror_dropped_total %s %.0f", tag, key, n))
 				}
 			}
 			if r.Mirror.Dropped > 0 {

@@ -120,7 +120,8 @@ type MirrorFigures struct {
 	LagP99LeMs float64 `json:"lag_p99_le_ms"`
 	// Dropped: sessions put back to Warm (otopcua_mirror_dropped_total
 	// with the reasons lag, too-large and encode), both nodes, over the
-	// whole run; ByReason every reason of that series (it also counts
+	// whole run; ByReason every reason of that series by node ("primary
+	// inbox-full"; the series also counts
 	// refused batches and records, e.g. not-a-peer: a batch that arrived
 	// before the receiver listed its sender as a peer). AckTimeouts: otopcua_mirror_dropped_total{reason="ack-timeout"},
 	// the times a peer did not acknowledge a NotificationMessage within
@@ -259,7 +260,7 @@ func mirrorFigures(before, after [2]Scrape, wall time.Duration) MirrorFigures {
 		BytesOutPerS:    (after[0].Sum("otopcua_mirror_bytes_total", `direction="out"`) - before[0].Sum("otopcua_mirror_bytes_total", `direction="out"`)) / wall.Seconds(),
 		RecordsOutPerS:  (after[0].Sum("otopcua_mirror_records_total", `direction="out"`) - before[0].Sum("otopcua_mirror_records_total", `direction="out"`)) / wall.Seconds(),
 	}
-	for _, s := range after {
+	for i, s := range after {
 		for reason, n := range s.ByLabel("otopcua_mirror_dropped_total", "reason") {
 			if n == 0 {
 				continue
@@ -267,7 +268,7 @@ func mirrorFigures(before, after [2]Scrape, wall time.Duration) MirrorFigures {
 			if m.ByReason == nil {
 				m.ByReason = map[string]float64{}
 			}
-			m.ByReason[reason] += n
+			m.ByReason[[]string{"primary", "secondary"}[i]+" "+reason] += n
 			switch reason {
 			case ackTimeout:
 				m.AckTimeouts += n
