@@ -44,8 +44,8 @@ func Compare(warm, mirrored Result) Comparison {
 // Table prints one Markdown table row per mode and shape, then the
 // comparison of each shape.
 func Table(w io.Writer, cs []Comparison) {
-	fmt.Fprintln(w, "| shape | mode | Primary CPU % | Secondary CPU % | Secondary RSS MiB | Secondary heap MiB | notifications/s | value age p50 / p99 ms | mirror lag p50 / p99 ms | dropped | ack time-outs | takeovers | replica sessions |")
-	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| shape | mode | Primary CPU % | Secondary CPU % | Secondary RSS MiB | Secondary heap MiB | notifications/s | value age p50 / p99 ms | mirror lag p50 / p99 ms | dropped | ack time-outs | takeovers | replica sessions | harness / other CPU % |")
+	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, c := range cs {
 		for _, r := range []Result{c.Warm, c.Mirrored} {
 			lag, dropped, acks, takeovers, replica := "–", "–", "–", "–", "–"
@@ -55,9 +55,9 @@ func Table(w io.Writer, cs []Comparison) {
 				acks = fmt.Sprintf("%.0f", r.Mirror.AckTimeouts)
 				replica = fmt.Sprintf("%.0f of %d", r.Mirror.ReplicaSessions, r.Sessions)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f | %s | %s | %s | %s | %s | %.0f / %.0f |\n",
 				r.Shape, r.Mode, r.Primary.CPUPct, r.Second.CPUPct, r.Second.RSSMiB, r.Second.HeapMiB, r.Client.PerS,
-				r.Client.AgeP50Ms, r.Client.AgeP99Ms, lag, dropped, acks, takeovers, replica)
+				r.Client.AgeP50Ms, r.Client.AgeP99Ms, lag, dropped, acks, takeovers, replica, r.HarnessCPUPct, r.OtherCPUPct)
 		}
 	}
 	fmt.Fprintln(w)

@@ -105,6 +105,9 @@ type Result struct {
 	Mirror        MirrorFigures `json:"mirror"`
 	Changes       float64       `json:"changes_per_s"`
 	HarnessCPUPct float64       `json:"harness_cpu_pct"`
+	// OtherCPUPct: the machine's busy time in the window (/proc/stat)
+	// less the two nodes and the harness, % of one core: what else ran.
+	OtherCPUPct float64 `json:"other_cpu_pct"`
 }
 
 // MirrorFigures are read from the nodes' /metrics (mirrored mode only).
@@ -200,6 +203,7 @@ func Run(t testing.TB, c Config, mode string) Result {
 	}
 	changes0 := ch.count.Load()
 	harness0, _ := measure.CPUTime(selfPID)
+	busy0, total0 := machineCPU()
 	var prof *exec.Cmd
 	if c.Profile != "" {
 		file := fmt.Sprintf("%s-%s-%s.perf.data", c.Profile, c.Shape(), mode)
@@ -220,7 +224,9 @@ func Run(t testing.TB, c Config, mode string) Result {
 		t.Fatal(err)
 	}
 	harness1, _ := measure.CPUTime(selfPID)
+	busy1, total1 := machineCPU()
 	res.HarnessCPUPct = measure.CPUPercent(harness1-harness0, wall)
+	res.OtherCPUPct = machinePct(busy0, total0, busy1, total1) - res.HarnessCPUPct - wins[0].CPUPct - wins[1].CPUPct
 	res.Changes = float64(ch.count.Load()-changes0) / wall.Seconds()
 	res.WindowS = wall.Seconds()
 	res.Primary, res.Second = wins[0], wins[1]
