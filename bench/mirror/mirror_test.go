@@ -148,3 +148,29 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// TestStride: the changer visits every tag once per round, and one tick's
+// changes reach many sessions' items.
+func TestStride(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 200, 1000, 10000} {
+		seen := make([]bool, n)
+		st := stride(n)
+		for k := range n {
+			seen[k*st%n] = true
+		}
+		for k, ok := range seen {
+			if !ok {
+				t.Fatalf("n=%d stride %d: tag %d never visited", n, st, k)
+			}
+		}
+	}
+	// 100 changes of 10,000 tags touch ≥ 60 of the 100 blocks of 100
+	// contiguous tags (a 1000x100 load's sessions).
+	st, blocks := stride(10000), map[int]bool{}
+	for k := range 100 {
+		blocks[k*st%10000/100] = true
+	}
+	if len(blocks) < 60 {
+		t.Fatalf("stride %d: 100 changes touch %d sessions of 100", st, len(blocks))
+	}
+}

@@ -133,6 +133,8 @@ type MirrorFigures struct {
 	Dropped     float64            `json:"dropped"`
 	ByReason    map[string]float64 `json:"dropped_by_reason,omitempty"`
 	AckTimeouts float64            `json:"ack_timeouts"`
+	// InWindow is ByReason's increase over the measured window.
+	InWindow map[string]float64 `json:"dropped_by_reason_in_window,omitempty"`
 	// Takeovers: otopcua_mirror_takeovers_total{result="ok"}, both nodes.
 	Takeovers float64 `json:"takeovers"`
 	// ReplicaSessions: otopcua_mirror_sessions{role="replica"} on the
@@ -267,9 +269,16 @@ func mirrorFigures(before, after [2]Scrape, wall time.Duration) MirrorFigures {
 		RecordsOutPerS:  (after[0].Sum("otopcua_mirror_records_total", `direction="out"`) - before[0].Sum("otopcua_mirror_records_total", `direction="out"`)) / wall.Seconds(),
 	}
 	for i, s := range after {
+		was := before[i].ByLabel("otopcua_mirror_dropped_total", "reason")
 		for reason, n := range s.ByLabel("otopcua_mirror_dropped_total", "reason") {
 			if n == 0 {
 				continue
+			}
+			if d := n - was[reason]; d > 0 {
+				if m.InWindow == nil {
+					m.InWindow = map[string]float64{}
+				}
+				m.InWindow[[]string{"primary", "secondary"}[i]+" "+reason] += d
 			}
 			if m.ByReason == nil {
 				m.ByReason = map[string]float64{}
@@ -361,9 +370,12 @@ func watch(primary, second *procs.Node, d time.Duration) ([2]NodeWindow, time.Du
 	return out, wall, nil
 }
 
-// changer changes `per` registers every `every`, visiting the tags
-// register by register across the devices; each change writes the next
-// value of a global counter (never the value the register held).
+// changer changes `per` registers every `every`. It visits the tags in a
+// fixed stride order (tag k×stride mod tags, stride coprime to the tags),
+// so that the changes of one tick are spread over the whole tag space
+// and so over every session's items, not bunched on the few sessions
+// whose items lie next to each other. Each change writes the next value
+// of a global counter (never the value the register held).
 type changer struct {
 	l     Layout
 	devs  []*fielddevice.Device
@@ -383,16 +395,34 @@ func (c *changer) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			for range c.per {
-				// Register r of every device, then register r+1 ….
-				d, r := c.next%c.l.Devices, c.next/c.l.Devices
+				d, r := c.l.Of(c.next * stride(c.l.Tags()) % c.l.Tags())
 				c.next = (c.next + 1) % c.l.Tags()
 				c.value = c.value%32000 + 1
-				if c.devs[d].Holding(uint16(r)) == c.value {
+				if c.devs[d].Holding(r) == c.value {
 					c.value = c.value%32000 + 1
 				}
-				c.devs[d].SetHolding(uint16(r), c.value)
+				c.devs[d].SetHolding(r, c.value)
 			}
 			c.count.Add(uint64(c.per))
 		}
 	}
+}
+
+// stride is the changer's step through n tags: the largest number below
+// n×0.618 that is coprime to n (1 for n ≤ 2), so that successive changes
+// land far apart and every tag is visited once per n changes.
+func stride(n int) int {
+	for s := n * 618 / 1000; s > 1; s-- {
+		if gcd(s, n) == 1 {
+			return s
+		}
+	}
+	return 1
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
