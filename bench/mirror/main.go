@@ -32,7 +32,7 @@ func main() {
 	flag.DurationVar(&c.Window, "window", 60*time.Second, "measured window")
 	modes := flag.String("modes", modeWarm+","+modeMirrored, "redundancy modes to compare, in this order")
 	short := flag.Bool("short", false, "a quick check: 20x20, 200 tags on one device, 2 s warm-up, 5 s window")
-	flag.StringVar(&c.Profile, "profile", "", "record the Primary with perf over each window into PREFIX-<shape>-<mode>.perf.data (not for the figures: perf costs CPU)")
+	flag.StringVar(&c.Profile, "profile", "", "record both nodes with perf over each window into PREFIX-<shape>-<mode>-<role>.perf.data (not for the figures: perf costs CPU)")
 	jsonOnly := flag.Bool("json", false, "print only the JSON lines")
 	verbose := flag.Bool("v", false, "log what the harness does")
 	flag.Parse()

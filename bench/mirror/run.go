@@ -43,8 +43,8 @@ type Config struct {
 	// Warmup after the load is set up (and, mirrored, the Secondary holds
 	// every session), then the measured Window.
 	Warmup, Window time.Duration
-	// Profile, when set, records the Primary with `perf record -g` over
-	// the window into Profile-<shape>-<mode>.perf.data (the profiler's
+	// Profile, when set, records both nodes with `perf record -g` over
+	// the window into Profile-<shape>-<mode>-<primary|secondary>.perf.data (the profiler's
 	// own cost lands in the figures of that run: profile in a run of its
 	// own).
 	Profile string
@@ -206,19 +206,25 @@ func Run(t testing.TB, c Config, mode string) Result {
 	changes0 := ch.count.Load()
 	harness0, _ := measure.CPUTime(selfPID)
 	busy0, total0 := machineCPU()
-	var prof *exec.Cmd
+	var profs []*exec.Cmd
 	if c.Profile != "" {
-		file := fmt.Sprintf("%s-%s-%s.perf.data", c.Profile, c.Shape(), mode)
-		prof = exec.Command("perf", "record", "-g", "-F", "199", "-o", file, "-p", strconv.Itoa(r.primary.PID()))
-		if err := prof.Start(); err != nil {
-			t.Fatalf("perf record: %v", err)
+		for _, n := range []struct {
+			role string
+			node *procs.Node
+		}{{"primary", r.primary}, {"secondary", r.second}} {
+			file := fmt.Sprintf("%s-%s-%s-%s.perf.data", c.Profile, c.Shape(), mode, n.role)
+			prof := exec.Command("perf", "record", "-g", "-F", "199", "-o", file, "-p", strconv.Itoa(n.node.PID()))
+			if err := prof.Start(); err != nil {
+				t.Fatalf("perf record: %v", err)
+			}
+			profs = append(profs, prof)
+			say("recording the %s into %s", n.role, file)
 		}
-		say("recording the Primary into %s", file)
 	}
 	ld.measuring.Store(true)
 	wins, wall, err := watch(r.primary, r.second, c.Window)
 	ld.measuring.Store(false)
-	if prof != nil {
+	for _, prof := range profs {
 		_ = prof.Process.Signal(os.Interrupt)
 		_ = prof.Wait()
 	}
