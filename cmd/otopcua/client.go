@@ -30,15 +30,16 @@ type session interface {
 	Active() client.ServerRef
 	// Subscribe returns the subscription's notification channel, closed
 	// when the session is closed.
-	Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (<-chan client.Notification, error)
+	// sampling is the sampling interval; 0 asks for every change.
+	Subscribe(ctx context.Context, nodes []*ua.NodeID, interval, sampling time.Duration) (<-chan client.Notification, error)
 	Close() error
 }
 
 // libSession adapts *client.Client to session.
 type libSession struct{ *client.Client }
 
-func (s libSession) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (<-chan client.Notification, error) {
-	sub, err := s.Client.Subscribe(ctx, nodes, interval)
+func (s libSession) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval, sampling time.Duration) (<-chan client.Notification, error) {
+	sub, err := s.Client.SubscribeSampled(ctx, nodes, interval, sampling)
 	if err != nil {
 		return nil, err
 	}

@@ -258,6 +258,29 @@ publishing) and ACTIVE (the server the client uses).`,
 type subscribeFlags struct {
 	interval, duration time.Duration
 	count              int
+	// sampling is --sampling-interval; samplingSet tells 0 (every change)
+	// from not given (the publishing interval).
+	sampling    time.Duration
+	samplingSet bool
+	mode        string
+	dedupWindow time.Duration
+	hotQueue    uint32
+}
+
+// apply checks the mode flags and puts them into opts.
+func (sf *subscribeFlags) apply(opts *client.Options) error {
+	mode, err := client.ParseMode(sf.mode)
+	if err != nil || sf.mode == "" {
+		return usageErr("--mode %q: accepted values are %s", sf.mode, client.ModeList())
+	}
+	if sf.dedupWindow <= 0 {
+		return usageErr("--dedup-window %s: must be positive", sf.dedupWindow)
+	}
+	if sf.hotQueue == 0 {
+		return usageErr("--hot-queue 0: must be 1 or more")
+	}
+	opts.Mode, opts.DedupWindow, opts.HotQueueSize = mode, sf.dedupWindow, sf.hotQueue
+	return nil
 }
 
 func (c *cli) clientSubscribeCmd(g *clientFlags) *cobra.Command {
@@ -268,7 +291,16 @@ func (c *cli) clientSubscribeCmd(g *clientFlags) *cobra.Command {
 		Long: `Monitor the Value of each NODE and print one line per notification and one
 per change of the active server (CONNECTED, FAILOVER with its failover
 time, LOST), following the set across failovers. Runs until SIGINT or
-SIGTERM (exit 0), --count notifications or --duration.`,
+SIGTERM (exit 0), --count notifications or --duration.
+
+--mode says how the set is used (docs/client.md): warm (the subscriptions
+move to the next server after a failover), hot-a (on every server,
+Sampling on the backups, switched to Reporting at a failover), hot-b
+(every server reports; the client drops the second copy of a value seen
+within --dedup-window), mirrored (the same session is activated on the
+next server and the messages not yet received are republished), or auto
+(the default: chosen from the server's RedundancySupport and printed with
+the CONNECTED line).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			nodes, err := parseNodes(args)
@@ -282,9 +314,15 @@ SIGTERM (exit 0), --count notifications or --duration.`,
 				return usageErr("--count %d: must be 0 (no limit) or more", sf.count)
 			case sf.duration < 0:
 				return usageErr("--duration %s: must be 0 (no limit) or more", sf.duration)
+			case sf.sampling < 0:
+				return usageErr("--sampling-interval %s: must be 0 (every change) or more", sf.sampling)
 			}
+			sf.samplingSet = cmd.Flags().Changed("sampling-interval")
 			opts, err := g.options()
 			if err != nil {
+				return err
+			}
+			if err := sf.apply(&opts); err != nil {
 				return err
 			}
 			p := &printer{w: c.stdout, json: g.json}
@@ -299,6 +337,11 @@ SIGTERM (exit 0), --count notifications or --duration.`,
 	f.Var(durationFlag{&sf.interval}, "interval", "publishing and sampling interval")
 	f.IntVar(&sf.count, "count", 0, "stop after this many notifications (0: no limit)")
 	f.Var(durationFlag{&sf.duration}, "duration", "stop after this long (0: no limit)")
+	f.Var(durationFlag{&sf.sampling}, "sampling-interval", "sampling interval asked for each item (default: --interval; 0: every change)")
+	f.StringVar(&sf.mode, "mode", string(client.ModeAuto), "how the redundant set is used: "+client.ModeList())
+	sf.dedupWindow = client.DefaultDedupWindow
+	f.Var(durationFlag{&sf.dedupWindow}, "dedup-window", "hot-a, hot-b: equal values of a node whose source timestamps are this close are one value")
+	f.Uint32Var(&sf.hotQueue, "hot-queue", client.DefaultHotQueueSize, "hot-a, hot-b: queue size of each monitored item (what a backup buffers)")
 	return cmd
 }
 
@@ -310,7 +353,11 @@ func runSubscribe(ctx context.Context, s session, p *printer, nodes []*ua.NodeID
 		ctx, cancel = context.WithTimeout(ctx, sf.duration)
 		defer cancel()
 	}
-	notes, err := s.Subscribe(ctx, nodes, sf.interval)
+	sampling := sf.interval
+	if sf.samplingSet {
+		sampling = sf.sampling
+	}
+	notes, err := s.Subscribe(ctx, nodes, sf.interval, sampling)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -163,6 +163,8 @@ type eventLine struct {
 	FailoverMs  float64          `json:"failoverMs"`
 	Transferred bool             `json:"transferred"`
 	Security    string           `json:"security,omitempty"` // Policy:Mode of the channel to To
+	Mode        string           `json:"mode,omitempty"`     // the client's mode (what auto chose)
+	Fallback    string           `json:"fallback,omitempty"` // why a mirrored failover took the warm path
 }
 
 // millis is d in milliseconds, to the microsecond.
@@ -184,6 +186,12 @@ func eventText(e client.Event) string {
 	if e.Security != "" {
 		s += "  security: " + e.Security
 	}
+	if e.Mode != "" {
+		s += "  mode: " + string(e.Mode)
+	}
+	if e.Fallback != "" {
+		s += "  fallback to warm: " + e.Fallback
+	}
 	if e.Reason != "" {
 		s += "  reason: " + e.Reason
 	}
@@ -198,6 +206,7 @@ func (p *printer) event(e client.Event) error {
 		Type: string(e.Kind), Time: jsonTime(e.At), From: e.From, To: e.To, Reason: e.Reason,
 		Interrupted: jsonTime(e.Interrupted), Resumed: jsonTime(e.Resumed),
 		FailoverMs: millis(e.FailoverTime), Transferred: e.Transferred, Security: e.Security,
+		Mode: string(e.Mode), Fallback: e.Fallback,
 	})
 }
 

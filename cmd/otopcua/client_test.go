@@ -486,7 +486,7 @@ func (f *fakeSession) Redundancy(context.Context) (client.RedundancyInfo, error)
 
 func (f *fakeSession) Active() client.ServerRef { return srvA }
 
-func (f *fakeSession) Subscribe(context.Context, []*ua.NodeID, time.Duration) (<-chan client.Notification, error) {
+func (f *fakeSession) Subscribe(context.Context, []*ua.NodeID, time.Duration, time.Duration) (<-chan client.Notification, error) {
 	return f.notes, nil
 }
 
@@ -567,6 +567,11 @@ func TestClientUsageErrors(t *testing.T) {
 		{append(u, "subscribe", "i=2267", "--interval", "0s"), "--interval 0s: must be positive"},
 		{append(u, "subscribe", "i=2267", "--count", "-1"), "--count -1"},
 		{append(u, "subscribe", "i=2267", "--duration", "soon"), `"soon"`},
+		{append(u, "subscribe", "i=2267", "--mode", "hot"), `--mode "hot": accepted values are auto, warm, hot-a, hot-b, mirrored`},
+		{append(u, "subscribe", "i=2267", "--mode", ""), `--mode "": accepted values are auto, warm, hot-a, hot-b, mirrored`},
+		{append(u, "subscribe", "i=2267", "--dedup-window", "0s"), "--dedup-window 0s: must be positive"},
+		{append(u, "subscribe", "i=2267", "--hot-queue", "0"), "--hot-queue 0: must be 1 or more"},
+		{append(u, "subscribe", "i=2267", "--sampling-interval", "-1s"), "--sampling-interval -1s: must be 0 (every change) or more"},
 		{append(u, "redundancy", "extra"), "unknown command"},
 		{append(u, "frobnicate"), `unknown command "frobnicate"`},
 		{append(u, "--no-such-flag", "read", "i=1"), "unknown flag: --no-such-flag"},
@@ -688,6 +693,21 @@ func TestClientSubscribe(t *testing.T) {
 		t.Fatalf("--count 2 consumed %d notifications", 3-len(notes))
 	}
 
+	// The mode flags reach the options.
+	one := make(chan client.Notification, 1)
+	one <- client.Notification{At: t0, Node: ua.NewNumericNodeID(0, 2267), Server: srvA, Value: &ua.DataValue{Value: ua.MustVariant(uint8(1))}}
+	opts := withFake(t, &fakeSession{notes: one}, nil)
+	if code, _, stderr := runClient("-u", "opc.tcp://127.0.0.1:4840", "subscribe", "i=2267", "--count", "1", "--mode", "Hot-B", "--dedup-window", "250ms", "--hot-queue", "7"); code != 0 {
+		t.Fatalf("--mode hot-b: exit %d, stderr %q", code, stderr)
+	}
+	if opts.Mode != client.ModeHotB || opts.DedupWindow != 250*time.Millisecond || opts.HotQueueSize != 7 {
+		t.Fatalf("options %+v, want mode hot-b, dedup window 250ms, hot queue 7", *opts)
+	}
+	if code, _, _ := runClient("-u", "opc.tcp://127.0.0.1:4840", "subscribe", "i=2267", "--count", "0", "--duration", "1ms"); code != 0 || opts.Mode != client.ModeAuto || opts.DedupWindow != time.Second || opts.HotQueueSize != 100 {
+		t.Fatalf("defaults: exit %d, options %+v", code, *opts)
+	}
+
+	withFake(t, &fakeSession{notes: notes}, nil)
 	// --duration ends a quiet subscription with exit 0.
 	code, stdout, stderr = runClient("-u", "opc.tcp://127.0.0.1:4840", "--json", "subscribe", "i=2267", "--duration", "20ms", "--interval", "00:00:00.100")
 	if code != 0 || !strings.Contains(stdout, `"type":"connected"`) || !strings.Contains(stdout, `"value":242`) {
@@ -715,5 +735,33 @@ func TestWriteUnknownTypeSuffixIsNamed(t *testing.T) {
 	err = conversionError(ua.NewStringNodeID(1, "Clock"), "12:30", ua.TypeIDInt32, errors.New("invalid syntax"))
 	if strings.Contains(err.Error(), "is not a type") {
 		t.Fatalf("error %q takes 30 for a type", err)
+	}
+}
+
+// TestEventLinesNameTheMode: connected and failover lines say the client's
+// mode, and a mirrored failover that fell back says why.
+func TestEventLinesNameTheMode(t *testing.T) {
+	connected := client.Event{Kind: client.EventConnected, At: t0, To: srvA, Reason: "initial", Mode: client.ModeHotA}
+	fallback := client.Event{Kind: client.EventFailover, At: t0, From: srvA, To: srvB, Reason: "connection lost: EOF",
+		FailoverTime: 12 * time.Millisecond, Mode: client.ModeMirrored, Fallback: "ActivateSession refused: BadSessionIdInvalid"}
+	var text, js bytes.Buffer
+	pt, pj := &printer{w: &text}, &printer{w: &js, json: true}
+	for _, p := range []*printer{pt, pj} {
+		if err := p.event(connected); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.event(fallback); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "mode: hot-a") ||
+		!strings.Contains(lines[1], "mode: mirrored  fallback to warm: ActivateSession refused: BadSessionIdInvalid") {
+		t.Fatalf("text:\n%s", text.String())
+	}
+	jl := strings.Split(strings.TrimSpace(js.String()), "\n")
+	if len(jl) != 2 || !strings.Contains(jl[0], `"mode":"hot-a"`) || strings.Contains(jl[0], "fallback") ||
+		!strings.Contains(jl[1], `"mode":"mirrored","fallback":"ActivateSession refused: BadSessionIdInvalid"`) {
+		t.Fatalf("json:\n%s", js.String())
 	}
 }

@@ -7,7 +7,11 @@
 //
 // A Profile is a named register map whose values move with time (press,
 // tank). Its Step is a pure function of the time since start; Animate runs
-// it on a ticker.
+// it on a ticker. A profile's Counters are input registers that count up
+// by exactly one per period (the press's FastCounter, input 2, every
+// 100 ms): Animate runs them with RunCounter, and a client that subscribes
+// to one can tell from the values alone whether it missed or repeated one
+// (the client redundancy drills, tests/clientmodes).
 //
 // Invariants:
 //   - A profile never stores into a writable point after its initial

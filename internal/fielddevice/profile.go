@@ -94,6 +94,18 @@ type Profile struct {
 	// pure (the same elapsed, the same writes) and never stores into a
 	// writable point.
 	Step func(elapsed time.Duration) []Write
+	// Counters are input registers that Animate increments by exactly one
+	// every period (Device.RunCounter), so that a client can tell from the
+	// values alone whether it missed or repeated one. Step never stores
+	// into them.
+	Counters []Counter
+}
+
+// Counter is an input register that counts up by one every Period from 0,
+// a uint16 that wraps from 65535 to 0.
+type Counter struct {
+	Address uint16
+	Period  time.Duration
 }
 
 // Map is the register map on one line, the points separated by "; ".
@@ -128,9 +140,13 @@ const (
 	PressSpeed       = 10 // holding 10-11, float32, high word first
 	PressTemperature = 0  // input, int16, raw ×0.1 = °C
 	PressCounter     = 1  // input, uint16
+	PressFastCounter = 2  // input, uint16, +1 every FastCounterPeriod
 	PressRun         = 1  // coil, writable, initial true
 	PressFault       = 0  // discrete
 )
+
+// FastCounterPeriod is the period of the press's FastCounter.
+const FastCounterPeriod = 100 * time.Millisecond
 
 // Press is a press: a setpoint and a run coil for clients to write, a
 // speed, a temperature, a cycle counter and a fault that move.
@@ -141,6 +157,7 @@ var Press = Profile{
 		{Holding, PressSpeed, "Speed", "float32", false, "big word order (high word first), sine 0…1500, period 60 s, 750 at start"},
 		{Input, PressTemperature, "Temperature", "int16", false, "raw tenths of °C (scale 0.1), triangle 200…900 (20.0–90.0 °C), period 240 s, 200 at start"},
 		{Input, PressCounter, "Counter", "uint16", false, "+1 every second from 0, wraps at 65535"},
+		{Input, PressFastCounter, "FastCounter", "uint16", false, "+1 every 100 ms from 0 (exactly one per period, never skipping), wraps at 65535"},
 		{Coil, PressRun, "Run", "bool", true, "initial true"},
 		{Discrete, PressFault, "Fault", "bool", false, "true from 30 s to 35 s of every 60 s"},
 	},
@@ -148,7 +165,8 @@ var Press = Profile{
 		{Table: Holding, Address: PressSetpoint, Words: []uint16{50}},
 		{Table: Coil, Address: PressRun, Bit: true},
 	},
-	Step: func(elapsed time.Duration) []Write { return PressAt(elapsed).Writes() },
+	Step:     func(elapsed time.Duration) []Write { return PressAt(elapsed).Writes() },
+	Counters: []Counter{{Address: PressFastCounter, Period: FastCounterPeriod}},
 }
 
 // PressValues are the press's moving values at one instant.

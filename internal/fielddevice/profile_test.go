@@ -1,8 +1,10 @@
 package fielddevice
 
 import (
+	"context"
 	"math"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -165,9 +167,46 @@ func TestPressMapLine(t *testing.T) {
 		"holding 10-11 Speed float32: big word order (high word first), sine 0…1500, period 60 s, 750 at start; " +
 		"input 0 Temperature int16: raw tenths of °C (scale 0.1), triangle 200…900 (20.0–90.0 °C), period 240 s, 200 at start; " +
 		"input 1 Counter uint16: +1 every second from 0, wraps at 65535; " +
+		"input 2 FastCounter uint16: +1 every 100 ms from 0 (exactly one per period, never skipping), wraps at 65535; " +
 		"coil 1 Run bool writable: initial true; " +
 		"discrete 0 Fault bool: true from 30 s to 35 s of every 60 s"
 	if got := Press.Map(); got != want {
 		t.Errorf("Press.Map() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestRunCounterCountsUp: the counter starts at 0 and only goes up, and
+// every Counter of the press is a uint16 point of its map.
+func TestRunCounterCountsUp(t *testing.T) {
+	d := &Device{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); d.RunCounter(ctx, PressFastCounter, time.Millisecond) }()
+	seen := []uint16{}
+	for len(seen) < 50 {
+		v := d.Input(PressFastCounter)
+		if len(seen) == 0 || v != seen[len(seen)-1] {
+			seen = append(seen, v)
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	<-done
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("counter went back: %v", seen)
+		}
+	}
+	if n := d.Input(PressFastCounter); int(n) < len(seen)-1 {
+		t.Fatalf("counter at %d after %d distinct values", n, len(seen))
+	}
+	for _, c := range Press.Counters {
+		found := false
+		for _, pt := range Press.Points {
+			found = found || pt.Table == Input && pt.Address == c.Address && pt.Type == "uint16"
+		}
+		if !found {
+			t.Errorf("counter at input %d is not a uint16 point of the press's map", c.Address)
+		}
 	}
 }

@@ -28,6 +28,10 @@ const (
 	DefaultLostAfter  = 3 * time.Second
 	DefaultMinBackoff = 100 * time.Millisecond
 	DefaultMaxBackoff = 5 * time.Second
+	// DefaultHotQueueSize is Options.HotQueueSize's default.
+	DefaultHotQueueSize = 100
+	// DefaultDedupWindow is Options.DedupWindow's default.
+	DefaultDedupWindow = time.Second
 )
 
 // Options configure a Client. Zero values take the defaults above.
@@ -66,6 +70,21 @@ type Options struct {
 	// Security signs (and encrypts) every connection; see Security.
 	// Default (nil): security None.
 	Security *Security
+
+	// Mode is how the client uses the set: ModeAuto (default: chosen from
+	// the first active server's RedundancySupport, see ModeFor), ModeWarm,
+	// ModeHotA, ModeHotB or ModeMirrored. See Mode.
+	Mode Mode
+	// HotQueueSize is the queue size of every monitored item in the Hot
+	// and Mirrored modes, in values (Hot (a): what a backup buffers in
+	// Sampling mode, reported at a failover; Mirrored: what waits in the
+	// session while the client moves; DiscardOldest). Default 100.
+	HotQueueSize uint32
+	// DedupWindow is the Hot modes' de-duplication window (see Dedup):
+	// two equal values of one node whose SourceTimestamps are at most this
+	// far apart are one value, and a value older than the newest delivered
+	// one by more than this is dropped. Default 1 s.
+	DedupWindow time.Duration
 
 	// User activates every session (on every server of the set, and again
 	// after each reconnect and failover) with this user's UserName token,
@@ -147,6 +166,12 @@ type Event struct {
 	// Security is the policy and mode of the channel to To, as
 	// "Basic256Sha256:SignAndEncrypt" or "None:None" ("" when To is none).
 	Security string `json:"security,omitempty"`
+	// Mode is the client's mode (never auto: the one auto chose).
+	Mode Mode `json:"mode"`
+	// Fallback says why a Mirrored failover fell back to the Warm path (a
+	// new session, TransferSubscriptions or re-created subscriptions): the
+	// next server refused to activate the session; "" when it did not.
+	Fallback string `json:"fallback,omitempty"`
 }
 
 // Notification is one data change of a subscribed node.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -39,7 +40,19 @@ type Client struct {
 	closed    bool          // mu must be held.
 	lastLost  *conn         // the active server's conn that was lost last; mu must be held.
 	nextOrder int           // mu must be held.
+
+	modeV atomic.Value // Mode: Options.Mode, or once auto has chosen, the mode chosen
 }
+
+// mode is the client's mode; ModeAuto until the first server is active.
+func (c *Client) mode() Mode {
+	m, _ := c.modeV.Load().(Mode)
+	return m
+}
+
+// Mode is the client's mode: the one given, or the one ModeAuto chose
+// when the first server became active.
+func (c *Client) Mode() Mode { return c.mode() }
 
 // server is one server of the set as the client knows it.
 type server struct {
@@ -109,6 +122,15 @@ func (o Options) withDefaults() Options {
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
 	}
+	if o.HotQueueSize == 0 {
+		o.HotQueueSize = DefaultHotQueueSize
+	}
+	if o.DedupWindow <= 0 {
+		o.DedupWindow = DefaultDedupWindow
+	}
+	if o.Mode == "" {
+		o.Mode = ModeAuto
+	}
 	if o.Clock == nil {
 		o.Clock = clockwork.NewRealClock()
 	}
@@ -126,6 +148,9 @@ func (o Options) withDefaults() Options {
 // an error wrapping ErrNoServer when no URL answers within opts.Timeout.
 func Dial(ctx context.Context, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
+	if _, err := ParseMode(string(opts.Mode)); err != nil {
+		return nil, fmt.Errorf("client: Options.Mode: %w", err)
+	}
 	var urls []string
 	for _, u := range opts.URLs {
 		if u = strings.TrimSpace(u); u != "" && !slices.Contains(urls, u) {
@@ -148,6 +173,7 @@ func Dial(ctx context.Context, opts Options) (*Client, error) {
 		inbox:   make(chan any, 64),
 		changed: make(chan struct{}),
 	}
+	c.modeV.Store(opts.Mode)
 	if uri := opts.Security.applicationURI(); uri != "" {
 		c.app.ApplicationURI = uri
 	}
@@ -244,12 +270,35 @@ func (c *Client) serverLoop(s *server) {
 		}
 		backoff = c.opts.MinBackoff
 		c.post(msgUp{cn: cn})
-		select {
-		case <-cn.lost:
-			c.post(msgDown{cn: cn})
-		case <-c.ctx.Done():
+		if !c.awaitLoss(s, cn) {
 			return
 		}
+	}
+}
+
+// awaitLoss waits until s's connection is lost and reports it; false when
+// the client closes first. A Mirrored failover may replace s's conn (the
+// mirrored session activated on a new channel to s): then it waits for
+// that one.
+func (c *Client) awaitLoss(s *server, cn *conn) bool {
+	for {
+		select {
+		case <-cn.lost:
+		case <-c.ctx.Done():
+			return false
+		}
+		c.mu.Lock()
+		next := s.conn
+		c.mu.Unlock()
+		if next != nil && next != cn && !next.isLost() {
+			cn = next
+			continue
+		}
+		if next != nil {
+			cn = next // lost as well: it is the one s still holds
+		}
+		c.post(msgDown{cn: cn})
+		return true
 	}
 }
 

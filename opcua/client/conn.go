@@ -37,10 +37,15 @@ type conn struct {
 
 	watchID   uint32
 	lastReply atomic.Int64 // unix nanoseconds of the last Publish response
+	lastUser  atomic.Int64 // unix nanoseconds of the last Publish response of a user subscription
 
 	mu   sync.Mutex
 	acks []*ua.SubscriptionAcknowledgement // mu must be held.
 	subs map[uint32]*userSub               // user subscriptions here; mu must be held.
+
+	// keepChannel: another conn took over ch (a mirrored session
+	// activated on it); ending this conn leaves the channel open.
+	keepChannel atomic.Bool
 
 	lost     chan struct{}
 	lostOnce sync.Once
@@ -78,12 +83,17 @@ func openConn(ctx context.Context, c *Client, srv *server, url string) (*conn, e
 		ch.Close()
 		return nil, err
 	}
+	cn.start()
+	return cn, nil
+}
+
+// start runs cn's Publish loops and its watchdog.
+func (cn *conn) start() {
 	cn.lastReply.Store(time.Now().UnixNano())
 	for range publishesInFlight {
 		go cn.publishLoop()
 	}
 	go cn.watchdog()
-	return cn, nil
 }
 
 // sessionTimeout is asked for every session: long enough that a
@@ -151,7 +161,9 @@ func (cn *conn) fail(err error) {
 		cn.lostErr = err
 		cn.lostAt = time.Now()
 		close(cn.lost)
-		go cn.ch.Close()
+		if !cn.keepChannel.Load() {
+			go cn.ch.Close()
+		}
 	})
 }
 
@@ -282,16 +294,12 @@ func (cn *conn) dispatch(resp *ua.PublishResponse, at time.Time) {
 	if sub == nil {
 		return
 	}
+	cn.lastUser.Store(at.UnixNano())
 	cn.c.publishSeen(cn, at)
-	for _, eo := range msg.NotificationData {
-		dc, ok := eo.Value.(*ua.DataChangeNotification)
-		if !ok {
-			continue
-		}
-		for _, it := range dc.MonitoredItems {
-			sub.deliver(cn, at, it.ClientHandle, it.Value)
-		}
+	if cn.c.mode() == ModeMirrored {
+		cn.c.fillGap(cn, sub, resp.SubscriptionID, msg.SequenceNumber)
 	}
+	sub.deliverMessage(cn, resp.SubscriptionID, at, msg)
 }
 
 // close ends the session (deleting its subscriptions) and the channel,

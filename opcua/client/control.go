@@ -133,7 +133,11 @@ func (c *Client) handle(m any) {
 				c.lastLost = m.cn
 			}
 		}
+		subs := c.subs
 		c.mu.Unlock()
+		for _, sub := range subs {
+			sub.forget(m.cn)
+		}
 	case msgFailed:
 		c.mu.Lock()
 		m.srv.err, m.srv.lastErr = m.err.Error(), m.err
@@ -153,8 +157,19 @@ func (c *Client) handle(m any) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		m.sub.opMu.Lock()
 		_, err := m.sub.placeOn(ctx, cn)
+		m.sub.opMu.Unlock()
 		cancel()
+		if err == nil && c.mode().hot() {
+			c.mu.Lock()
+			for _, s := range c.servers {
+				if s.conn != nil && s.conn != cn && !s.dropped {
+					c.goPlaceHot(m.sub, s.conn)
+				}
+			}
+			c.mu.Unlock()
+		}
 		m.reply <- err
 	case msgLevel:
 		// state already updated; the caller re-decides
@@ -208,6 +223,11 @@ func (c *Client) up(cn *conn) {
 	}
 	s.uri = cn.uri
 	s.conn, s.err, s.lastErr = cn, "", nil
+	if c.mode().hot() {
+		for _, sub := range c.subs {
+			c.goPlaceHot(sub, cn)
+		}
+	}
 	c.mu.Unlock()
 	if !c.opts.NoDiscovery {
 		go c.discover(cn)
@@ -333,12 +353,15 @@ func (c *Client) decide(sel *Selector) Decision {
 	case d.Reason == NoneReachable && active != "":
 		c.mu.Lock()
 		from := c.active
-		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable"}
+		ev := Event{Kind: EventLost, At: time.Now(), From: from.ref(), Reason: "connection lost: " + from.err + "; no other server of the set is reachable", Mode: c.mode()}
 		if p := c.pending; p != nil && p.From.URI != "" && p.From.URI != from.uri {
 			// The move to from never delivered data: report the loss from
 			// the server the application last had data from.
 			ev.From = p.From
 			ev.Reason = fmt.Sprintf("%s; then %s was lost too before it delivered data (%s); no other server of the set is reachable", p.Reason, from.ref().URI, from.err)
+		}
+		if from.conn != nil && from.conn.isLost() {
+			c.lastLost = from.conn // before its msgDown, which no longer finds it active
 		}
 		if from.conn == nil && c.pending == nil {
 			c.pending = &Event{Kind: EventFailover, From: from.ref(), Interrupted: c.lostAt(from), Reason: "connection lost: " + from.err}
@@ -372,6 +395,9 @@ func (c *Client) bumpLocked() {
 
 // moveTo makes to the active server and moves the subscriptions there.
 func (c *Client) moveTo(to *server, d Decision) {
+	if c.mode() == ModeAuto {
+		c.chooseMode(to)
+	}
 	c.mu.Lock()
 	from := c.active
 	cn := to.conn
@@ -379,9 +405,67 @@ func (c *Client) moveTo(to *server, d Decision) {
 		c.mu.Unlock()
 		return // cannot happen: the rule only picks servers that are up
 	}
+	ev := c.moveEvent(from, to, cn, d)
+	subs := slices.Clone(c.subs)
+	var lost *conn // the conn that held the subscriptions, for a Mirrored failover
+	switch {
+	case d.Reason == Lost && from != nil && from.conn != nil:
+		lost = from.conn // the decision came before its msgDown
+	case d.Reason == Lost || d.Reason == Initial && c.pending != nil:
+		lost = c.lastLost
+	}
+	c.active = to
+	c.pending = nil
+	if len(subs) > 0 && ev.Kind != EventConnected {
+		p := ev
+		c.pending = &p
+	}
+	c.bumpLocked()
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+	defer cancel()
+	if len(subs) > 0 && ev.Kind == EventFailover && c.mode() == ModeMirrored {
+		done, fallback := c.mirrorTo(ctx, to, lost, subs)
+		if done {
+			return // the republished messages or the next Publish response complete the event
+		}
+		if fallback != "" {
+			c.setFallback(fallback)
+			ev.Fallback = fallback
+		}
+	}
+	tr, ok := c.moveSubs(ctx, subs, cn)
+	if !ok {
+		return // msgDown follows; the next decision moves on
+	}
+	ev.Transferred = ev.Transferred || tr
+	if c.mode().hot() {
+		c.placeHotEverywhere(subs, to)
+	}
+	switch {
+	case len(subs) == 0 || ev.Kind == EventConnected:
+		ev.Resumed = time.Now()
+		ev.At = ev.Resumed
+		if !ev.Interrupted.IsZero() {
+			ev.FailoverTime = ev.Resumed.Sub(ev.Interrupted)
+		}
+		c.emit(ev)
+	case c.mode().hot():
+		// The backup may have answered since the loss: then that answer
+		// ended the interruption.
+		if at := cn.lastUser.Load(); at > ev.Interrupted.UnixNano() {
+			c.publishSeen(cn, time.Unix(0, at))
+		}
+	}
+}
+
+// moveEvent describes the move to `to` (its conn cn) that d decided.
+// mu must be held.
+func (c *Client) moveEvent(from, to *server, cn *conn, d Decision) Event {
 	now := time.Now()
 	ev := Event{Kind: EventFailover, At: now, To: ServerRef{URI: cn.uri, URL: cn.url}, Interrupted: now,
-		Security: SecurityName(cn.ch.Policy(), cn.ch.Mode())}
+		Security: SecurityName(cn.ch.Policy(), cn.ch.Mode()), Mode: c.mode()}
 	switch {
 	case d.Reason == Initial && c.pending != nil:
 		// Back after every server was lost: a failover from the old one.
@@ -410,50 +494,115 @@ func (c *Client) moveTo(to *server, d Decision) {
 		ev.From = from.ref()
 		ev.Reason = fmt.Sprintf("%s held ServiceLevel %d > %d for the prefer-hold of %v", to.ref().URI, to.level, from.level, c.opts.PreferHold)
 	}
-	type placed struct {
-		s    *userSub
-		host *conn
-		id   uint32
-	}
-	var old []placed
-	for _, s := range c.subs {
-		s.mu.Lock()
-		old = append(old, placed{s, s.host, s.id})
-		s.mu.Unlock()
-	}
-	c.active = to
-	c.pending = nil
-	if len(c.subs) > 0 && ev.Kind != EventConnected {
-		p := ev
-		c.pending = &p
-	}
-	c.bumpLocked()
-	c.mu.Unlock()
+	return ev
+}
 
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
-	defer cancel()
-	for _, p := range old {
-		tr, err := p.s.placeOn(ctx, cn)
+// moveSubs makes every subscription report from cn: a Hot placement is
+// promoted, otherwise it is transferred or re-created; the old server's,
+// when it still serves, is demoted (Hot modes) or deleted. It reports
+// whether any was transferred, and false when cn failed under it.
+func (c *Client) moveSubs(ctx context.Context, subs []*userSub, cn *conn) (transferred, ok bool) {
+	for _, s := range subs {
+		s.opMu.Lock()
+		s.mu.Lock()
+		oldHost, oldID, oldItems := s.host, s.id, s.items
+		s.mu.Unlock()
+		tr, err := s.placeOn(ctx, cn)
 		if err != nil {
+			s.opMu.Unlock()
 			c.log.Warn("moving a subscription failed", "to", cn.url, "err", err)
 			if !cn.isLost() {
 				cn.fail(fmt.Errorf("moving a subscription here failed: %w", err))
 			}
-			return // msgDown follows; the next decision moves on
+			return transferred, false
 		}
-		ev.Transferred = ev.Transferred || tr
-		if p.host != nil && p.host != cn && !p.host.isLost() {
-			p.s.leave(p.host, p.id)
+		transferred = transferred || tr
+		if oldHost != nil && oldHost != cn && !oldHost.isLost() {
+			if c.mode().hot() {
+				s.demote(ctx, oldHost, oldID, oldItems)
+			} else {
+				s.leave(oldHost, oldID)
+			}
+		}
+		s.opMu.Unlock()
+	}
+	return transferred, true
+}
+
+// placeHotEverywhere places subs on every up server but active that does
+// not hold them yet (a subscription made while no server was active).
+func (c *Client) placeHotEverywhere(subs []*userSub, active *server) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.servers {
+		if s != active && s.conn != nil && !s.dropped && !s.conn.isLost() {
+			for _, sub := range subs {
+				c.goPlaceHot(sub, s.conn)
+			}
 		}
 	}
-	if len(old) == 0 || ev.Kind == EventConnected {
-		ev.Resumed = time.Now()
-		ev.At = ev.Resumed
-		if !ev.Interrupted.IsZero() {
-			ev.FailoverTime = ev.Resumed.Sub(ev.Interrupted)
-		}
-		c.emit(ev)
+}
+
+// goPlaceHot places sub on cn (not the active server) in the background.
+// mu must be held.
+func (c *Client) goPlaceHot(sub *userSub, cn *conn) {
+	if c.closed {
+		return
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		defer cancel()
+		sub.opMu.Lock()
+		defer sub.opMu.Unlock()
+		sub.placeHot(ctx, cn)
+	}()
+}
+
+// chooseMode sets the mode ModeAuto stands for from the RedundancySupport
+// of to, the first server to become active (ModeFor); warm when it cannot
+// be read.
+func (c *Client) chooseMode(to *server) {
+	c.mu.Lock()
+	cn := to.conn
+	c.mu.Unlock()
+	mode, why := ModeWarm, ""
+	if cn != nil {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		resp, err := cn.call(ctx, &ua.ReadRequest{
+			NodesToRead:        []*ua.ReadValueID{{NodeID: redundancySupportNode, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}}},
+			TimestampsToReturn: ua.TimestampsToReturnNeither,
+		})
+		cancel()
+		switch {
+		case err != nil:
+			why = err.Error()
+		case len(resp.(*ua.ReadResponse).Results) != 1:
+			why = "no result"
+		default:
+			dv := resp.(*ua.ReadResponse).Results[0]
+			why = "RedundancySupport " + redundancySupportName(dv)
+			if dv == nil || dv.Value == nil {
+				break
+			}
+			if v, ok := dv.Value.Value().(int32); ok && dv.Status == ua.StatusOK {
+				mode = ModeFor(ua.RedundancySupport(v))
+			}
+		}
+	}
+	c.modeV.Store(mode)
+	c.log.Info("client mode chosen", "mode", mode, "server", to.ref().String(), "why", why)
+}
+
+// setFallback records on the pending move's event why a Mirrored failover
+// fell back to the Warm path.
+func (c *Client) setFallback(why string) {
+	c.mu.Lock()
+	if c.pending != nil {
+		c.pending.Fallback = why
+	}
+	c.mu.Unlock()
 }
 
 func levelText(s *server) string {

@@ -33,11 +33,32 @@
 //     connection interruption → first Publish response from the backup.
 //     Reconnects back off (Options.MinBackoff doubling to MaxBackoff).
 //
+// Modes (Options.Mode, mode.go; Part 4 §6.6.2.4.5): warm is the failover
+// above; hot-a also places every user subscription on the other reachable
+// servers with its items in Sampling and switches the new active server's
+// items to Reporting at a failover; hot-b places them Reporting everywhere;
+// both pass each value through Dedup (dedup.go, a pure rule). mirrored
+// keeps one session and, after a loss, activates that session on a new
+// channel to the next server and republishes what was not received
+// (mirror.go, uaclient.Session.Reactivate); a refusal takes the warm path.
+// auto chooses from the first server's RedundancySupport (ModeFor).
+//
 // Invariants:
-//  1. At most one server is active; user subscriptions exist only there.
+//  1. At most one server is active; user subscriptions exist only there,
+//     except in the Hot modes, where they exist on every reachable server
+//     that accepted them and only the active one's is moved or promoted.
 //  2. Every request has a deadline (Options.Timeout); nothing blocks
 //     forever on a silent server.
 //  3. Every response passes uawire.CheckService before it is decoded.
+//  4. Nothing the client remembers per value grows without bound: Dedup
+//     keeps two windows per node (at most MaxRemembered values), the
+//     sequence numbers delivered are kept within seqKeep of the newest,
+//     Republish stops after maxRepublish messages.
+//
+// Locks: userSub.opMu (placement operations, held across network calls)
+// comes first; under it Client.mu or userSub.mu may be taken, never both
+// at once. userSub.mu is never held across a network call (only across
+// the hand-over to Notifications); conn.mu is a leaf.
 //
 // Duties of the caller: Close the Client; drain Subscription.Notifications
 // (a full channel holds back that server's Publish loop, never the others).

@@ -254,13 +254,24 @@ func (c *Client) Active() ServerRef {
 // failovers. A node the server refuses is reported once as a
 // Notification whose Value carries only the refusal's status.
 func (c *Client) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval time.Duration) (*Subscription, error) {
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	return c.SubscribeSampled(ctx, nodes, interval, interval)
+}
+
+// SubscribeSampled is Subscribe with a sampling interval apart from the
+// publishing interval: sampling 0 asks the server to queue every change
+// (what a client that must see every value of a fast counter needs).
+func (c *Client) SubscribeSampled(ctx context.Context, nodes []*ua.NodeID, interval, sampling time.Duration) (*Subscription, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("client: Subscribe needs at least one node")
 	}
 	if interval <= 0 {
 		interval = 500 * time.Millisecond
 	}
-	s := &userSub{c: c, nodes: nodes, interval: interval, out: make(chan Notification, 1024)}
+	s := &userSub{c: c, nodes: nodes, interval: interval, sampling: max(sampling, 0), out: make(chan Notification, 1024),
+		dedup: Dedup{Window: int64(c.opts.DedupWindow)}}
 	reply := make(chan error, 1)
 	select {
 	case c.inbox <- msgSubscribe{sub: s, reply: reply}:

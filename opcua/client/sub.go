@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,17 +13,42 @@ import (
 
 // userSub is one Subscribe call: the nodes, and where they are monitored
 // now. The controller moves it; the Publish loops deliver to it.
+//
+// Locks: opMu serialises the placement operations (network calls while
+// held: create, transfer, SetMonitoringMode); mu guards the fields below
+// and is never held across a network call except the hand-over to out.
+// opMu before mu and before Client.mu; Client.mu is never taken while mu
+// is held.
 type userSub struct {
 	c        *Client
 	nodes    []*ua.NodeID
-	interval time.Duration
+	interval time.Duration // publishing interval
+	sampling time.Duration // sampling interval; 0: every change
 	out      chan Notification
 
-	mu    sync.Mutex
-	host  *conn  // the conn the server subscription lives on; mu must be held.
-	id    uint32 // its id at that server; mu must be held.
-	uri   string // that server's ApplicationUri, for TransferSubscriptions; mu must be held.
-	ended bool   // out is closed; mu must be held.
+	opMu sync.Mutex
+
+	mu     sync.Mutex
+	host   *conn                // the conn of the active server's subscription; mu must be held.
+	id     uint32               // its id at that server; mu must be held.
+	uri    string               // that server's ApplicationUri, for TransferSubscriptions; mu must be held.
+	items  []uint32             // its monitored item ids by client handle (0: refused); mu must be held.
+	others map[*conn]*placement // Hot modes: the subscription on the other servers; mu must be held.
+	dedup  Dedup                // Hot modes: the de-duplication memory; mu must be held.
+	seqs   seqSet               // Mirrored: the sequence numbers delivered from (host, id); mu must be held.
+	ended  bool                 // out is closed; mu must be held.
+	hotLog map[string]struct{}  // servers already logged as not hot; mu must be held.
+	// initial marks, per conn and client handle, the items whose first
+	// value (their current value when created, not a change) has not
+	// arrived yet. mu must be held.
+	initial map[*conn][]bool
+}
+
+// placement is the subscription on one server.
+type placement struct {
+	id        uint32
+	items     []uint32 // by client handle; 0 where refused
+	reporting bool
 }
 
 // Subscription is a set of monitored nodes that follows the active server.
@@ -31,20 +58,91 @@ type Subscription struct{ s *userSub }
 // closed by Client.Close.
 func (s *Subscription) Notifications() <-chan Notification { return s.s.out }
 
-// deliver hands one monitored item value to the subscriber. Only the
-// subscription's current host delivers.
+// accepts reports whether a notification from cn is the application's:
+// from the active server's subscription, or in a Hot mode from any
+// server's. mu must be held.
+func (s *userSub) accepts(cn *conn) bool {
+	if s.ended {
+		return false
+	}
+	if s.host == cn {
+		return true
+	}
+	return s.c.mode().hot() && s.others[cn] != nil
+}
+
+// deliverMessage hands the data changes of one NotificationMessage of
+// subscription id on cn to the subscriber. In Mirrored mode a message
+// whose sequence number was delivered already (a republished one) is
+// dropped; in the Hot modes each value passes Dedup.
+func (s *userSub) deliverMessage(cn *conn, id uint32, at time.Time, msg *ua.NotificationMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.accepts(cn) {
+		return
+	}
+	if s.c.mode() == ModeMirrored && s.host == cn && s.id == id && len(msg.NotificationData) > 0 {
+		if !s.seqs.add(msg.SequenceNumber) {
+			return // delivered already (republished after a mirrored failover)
+		}
+	}
+	for _, eo := range msg.NotificationData {
+		dc, ok := eo.Value.(*ua.DataChangeNotification)
+		if !ok {
+			continue
+		}
+		for _, it := range dc.MonitoredItems {
+			s.deliverLocked(cn, at, it.ClientHandle, it.Value)
+		}
+	}
+}
+
+// deliver hands one value to the subscriber (a refusal's status).
 func (s *userSub) deliver(cn *conn, at time.Time, handle uint32, v *ua.DataValue) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || s.host != cn || int(handle) >= len(s.nodes) {
+	if s.accepts(cn) {
+		s.deliverLocked(cn, at, handle, v)
+	}
+}
+
+// deliverLocked sends one value unless Dedup drops it. mu must be held:
+// sending under mu keeps end() from closing out meanwhile; a slow reader
+// holds back only this server's Publish loop (and, in a Hot mode, the
+// others').
+func (s *userSub) deliverLocked(cn *conn, at time.Time, handle uint32, v *ua.DataValue) {
+	if int(handle) >= len(s.nodes) {
 		return
 	}
-	// Sending under mu keeps end() from closing out meanwhile; a slow
-	// reader holds back only this server's Publish loop.
+	first := false
+	if f := s.initial[cn]; int(handle) < len(f) && f[handle] {
+		first, f[handle] = true, false
+	}
+	if s.c.mode().hot() && v != nil {
+		smp := sampleOf(handle, v)
+		smp.Initial = first
+		if s.dedup.Offer(smp) != Deliver {
+			return
+		}
+	}
 	select {
 	case s.out <- Notification{At: at, Node: s.nodes[handle], Value: v, Server: ServerRef{URI: cn.uri, URL: cn.url}}:
 	case <-s.c.ctx.Done():
 	}
+}
+
+// sampleOf is v as Dedup sees it.
+func sampleOf(handle uint32, v *ua.DataValue) Sample {
+	smp := Sample{Node: strconv.FormatUint(uint64(handle), 10), Status: uint32(v.Status)}
+	if v.Value != nil {
+		if b, err := v.Value.Encode(); err == nil {
+			smp.Value = string(b)
+		}
+	}
+	if !v.SourceTimestamp.IsZero() {
+		smp.Source, smp.HasSource = v.SourceTimestamp.UnixNano(), true
+	}
+	return smp
 }
 
 func (s *userSub) end() {
@@ -56,15 +154,20 @@ func (s *userSub) end() {
 	}
 }
 
-// placeOn makes the subscription live on cn: by TransferSubscriptions
-// when cn's server already holds it (a reconnect to the same server),
-// otherwise by creating it. It reports whether it was transferred.
+// placeOn makes the subscription live and reporting on cn: a Hot mode's
+// placement there is promoted; otherwise by TransferSubscriptions when
+// cn's server already holds it (a reconnect to the same server), else by
+// creating it. It reports whether it was transferred. opMu must be held.
 func (s *userSub) placeOn(ctx context.Context, cn *conn) (bool, error) {
 	s.mu.Lock()
 	oldHost, oldID, oldURI := s.host, s.id, s.uri
+	p := s.others[cn]
 	s.mu.Unlock()
 	if oldHost == cn {
 		return false, nil
+	}
+	if p != nil && p.id != 0 {
+		return false, s.promote(ctx, cn, p)
 	}
 	if oldID != 0 && oldURI != "" && oldURI == cn.uri && oldHost != nil && oldHost.isLost() {
 		ok, err := s.transfer(ctx, cn, oldID)
@@ -75,7 +178,44 @@ func (s *userSub) placeOn(ctx context.Context, cn *conn) (bool, error) {
 			return true, nil
 		}
 	}
-	return false, s.create(ctx, cn)
+	_, _, err := s.create(ctx, cn, ua.MonitoringModeReporting, 10, true, func(id uint32, items []uint32) {
+		s.setHost(cn, id, items)
+	})
+	return false, err
+}
+
+// promote makes the Hot placement p on cn the active one: Hot (a)
+// switches its items to Reporting so their queued values arrive.
+func (s *userSub) promote(ctx context.Context, cn *conn, p *placement) error {
+	if !p.reporting {
+		if err := s.setMode(ctx, cn, p, ua.MonitoringModeReporting); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	delete(s.others, cn)
+	s.mu.Unlock()
+	s.setHost(cn, p.id, p.items)
+	return nil
+}
+
+// setMode switches p's items on cn to mode.
+func (s *userSub) setMode(ctx context.Context, cn *conn, p *placement, mode ua.MonitoringMode) error {
+	var ids []uint32
+	for _, id := range p.items {
+		if id != 0 {
+			ids = append(ids, id)
+		}
+	}
+	p.reporting = mode == ua.MonitoringModeReporting
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := cn.call(ctx, &ua.SetMonitoringModeRequest{SubscriptionID: p.id, MonitoringMode: mode, MonitoredItemIDs: ids})
+	if err != nil {
+		return fmt.Errorf("SetMonitoringMode %v: %w", mode, err)
+	}
+	return nil
 }
 
 // transfer moves subscription id to cn's session; false when the server
@@ -84,7 +224,10 @@ func (s *userSub) transfer(ctx context.Context, cn *conn, id uint32) (bool, erro
 	cn.mu.Lock()
 	cn.subs[id] = s
 	cn.mu.Unlock()
-	s.host0(cn, id)
+	s.mu.Lock()
+	items := s.items
+	s.mu.Unlock()
+	s.setHost(cn, id, items)
 	s.c.markTransferred(true)
 	resp, err := cn.call(ctx, &ua.TransferSubscriptionsRequest{SubscriptionIDs: []uint32{id}, SendInitialValues: true})
 	if err != nil && transportError(err) {
@@ -103,17 +246,27 @@ func (s *userSub) transfer(ctx context.Context, cn *conn, id uint32) (bool, erro
 	return false, nil
 }
 
-// host0 records where the subscription lives.
-func (s *userSub) host0(cn *conn, id uint32) {
+// setHost records where the active subscription lives. Another (conn,
+// id) starts a new sequence of sequence numbers: only the same
+// subscription activated on another channel (Mirrored) keeps its own, see
+// adopt.
+func (s *userSub) setHost(cn *conn, id uint32, items []uint32) {
 	s.mu.Lock()
-	s.host, s.id, s.uri = cn, id, cn.uri
+	if s.host != cn || s.id != id {
+		s.seqs = seqSet{}
+	}
+	s.host, s.id, s.uri, s.items = cn, id, cn.uri, items
 	s.mu.Unlock()
 }
 
-// create creates the subscription and its monitored items on cn. Items
-// the server refuses are reported once as a notification with the
-// refusal's status.
-func (s *userSub) create(ctx context.Context, cn *conn) error {
+// create creates the subscription and its monitored items on cn in mode,
+// with the given queue size. For the active server (active) items the
+// server refuses are reported once as a notification with the refusal's
+// status; for another (a Hot placement) a refusal is an error.
+// record is called with the subscription's id as soon as it exists (items
+// nil) and again with the items' ids, so that no notification arrives
+// before its placement is known.
+func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32, active bool, record func(id uint32, items []uint32)) (uint32, []uint32, error) {
 	ms := max(s.interval, time.Millisecond)
 	resp, err := cn.call(ctx, &ua.CreateSubscriptionRequest{
 		RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
@@ -122,21 +275,32 @@ func (s *userSub) create(ctx context.Context, cn *conn) error {
 		PublishingEnabled:           true,
 	})
 	if err != nil {
-		return fmt.Errorf("CreateSubscription: %w", err)
+		return 0, nil, fmt.Errorf("CreateSubscription: %w", err)
 	}
 	id := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
+	record(id, nil)
 	cn.mu.Lock()
 	cn.subs[id] = s
 	cn.mu.Unlock()
-	s.host0(cn, id)
+	if m := s.c.mode(); m.hot() || m == ModeMirrored {
+		// The values of an interruption wait at the server: on a backup
+		// (Hot) or in the mirrored session until it is activated again.
+		queue = s.c.opts.HotQueueSize
+	}
+	s.mu.Lock()
+	if s.initial == nil {
+		s.initial = make(map[*conn][]bool)
+	}
+	s.initial[cn] = slices.Repeat([]bool{true}, len(s.nodes))
+	s.mu.Unlock()
 	items := make([]*ua.MonitoredItemCreateRequest, len(s.nodes))
 	for i, n := range s.nodes {
 		items[i] = &ua.MonitoredItemCreateRequest{
 			ItemToMonitor:  &ua.ReadValueID{NodeID: n, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
-			MonitoringMode: ua.MonitoringModeReporting,
+			MonitoringMode: mode,
 			RequestedParameters: &ua.MonitoringParameters{
-				ClientHandle: uint32(i), SamplingInterval: float64(ms) / float64(time.Millisecond),
-				QueueSize: 10, DiscardOldest: true, Filter: ua.NewExtensionObject(nil),
+				ClientHandle: uint32(i), SamplingInterval: float64(s.sampling) / float64(time.Millisecond),
+				QueueSize: queue, DiscardOldest: true, Filter: ua.NewExtensionObject(nil),
 			},
 		}
 	}
@@ -144,15 +308,117 @@ func (s *userSub) create(ctx context.Context, cn *conn) error {
 		SubscriptionID: id, TimestampsToReturn: ua.TimestampsToReturnBoth, ItemsToCreate: items,
 	})
 	if err != nil {
-		return fmt.Errorf("CreateMonitoredItems: %w", err)
+		return id, nil, fmt.Errorf("CreateMonitoredItems: %w", err)
 	}
+	ids := make([]uint32, len(s.nodes))
 	now := time.Now()
+	var refused []ua.StatusCode
 	for i, r := range mresp.(*ua.CreateMonitoredItemsResponse).Results {
-		if r != nil && r.StatusCode != ua.StatusOK && i < len(s.nodes) {
-			s.deliver(cn, now, uint32(i), &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: r.StatusCode})
+		if r == nil || i >= len(s.nodes) {
+			continue
+		}
+		if r.StatusCode != ua.StatusOK {
+			refused = append(refused, r.StatusCode)
+			if active {
+				s.deliverRefusal(cn, now, uint32(i), r.StatusCode)
+			}
+			continue
+		}
+		ids[i] = r.MonitoredItemID
+	}
+	if len(refused) > 0 && !active {
+		return id, ids, fmt.Errorf("%d of %d monitored items refused, first %w", len(refused), len(s.nodes), refused[0])
+	}
+	record(id, ids)
+	return id, ids, nil
+}
+
+// deliverRefusal reports a refused item to the subscriber once.
+func (s *userSub) deliverRefusal(cn *conn, at time.Time, handle uint32, code ua.StatusCode) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || int(handle) >= len(s.nodes) {
+		return
+	}
+	select {
+	case s.out <- Notification{At: at, Node: s.nodes[handle], Value: &ua.DataValue{EncodingMask: ua.DataValueStatusCode, Status: code}, Server: ServerRef{URI: cn.uri, URL: cn.url}}:
+	case <-s.c.ctx.Done():
+	}
+}
+
+// placeHot places the subscription on cn, a server that is not the active
+// one, in a Hot mode: Sampling for Hot (a), Reporting for Hot (b). A
+// server that refuses it is "not hot" for this subscription: logged once,
+// the subscription is removed there and the others go on. opMu must be
+// held.
+func (s *userSub) placeHot(ctx context.Context, cn *conn) {
+	s.mu.Lock()
+	skip := s.ended || s.host == cn || s.others[cn] != nil || cn.isLost()
+	s.mu.Unlock()
+	if skip {
+		return
+	}
+	mode := ua.MonitoringModeSampling
+	if s.c.mode() == ModeHotB {
+		mode = ua.MonitoringModeReporting
+	}
+	id, _, err := s.create(ctx, cn, mode, s.c.opts.HotQueueSize, false, func(id uint32, items []uint32) {
+		s.mu.Lock()
+		if s.others == nil {
+			s.others = make(map[*conn]*placement)
+		}
+		s.others[cn] = &placement{id: id, items: items, reporting: mode == ua.MonitoringModeReporting}
+		s.mu.Unlock()
+	})
+	if err != nil {
+		s.forget(cn)
+		s.notHot(cn, id, err)
+	}
+}
+
+// notHot records that cn's server refused the Hot placement.
+func (s *userSub) notHot(cn *conn, id uint32, err error) {
+	if id != 0 {
+		s.leave(cn, id)
+	}
+	s.mu.Lock()
+	if s.hotLog == nil {
+		s.hotLog = make(map[string]struct{})
+	}
+	_, logged := s.hotLog[cn.uri]
+	s.hotLog[cn.uri] = struct{}{}
+	s.mu.Unlock()
+	if !logged && !cn.isLost() {
+		s.c.log.Warn("server is not hot for a subscription: it refused it; the other servers go on", "server", cn.uri, "url", cn.url, "err", err)
+	}
+}
+
+// demote turns the active placement on cn (being left while cn still
+// serves) into a Hot one: Sampling for Hot (a), reporting on for Hot (b).
+// opMu must be held.
+func (s *userSub) demote(ctx context.Context, cn *conn, id uint32, items []uint32) {
+	p := &placement{id: id, items: items, reporting: true}
+	if s.c.mode() == ModeHotA {
+		if err := s.setMode(ctx, cn, p, ua.MonitoringModeSampling); err != nil {
+			s.c.log.Warn("could not switch the old server's items to Sampling; removing them", "server", cn.uri, "err", err)
+			s.leave(cn, id)
+			return
 		}
 	}
-	return nil
+	s.mu.Lock()
+	if s.others == nil {
+		s.others = make(map[*conn]*placement)
+	}
+	s.others[cn] = p
+	s.mu.Unlock()
+}
+
+// forget drops what the subscription had on cn (lost).
+func (s *userSub) forget(cn *conn) {
+	s.mu.Lock()
+	delete(s.others, cn)
+	delete(s.initial, cn)
+	s.mu.Unlock()
 }
 
 // leave deletes the subscription from cn (a planned move: cn still
@@ -161,6 +427,7 @@ func (s *userSub) leave(cn *conn, id uint32) {
 	cn.mu.Lock()
 	delete(cn.subs, id)
 	cn.mu.Unlock()
+	s.forget(cn)
 	if cn.isLost() {
 		return
 	}
@@ -169,4 +436,44 @@ func (s *userSub) leave(cn *conn, id uint32) {
 		defer cancel()
 		_, _ = cn.call(ctx, &ua.DeleteSubscriptionsRequest{SubscriptionIDs: []uint32{id}})
 	}()
+}
+
+// seqSet is the sequence numbers delivered from one server subscription,
+// bounded: only those within seqKeep of the newest are remembered (two
+// Publish loops may hand messages over out of order, so a high-water mark
+// alone would drop one).
+type seqSet struct {
+	newest uint32
+	seen   map[uint32]struct{}
+}
+
+// seqKeep bounds seqSet: far more than the messages a server retains for
+// Republish.
+const seqKeep = 1024
+
+// add records n; false when it was recorded already or is older than
+// what is remembered.
+func (q *seqSet) add(n uint32) bool {
+	if q.seen == nil {
+		q.seen = make(map[uint32]struct{})
+		q.newest = n
+	}
+	if int32(q.newest-n) > seqKeep {
+		return false
+	}
+	if _, ok := q.seen[n]; ok {
+		return false
+	}
+	q.seen[n] = struct{}{}
+	if int32(n-q.newest) > 0 {
+		q.newest = n
+	}
+	if len(q.seen) > 2*seqKeep {
+		for x := range q.seen {
+			if int32(q.newest-x) > seqKeep {
+				delete(q.seen, x)
+			}
+		}
+	}
+	return true
 }

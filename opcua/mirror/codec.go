@@ -419,7 +419,9 @@ func decodeBatch(b []byte) (header, []record, error) {
 	if d.err == nil && int64(n)*5 > int64(len(d.b)) {
 		return h, nil, invalid("%d records in %d bytes", n, len(d.b))
 	}
-	recs := make([]record, 0, n)
+	// A record decodes to a few hundred bytes from as few as nine: n sizes
+	// nothing before the records prove it.
+	recs := make([]record, 0, min(n, 64))
 	for range n {
 		k := kind(d.u8())
 		body := d.bytesMax(maxRecordBytes)

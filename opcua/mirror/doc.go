@@ -20,7 +20,10 @@
 // does not run; each reported message removes from the queues the values
 // it carried (subscription.Engine.Reported: equal value and status,
 // SourceTimestamps within Options.MatchWindow) and joins the replica's
-// retransmission queue.
+// retransmission queue. Items on variables of namespace 0 (the Server
+// object: ServiceLevel, ServerStatus …) report each member's own state:
+// a report there only empties the replica's queue, and a takeover sends
+// the survivor's current value.
 //
 // # Takeover
 //
@@ -43,12 +46,29 @@
 //
 // Records travel in batches (codec.go) numbered per stream; a stream has
 // an epoch and begins with a snapshot of every session served here, sent
-// one session at a time. Each batch received is acknowledged in the next
-// batch the other way (or one of its own). A gap, an invalid batch, or a
-// peer that acknowledged nothing for resyncAfter starts a new epoch. A
-// replica counts as a hot standby for an origin (Stats, otopcua_mirror_ready)
-// once the origin's snapshot arrived whole; until then a takeover is
-// refused and the client falls back to Warm, with a log line.
+// one session at a time (live records put the next session off by one
+// batch at most, so that a busy member's snapshot still ends). Each batch
+// received is acknowledged in the next batch the other way (or one of its
+// own). A gap, an invalid batch, or a peer that acknowledged nothing for
+// resyncAfter starts a new epoch; until its snapshot arrives, what the
+// replica holds of that origin counts as incomplete. A member that
+// dropped batches of a sender it did not know as a peer yet asks it for
+// a new epoch once it does. A replica counts as a hot standby for an
+// origin (Stats, otopcua_mirror_ready) once the origin's snapshot arrived
+// whole; until then a takeover is refused and the client falls back to
+// Warm, with a log line. A snapshot and the live records around it may
+// describe one subscription, item or message twice; the replica applies
+// each once.
+//
+// # Orphans
+//
+// A session that ends without deleting its subscriptions leaves them
+// orphaned, for a TransferSubscriptions of its client, on the origin and
+// on every replica. The origin expires its copy after the lifetime and
+// the replicas drop theirs with it; if the origin died first, a replica
+// drops its copy once the lifetime has passed since. A client that
+// transfers an orphan to a session served by a survivor has it served
+// there.
 //
 // # Invariants
 //

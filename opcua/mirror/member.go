@@ -27,6 +27,9 @@ const (
 	// inboxSize bounds the received batches waiting to be applied; a
 	// batch beyond is dropped and the gap repaired by a resync.
 	inboxSize = 1024
+	// maxStrangers bounds the names remembered of members that sent
+	// batches before they were peers.
+	maxStrangers = 64
 )
 
 // Member mirrors the sessions served here to the peers and holds the
@@ -58,10 +61,13 @@ type Member struct {
 	served     map[string]*served        // sessions served here, by NodeId string; mu must be held.
 	origins    map[string]*origin        // the peers whose sessions are held here; mu must be held.
 	byHash     map[[32]byte]*replicaSess // replica sessions by token hash; mu must be held.
-	acked      chan struct{}             // closed and replaced when acknowledgements arrive; mu must be held.
-	stats      Stats                     // counters; mu must be held.
-	started    bool                      // mu must be held.
-	closed     bool                      // mu must be held.
+	// strangers are members whose batches were dropped because they were
+	// not peers yet; mu must be held.
+	strangers map[string]bool
+	acked     chan struct{} // closed and replaced when acknowledgements arrive; mu must be held.
+	stats     Stats         // counters; mu must be held.
+	started   bool          // mu must be held.
+	closed    bool          // mu must be held.
 }
 
 // peer is the stream of records from this member to one peer.
@@ -74,15 +80,18 @@ type peer struct {
 	pending  [][]byte // records not yet sent
 	pendIdx  []uint64 // their indexes
 	unacked  []sentBatch
-	lag      int       // bytes pending and unacknowledged
-	snapshot []string  // sessions whose snapshot is still to be queued
-	snapEnd  uint64    // record index of the snapshot's end; 0 once acknowledged
-	ready    bool      // the snapshot was acknowledged
-	stalled  bool      // missed AckTimeout; not waited for until it catches up
-	resync   bool      // ask the peer for a new stream of its records
-	ackTo    header    // what to acknowledge of the peer's stream
-	needAck  bool      // a batch of the peer was applied and not yet acknowledged
-	started  time.Time // the epoch's start
+	lag      int      // bytes pending and unacknowledged
+	snapshot []string // sessions whose snapshot is still to be queued
+	snapEnd  uint64   // record index of the snapshot's end; 0 once acknowledged
+	// snapWaited: the snapshot's next session was put off behind live
+	// records once; it is not put off again.
+	snapWaited bool
+	ready      bool      // the snapshot was acknowledged
+	stalled    bool      // missed AckTimeout; not waited for until it catches up
+	resync     bool      // ask the peer for a new stream of its records
+	ackTo      header    // what to acknowledge of the peer's stream
+	needAck    bool      // a batch of the peer was applied and not yet acknowledged
+	started    time.Time // the epoch's start
 }
 
 type sentBatch struct {
@@ -108,6 +117,9 @@ type origin struct {
 	broken   bool   // a gap: records are ignored until a new epoch
 	lost     time.Time
 	sessions map[string]*replicaSess
+	// orphans are replica subscriptions whose session ended without
+	// deleting them, with their lifetime.
+	orphans map[uint32]time.Duration
 }
 
 type replicaSess struct {
@@ -126,18 +138,19 @@ type inbound struct {
 func New(o Options) *Member {
 	o.setDefaults()
 	return &Member{
-		opts:    o,
-		log:     o.Logger.With("component", "mirror"),
-		lines:   loglimit.New(time.Minute, 64),
-		clock:   o.Clock,
-		wake:    make(chan struct{}, 1),
-		inbox:   make(chan inbound, inboxSize),
-		done:    make(chan struct{}),
-		peers:   make(map[string]*peer),
-		served:  make(map[string]*served),
-		origins: make(map[string]*origin),
-		byHash:  make(map[[32]byte]*replicaSess),
-		acked:   make(chan struct{}),
+		opts:      o,
+		log:       o.Logger.With("component", "mirror"),
+		lines:     loglimit.New(time.Minute, 64),
+		clock:     o.Clock,
+		wake:      make(chan struct{}, 1),
+		inbox:     make(chan inbound, inboxSize),
+		done:      make(chan struct{}),
+		peers:     make(map[string]*peer),
+		served:    make(map[string]*served),
+		origins:   make(map[string]*origin),
+		byHash:    make(map[[32]byte]*replicaSess),
+		strangers: make(map[string]bool),
+		acked:     make(chan struct{}),
 		stats: Stats{Peers: map[string]PeerStats{}, Origins: map[string]OriginStats{},
 			Dropped: map[string]uint64{}, Takeovers: map[string]uint64{}},
 	}
@@ -213,6 +226,10 @@ func (m *Member) SetPeers(names []string) {
 		if m.peers[n] == nil {
 			m.peers[n] = &peer{name: n}
 			m.restartLocked(m.peers[n], now)
+			// It streamed to this member before this member knew it: what
+			// it sent was dropped; it starts again at once rather than
+			// after resyncAfter without acknowledgements.
+			m.peers[n].resync = m.strangers[n]
 		}
 		if o := m.origins[n]; o != nil {
 			o.lost = time.Time{}
@@ -223,6 +240,7 @@ func (m *Member) SetPeers(names []string) {
 			delete(m.peers, n)
 		}
 	}
+	clear(m.strangers)
 	for n, o := range m.origins {
 		if !want[n] && o.lost.IsZero() {
 			o.lost = now
@@ -239,7 +257,7 @@ func (m *Member) restartLocked(p *peer, now time.Time) {
 	p.epoch = rand.Uint64() | 1
 	p.seq, p.recNext, p.acked = 0, 1, 0
 	p.pending, p.pendIdx, p.unacked, p.lag = nil, nil, nil, 0
-	p.ready, p.stalled, p.snapEnd = false, false, 0
+	p.ready, p.stalled, p.snapEnd, p.snapWaited = false, false, 0, false
 	p.started = now
 	p.snapshot = p.snapshot[:0]
 	for id, s := range m.served {

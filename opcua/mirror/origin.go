@@ -65,6 +65,15 @@ func (m *Member) Service(id *ua.NodeID, req ua.Request, resp ua.Response) {
 	switch r := req.(type) {
 	case *ua.RepublishRequest:
 		return
+	case *ua.TransferSubscriptionsRequest:
+		m.transferred(key, r.SubscriptionIDs)
+		b, err := encRequest(key, req)
+		recs = append(recs, b)
+		if err != nil {
+			recs = nil
+		}
+		m.emitAll(key, recs, err)
+		return
 	case *ua.CreateSubscriptionRequest:
 		res, ok := resp.(*ua.CreateSubscriptionResponse)
 		if !ok {
@@ -89,6 +98,12 @@ func (m *Member) Service(id *ua.NodeID, req ua.Request, resp ua.Response) {
 		b, err = encRequest(key, req)
 		recs = append(recs, b)
 	}
+	m.emitAll(key, recs, err)
+}
+
+// emitAll queues the records of a service of session key, or, when they
+// could not be encoded (err), puts the session back to Warm.
+func (m *Member) emitAll(key string, recs [][]byte, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.served[key]
@@ -103,6 +118,26 @@ func (m *Member) Service(id *ua.NodeID, req ua.Request, resp ua.Response) {
 		if !m.emitLocked(key, b) {
 			return
 		}
+	}
+}
+
+// transferred: a client moved subscriptions ids to session key, served
+// here. Those that were orphaned replicas (their session ended on a member
+// that died) are served here from now on.
+func (m *Member) transferred(key string, ids []uint32) {
+	m.mu.Lock()
+	for _, o := range m.origins {
+		for _, id := range ids {
+			delete(o.orphans, id)
+		}
+	}
+	e := m.engine
+	m.mu.Unlock()
+	if e == nil {
+		return
+	}
+	if n := e.Promote(subscription.SessionID(key)); n > 0 {
+		m.log.Info("mirror: orphaned subscriptions transferred to a session served here", "session", key, "subscriptions", n)
 	}
 }
 

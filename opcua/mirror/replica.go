@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/gopcua/opcua/ua"
 
@@ -37,12 +38,20 @@ func (m *Member) receive(in inbound) []func() {
 	p := m.peers[in.from]
 	if p == nil || m.closed {
 		m.stats.Dropped["not-a-peer"]++
+		if !m.closed && len(m.strangers) < maxStrangers {
+			m.strangers[in.from] = true
+		}
 		return nil
 	}
 	m.stats.BytesIn += uint64(len(in.batch))
 	if err != nil {
 		m.stats.Dropped["invalid-batch"]++
 		m.log.Warn("mirror: invalid batch refused whole; asking for a new stream", "peer", in.from, "err", err)
+		if o := m.origins[in.from]; o != nil {
+			// Its records are lost: what is held of the peer is not
+			// complete until the new stream's snapshot arrives.
+			o.broken = true
+		}
 		p.resync = true
 		m.signal()
 		return nil
@@ -57,7 +66,7 @@ func (m *Member) receive(in inbound) []func() {
 	}
 	o := m.origins[in.from]
 	if o == nil {
-		o = &origin{name: in.from, sessions: make(map[string]*replicaSess)}
+		o = &origin{name: in.from, sessions: make(map[string]*replicaSess), orphans: make(map[uint32]time.Duration)}
 		m.origins[in.from] = o
 	}
 	var work []func()
@@ -99,6 +108,31 @@ func (m *Member) resetOriginLocked(o *origin, epoch uint64) []func() {
 	return work
 }
 
+// orphanLocked forgets a replica session that ended without deleting its
+// subscriptions: they stay, orphaned, for a TransferSubscriptions of the
+// origin's client. The origin expires them after their lifetime and says
+// so (kSubGone); should it leave first, housekeep drops them once their
+// lifetime has passed since. m.mu must be held.
+func (m *Member) orphanLocked(o *origin, rs *replicaSess) func() {
+	closeSess := m.forgetLocked(rs, false)
+	e, sid := m.engine, subscription.SessionID(rs.id)
+	return func() {
+		subs := e.Export(sid)
+		closeSess()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		cur := m.origins[o.name]
+		if cur == nil { // housekeep forgot o meanwhile
+			cur = o
+			m.origins[o.name] = o
+		}
+		for _, st := range subs {
+			p := st.Params
+			cur.orphans[st.ID] = time.Duration(float64(p.RequestedLifetimeCount) * p.RequestedPublishingInterval * float64(time.Millisecond))
+		}
+	}
+}
+
 // forgetLocked removes a replica session from the indexes and returns the
 // engine work that drops its subscriptions. m.mu must be held.
 func (m *Member) forgetLocked(rs *replicaSess, deleteSubs bool) func() {
@@ -120,6 +154,7 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 	}
 	if r.kind == kSubGone {
 		id := r.sub.id
+		delete(o.orphans, id)
 		return func() { e.DropReplica(id) }
 	}
 	if r.kind == kTaken {
@@ -136,7 +171,10 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 	switch r.kind {
 	case kSessionGone:
 		delete(o.sessions, r.sess)
-		return m.forgetLocked(rs, r.gone)
+		if r.gone {
+			return m.forgetLocked(rs, true)
+		}
+		return m.orphanLocked(o, rs)
 	case kSub:
 		s := r.sub
 		return func() {
@@ -153,6 +191,16 @@ func (m *Member) applyLocked(o *origin, r record) func() {
 		}
 	case kRequest:
 		req := r.req
+		if tr, ok := req.(*ua.TransferSubscriptionsRequest); ok {
+			// A session holds them again: o's, whichever origin they
+			// were orphaned by (o may have taken them from a member that
+			// died).
+			for _, other := range m.origins {
+				for _, id := range tr.SubscriptionIDs {
+					delete(other.orphans, id)
+				}
+			}
+		}
 		return func() { applyRequest(e, sid, req) }
 	case kSent:
 		pub := r.pub
@@ -299,6 +347,13 @@ func (m *Member) TakenOver(id *ua.NodeID) {
 			delete(o.sessions, key)
 			if m.byHash[rs.ms.TokenHash] == rs {
 				delete(m.byHash, rs.ms.TokenHash)
+			}
+			// Its client left the member that served it, most likely
+			// dead: the session's messages do not wait for that member's
+			// acknowledgement (AckTimeout) until it shows it is alive by
+			// catching up.
+			if p := m.peers[o.name]; p != nil && p.ready && !p.stalled {
+				p.stalled = true
 			}
 		}
 	}

@@ -48,14 +48,22 @@ func (m *Member) collect() (out []outBatch, more bool) {
 	defer m.mu.Unlock()
 	for _, p := range m.peers {
 		// A snapshot is queued one session at a time, so that the hooks of
-		// the sessions served here never wait behind a whole one.
-		if len(p.snapshot) > 0 && len(p.pending) == 0 {
+		// the sessions served here never wait behind a whole one. Live
+		// records put the next session off by one batch at most: records
+		// that keep coming would otherwise starve the snapshot, and the
+		// peer would never be ready.
+		switch {
+		case len(p.snapshot) == 0:
+		case len(p.pending) == 0 || p.snapWaited:
+			p.snapWaited = false
 			key := p.snapshot[0]
 			p.snapshot = p.snapshot[1:]
 			m.snapshotLocked(p, key)
 			if len(p.snapshot) == 0 {
 				m.snapEndLocked(p)
 			}
+		default:
+			p.snapWaited = true
 		}
 		if len(p.pending) == 0 && !p.needAck && !p.resync {
 			continue
@@ -94,8 +102,9 @@ func (m *Member) collect() (out []outBatch, more bool) {
 }
 
 // housekeep restarts the stream of a peer that acknowledged nothing for
-// resyncAfter and ends replica sessions whose origin left and whose
-// timeout passed.
+// resyncAfter, and ends the replica sessions whose origin left and whose
+// timeout passed since, and the orphaned replica subscriptions whose
+// lifetime did.
 func (m *Member) housekeep() {
 	now := m.clock.Now()
 	var work []func()
@@ -122,7 +131,14 @@ func (m *Member) housekeep() {
 				delete(o.sessions, id)
 			}
 		}
-		if len(o.sessions) == 0 {
+		for id, lifetime := range o.orphans {
+			if now.Sub(o.lost) >= lifetime {
+				e := m.engine
+				work = append(work, func() { e.DropReplica(id) })
+				delete(o.orphans, id)
+			}
+		}
+		if len(o.sessions) == 0 && len(o.orphans) == 0 {
 			delete(m.origins, name)
 		}
 	}

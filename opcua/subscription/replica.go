@@ -27,7 +27,8 @@ import (
 // one reported, with the next sequence number.
 
 // ErrReplicaConflict: a subscription id the serving member chose is in use
-// here. The session stays Warm.
+// here, by a subscription served here or by another session's replica.
+// The session stays Warm.
 var ErrReplicaConflict = errors.New("subscription: replica id in use")
 
 // maxCursors bounds the reported values an item remembers before it
@@ -37,7 +38,8 @@ const maxCursors = 16
 // ReplicaSubscription creates the replica of subscription id of session
 // sess with the serving member's revised parameters (the requested values
 // of req) and next sequence number. window is the match window of its
-// items' values.
+// items' values. A replica of sess with that id exists already (a
+// snapshot and the live record both describe it): nothing changes.
 func (e *Engine) ReplicaSubscription(sess SessionID, id uint32, req *ua.CreateSubscriptionRequest, nextSeq uint32, window time.Duration) error {
 	if req == nil || id == 0 {
 		return ua.StatusBadInvalidArgument
@@ -51,6 +53,10 @@ func (e *Engine) ReplicaSubscription(sess SessionID, id uint32, req *ua.CreateSu
 	case e.closed:
 		return ua.StatusBadShutdown
 	case e.subs[id] != nil:
+		// Promote writes replica with e.mu held: reading it here is safe.
+		if old := e.subs[id]; old.replica && old.sess != nil && old.sess == e.sessions[sess] {
+			return nil // held already: a snapshot and the live record both made it
+		}
 		return ErrReplicaConflict
 	case len(e.subs) >= e.opts.MaxSubscriptions:
 		e.counts.subscriptions.Add(1)
@@ -99,7 +105,7 @@ func (e *Engine) ReplicaItems(sess SessionID, req *ua.CreateMonitoredItemsReques
 
 // Reported tells the replica of subscription subID of sess that the
 // serving member sent msg. It reports false when sess holds no such
-// replica.
+// replica. A message already held for Republish is not applied again.
 func (e *Engine) Reported(sess SessionID, subID uint32, msg *ua.NotificationMessage) bool {
 	if msg == nil || msg.SequenceNumber == 0 {
 		return false
@@ -114,6 +120,13 @@ func (e *Engine) Reported(sess SessionID, subID uint32, msg *ua.NotificationMess
 	defer s.mu.Unlock()
 	if !s.replica || s.deleted {
 		return false
+	}
+	if s.retained(msg.SequenceNumber) != nil {
+		// A snapshot taken while the message was on its way to the client
+		// carried it, and so does the live record: its values were
+		// matched already, and a second match would turn them into
+		// cursors that swallow a later equal value.
+		return true
 	}
 	s.retain(msg, e.opts.MaxRetransmitMessages, e.opts.MaxRetransmitNotifications)
 	s.seq = msg.SequenceNumber + 1
@@ -166,7 +179,8 @@ func (e *Engine) Acked(sess SessionID, acks []*ua.SubscriptionAcknowledgement) {
 
 // Promote makes the replicas of sess ordinary subscriptions served here:
 // their lifetime starts now and the values owed to the client go out with
-// the next Publish response. It returns the number of subscriptions.
+// the next Publish response. Its other subscriptions are left alone. It
+// returns the number of subscriptions promoted.
 func (e *Engine) Promote(sess SessionID) int {
 	now := e.clock.Now()
 	e.mu.Lock()
@@ -175,17 +189,28 @@ func (e *Engine) Promote(sess SessionID) int {
 	if ss == nil {
 		return 0
 	}
+	n := 0
 	for _, s := range ss.subs {
 		s.mu.Lock()
+		if !s.replica {
+			s.mu.Unlock()
+			continue
+		}
+		n++
 		s.replica = false
 		s.byHandle = nil
 		s.touch(now)
-		s.late.Store(s.hasReport())
+		s.tellServerState()
+		// The first Publish request is answered at once, with the values
+		// owed or a keep-alive: the client learns without waiting a
+		// publishing interval that its subscription lives here.
+		s.sentOnce = false
+		s.late.Store(true)
 		next := s.nextDeadline()
 		s.mu.Unlock()
 		e.sched.at(s, next)
 	}
-	return len(ss.subs)
+	return n
 }
 
 // SubState is one subscription as a replica needs it (Export).
@@ -313,6 +338,12 @@ func sameValue(a, b *ua.DataValue, window time.Duration) (time.Duration, bool) {
 // reported, with everything queued before it; a value not sampled here
 // yet becomes a cursor. it.mu must be held.
 func (it *item) trimLocked(v *ua.DataValue, window time.Duration) {
+	if it.serverLocal() {
+		// Another member's own state (its ServiceLevel, its clock): no
+		// value here is the same as one reported there.
+		it.queue.clear()
+		return
+	}
 	best, at := time.Duration(-1), -1
 	for i := 0; i < it.queue.len(); i++ {
 		if d, ok := sameValue(it.queue.at(i), v, window); ok && (best < 0 || d < best) {
@@ -384,4 +415,37 @@ func (e *Engine) DropReplica(id uint32) {
 	}
 	e.mu.Unlock()
 	e.retire(r)
+}
+
+// serverLocal reports whether the item watches a variable of namespace 0:
+// the Server object's (ServiceLevel, ServerStatus, the redundancy and
+// diagnostics variables), whose values are each member's own, unlike the
+// tags of the application's namespaces, which every member reads from the
+// same devices.
+func (it *item) serverLocal() bool { return it.node != nil && it.node.Namespace() == 0 }
+
+// tellServerState queues the current value of every server-local data
+// item of a promoted subscription: its client learns this member's state
+// (its ServiceLevel …) with the first message, whatever changed here
+// before. s.mu must be held.
+func (s *subscription) tellServerState() {
+	var push []*item
+	for _, it := range s.items {
+		if it.isEvent() || !it.serverLocal() {
+			continue
+		}
+		it.mu.Lock()
+		if it.mode != ua.MonitoringModeDisabled && it.last != nil {
+			it.queue.clear()
+			it.queue.push(it.last, it.qsize(), it.discardOldest)
+			it.fresh = true
+			if it.needsReportLocked() {
+				push = append(push, it)
+			}
+		}
+		it.mu.Unlock()
+	}
+	if len(push) > 0 {
+		s.pushReports(push)
+	}
 }

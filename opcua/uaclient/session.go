@@ -21,6 +21,12 @@ type Session struct {
 	// ServerURI is the server's ApplicationUri as its CreateSession
 	// response describes it ("" when it lists no endpoint).
 	ServerURI string
+
+	// What a later activation on another channel (Reactivate) needs.
+	origCert  []byte                    // the server certificate of the CreateSession response
+	nonce     []byte                    // the last server nonce received (CreateSession, then each ActivateSession)
+	endpoints []*ua.EndpointDescription // the CreateSession response's, for the user token policy
+	user      *UserName
 }
 
 // SessionParams describe a session to open.
@@ -101,10 +107,14 @@ func OpenSession(ctx context.Context, ch *Channel, p SessionParams) (*Session, e
 		return nil, err
 	}
 	s := &Session{
-		ch:      ch,
-		auth:    cs.AuthenticationToken,
-		ID:      cs.SessionID,
-		Timeout: time.Duration(cs.RevisedSessionTimeout) * time.Millisecond,
+		ch:        ch,
+		auth:      cs.AuthenticationToken,
+		ID:        cs.SessionID,
+		Timeout:   time.Duration(cs.RevisedSessionTimeout) * time.Millisecond,
+		origCert:  cs.ServerCertificate,
+		nonce:     cs.ServerNonce,
+		endpoints: cs.ServerEndpoints,
+		user:      p.User,
 	}
 	for _, e := range cs.ServerEndpoints {
 		if e.Server != nil && e.Server.ApplicationURI != "" {
@@ -131,15 +141,24 @@ func (s *Session) activate(ctx context.Context, cs *ua.CreateSessionResponse, us
 		}
 		tok, name = t, user.Name
 	}
-	_, err := s.ch.Call(ctx, &ua.ActivateSessionRequest{
+	return s.sendActivate(ctx, &ua.ActivateSessionRequest{
 		ClientSignature:    clientSig,
 		LocaleIDs:          []string{},
 		UserIdentityToken:  ua.NewExtensionObject(tok),
 		UserTokenSignature: &ua.SignatureData{},
-	}, s.auth, timeout)
+	}, name, timeout)
+}
+
+// sendActivate sends req on s's channel and keeps the server nonce of the
+// answer. A refusal is an *ActivationError.
+func (s *Session) sendActivate(ctx context.Context, req *ua.ActivateSessionRequest, name string, timeout time.Duration) error {
+	resp, err := s.ch.Call(ctx, req, s.auth, timeout)
 	var code ua.StatusCode
 	switch {
 	case err == nil:
+		if n := resp.(*ua.ActivateSessionResponse).ServerNonce; len(n) > 0 {
+			s.nonce = n
+		}
 		return nil
 	case errors.As(err, &code) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrTimeout):
 		return &ActivationError{User: name, Code: code}

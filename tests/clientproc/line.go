@@ -51,6 +51,8 @@ type Line struct {
 	HasMs       bool // failoverMs was present
 	Transferred bool
 	Security    string // "Policy:Mode" of the channel to To ("" when not printed)
+	Mode        string // the client's mode ("" when not printed)
+	Fallback    string // why a mirrored failover took the warm path ("" when it did not)
 }
 
 // Level is a notification's value as a ServiceLevel byte; false for an
@@ -90,6 +92,8 @@ type wire struct {
 	FailoverMs      *float64        `json:"failoverMs"`
 	Transferred     bool            `json:"transferred"`
 	Security        string          `json:"security"`
+	Mode            string          `json:"mode"`
+	Fallback        string          `json:"fallback"`
 }
 
 // ParseLine decodes one line against the CLI's contract: a known type, an
@@ -106,7 +110,8 @@ func ParseLine(b []byte, read time.Time) (Line, error) {
 		return Line{}, errors.New("more than one JSON value on the line")
 	}
 	l := Line{Raw: string(b), Read: read, Type: w.Type, Node: w.Node, Value: w.Value, DataType: w.DataType,
-		Status: w.Status, Server: w.Server, URL: w.URL, From: w.From, To: w.To, Reason: w.Reason, Transferred: w.Transferred, Security: w.Security}
+		Status: w.Status, Server: w.Server, URL: w.URL, From: w.From, To: w.To, Reason: w.Reason, Transferred: w.Transferred, Security: w.Security,
+		Mode: w.Mode, Fallback: w.Fallback}
 	var err error
 	if l.Time, err = parseTime("time", w.Time, true); err != nil {
 		return Line{}, err
