@@ -30,6 +30,7 @@ func main() {
 	flag.IntVar(&c.SetupWorkers, "setup-workers", 4, "sessions opened at a time")
 	flag.DurationVar(&c.Warmup, "warmup", 20*time.Second, "load before the measured window")
 	flag.DurationVar(&c.Window, "window", 60*time.Second, "measured window")
+	repeat := flag.Int("repeat", 1, "runs of each shape, the modes alternating (Warm, HotAndMirrored, Warm, …); the summary gives medians")
 	modes := flag.String("modes", modeWarm+","+modeMirrored, "redundancy modes to compare, in this order")
 	short := flag.Bool("short", false, "a quick check: 20x20, 200 tags on one device, 2 s warm-up, 5 s window")
 	flag.StringVar(&c.Profile, "profile", "", "record both nodes with perf over each window into PREFIX-<shape>-<mode>-<role>.perf.data (not for the figures: perf costs CPU)")
@@ -65,17 +66,23 @@ func main() {
 
 	machine := measure.Machine(time.Now())
 	var out []Comparison
+	if *repeat < 1 {
+		fail(2, "-repeat %d: accepted values are whole numbers ≥ 1", *repeat)
+	}
 	for _, cc := range cases {
 		cc.Progress = os.Stderr
-		byMode := map[string]Result{}
-		for _, m := range ms {
-			var r Result
-			if err := procs.Run("bench-mirror-"+cc.Shape()+"-"+m, func(t testing.TB) { r = Run(t, cc, m) }); err != nil {
-				fail(2, "shape %s %s could not be run: %v", cc.Shape(), m, err)
+		for rep := 1; rep <= *repeat; rep++ {
+			byMode := map[string]Result{}
+			for _, m := range ms {
+				var r Result
+				if err := procs.Run("bench-mirror-"+cc.Shape()+"-"+m, func(t testing.TB) { r = Run(t, cc, m) }); err != nil {
+					fail(2, "shape %s %s could not be run: %v", cc.Shape(), m, err)
+				}
+				r.Run = rep
+				byMode[m] = r
 			}
-			byMode[m] = r
+			out = append(out, Compare(byMode[modeWarm], byMode[modeMirrored]))
 		}
-		out = append(out, Compare(byMode[modeWarm], byMode[modeMirrored]))
 	}
 	if !*jsonOnly {
 		c0 := cases[0]
@@ -84,6 +91,10 @@ func main() {
 			c0.Tags, c0.Devices, c0.Poll, c0.Changes, c0.ChangeEvery, c0.Publishing, c0.Sampling, c0.QueueSize, c0.Inflight, c0.Warmup, c0.Window)
 		Table(os.Stdout, out)
 		fmt.Println()
+		if *repeat > 1 {
+			Summary(os.Stdout, out)
+			fmt.Println()
+		}
 	}
 	JSONLines(os.Stdout, machine, out)
 	problems := Problems(out)

@@ -174,3 +174,20 @@ func TestStride(t *testing.T) {
 		t.Fatalf("stride %d: 100 changes touch %d sessions of 100", st, len(blocks))
 	}
 }
+
+func TestSummary(t *testing.T) {
+	if median([]float64{3, 1, 2}) != 2 || median([]float64{4, 1, 3, 2}) != 2.5 || median(nil) != 0 {
+		t.Fatal("median")
+	}
+	mk := func(shape string, run int, ratio float64) Comparison {
+		return Comparison{Shape: shape, CPURatio: ratio, Warm: Result{Shape: shape, Run: run, Mode: modeWarm},
+			Mirrored: Result{Shape: shape, Run: run, Mode: modeMirrored}}
+	}
+	var b strings.Builder
+	Summary(&b, []Comparison{mk("1x1", 1, 1.3), mk("1x1", 2, 1.1), mk("1x1", 3, 1.2), mk("2x2", 1, 1.0)})
+	for _, want := range []string{"| 1x1 | 3 | 1.20 (1.30, 1.10, 1.20) |", "| 2x2 | 1 | 1.00 (1.00) |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -55,8 +56,12 @@ func Table(w io.Writer, cs []Comparison) {
 				acks = fmt.Sprintf("%.0f", r.Mirror.AckTimeouts)
 				replica = fmt.Sprintf("%.0f of %d", r.Mirror.ReplicaSessions, r.Sessions)
 			}
+			shape := r.Shape
+			if r.Run > 1 || len(cs) > 1 && cs[len(cs)-1].Shape == cs[0].Shape {
+				shape = fmt.Sprintf("%s #%d", r.Shape, r.Run)
+			}
 			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.1f | %.0f | %.1f / %.1f | %s | %s | %s | %s | %s | %.0f / %.0f |\n",
-				r.Shape, r.Mode, r.Primary.CPUPct, r.Second.CPUPct, r.Second.RSSMiB, r.Second.HeapMiB, r.Client.PerS,
+				shape, r.Mode, r.Primary.CPUPct, r.Second.CPUPct, r.Second.RSSMiB, r.Second.HeapMiB, r.Client.PerS,
 				r.Client.AgeP50Ms, r.Client.AgeP99Ms, lag, dropped, acks, takeovers, replica, r.HarnessCPUPct, r.OtherCPUPct)
 		}
 	}
@@ -124,4 +129,44 @@ func JSONLines(w io.Writer, machine string, cs []Comparison) {
 		}
 		fmt.Fprintln(w, string(b))
 	}
+}
+
+// Summary prints, per shape, the medians over its runs of the comparison
+// figures.
+func Summary(w io.Writer, cs []Comparison) {
+	fmt.Fprintln(w, "| shape | runs | Primary CPU mirrored / Warm, median (each) | Secondary RSS per item, median | heap per item, median | value age p99 Warm / mirrored, medians | mirror lag p99, median |")
+	fmt.Fprintln(w, "| --- | ---: | --- | ---: | ---: | --- | ---: |")
+	var shapes []string
+	for _, c := range cs {
+		if !slices.Contains(shapes, c.Shape) {
+			shapes = append(shapes, c.Shape)
+		}
+	}
+	for _, sh := range shapes {
+		var ratio, rss, heap, ageW, ageM, lag []float64
+		each := []string{}
+		for _, c := range cs {
+			if c.Shape != sh {
+				continue
+			}
+			ratio, rss, heap = append(ratio, c.CPURatio), append(rss, c.RSSPerItemB), append(heap, c.HeapPerItemB)
+			ageW, ageM, lag = append(ageW, c.Warm.Client.AgeP99Ms), append(ageM, c.Mirrored.Client.AgeP99Ms), append(lag, c.Mirrored.Mirror.LagP99Ms)
+			each = append(each, fmt.Sprintf("%.2f", c.CPURatio))
+		}
+		fmt.Fprintf(w, "| %s | %d | %.2f (%s) | %.0f B | %.0f B | %.1f / %.1f ms | %.1f ms |\n", sh, len(ratio), median(ratio),
+			strings.Join(each, ", "), median(rss), median(heap), median(ageW), median(ageM), median(lag))
+	}
+}
+
+// median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

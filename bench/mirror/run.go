@@ -90,7 +90,9 @@ type NodeWindow struct {
 
 // Result is one mode of one shape.
 type Result struct {
-	Shape    string `json:"shape"`
+	Shape string `json:"shape"`
+	// Run numbers the runs of a shape (-repeat).
+	Run      int    `json:"run"`
 	Mode     string `json:"mode"`
 	Sessions int    `json:"sessions"`
 	Items    int    `json:"items"`
@@ -133,6 +135,11 @@ type MirrorFigures struct {
 	Dropped     float64            `json:"dropped"`
 	ByReason    map[string]float64 `json:"dropped_by_reason,omitempty"`
 	AckTimeouts float64            `json:"ack_timeouts"`
+	// SecondaryAtReady and SecondaryAfterWarmup are the Secondary's
+	// otopcua_mirror_dropped_total by reason when it first held every
+	// session and at the end of the warm-up: when the events happened.
+	SecondaryAtReady     map[string]float64 `json:"secondary_dropped_at_ready,omitempty"`
+	SecondaryAfterWarmup map[string]float64 `json:"secondary_dropped_after_warmup,omitempty"`
 	// InWindow is ByReason's increase over the measured window.
 	InWindow map[string]float64 `json:"dropped_by_reason_in_window,omitempty"`
 	// Takeovers: otopcua_mirror_takeovers_total{result="ok"}, both nodes.
@@ -194,6 +201,12 @@ func Run(t testing.TB, c Config, mode string) Result {
 		res.ReadyS = time.Since(t1).Seconds()
 		say("the Secondary holds every session (ready) after %.1f s", res.ReadyS)
 	}
+	var atReady Scrape
+	if mode == modeMirrored {
+		if atReady, err = scrape(r.second); err != nil {
+			t.Fatal(err)
+		}
+	}
 	say("warm-up %v, then %v measured", c.Warmup, c.Window)
 	time.Sleep(c.Warmup) // the warm-up is a phase, not an assertion
 
@@ -247,6 +260,8 @@ func Run(t testing.TB, c Config, mode string) Result {
 	}
 	if mode == modeMirrored {
 		res.Mirror = mirrorFigures(before, after, wall)
+		res.Mirror.SecondaryAtReady = nonZero(atReady.ByLabel("otopcua_mirror_dropped_total", "reason"))
+		res.Mirror.SecondaryAfterWarmup = nonZero(before[1].ByLabel("otopcua_mirror_dropped_total", "reason"))
 	}
 	for _, n := range []*procs.Node{r.primary, r.second} {
 		if code, exited := n.Exited(); exited {
@@ -431,4 +446,18 @@ func gcd(a, b int) int {
 		a, b = b, a%b
 	}
 	return a
+}
+
+// nonZero is m without its zero entries (nil when none is left).
+func nonZero(m map[string]float64) map[string]float64 {
+	var out map[string]float64
+	for k, v := range m {
+		if v != 0 {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
