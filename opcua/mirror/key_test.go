@@ -69,3 +69,25 @@ func BenchmarkSentOneItem(b *testing.B) {
 		m.Sent(id, resp)
 	}
 }
+
+// TestInboxHoldsABurstOfSmallBatches: batches that arrive while the reader
+// is busy wait for it (their bytes are bounded by the sender's
+// MaxLagBytes); a burst of a few thousand small ones — what a standby
+// fell behind under 1,000 sessions — is not dropped as inbox-full.
+func TestInboxHoldsABurstOfSmallBatches(t *testing.T) {
+	m := New(Options{Self: "a", Transport: discardTransport{}, Sync: true}) // not attached: no reader runs
+	batch := make([]byte, 64)
+	for range 8000 {
+		m.Receive("b", batch)
+	}
+	if n := m.Stats().Dropped["inbox-full"]; n != 0 {
+		t.Fatalf("%d of 8,000 small batches dropped as inbox-full", n)
+	}
+	m.Receive("b", batch)
+	for range inboxSize {
+		m.Receive("b", batch)
+	}
+	if n := m.Stats().Dropped["inbox-full"]; n == 0 {
+		t.Fatal("a full inbox dropped nothing: the bound is gone")
+	}
+}
