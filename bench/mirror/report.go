@@ -49,6 +49,9 @@ func Table(w io.Writer, cs []Comparison) {
 	fmt.Fprintln(w, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, c := range cs {
 		for _, r := range []Result{c.Warm, c.Mirrored} {
+			if r.Mode == "" {
+				continue // a mode left out with -modes
+			}
 			lag, dropped, acks, takeovers, replica := "–", "–", "–", "–", "–"
 			if r.Mode == modeMirrored {
 				lag = fmt.Sprintf("%.2f / %.2f (≤ %g / ≤ %g)", r.Mirror.LagP50Ms, r.Mirror.LagP99Ms, r.Mirror.LagP50LeMs, r.Mirror.LagP99LeMs)
