@@ -129,7 +129,7 @@ func (m *mirrorMetrics) collect(stats func() mirror.Stats) error {
 	sessions, e2 := gauge(mirrorSessionsName, "Mirrored sessions: served (this node serves and mirrors them) and replica (held here for other members).")
 	peerReady, e3 := gauge(mirrorPeerReadyName, "1 when that peer acknowledged the snapshot of this node's sessions: it is a hot standby for them.")
 	lagBytes, e4 := gauge(mirrorLagBytesName, "Mirroring bytes sent to that peer and not yet acknowledged.")
-	dropped, e5 := counter(mirrorDroppedName, "Sessions put back to Warm (no longer mirrored), by reason.")
+	dropped, e5 := counter(mirrorDroppedName, "Sessions put back to Warm (no longer mirrored: reasons lag, too-large, encode), peers that missed the ack timeout (ack-timeout), and batches or records refused on receipt (inbox-full, invalid-batch, not-a-peer, refused, id-conflict, invalid-session-id), by reason.")
 	takeovers, e6 := counter(mirrorTakeoversName, "ActivateSessions of a mirrored session on this node after a failover, by result: ok, refused, not-ready.")
 	records, e7 := counter(mirrorRecordsName, "Mirroring records sent (out) and received (in).")
 	bytes, e8 := counter(mirrorBytesName, "Mirroring bytes sent (out) and received (in).")

@@ -19,7 +19,7 @@ const (
 // Session implements uaserver.Mirror: a session was created or activated
 // here.
 func (m *Member) Session(ms uaserver.MirroredSession) {
-	id := ms.ID.String()
+	id := sessionKey(ms.ID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.served[id]
@@ -44,7 +44,7 @@ func sessionOf(ms uaserver.MirroredSession) sessionRec {
 
 // SessionEnded implements uaserver.Mirror.
 func (m *Member) SessionEnded(id *ua.NodeID, deleteSubscriptions bool) {
-	key := id.String()
+	key := sessionKey(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.served[key]
@@ -59,7 +59,7 @@ func (m *Member) SessionEnded(id *ua.NodeID, deleteSubscriptions bool) {
 
 // Service implements uaserver.Mirror: the replicas apply what changed.
 func (m *Member) Service(id *ua.NodeID, req ua.Request, resp ua.Response) {
-	key := id.String()
+	key := sessionKey(id)
 	var recs [][]byte
 	var err error
 	switch r := req.(type) {
@@ -189,7 +189,7 @@ func newItemsRequest(sub uint32, ttr ua.TimestampsToReturn) *ua.CreateMonitoredI
 
 // Acked implements uaserver.Mirror.
 func (m *Member) Acked(id *ua.NodeID, acks []*ua.SubscriptionAcknowledgement) {
-	key := id.String()
+	key := sessionKey(id)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s := m.served[key]; s != nil && !s.warm {
@@ -201,7 +201,7 @@ func (m *Member) Acked(id *ua.NodeID, acks []*ua.SubscriptionAcknowledgement) {
 // peer acknowledged the message, or after AckTimeout; a peer that missed
 // it is not waited for again until it has caught up.
 func (m *Member) Sent(id *ua.NodeID, resp *ua.PublishResponse) {
-	key := id.String()
+	key := sessionKey(id)
 	b, err := encSent(key, resp)
 	m.mu.Lock()
 	s := m.served[key]

@@ -348,7 +348,7 @@ func (m *Member) Lookup(tokenHash [32]byte) (uaserver.MirroredSession, bool) {
 // now on; its subscriptions are promoted and the peers told, each getting
 // a snapshot of it.
 func (m *Member) TakenOver(id *ua.NodeID) {
-	key := id.String()
+	key := sessionKey(id)
 	m.mu.Lock()
 	var ms uaserver.MirroredSession
 	for _, o := range m.origins {
