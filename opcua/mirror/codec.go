@@ -403,6 +403,19 @@ func (d *dec) service() any {
 	return v
 }
 
+// headerOf reads a batch's header only; false when the batch does not
+// start with one.
+func headerOf(b []byte) (header, bool) {
+	var h header
+	if len(b) > maxBatchBytes || len(b) < len(batchMagic)+4*8+1 || string(b[:len(batchMagic)]) != batchMagic {
+		return h, false
+	}
+	d := &dec{b: b[len(batchMagic):]}
+	h.epoch, h.seq, h.ackEpoch, h.ackSeq = d.u64(), d.u64(), d.u64(), d.u64()
+	h.flags = d.u8()
+	return h, d.err == nil
+}
+
 // decodeBatch decodes a whole batch; an invalid one is refused whole.
 func decodeBatch(b []byte) (header, []record, error) {
 	var h header

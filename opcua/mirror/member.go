@@ -24,6 +24,9 @@ const (
 	// housekeeping is the period of the member's timer work: replica
 	// session expiry and stale streams.
 	housekeeping = 250 * time.Millisecond
+	// settleWait bounds how long a takeover waits for the records
+	// received before it to be applied.
+	settleWait = 2 * time.Second
 	// inboxSize bounds the received batches waiting to be applied; a
 	// batch beyond is dropped and the gap repaired by a resync (a new
 	// stream with a copy of every session of that origin). The bytes
@@ -96,12 +99,17 @@ type peer struct {
 	// snapWaited: the snapshot's next session was put off behind live
 	// records once; it is not put off again.
 	snapWaited bool
-	ready      bool      // the snapshot was acknowledged
-	stalled    bool      // missed AckTimeout; not waited for until it catches up
-	resync     bool      // ask the peer for a new stream of its records
-	ackTo      header    // what to acknowledge of the peer's stream
-	needAck    bool      // a batch of the peer was applied and not yet acknowledged
-	started    time.Time // the epoch's start
+	ready      bool   // the snapshot was acknowledged
+	stalled    bool   // missed AckTimeout; not waited for until it catches up
+	resync     bool   // ask the peer for a new stream of its records
+	ackTo      header // what to acknowledge of the peer's stream
+	// recvEpoch and recvSeq are the last batch of the peer's stream queued
+	// here in order (Receive acknowledges it); recvGap: one was dropped,
+	// nothing more is acknowledged until a new epoch.
+	recvEpoch, recvSeq uint64
+	recvGap            bool
+	needAck            bool      // a batch of the peer was applied and not yet acknowledged
+	started            time.Time // the epoch's start
 }
 
 type sentBatch struct {
@@ -142,6 +150,9 @@ type replicaSess struct {
 type inbound struct {
 	from  string
 	batch []byte
+	// barrier, when set, is closed by the reader once every batch queued
+	// before it was applied (settle).
+	barrier chan struct{}
 }
 
 // New returns a Member. Its goroutines start with Attach.
@@ -285,13 +296,65 @@ func (m *Member) restartLocked(p *peer, now time.Time) {
 // Receive takes one batch the Transport received from the member named
 // from. It does not block: a batch that finds the queue full is dropped,
 // and the stream repaired by a new snapshot.
+//
+// A batch is acknowledged as soon as it is queued here, in order, before
+// the reader decodes and applies it: with Sync, the serving member's
+// client waits for the network and not for this member's work. The
+// acknowledgement means "held here": every batch queued is applied before
+// a takeover looks a session up (Lookup settles first).
 func (m *Member) Receive(from string, batch []byte) {
+	h, ok := headerOf(batch)
+	now := m.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.peers[from]
+	if ok && p != nil {
+		m.ackedLocked(p, h.ackEpoch, h.ackSeq, now) // the peer's acknowledgement of this member's stream, at once
+	}
 	select {
 	case m.inbox <- inbound{from: from, batch: batch}:
 	default:
-		m.mu.Lock()
 		m.stats.Dropped["inbox-full"]++
-		m.mu.Unlock()
+		if p != nil {
+			p.recvGap = true // nothing after it is acknowledged until the stream starts again
+		}
+		return
+	}
+	if !ok || p == nil || h.seq == 0 {
+		return
+	}
+	switch {
+	case h.seq == 1 && h.epoch != p.recvEpoch:
+		p.recvEpoch, p.recvSeq, p.recvGap = h.epoch, 1, false
+	case h.epoch == p.recvEpoch && h.seq == p.recvSeq+1 && !p.recvGap:
+		p.recvSeq = h.seq
+	default:
+		return // out of order: the reader asks for a new stream
+	}
+	p.ackTo = header{epoch: h.epoch, seq: h.seq}
+	p.needAck = true
+	m.signal()
+}
+
+// settle waits until the reader applied every batch received so far, for
+// at most settleWait: a takeover sees every record this member
+// acknowledged.
+func (m *Member) settle() {
+	b := make(chan struct{})
+	t := m.clock.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case m.inbox <- inbound{barrier: b}:
+	case <-t.Chan():
+		return
+	case <-m.done:
+		return
+	}
+	select {
+	case <-b:
+	case <-t.Chan():
+		m.log.Warn("mirror: records received from a peer are still being applied; a takeover goes on without them", "waited", settleWait)
+	case <-m.done:
 	}
 }
 

@@ -21,6 +21,10 @@ func (m *Member) reader() {
 		case <-m.done:
 			return
 		case in := <-m.inbox:
+			if in.barrier != nil {
+				close(in.barrier)
+				continue
+			}
 			for _, work := range m.receive(in) {
 				work()
 			}
@@ -90,10 +94,7 @@ func (m *Member) receive(in inbound) []func() {
 			work = append(work, w)
 		}
 	}
-	p.ackTo = header{epoch: h.epoch, seq: h.seq}
-	p.needAck = true
-	m.signal()
-	return work
+	return work // acknowledged by Receive when it was queued
 }
 
 // resetOriginLocked starts epoch of o: what was held of it is dropped.
@@ -316,6 +317,7 @@ func applyRequest(e *subscription.Engine, sid subscription.SessionID, req ua.Req
 // a peer whose snapshot arrived whole. A session of a peer whose mirror
 // is incomplete is not offered: its client falls back to Warm.
 func (m *Member) Lookup(tokenHash [32]byte) (uaserver.MirroredSession, bool) {
+	m.settle()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rs := m.byHash[tokenHash]
