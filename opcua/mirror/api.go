@@ -32,8 +32,9 @@ type Options struct {
 	// Transport carries the batches; required.
 	Transport Transport
 	// Sync: a NotificationMessage leaves for the client only once every
-	// ready peer acknowledged it, or AckTimeout passed (OpcUa:Mirror:Sync,
-	// default true). Without it the message goes at once and a failover
+	// ready peer acknowledged it (it holds the record, queued in order;
+	// it applies it before any takeover), or AckTimeout passed
+	// (OpcUa:Mirror:Sync, default true). Without it the message goes at once and a failover
 	// right after it may deliver its values a second time.
 	Sync bool
 	// AckTimeout bounds the wait of Sync (OpcUa:Mirror:AckTimeout,
