@@ -169,6 +169,10 @@ type publishIncarnation struct {
 	peers    map[string]peerSeen
 	memberAt time.Time // latest membership event not yet followed by a level change
 	devices  deviceView
+	// epochs is the highest redundancy epoch seen per ClusterId: a
+	// snapshot with an older one is stale (the last one of a process that
+	// was frozen and resumed) and is ignored.
+	epochs map[string]uint64
 }
 
 // MembershipCauseWindow is how long after a membership event a level
@@ -376,6 +380,22 @@ func (c *publishIncarnation) Receive(ctx actor.Context) {
 // exists.
 func (c *publishIncarnation) onSnapshot(s Snapshot, now time.Time) {
 	a := c.a
+	if c.epochs == nil {
+		c.epochs = make(map[string]uint64)
+	}
+	for cid, st := range s.Epochs {
+		if st.Epoch < c.epochs[cid] {
+			// A Primary older than one already seen: a singleton that
+			// was frozen publishes what it held before the freeze. Taking
+			// it would make the Primary that replaced it a Secondary.
+			a.o.Logger.Info("redundancy snapshot ignored: its epoch is older than one already seen",
+				"publisher", s.Publisher, "clusterId", cid, "epoch", st.Epoch, "seen", c.epochs[cid])
+			return
+		}
+	}
+	for cid, st := range s.Epochs {
+		c.epochs[cid] = max(c.epochs[cid], st.Epoch)
+	}
 	if a.o.RoleView != nil {
 		a.o.RoleView.SetPrimaryFrom(s)
 	}

@@ -536,3 +536,34 @@ func TestPublishActorPinHoldsTheLevel(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishActorIgnoresAnOlderEpoch: a snapshot whose epoch is older
+// than one already seen (a frozen Primary, resumed, publishes what it held
+// before the freeze) changes nothing: the Primary that replaced it stays
+// Primary at 250.
+func TestPublishActorIgnoresAnOlderEpoch(t *testing.T) {
+	r := newPubRig(t)
+	r.start(t)
+	r.members.set(r.peer, r.self)
+	r.db.set(true, r.clock.Now())
+	r.actor.NotifyDbChanged()
+	publish := func(selfRole, peerRole Role, epoch uint64, primary string) {
+		s := Snapshot{Entries: map[string]Entry{
+			selfNode: {NodeID: selfNode, UID: 2, Role: selfRole, ClusterID: "pair", IsDriverPrimary: selfRole == RolePrimary, Status: m.Up},
+			peerNode: {NodeID: peerNode, UID: 1, Role: peerRole, ClusterID: "pair", IsDriverPrimary: peerRole == RolePrimary, Status: m.Up},
+		}, Epochs: EpochBook{"pair": {Epoch: epoch, Primary: primary}}, AsOf: r.clock.Now(), Publisher: peerNode}
+		r.bus.Publish(wire.Topic, s.ToWire())
+	}
+	publish(RoleSecondary, RolePrimary, 4, peerNode)
+	r.wantLevel(t, 240)
+	publish(RolePrimary, RoleSecondary, 5, selfNode)
+	r.wantLevel(t, 250)
+	publish(RoleSecondary, RolePrimary, 4, peerNode) // the frozen Primary's last snapshot
+	r.settle(t)
+	if r.levels.last() != 250 || r.view.Role() != RolePrimary || r.view.Epoch() != 5 {
+		t.Fatalf("after a stale snapshot: level %d, role %v epoch %d; want 250, Primary, 5", r.levels.last(), r.view.Role(), r.view.Epoch())
+	}
+	if !strings.Contains(r.log.String(), "redundancy snapshot ignored") {
+		t.Fatal("the stale snapshot was not logged")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/opcua/uaclient"
 )
 
 // The Mirrored mode's failover (HotAndMirrored and Transparent sets): the
@@ -40,7 +42,7 @@ func (c *Client) mirrorTo(ctx context.Context, to *server, lost *conn, subs []*u
 	if own == nil {
 		return false, ""
 	}
-	cn, err := c.reactivate(ctx, to, own, lost)
+	cn, shared, err := c.reactivate(ctx, to, own, lost)
 	if err != nil {
 		c.log.Warn("mirrored failover: the session could not be activated on the next server; taking the warm path", "server", own.uri, "url", own.url, "err", err)
 		return false, fmt.Sprintf("ActivateSession of the session on %s failed: %v", own.uri, err)
@@ -52,12 +54,13 @@ func (c *Client) mirrorTo(ctx context.Context, to *server, lost *conn, subs []*u
 	}
 	c.mu.Unlock()
 	if !swapped {
+		cn.keepChannel.Store(shared) // own's, when shared: it lives on
 		cn.fail(errors.New("the server changed during the mirrored failover"))
 		return false, "the server changed during the failover"
 	}
-	// The backup's own watch session ends; the mirrored one watches now,
-	// on the same channel.
-	own.keepChannel.Store(true)
+	// The backup's own watch session ends; the mirrored one watches now
+	// (on the same channel when they share it).
+	own.keepChannel.Store(shared)
 	go own.close(time.Second)
 	for _, s := range subs {
 		s.adopt(cn, lost)
@@ -84,28 +87,46 @@ func hosts(cn *conn, subs []*userSub) bool {
 	return true
 }
 
-// reactivate activates lost's session on the secure channel the client
-// already holds to `to` (own's, the channel of its ServiceLevel watch): no
-// new connection, handshake or endpoint discovery stands between the loss
-// and the session's return. The conn it returns shares own's channel and
-// owns it from then on; it is not started.
-func (c *Client) reactivate(ctx context.Context, to *server, own, lost *conn) (*conn, error) {
+// reactivate activates lost's session on a secure channel to `to`. An
+// anonymous session goes on the channel the client already holds there
+// (own's, the channel of its ServiceLevel watch): no new connection,
+// handshake or endpoint discovery stands between the loss and the
+// session's return; the conn returned shares own's channel and owns it
+// from then on. A user's session gets a channel of its own: the server
+// checks the password (a bcrypt) on the worker of the channel it arrives
+// on, and on own's channel that check would hold back the watch's Publish
+// responses until the watchdog declared the backup lost. The conn is not
+// started.
+func (c *Client) reactivate(ctx context.Context, to *server, own, lost *conn) (cn *conn, shared bool, err error) {
+	ch, shared := own.ch, c.opts.User == nil
 	var cert []byte
-	if c.opts.User != nil && c.opts.Security == nil {
-		// On None the password is still encrypted, for the certificate of
-		// the server the channel talks to.
-		cert = own.ses.ServerCertificate()
+	if !shared {
+		chOpts, err := c.channelOptions(ctx, own.url)
+		if err != nil {
+			return nil, false, err
+		}
+		if chOpts.Security == nil {
+			// On None the password is still encrypted, for the
+			// certificate of the server the channel talks to.
+			cert = own.ses.ServerCertificate()
+		}
+		if ch, err = uaclient.Dial(ctx, own.url, chOpts); err != nil {
+			return nil, false, err
+		}
 	}
-	ses, err := lost.ses.Reactivate(ctx, own.ch, cert, c.opts.Timeout)
+	ses, err := lost.ses.Reactivate(ctx, ch, cert, c.opts.Timeout)
 	if err != nil {
-		return nil, err
+		if !shared {
+			ch.Close()
+		}
+		return nil, false, err
 	}
 	lost.mu.Lock()
 	subs := maps.Clone(lost.subs)
 	acks := slices.Clone(lost.acks)
 	lost.mu.Unlock()
-	return &conn{c: c, srv: to, url: own.url, ch: own.ch, ses: ses, uri: own.uri, watchID: lost.watchID,
-		subs: subs, acks: acks, lost: make(chan struct{})}, nil
+	return &conn{c: c, srv: to, url: own.url, ch: ch, ses: ses, uri: own.uri, watchID: lost.watchID,
+		subs: subs, acks: acks, lost: make(chan struct{})}, shared, nil
 }
 
 // adopt makes the subscription, as it lived on lost, live on cn (the same
