@@ -254,43 +254,18 @@ func (e *Engine) SetOwner(id uint32, owner string) {
 // and transfers its subscriptions) is promoted, as a takeover of its
 // session would.
 func (e *Engine) TransferSubscriptionsAs(sess SessionID, owner string, req *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
-	if req == nil || len(req.SubscriptionIDs) == 0 {
-		return nil, ua.StatusBadNothingToDo
-	}
-	now := e.clock.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ua.StatusBadShutdown
-	}
-	ss := e.sessionLocked(sess)
-	results := make([]*ua.TransferResult, len(req.SubscriptionIDs))
-	for i, id := range req.SubscriptionIDs {
-		s := e.subs[id]
-		if s == nil {
-			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadSubscriptionIDInvalid}
-			continue
-		}
+	return e.transfer(sess, req, func(s *subscription, now time.Time) bool {
 		s.mu.Lock()
-		theirs := s.owner != "" && s.owner != owner
-		if !theirs {
-			s.owner = owner
-			if s.promoteLocked(now) {
-				e.sched.at(s, s.nextDeadline())
-			}
+		defer s.mu.Unlock()
+		if s.owner != "" && s.owner != owner {
+			return false
 		}
-		s.mu.Unlock()
-		if theirs {
-			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadUserAccessDenied}
-			continue
+		s.owner = owner
+		if s.promoteLocked(now) {
+			e.sched.at(s, s.nextDeadline())
 		}
-		e.transferLocked(s, ss, req.SendInitialValues, now)
-		results[i] = &ua.TransferResult{StatusCode: ua.StatusGood, AvailableSequenceNumbers: s.available()}
-	}
-	return &ua.TransferSubscriptionsResponse{
-		ResponseHeader: e.header(requestHandle(req.RequestHeader), ua.StatusGood),
-		Results:        results,
-	}, nil
+		return true
+	})
 }
 
 // SubState is one subscription as a replica needs it (Export).

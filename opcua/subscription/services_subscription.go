@@ -222,6 +222,13 @@ func (e *Engine) Republish(sess SessionID, req *ua.RepublishRequest) (*ua.Republ
 // claimed. Checking that the user identity of sess may take the
 // subscriptions over is the caller's duty.
 func (e *Engine) TransferSubscriptions(sess SessionID, req *ua.TransferSubscriptionsRequest) (*ua.TransferSubscriptionsResponse, error) {
+	return e.transfer(sess, req, nil)
+}
+
+// transfer moves the subscriptions of req to sess; take, when set, is
+// asked first for each one (with e.mu held) and refuses it with
+// BadUserAccessDenied by returning false.
+func (e *Engine) transfer(sess SessionID, req *ua.TransferSubscriptionsRequest, take func(s *subscription, now time.Time) bool) (*ua.TransferSubscriptionsResponse, error) {
 	if req == nil || len(req.SubscriptionIDs) == 0 {
 		return nil, ua.StatusBadNothingToDo
 	}
@@ -235,8 +242,12 @@ func (e *Engine) TransferSubscriptions(sess SessionID, req *ua.TransferSubscript
 	results := make([]*ua.TransferResult, len(req.SubscriptionIDs))
 	for i, id := range req.SubscriptionIDs {
 		s := e.subs[id]
-		if s == nil {
+		switch {
+		case s == nil:
 			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadSubscriptionIDInvalid}
+			continue
+		case take != nil && !take(s, now):
+			results[i] = &ua.TransferResult{StatusCode: ua.StatusBadUserAccessDenied}
 			continue
 		}
 		e.transferLocked(s, ss, req.SendInitialValues, now)
