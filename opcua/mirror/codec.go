@@ -403,11 +403,14 @@ func (d *dec) service() any {
 	return v
 }
 
+// headerLen is the length of a batch's header before its record count.
+const headerLen = len(batchMagic) + 4*8 + 1
+
 // headerOf reads a batch's header only; false when the batch does not
 // start with one.
 func headerOf(b []byte) (header, bool) {
 	var h header
-	if len(b) > maxBatchBytes || len(b) < len(batchMagic)+4*8+1 || string(b[:len(batchMagic)]) != batchMagic {
+	if len(b) > maxBatchBytes || len(b) < headerLen || string(b[:len(batchMagic)]) != batchMagic {
 		return h, false
 	}
 	d := &dec{b: b[len(batchMagic):]}
@@ -418,16 +421,14 @@ func headerOf(b []byte) (header, bool) {
 
 // decodeBatch decodes a whole batch; an invalid one is refused whole.
 func decodeBatch(b []byte) (header, []record, error) {
-	var h header
 	if len(b) > maxBatchBytes {
-		return h, nil, invalid("batch of %d bytes", len(b))
+		return header{}, nil, invalid("batch of %d bytes", len(b))
 	}
-	if len(b) < len(batchMagic) || string(b[:len(batchMagic)]) != batchMagic {
+	h, ok := headerOf(b)
+	if !ok {
 		return h, nil, invalid("no batch")
 	}
-	d := &dec{b: b[len(batchMagic):]}
-	h.epoch, h.seq, h.ackEpoch, h.ackSeq = d.u64(), d.u64(), d.u64(), d.u64()
-	h.flags = d.u8()
+	d := &dec{b: b[headerLen:]}
 	n := d.u32()
 	if d.err == nil && int64(n)*5 > int64(len(d.b)) {
 		return h, nil, invalid("%d records in %d bytes", n, len(d.b))
