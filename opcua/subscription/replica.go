@@ -70,28 +70,9 @@ func (e *Engine) ReplicaSubscription(sess SessionID, id uint32, req *ua.CreateSu
 	if nextSeq == 0 {
 		nextSeq = 1
 	}
-	s := &subscription{
-		id:          id,
-		heapIdx:     -1,
-		sess:        ss,
-		interval:    interval,
-		lifetime:    lifetime,
-		keepAlive:   keepAlive,
-		maxNotif:    e.lim.reviseMaxNotifications(req.MaxNotificationsPerPublish),
-		enabled:     req.PublishingEnabled,
-		items:       make(map[uint32]*item),
-		polled:      make(map[uint32]*item),
-		intervals:   make(map[time.Duration]int),
-		nextPublish: now.Add(interval),
-		seq:         nextSeq,
-		replica:     true,
-		window:      window,
-	}
-	s.priority.Store(uint32(req.Priority))
-	s.touch(now)
-	e.subs[id] = s
-	ss.subs[id] = s
-	e.sched.at(s, s.nextPublish)
+	e.addSubLocked(ss, id, req, interval, lifetime, keepAlive, now, func(s *subscription) {
+		s.seq, s.replica, s.window = nextSeq, true, window
+	})
 	return nil
 }
 

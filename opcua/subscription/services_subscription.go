@@ -30,8 +30,22 @@ func (e *Engine) CreateSubscription(sess SessionID, req *ua.CreateSubscriptionRe
 		return nil, ua.StatusBadTooManySubscriptions
 	}
 	e.counts.cumulatedSubscriptions.Add(1)
+	s := e.addSubLocked(ss, e.newSubIDLocked(), req, interval, lifetime, keepAlive, now, func(*subscription) {})
+	return &ua.CreateSubscriptionResponse{
+		ResponseHeader:            e.header(requestHandle(req.RequestHeader), ua.StatusGood),
+		SubscriptionID:            s.id,
+		RevisedPublishingInterval: durationToMS(interval),
+		RevisedLifetimeCount:      lifetime,
+		RevisedMaxKeepAliveCount:  keepAlive,
+	}, nil
+}
+
+// addSubLocked creates subscription id of ss with the revised interval
+// and counts and req's other parameters, lets init set what differs (a
+// replica's), registers and schedules it. e.mu must be held.
+func (e *Engine) addSubLocked(ss *session, id uint32, req *ua.CreateSubscriptionRequest, interval time.Duration, lifetime, keepAlive uint32, now time.Time, init func(*subscription)) *subscription {
 	s := &subscription{
-		id:          e.newSubIDLocked(),
+		id:          id,
 		heapIdx:     -1,
 		sess:        ss,
 		interval:    interval,
@@ -45,18 +59,13 @@ func (e *Engine) CreateSubscription(sess SessionID, req *ua.CreateSubscriptionRe
 		nextPublish: now.Add(interval),
 		seq:         1,
 	}
+	init(s)
 	s.priority.Store(uint32(req.Priority))
 	s.touch(now)
-	e.subs[s.id] = s
-	ss.subs[s.id] = s
+	e.subs[id] = s
+	ss.subs[id] = s
 	e.sched.at(s, s.nextPublish)
-	return &ua.CreateSubscriptionResponse{
-		ResponseHeader:            e.header(requestHandle(req.RequestHeader), ua.StatusGood),
-		SubscriptionID:            s.id,
-		RevisedPublishingInterval: durationToMS(interval),
-		RevisedLifetimeCount:      lifetime,
-		RevisedMaxKeepAliveCount:  keepAlive,
-	}, nil
+	return s
 }
 
 // newSubIDLocked returns the next subscription id that is not in use. Ids
