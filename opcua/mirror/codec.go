@@ -123,6 +123,13 @@ func (e *enc) bytes(v []byte) {
 	e.b = append(e.b, v...)
 }
 func (e *enc) str(v string) { e.bytes([]byte(v)) }
+func (e *enc) flag(v bool) {
+	if v {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+}
 
 // begin starts a record of kind k; end fills in its length.
 func (e *enc) begin(k kind) int {
@@ -179,11 +186,7 @@ func encSession(id string, s sessionRec) []byte {
 	e.bytes(s.thumb)
 	e.bytes(s.cert)
 	e.bytes(s.nonce)
-	if s.activated {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
+	e.flag(s.activated)
 	e.end(at)
 	return e.b
 }
@@ -192,11 +195,7 @@ func encSessionGone(id string, deleteSubs bool) []byte {
 	var e enc
 	at := e.begin(kSessionGone)
 	e.str(id)
-	if deleteSubs {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
+	e.flag(deleteSubs)
 	e.end(at)
 	return e.b
 }
@@ -221,11 +220,7 @@ func encSub(id string, s subRec) []byte {
 	e.u32(p.RequestedMaxKeepAliveCount)
 	e.u32(p.MaxNotificationsPerPublish)
 	e.u8(p.Priority)
-	if p.PublishingEnabled {
-		e.u8(1)
-	} else {
-		e.u8(0)
-	}
+	e.flag(p.PublishingEnabled)
 	e.end(at)
 	return e.b
 }
