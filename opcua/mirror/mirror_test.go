@@ -237,25 +237,7 @@ func TestTakeoverDeliversEveryValueOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := sess.Call(context.Background(), &ua.CreateSubscriptionRequest{
-				RequestedPublishingInterval: 50, RequestedLifetimeCount: 600, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true,
-			}, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
-			_, err = sess.Call(context.Background(), &ua.CreateMonitoredItemsRequest{
-				SubscriptionID: sub, TimestampsToReturn: ua.TimestampsToReturnBoth,
-				ItemsToCreate: []*ua.MonitoredItemCreateRequest{{
-					ItemToMonitor:  &ua.ReadValueID{NodeID: ua.NewStringNodeID(1, "counter"), AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
-					MonitoringMode: ua.MonitoringModeReporting,
-					RequestedParameters: &ua.MonitoringParameters{ClientHandle: 7, SamplingInterval: 0, QueueSize: 100,
-						DiscardOldest: true, Filter: ua.NewExtensionObject(nil)},
-				}},
-			}, 5*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sub := subscribeCounter(t, sess)
 			checkFor(t, 5*time.Second, func() error {
 				st := b.member.Stats()
 				if o := st.Origins["a"]; !o.Ready || o.Sessions != 1 {
@@ -382,24 +364,7 @@ func TestTransferFromTheMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := sess.Call(context.Background(), &ua.CreateSubscriptionRequest{
-		RequestedPublishingInterval: 50, RequestedLifetimeCount: 600, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true,
-	}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
-	if _, err = sess.Call(context.Background(), &ua.CreateMonitoredItemsRequest{
-		SubscriptionID: sub, TimestampsToReturn: ua.TimestampsToReturnBoth,
-		ItemsToCreate: []*ua.MonitoredItemCreateRequest{{
-			ItemToMonitor:  &ua.ReadValueID{NodeID: ua.NewStringNodeID(1, "counter"), AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
-			MonitoringMode: ua.MonitoringModeReporting,
-			RequestedParameters: &ua.MonitoringParameters{ClientHandle: 7, QueueSize: 100, DiscardOldest: true,
-				Filter: ua.NewExtensionObject(nil)},
-		}},
-	}, 5*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	sub := subscribeCounter(t, sess)
 	checkFor(t, 5*time.Second, func() error {
 		if o := b.member.Stats().Origins["a"]; !o.Ready || o.Sessions != 1 {
 			return fmt.Errorf("b holds %+v of a", o)
@@ -477,4 +442,29 @@ func TestTransferFromTheMirror(t *testing.T) {
 			t.Errorf("value %d missing", v)
 		}
 	}
+}
+
+// subscribeCounter makes a subscription of sess (publishing 50 ms) with one
+// item on the counter (every change, queue 100) and returns its id.
+func subscribeCounter(t *testing.T, sess *uaclient.Session) uint32 {
+	t.Helper()
+	resp, err := sess.Call(context.Background(), &ua.CreateSubscriptionRequest{
+		RequestedPublishingInterval: 50, RequestedLifetimeCount: 600, RequestedMaxKeepAliveCount: 10, PublishingEnabled: true,
+	}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := resp.(*ua.CreateSubscriptionResponse).SubscriptionID
+	if _, err = sess.Call(context.Background(), &ua.CreateMonitoredItemsRequest{
+		SubscriptionID: sub, TimestampsToReturn: ua.TimestampsToReturnBoth,
+		ItemsToCreate: []*ua.MonitoredItemCreateRequest{{
+			ItemToMonitor:  &ua.ReadValueID{NodeID: ua.NewStringNodeID(1, "counter"), AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+			MonitoringMode: ua.MonitoringModeReporting,
+			RequestedParameters: &ua.MonitoringParameters{ClientHandle: 7, SamplingInterval: 0, QueueSize: 100,
+				DiscardOldest: true, Filter: ua.NewExtensionObject(nil)},
+		}},
+	}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return sub
 }
