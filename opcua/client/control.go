@@ -407,12 +407,18 @@ func (c *Client) moveTo(to *server, d Decision) {
 	}
 	ev := c.moveEvent(from, to, cn, d)
 	subs := slices.Clone(c.subs)
-	var lost *conn // the conn that held the subscriptions, for a Mirrored failover
+	var lost, left *conn // the conn that held the subscriptions, for a Mirrored failover
 	switch {
 	case d.Reason == Lost && from != nil && from.conn != nil:
 		lost = from.conn // the decision came before its msgDown
 	case d.Reason == Lost || d.Reason == Initial && c.pending != nil:
 		lost = c.lastLost
+	case (d.Reason == LeftBand || d.Reason == Outranked) && from != nil && from.conn != nil && c.mode() == ModeMirrored:
+		// A planned move in Mirrored mode takes the session along, as a
+		// failover does: a new subscription on `to` would deliver the
+		// current values a second time.
+		left = from.conn
+		lost = left
 	}
 	c.active = to
 	c.pending = nil
@@ -426,6 +432,13 @@ func (c *Client) moveTo(to *server, d Decision) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
 	if len(subs) > 0 && ev.Kind == EventFailover && c.mode() == ModeMirrored {
+		if left != nil && hosts(left, subs) {
+			// The old server still serves: its channel closes first (the
+			// session stays), so that nothing it publishes from now on
+			// reaches the application; the next server republishes what
+			// it sent and the client did not receive.
+			left.fail(fmt.Errorf("the session moved to %s (%s)", to.ref().URI, d.Reason))
+		}
 		done, fallback := c.mirrorTo(ctx, to, lost, subs)
 		if done {
 			return // the republished messages or the next Publish response complete the event

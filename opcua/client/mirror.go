@@ -25,7 +25,10 @@ import (
 // publishing on that channel. A message whose sequence number was
 // delivered already is dropped (userSub.seqs), so no value arrives twice.
 // A refusal falls back to the Warm path on that server, and the failover
-// event says so (Event.Fallback).
+// event says so (Event.Fallback). A planned move (LeftBand, Outranked)
+// takes the same path once moveTo has closed the channel to the old
+// server, which still serves: a new subscription would deliver the
+// current values a second time.
 
 // mirrorTo moves the session of lost, the conn that held the
 // subscriptions, onto the channel the client holds to `to`. done: the session lives on

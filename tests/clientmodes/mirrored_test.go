@@ -33,6 +33,71 @@ func TestMirroredSurvivesSIGKILLs(t *testing.T) {
 	check(t, res, *trials)
 }
 
+// TestMirroredFollowsManualFailovers: an Administrator's manual failover
+// makes the Primary show ServiceLevel 0 while it still serves; a client
+// in mirrored mode moves on that planned move as on a failure — the same
+// session, activated on the other node, which republishes what the client
+// did not receive — and every counter value reaches the application
+// exactly once (a new subscription would deliver the current value a
+// second time).
+func TestMirroredFollowsManualFailovers(t *testing.T) {
+	r := StartRig(t, RigOptions{RedundancySupport: "HotAndMirrored"})
+	token := procs.AddUser(t, r.Cfgs["a"], "ops", "Administrator", secPassword)
+	res := r.Trials(Drill{Mode: "mirrored", Trials: *trials, Mirrored: true, ManualFailover: token})
+	check(t, res, *trials)
+}
+
+// TestMirroredPlannedMovesDeliverEachValueOnce: the Primary, still
+// serving, shows a healthy but lower ServiceLevel (220, by the test hook)
+// and the client in mirrored mode moves to the node at 240 after its
+// prefer-hold; when the level comes back it moves back. Both are planned
+// moves between servers that both serve: the client takes its session
+// along (no new subscription, which would deliver the current value a
+// second time), and every counter value reaches the application once.
+func TestMirroredPlannedMovesDeliverEachValueOnce(t *testing.T) {
+	r := StartRig(t, RigOptions{RedundancySupport: "HotAndMirrored", TestHooks: true})
+	primary := r.WaitWhole(60 * time.Second)
+	p, s := r.Nodes[primary], r.Nodes[other(primary)]
+	urls := r.Nodes["a"].Endpoint() + "," + r.Nodes["b"].Endpoint()
+	c := clientproc.Start(t, "subscribe", r.Node, "-F", urls, "--json", "--mode", "mirrored", "--interval", "100ms",
+		"--sampling-interval", "0", "--no-discovery", "--prefer-hold", "1s")
+	res := Result{Client: c}
+	takeovers := map[string]int{}
+	move := func(to *procs.Node, level string) {
+		t.Helper()
+		WaitMirrorReady(t, to, 1)
+		waitMetricAtLeast(t, to, `otopcua_mirror_sessions{role="served"}`, 1) // the client's watch session there
+		mark := c.Next()
+		r.PinLevel(p, level)
+		ev := c.WaitFor(30*time.Second, mark, "a planned move to "+to.Name, func(l clientproc.Line) bool {
+			return l.Type == clientproc.Failover && l.To.URI == URI(to.Name)
+		})
+		if !strings.Contains(ev.Reason, "held ServiceLevel") || ev.Mode != "mirrored" || ev.Fallback != "" || ev.Transferred || !ev.HasMs {
+			t.Fatalf("move event %s, want a planned mirrored move (outranked) without a fall back to Warm", ev.Raw)
+		}
+		took := time.Duration(ev.FailoverMs * float64(time.Millisecond))
+		res.FailoverTimes = append(res.FailoverTimes, took)
+		t.Logf("ServiceLevel of %s %s: moved to %s in %v: %s", p.Name, level, to.Name, took, ev.Reason)
+		// The session itself moved: the node took it over.
+		takeovers[to.Name]++
+		waitMetricAtLeast(t, to, `otopcua_mirror_takeovers_total{result="ok"}`, float64(takeovers[to.Name]))
+		procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+			c.MustLive()
+			if v, _ := values(c.Since(ev.Seq)); len(v) < 10 || v[len(v)-1].Server != URI(to.Name) {
+				return fmt.Errorf("%d counter values since the move, want 10 from %s", len(v), to.Name)
+			}
+			return nil
+		})
+	}
+	c.WaitFor(30*time.Second, 0, "a counter value from the Primary "+primary, isValueFrom(URI(primary)))
+	for range *trials {
+		move(s, "220")
+		move(p, "runtime")
+	}
+	res.Values, res.Others = values(c.All())
+	check(t, res, 2**trials)
+}
+
 // secured is the policy and mode of the secured drills.
 const secured = "Basic256Sha256:SignAndEncrypt"
 

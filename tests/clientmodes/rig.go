@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -45,6 +47,10 @@ type RigOptions struct {
 	// Edit changes node name's appsettings ("a", then "b") before it
 	// starts.
 	Edit func(name string, cfg map[string]any)
+	// TestHooks starts the nodes with the test hooks on (POST
+	// /debug/service-level); the rig hands each node's ServiceLevel to
+	// its runtime as soon as it is ready, and again after a restart.
+	TestHooks bool
 }
 
 // Rig is a pair of `otopcua host` nodes, a and b, serving one field
@@ -58,6 +64,28 @@ type Rig struct {
 	Cfgs map[string]map[string]any
 	// Node is the counter's NodeId as the CLI takes it (ns=<N>;s=press/FastCounter).
 	Node string
+	// hooks: the nodes run with the test hooks (RigOptions.TestHooks).
+	hooks bool
+}
+
+// waitReady waits until n serves OPC UA and, with the test hooks on,
+// hands its ServiceLevel to the runtime.
+func (r *Rig) waitReady(n *procs.Node) {
+	r.t.Helper()
+	n.WaitReady(60 * time.Second)
+	if r.hooks {
+		r.PinLevel(n, "runtime")
+	}
+}
+
+// PinLevel makes n show ServiceLevel level (0–255) whatever its runtime
+// computes, or hands it back to the runtime (level "runtime"). The rig
+// must run with RigOptions.TestHooks.
+func (r *Rig) PinLevel(n *procs.Node, level string) {
+	r.t.Helper()
+	if _, err := n.Post("/debug/service-level?level=" + level); err != nil {
+		r.t.Fatalf("%s: ServiceLevel %s: %v", n.Name, level, err)
+	}
 }
 
 // StartRig starts the device and its counter, the nodes a (first seed)
@@ -104,10 +132,15 @@ func StartRig(t testing.TB, o RigOptions) *Rig {
 		cfgs[name] = cfg
 	}
 	r.Cfgs = cfgs
-	r.Nodes["a"] = procs.Start(t, "a", cfgs["a"])
-	r.Nodes["a"].WaitReady(30 * time.Second)
-	r.Nodes["b"] = procs.Start(t, "b", cfgs["b"])
-	r.Nodes["b"].WaitReady(30 * time.Second)
+	var env []string
+	if o.TestHooks {
+		env = []string{"OTOPCUA_TEST_HOOKS=1"}
+		r.hooks = true
+	}
+	for _, name := range []string{"a", "b"} {
+		r.Nodes[name] = procs.Start(t, name, cfgs[name], env...)
+		r.waitReady(r.Nodes[name])
+	}
 	procs.Deploy(t, cfgs["a"], deviceDoc(devAddr))
 	r.Nodes["a"].WaitDeployed(1)
 	r.Nodes["b"].WaitDeployed(1)
@@ -255,6 +288,12 @@ type Drill struct {
 	// closes at once) or SIGSTOP (a frozen process: the client finds it
 	// silent after --lost-after; the test then kills it to restart it).
 	Signal syscall.Signal
+	// ManualFailover, an Administrator's API token: instead of a signal,
+	// each trial asks the Primary's admin API for a manual failover (POST
+	// /api/clusters/modes/failover). The Primary shows ServiceLevel 0 for
+	// its drain while it still serves, so the client moves on a planned
+	// move (its level left the healthy band), then it leaves and exits 0.
+	ManualFailover string
 }
 
 // Result is what a run of trials measured.
@@ -347,12 +386,21 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	if sig == 0 {
 		sig = syscall.SIGKILL
 	}
-	victim.Signal(sig)
+	what := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig]
+	if d.ManualFailover != "" {
+		what = "manual failover of"
+		manualFailover(r.t, victim, d.ManualFailover)
+	} else {
+		victim.Signal(sig)
+	}
 	ev := c.WaitFor(30*time.Second, mark, fmt.Sprintf("trial %d: failover to %s", trial, survivor.Name), func(l clientproc.Line) bool {
 		return l.Type == clientproc.Failover && l.To.URI == URI(survivor.Name)
 	})
 	if ev.From.URI != URI(primary) || ev.Mode != mode || !ev.HasMs || ev.FailoverMs < 0 {
 		r.t.Fatalf("trial %d: failover event %s, want from %s in mode %s with a failover time", trial, ev.Raw, URI(primary), mode)
+	}
+	if d.ManualFailover != "" && !strings.Contains(ev.Reason, "healthy band") {
+		r.t.Fatalf("trial %d: failover event %s, want a planned move (the Primary's level left the healthy band while it still served)", trial, ev.Raw)
 	}
 	if d.Mirrored && ev.Fallback != "" {
 		r.t.Fatalf("trial %d: the mirrored failover fell back to Warm: %s", trial, ev.Raw)
@@ -366,15 +414,40 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 		}
 		return nil
 	})
-	if sig != syscall.SIGKILL {
+	switch {
+	case d.ManualFailover != "":
+		if code := victim.WaitExit(60 * time.Second); code != 0 {
+			r.t.Fatalf("trial %d: %s exited %d after its manual failover, want 0", trial, victim.Name, code)
+		}
+	case sig != syscall.SIGKILL:
 		victim.Signal(syscall.SIGKILL)
 	}
 	victim.WaitExit(30 * time.Second)
 	victim.Restart()
-	victim.WaitReady(60 * time.Second)
+	r.waitReady(victim)
 	took := time.Duration(ev.FailoverMs * float64(time.Millisecond))
-	r.t.Logf("trial %d: %s to %s, failover to %s in %v (%s): %s", trial, map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig], primary, survivor.Name, took, mode, ev.Reason)
+	r.t.Logf("trial %d: %s %s, failover to %s in %v (%s): %s", trial, what, primary, survivor.Name, took, mode, ev.Reason)
 	return took
+}
+
+// manualFailover asks n's admin API, as the Administrator whose API token
+// is token, to fail the rig's ClusterId over.
+func manualFailover(t testing.TB, n *procs.Node, token string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, n.HTTP()+"/api/clusters/"+ClusterID+"/failover", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("manual failover on %s: %v", n.Name, err)
+	}
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("manual failover on %s: %s %s", n.Name, res.Status, body)
+	}
 }
 
 func other(name string) string { return map[string]string{"a": "b", "b": "a"}[name] }
