@@ -285,3 +285,43 @@ func TestHotAPlannedMoveSwapsTheModes(t *testing.T) {
 		t.Fatalf("failover event %+v", e)
 	}
 }
+
+// TestHotFailoverDoesNotWaitForTheBackupsTick: at a 2 s publishing
+// interval the Primary is closed just after a publishing tick, so the
+// backup's next tick is about 2 s away; the client makes the backup
+// publish what it holds at once (flush), and the failover time is a small
+// part of the interval in both Hot modes. Every value still arrives once.
+func TestHotFailoverDoesNotWaitForTheBackupsTick(t *testing.T) {
+	for _, c := range []struct {
+		support ua.RedundancySupport
+		mode    Mode
+	}{{ua.RedundancySupportHot, ModeHotA}, {ua.RedundancySupportWarm, ModeHotB}} {
+		t.Run(string(c.mode), func(t *testing.T) {
+			const interval = 2 * time.Second
+			set := startSetWith(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, func(_ string, cfg *opcua.Config) {
+				cfg.RedundancySupport = c.support
+			}, "urn:a", "urn:b")
+			startCounter(t, 20*time.Millisecond, 7*time.Millisecond, set["urn:a"], set["urn:b"])
+			rec := &recorder{}
+			cl := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}, Mode: c.mode})
+			sub, err := cl.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, interval, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := collect(t, sub)
+			v.untilFrom(t, "urn:a", 1) // a publishing tick of the active server just passed
+			set["urn:a"].Close()
+			set["urn:b"].SetServiceLevel(250)
+			poll.CheckFor(t, 3*interval, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
+			e := rec.events(EventFailover)[0]
+			if e.To.URI != "urn:b" || e.FailoverTime <= 0 || e.FailoverTime >= interval/2 {
+				t.Fatalf("failover event %+v: want a failover time well under the %v interval", e, interval)
+			}
+			v.untilFrom(t, "urn:b", 60)
+			if err := v.contiguous(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s at a %v interval: failover time %v", c.mode, interval, e.FailoverTime)
+		})
+	}
+}

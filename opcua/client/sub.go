@@ -185,7 +185,8 @@ func (s *userSub) placeOn(ctx context.Context, cn *conn) (bool, error) {
 }
 
 // promote makes the Hot placement p on cn the active one: Hot (a)
-// switches its items to Reporting so their queued values arrive.
+// switches its items to Reporting so their queued values arrive; in both
+// Hot modes the server then publishes what it holds at once (flush).
 func (s *userSub) promote(ctx context.Context, cn *conn, p *placement) error {
 	if !p.reporting {
 		if err := s.setMode(ctx, cn, p, ua.MonitoringModeReporting); err != nil {
@@ -196,8 +197,57 @@ func (s *userSub) promote(ctx context.Context, cn *conn, p *placement) error {
 	delete(s.others, cn)
 	s.mu.Unlock()
 	s.setHost(cn, p.id, p.items)
+	s.flush(ctx, cn, p.id)
 	return nil
 }
+
+// flush makes subscription id on cn publish what it has queued now rather
+// than at its next publishing tick, up to one publishing interval away:
+// the values the lost server sampled last but never sent wait there. A
+// ModifySubscription asking for the fastest publishing interval restarts
+// the subscription's publishing timer at the server's minimum (Part 4
+// §5.13.3: the server revises it; otopcua's is 10 ms); one interval later
+// a second one puts the interval back. It is best effort: a server that
+// refuses leaves the subscription as it was, and the values come at its
+// next tick.
+func (s *userSub) flush(ctx context.Context, cn *conn, id uint32) {
+	ms := max(s.interval, time.Millisecond)
+	ka := s.c.keepAliveCount(ms)
+	perMs := uint32(min(ms/time.Millisecond, 1<<16))
+	_, err := cn.call(ctx, &ua.ModifySubscriptionRequest{
+		SubscriptionID: id, RequestedPublishingInterval: 0,
+		// The same lifetime and keep-alive in time at a 1 ms interval; the
+		// server caps the counts.
+		RequestedLifetimeCount: sat32(uint64(ka) * 10 * uint64(perMs)), RequestedMaxKeepAliveCount: sat32(uint64(ka) * uint64(perMs)),
+	})
+	if err != nil {
+		s.c.log.Debug("flush: ModifySubscription to the fastest interval refused; the values come at the next tick", "server", cn.uri, "err", err)
+		return
+	}
+	restore := &ua.ModifySubscriptionRequest{
+		SubscriptionID: id, RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
+		RequestedLifetimeCount: ka * 10, RequestedMaxKeepAliveCount: ka,
+	}
+	s.c.wg.Add(1)
+	go func() {
+		defer s.c.wg.Done()
+		select {
+		case <-s.c.clock.After(ms):
+		case <-cn.lost:
+			return
+		case <-s.c.ctx.Done():
+			return
+		}
+		rctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.Timeout)
+		defer cancel()
+		if _, err := cn.call(rctx, restore); err != nil && !cn.isLost() {
+			s.c.log.Warn("flush: the publishing interval could not be put back", "server", cn.uri, "subscription", id, "err", err)
+		}
+	}()
+}
+
+// sat32 is n, or the largest uint32 when n is larger.
+func sat32(n uint64) uint32 { return uint32(min(n, 1<<32-1)) }
 
 // setMode switches p's items on cn to mode.
 func (s *userSub) setMode(ctx context.Context, cn *conn, p *placement, mode ua.MonitoringMode) error {
