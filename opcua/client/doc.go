@@ -37,10 +37,13 @@
 // above; hot-a also places every user subscription on the other reachable
 // servers with its items in Sampling and switches the new active server's
 // items to Reporting at a failover; hot-b places them Reporting everywhere;
-// both pass each value through Dedup (dedup.go, a pure rule). mirrored
-// keeps one session and, after a loss, activates that session on a new
-// channel to the next server and republishes what was not received
-// (mirror.go, uaclient.Session.Reactivate); a refusal takes the warm path.
+// both pass each value through Dedup (dedup.go, a pure rule), and the
+// promoted placement publishes what it holds at once (userSub.flush: a
+// ModifySubscription to the fastest interval, put back one interval
+// later). mirrored keeps one session and, after a loss or on a planned
+// move, activates that session on a new channel to the next server and
+// republishes what was not received (mirror.go,
+// uaclient.Session.Reactivate); a refusal takes the warm path.
 // auto chooses from the first server's RedundancySupport (ModeFor).
 //
 // Invariants:
