@@ -4,13 +4,14 @@ import (
 	"context"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 )
 
 // Rotation is the order in which the changer visits the handles: register
 // by register across every device (so each tick touches every device),
 // leaving out the write part's tag. Every handle but writeTag appears once.
-func Rotation(l Layout) []int {
+func Rotation(l fieldrig.Layout) []int {
 	out := make([]int, 0, l.Tags())
 	for r := range l.PerDevice {
 		for d := range l.Devices {
@@ -26,7 +27,7 @@ func Rotation(l Layout) []int {
 // it asks the Tracker for the value (stamping the time) and writes it into
 // the device's register.
 type changer struct {
-	l     Layout
+	l     fieldrig.Layout
 	devs  []*fielddevice.Device
 	k     *Tracker
 	order []int
@@ -36,18 +37,7 @@ type changer struct {
 }
 
 // run changes registers until ctx ends.
-func (c *changer) run(ctx context.Context) {
-	tick := time.NewTicker(c.every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			c.step()
-		}
-	}
-}
+func (c *changer) run(ctx context.Context) { fieldrig.Tick(ctx, c.every, c.step) }
 
 // step makes one tick's changes.
 func (c *changer) step() {

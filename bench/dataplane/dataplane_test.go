@@ -7,6 +7,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers/modbus"
 )
@@ -101,8 +102,8 @@ func TestTracker(t *testing.T) {
 // TestDocument checks the generated deployment against the deployment
 // rules and the driver's read plan: 1,000 contiguous tags are 8 requests.
 func TestDocument(t *testing.T) {
-	l := Layout{Devices: 2, PerDevice: 1000}
-	b, err := Document(l, []string{"127.0.0.1:1502", "127.0.0.1:1503"}, 100*time.Millisecond)
+	l := fieldrig.Layout{Devices: 2, PerDevice: 1000}
+	b, err := fieldrig.Document(clusterID, l, []string{"127.0.0.1:1502", "127.0.0.1:1503"}, 100*time.Millisecond, writeTag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +131,13 @@ func TestDocument(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Document(l, []string{"127.0.0.1:1502"}, time.Second); err == nil {
+	if _, err := fieldrig.Document(clusterID, l, []string{"127.0.0.1:1502"}, time.Second, writeTag); err == nil {
 		t.Fatal("a document with a missing device address must fail")
 	}
 }
 
 func TestRotation(t *testing.T) {
-	l := Layout{Devices: 3, PerDevice: 4}
+	l := fieldrig.Layout{Devices: 3, PerDevice: 4}
 	got := Rotation(l)
 	want := []int{4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11} // register 0 of devices 1, 2, then register 1 …; never writeTag
 	if len(got) != len(want) {

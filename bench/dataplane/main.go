@@ -6,11 +6,11 @@ import (
 	"io"
 	"log"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/flagval"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -94,15 +94,9 @@ func withChanges(c Config) Config {
 
 // parseCase reads "tags:devices".
 func parseCase(s string) (tags, devices int, err error) {
-	a, b, ok := strings.Cut(strings.TrimSpace(s), ":")
-	if !ok {
-		return 0, 0, fmt.Errorf("%q: want tags:devices, e.g. 1000:1", s)
-	}
-	if tags, err = strconv.Atoi(a); err != nil {
-		return 0, 0, fmt.Errorf("%q: tags: %w", s, err)
-	}
-	if devices, err = strconv.Atoi(b); err != nil {
-		return 0, 0, fmt.Errorf("%q: devices: %w", s, err)
+	tags, devices, err = flagval.Pair(strings.TrimSpace(s), ":", "tags", "devices", "tags:devices, e.g. 1000:1")
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: %w", s, err)
 	}
 	return tags, devices, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -115,7 +116,7 @@ func Run(t testing.TB, c Config) Result {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(progress, "dataplane %s: "+format+"\n", append([]any{c.Name()}, args...)...)
 	}
-	l := Layout{Devices: c.Devices, PerDevice: c.Tags / c.Devices}
+	l := fieldrig.Layout{Devices: c.Devices, PerDevice: c.Tags / c.Devices}
 	res := Result{Case: c.Name(), Tags: c.Tags, Devices: c.Devices, PollMs: msOf(c.Poll), PubMs: msOf(c.Publishing), SampMs: msOf(c.Sampling),
 		Resources: ResourceFigures{Tags: c.Tags}}
 
@@ -124,18 +125,18 @@ func Run(t testing.TB, c Config) Result {
 	say("host pid %d at %s, %d devices; %v before the deployment", res.PID, r.node.Endpoint(), c.Devices, c.Idle)
 	res.Resources.Before = watch(t, res.PID, c.Idle)
 
-	doc, err := Document(l, r.addrs(), c.Poll)
+	doc, err := fieldrig.Document(clusterID, l, fieldrig.Addrs(r.devs), c.Poll, writeTag)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.deploy(doc)
 	sess := r.connect("bench dataplane")
-	ns, err := sess.namespace()
+	ns, err := fieldrig.Namespace(sess.s, clusterID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := nodeIDs(ns, l)
-	procs.CheckFor(t, 60*time.Second, 200*time.Millisecond, func() error { return sess.allGood(nodes) })
+	nodes := fieldrig.NodeIDs(ns, l)
+	procs.CheckFor(t, 60*time.Second, 200*time.Millisecond, func() error { return fieldrig.AllGood(sess.s, nodes) })
 	say("deployed and every tag Good; %v polling only", c.Idle)
 	res.Resources.Polling = watch(t, res.PID, c.Idle)
 
@@ -171,7 +172,7 @@ func Run(t testing.TB, c Config) Result {
 	res.Latency = k.Figures()
 	res.Latency.ChangesPerS = float64(res.Latency.Changes) / res.Resources.Case.Seconds
 	res.Latency.Messages, res.Latency.Keepalives = sub.messages.Load(), sub.keepalives.Load()
-	res.Latency.Faults, res.Latency.FirstFault = sub.faults.Load(), sub.FirstFault()
+	res.Latency.Faults, res.Latency.FirstFault = sub.faults.Count(), sub.faults.First()
 	res.Resources.perTenK()
 	say("latency p50 %.1f ms, p99 %.1f ms over %d changes; %d writes next", res.Latency.P50Ms, res.Latency.P99Ms, res.Latency.Notified, c.Writes)
 

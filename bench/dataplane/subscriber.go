@@ -10,6 +10,8 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
+	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 	"github.com/otopcua/otopcua/opcua/uawire"
 )
@@ -34,12 +36,13 @@ type subscriber struct {
 	mu   sync.Mutex
 	acks []*ua.SubscriptionAcknowledgement // to send; mu must be held.
 
-	messages, keepalives, faults atomic.Uint64
-	firstFault                   atomic.Value // string
+	messages, keepalives atomic.Uint64
+	faults               measure.Faults // failed Publish requests
 }
 
 // subscribe creates the subscription and its monitored items (queue size
-// 1, discard oldest, timestamps Both) in requests of readBatch items.
+// 1, discard oldest, timestamps Both) in requests of fieldrig.ReadBatch
+// items.
 func subscribe(sess *session, nodes []*ua.NodeID, p SubParams, k *Tracker) (*subscriber, error) {
 	ms := float64(p.Publishing) / float64(time.Millisecond)
 	resp, err := sess.call(&ua.CreateSubscriptionRequest{RequestedPublishingInterval: ms,
@@ -49,9 +52,9 @@ func subscribe(sess *session, nodes []*ua.NodeID, p SubParams, k *Tracker) (*sub
 	}
 	sub := &subscriber{sess: sess, subID: resp.(*ua.CreateSubscriptionResponse).SubscriptionID, k: k}
 	sampling := float64(p.Sampling) / float64(time.Millisecond)
-	for from := 0; from < len(nodes); from += readBatch {
+	for from := 0; from < len(nodes); from += fieldrig.ReadBatch {
 		req := &ua.CreateMonitoredItemsRequest{SubscriptionID: sub.subID, TimestampsToReturn: ua.TimestampsToReturnBoth}
-		for h := from; h < min(from+readBatch, len(nodes)); h++ {
+		for h := from; h < min(from+fieldrig.ReadBatch, len(nodes)); h++ {
 			req.ItemsToCreate = append(req.ItemsToCreate, &ua.MonitoredItemCreateRequest{
 				ItemToMonitor:  &ua.ReadValueID{NodeID: nodes[h], AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
 				MonitoringMode: ua.MonitoringModeReporting,
@@ -96,11 +99,11 @@ func (s *subscriber) publishLoop(ctx context.Context) {
 			if ctx.Err() != nil || errors.Is(err, uaclient.ErrClosed) {
 				return
 			}
-			s.fault(err.Error())
+			s.faults.Add(err.Error())
 			continue
 		}
 		if err := s.handle(rep); err != nil {
-			s.fault(err.Error())
+			s.faults.Add(err.Error())
 			// A fault is answered at once; do not spin on it.
 			select {
 			case <-ctx.Done():
@@ -153,16 +156,4 @@ func (s *subscriber) handle(rep uaclient.Reply) error {
 		}
 	}
 	return nil
-}
-
-func (s *subscriber) fault(text string) {
-	if s.faults.Add(1) == 1 {
-		s.firstFault.Store(text)
-	}
-}
-
-// FirstFault is the text of the first failed Publish, "" when none failed.
-func (s *subscriber) FirstFault() string {
-	v, _ := s.firstFault.Load().(string)
-	return v
 }

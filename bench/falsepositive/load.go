@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -170,35 +168,4 @@ func (l *loadProc) peak() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.peakRSS
-}
-
-// machineCPU is the busy and total jiffies of every CPU from /proc/stat.
-func machineCPU() (busy, total uint64) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 || f[0] != "cpu" {
-			continue
-		}
-		for i, s := range f[1:] {
-			v, _ := strconv.ParseUint(s, 10, 64)
-			total += v
-			if i != 3 && i != 4 { // idle, iowait
-				busy += v
-			}
-		}
-		// guest and guest_nice are already counted in user and nice.
-		if len(f) > 10 {
-			g1, _ := strconv.ParseUint(f[9], 10, 64)
-			g2, _ := strconv.ParseUint(f[10], 10, 64)
-			busy -= g1 + g2
-			total -= g1 + g2
-		}
-		return busy, total
-	}
-	return 0, 0
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
+	"github.com/otopcua/otopcua/bench/internal/hostrig"
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/internal/fielddevice"
@@ -103,13 +104,9 @@ func Run(t testing.TB, c Config) Result {
 			c.Progress(fmt.Sprintf(format, args...))
 		}
 	}
-	bin := buildPlain(t)
+	bin := hostrig.PlainBinary(t)
 	db := pg.Start(t)
-	dev, err := fielddevice.Start(fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dev.Close)
+	dev := fieldrig.StartDevices(t, 1)[0]
 	dev.Load(fielddevice.Press)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -135,11 +132,11 @@ func Run(t testing.TB, c Config) Result {
 		nodes[n] = procs.StartWith(t, n, cfgs[n], procs.Options{Binary: bin})
 		nodes[n].WaitReady(90 * time.Second)
 	}
-	deploy(t, bin, cfgs["a"], deviceDoc(dev.Addr()))
+	hostrig.Deploy(t, bin, cfgs["a"], []byte(deviceDoc(dev.Addr())))
 	for _, n := range names {
 		nodes[n].WaitDeployed(1)
 	}
-	primary, secondary := waitPair(t, nodes)
+	primary, secondary := hostrig.WaitPair(t, nodes)
 	addr := map[string]string{}
 	for _, n := range names {
 		addr[n] = nodes[n].ClusterAddr()
@@ -173,7 +170,7 @@ func Run(t testing.TB, c Config) Result {
 	for _, l := range loads {
 		l.mark()
 	}
-	busy0, total0 := machineCPU()
+	busy0, total0 := measure.MachineCPU()
 	node0 := map[string]time.Duration{}
 	reads0 := map[string][2]int64{}
 	for _, n := range names {
@@ -226,7 +223,7 @@ func Run(t testing.TB, c Config) Result {
 	close(stop)
 	wg.Wait()
 	res.Wall = time.Since(start)
-	busy1, total1 := machineCPU()
+	busy1, total1 := measure.MachineCPU()
 	if total1 > total0 {
 		res.MachineBusy = 100 * float64(busy1-busy0) / float64(total1-total0)
 	}
@@ -346,55 +343,6 @@ func effective(t testing.TB, cfg map[string]any) Effective {
 		StableAfter: c.Cluster.StableAfter, LeaseTTL: c.Cluster.Lease.Ttl}
 }
 
-var (
-	plainOnce sync.Once
-	plainPath string
-	plainErr  error
-)
-
-// buildPlain builds ./cmd/otopcua without the race detector, once per
-// process.
-func buildPlain(t testing.TB) string {
-	t.Helper()
-	plainOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "otopcua-fp-bin-")
-		if err != nil {
-			plainErr = err
-			return
-		}
-		plainPath = filepath.Join(dir, "otopcua")
-		cmd := exec.Command("go", "build", "-o", plainPath, "./cmd/otopcua")
-		cmd.Dir = procs.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if plainErr != nil {
-		t.Fatal(plainErr)
-	}
-	return plainPath
-}
-
-// deploy stores doc with `otopcua deploy`, run with cfg as its settings.
-func deploy(t testing.TB, bin string, cfg map[string]any, doc string) {
-	t.Helper()
-	dir := t.TempDir()
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings, file := filepath.Join(dir, "appsettings.json"), filepath.Join(dir, "deployment.json")
-	if err := os.WriteFile(settings, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bin, "deploy", file, "--config", settings).CombinedOutput(); err != nil {
-		t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
-}
-
 // deviceDoc is the deployment: the press, polled every 100 ms by both
 // nodes.
 func deviceDoc(devAddr string) string {
@@ -412,39 +360,6 @@ func deviceDoc(devAddr string) string {
      ]}
   ]
 }`, clusterID, devAddr)
-}
-
-// waitPair waits until one node reads 250 and the other 240, held over
-// three reads in a row, and returns the Primary and the Secondary.
-func waitPair(t testing.TB, nodes map[string]*procs.Node) (primary, secondary string) {
-	t.Helper()
-	held := 0
-	procs.CheckFor(t, 90*time.Second, 100*time.Millisecond, func() error {
-		for _, n := range nodes {
-			if code, done := n.Exited(); done {
-				t.Fatalf("%s exited with code %d\n%s", n.Name, code, n.Log())
-			}
-		}
-		la, errA := procs.ReadServiceLevel(nodes["a"].Endpoint())
-		lb, errB := procs.ReadServiceLevel(nodes["b"].Endpoint())
-		switch {
-		case errA != nil || errB != nil:
-			held = 0
-			return fmt.Errorf("read: a %v, b %v", errA, errB)
-		case la == primaryLevel && lb == followLevel:
-			primary, secondary = "a", "b"
-		case lb == primaryLevel && la == followLevel:
-			primary, secondary = "b", "a"
-		default:
-			held = 0
-			return fmt.Errorf("levels a=%d b=%d, want 250/240", la, lb)
-		}
-		if held++; held < 3 {
-			return fmt.Errorf("250/240 read %d times in a row", held)
-		}
-		return nil
-	})
-	return primary, secondary
 }
 
 // waitDeviceRead waits until the node has read the device successfully.

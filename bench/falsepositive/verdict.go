@@ -5,14 +5,15 @@ import (
 	"sort"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/hostrig"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
 // Healthy band and roles.
 const (
 	healthyFloor byte = 200 // the lowest level the run accepts (stale but serving)
-	primaryLevel byte = 250
-	followLevel  byte = 240
+	primaryLevel      = hostrig.PrimaryLevel
+	followLevel       = hostrig.SecondaryLevel
 )
 
 // Log markers counted in every node's log. The downing markers fail the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 )
@@ -36,8 +37,8 @@ type load struct {
 	age       *measure.Histogram // mu must be held.
 	noSource  uint64             // in-window notifications without a SourceTimestamp; mu must be held.
 
-	messages, keepalives, faults, badAcks atomic.Uint64
-	firstFault                            atomic.Value // string
+	messages, keepalives, badAcks atomic.Uint64
+	faults                        measure.Faults // failed Publish requests
 }
 
 // loadSession is one client session.
@@ -62,7 +63,7 @@ func openLoad(ctx context.Context, endpoint string, c Config) (*load, error) {
 		}
 		s, err := uaclient.NewSession(ctx, ch, "mbench namespace", time.Minute, 10*time.Second)
 		if err == nil {
-			ns, err = namespace(s)
+			ns, err = fieldrig.Namespace(s, clusterID)
 			_ = s.Close(ctx, 5*time.Second)
 		}
 		_ = ch.Close()
@@ -70,7 +71,7 @@ func openLoad(ctx context.Context, endpoint string, c Config) (*load, error) {
 			return nil, err
 		}
 	}
-	nodes := nodeIDs(ns, c.Layout())
+	nodes := fieldrig.NodeIDs(ns, c.Layout())
 	jobs := make(chan int)
 	errs := make(chan error, c.SetupWorkers)
 	var wg sync.WaitGroup
@@ -124,9 +125,9 @@ func (ld *load) open(ctx context.Context, endpoint string, i int, nodes []*ua.No
 	}
 	ls.subID = resp.(*ua.CreateSubscriptionResponse).SubscriptionID
 	first := i * c.Items
-	for from := 0; from < c.Items; from += readBatch {
+	for from := 0; from < c.Items; from += fieldrig.ReadBatch {
 		req := &ua.CreateMonitoredItemsRequest{SubscriptionID: ls.subID, TimestampsToReturn: ua.TimestampsToReturnBoth}
-		for h := from; h < min(from+readBatch, c.Items); h++ {
+		for h := from; h < min(from+fieldrig.ReadBatch, c.Items); h++ {
 			req.ItemsToCreate = append(req.ItemsToCreate, &ua.MonitoredItemCreateRequest{
 				ItemToMonitor:  &ua.ReadValueID{NodeID: nodes[(first+h)%len(nodes)], AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
 				MonitoringMode: ua.MonitoringModeReporting,
@@ -174,7 +175,7 @@ func (ld *load) publishLoop(ctx context.Context, ls *loadSession) {
 			if ctx.Err() != nil || errors.Is(err, uaclient.ErrClosed) {
 				return
 			}
-			ld.fault(err.Error())
+			ld.faults.Add(err.Error())
 			continue
 		}
 		ages = ages[:0]
@@ -192,9 +193,9 @@ func (ld *load) publishLoop(ctx context.Context, ls *loadSession) {
 		})
 		switch {
 		case err != nil:
-			ld.fault(err.Error())
+			ld.faults.Add(err.Error())
 		case p.Fault || p.ServiceResult != ua.StatusOK:
-			ld.fault(fmt.Sprintf("Publish: %v", p.ServiceResult))
+			ld.faults.Add(fmt.Sprintf("Publish: %v", p.ServiceResult))
 		}
 		if err != nil || p.Fault || p.ServiceResult != ua.StatusOK {
 			select { // a fault is answered at once; do not spin on it
@@ -226,18 +227,6 @@ func (ld *load) publishLoop(ctx context.Context, ls *loadSession) {
 		ld.noSource += noSource
 		ld.mu.Unlock()
 	}
-}
-
-func (ld *load) fault(text string) {
-	if ld.faults.Add(1) == 1 {
-		ld.firstFault.Store(text)
-	}
-}
-
-// firstFaultText is the first failed Publish, "" when none failed.
-func (ld *load) firstFaultText() string {
-	v, _ := ld.firstFault.Load().(string)
-	return v
 }
 
 // close closes every channel (the sessions stay until the processes end).
@@ -280,7 +269,7 @@ func (ld *load) figures(wall time.Duration) ClientFigures {
 	return ClientFigures{Notifications: n, PerS: float64(n) / wall.Seconds(),
 		AgeP50Ms: msOf(min(ld.age.Quantile(0.5), ld.age.Max())), AgeP99Ms: msOf(min(ld.age.Quantile(0.99), ld.age.Max())),
 		AgeMaxMs: msOf(ld.age.Max()), Messages: ld.messages.Load(), Keepalives: ld.keepalives.Load(), NoSource: ld.noSource,
-		Faults: ld.faults.Load(), FirstFault: ld.firstFaultText(), BadAcks: ld.badAcks.Load()}
+		Faults: ld.faults.Count(), FirstFault: ld.faults.First(), BadAcks: ld.badAcks.Load()}
 }
 
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -6,11 +6,11 @@ import (
 	"io"
 	"log"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/flagval"
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -113,17 +113,11 @@ func ShortConfig() Config {
 		QueueSize: 10, Inflight: 2, SetupWorkers: 4, Warmup: 2 * time.Second, Window: 5 * time.Second}
 }
 
-// parseShape reads "<sessions>x<items>".
+// parseShape reads "<sessions>x<items>" (or X).
 func parseShape(s string) (sessions, items int, err error) {
-	a, b, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
-	if !ok {
-		return 0, 0, fmt.Errorf("%q: want sessions x items, e.g. 1000x100", s)
-	}
-	if sessions, err = strconv.Atoi(a); err != nil {
-		return 0, 0, fmt.Errorf("%q: sessions: %w", s, err)
-	}
-	if items, err = strconv.Atoi(b); err != nil {
-		return 0, 0, fmt.Errorf("%q: items: %w", s, err)
+	sessions, items, err = flagval.Pair(strings.ToLower(strings.TrimSpace(s)), "x", "sessions", "items", "sessions x items, e.g. 1000x100")
+	if err != nil {
+		return 0, 0, fmt.Errorf("%q: %w", s, err)
 	}
 	return sessions, items, nil
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/bench/internal/fieldrig"
 	"github.com/otopcua/otopcua/bench/internal/measure"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/opcua/mirror"
@@ -56,7 +57,9 @@ type Config struct {
 func (c Config) Shape() string { return fmt.Sprintf("%dx%d", c.Sessions, c.Items) }
 
 // Layout is the tags' layout over the devices.
-func (c Config) Layout() Layout { return Layout{Devices: c.Devices, PerDevice: c.Tags / c.Devices} }
+func (c Config) Layout() fieldrig.Layout {
+	return fieldrig.Layout{Devices: c.Devices, PerDevice: c.Tags / c.Devices}
+}
 
 // Check reports what is wrong with c, nil when nothing.
 func (c Config) Check() error {
@@ -218,7 +221,7 @@ func Run(t testing.TB, c Config, mode string) Result {
 	}
 	changes0 := ch.count.Load()
 	harness0, _ := measure.CPUTime(selfPID)
-	busy0, total0 := machineCPU()
+	busy0, total0 := measure.MachineCPU()
 	var profs []*exec.Cmd
 	if c.Profile != "" {
 		for _, n := range []struct {
@@ -245,7 +248,7 @@ func Run(t testing.TB, c Config, mode string) Result {
 		t.Fatal(err)
 	}
 	harness1, _ := measure.CPUTime(selfPID)
-	busy1, total1 := machineCPU()
+	busy1, total1 := measure.MachineCPU()
 	res.HarnessCPUPct = measure.CPUPercent(harness1-harness0, wall)
 	res.OtherCPUPct = machinePct(busy0, total0, busy1, total1) - res.HarnessCPUPct - wins[0].CPUPct - wins[1].CPUPct
 	res.Changes = float64(ch.count.Load()-changes0) / wall.Seconds()
@@ -398,7 +401,7 @@ func watch(primary, second *procs.Node, d time.Duration) ([2]NodeWindow, time.Du
 // whose items lie next to each other. Each change writes the next value
 // of a global counter (never the value the register held).
 type changer struct {
-	l     Layout
+	l     fieldrig.Layout
 	devs  []*fielddevice.Device
 	per   int
 	every time.Duration
@@ -407,26 +410,21 @@ type changer struct {
 	count atomicCount
 }
 
-func (c *changer) run(ctx context.Context) {
-	tick := time.NewTicker(c.every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			for range c.per {
-				d, r := c.l.Of(c.next * stride(c.l.Tags()) % c.l.Tags())
-				c.next = (c.next + 1) % c.l.Tags()
-				c.value = c.value%32000 + 1
-				if c.devs[d].Holding(r) == c.value {
-					c.value = c.value%32000 + 1
-				}
-				c.devs[d].SetHolding(r, c.value)
-			}
-			c.count.Add(uint64(c.per))
+// run changes registers until ctx ends.
+func (c *changer) run(ctx context.Context) { fieldrig.Tick(ctx, c.every, c.step) }
+
+// step makes one tick's changes.
+func (c *changer) step() {
+	for range c.per {
+		d, r := c.l.Of(c.next * stride(c.l.Tags()) % c.l.Tags())
+		c.next = (c.next + 1) % c.l.Tags()
+		c.value = c.value%32000 + 1
+		if c.devs[d].Holding(r) == c.value {
+			c.value = c.value%32000 + 1
 		}
+		c.devs[d].SetHolding(r, c.value)
 	}
+	c.count.Add(uint64(c.per))
 }
 
 // stride is the changer's step through n tags: the largest number below

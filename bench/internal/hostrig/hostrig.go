@@ -1,0 +1,107 @@
+package hostrig
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otopcua/otopcua/tests/procs"
+)
+
+// ServiceLevels of a healthy redundant pair.
+const (
+	PrimaryLevel   byte = 250
+	SecondaryLevel byte = 240
+)
+
+var (
+	plainOnce sync.Once
+	plainPath string
+	plainErr  error
+)
+
+// PlainBinary builds ./cmd/otopcua once per process, without the race
+// detector also when the caller is built with -race, and returns the
+// binary's path. A failed build fails t (and every later call).
+func PlainBinary(t testing.TB) string {
+	t.Helper()
+	plainOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "otopcua-plain-bin-")
+		if err != nil {
+			plainErr = err
+			return
+		}
+		plainPath = filepath.Join(dir, "otopcua")
+		cmd := exec.Command("go", "build", "-o", plainPath, "./cmd/otopcua")
+		cmd.Dir = procs.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if plainErr != nil {
+		t.Fatal(plainErr)
+	}
+	return plainPath
+}
+
+// Deploy stores the deployment document doc with `otopcua deploy`, run
+// from the binary bin with cfg (a node's configuration: deploy reads its
+// ConfigDb section) as its appsettings.json. A failed command fails t.
+func Deploy(t testing.TB, bin string, cfg map[string]any, doc []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, file := filepath.Join(dir, "appsettings.json"), filepath.Join(dir, "deployment.json")
+	if err := os.WriteFile(settings, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, doc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "deploy", file, "--config", settings).CombinedOutput(); err != nil {
+		t.Fatalf("otopcua deploy: %v\n%s", err, out)
+	}
+}
+
+// WaitPair waits up to 90 s until one of the nodes "a" and "b" reads
+// PrimaryLevel and the other SecondaryLevel, three reads in a row (every
+// 100 ms, each over a fresh session), and returns the names of the Primary
+// and the Secondary. A node that exits fails t at once, with its log.
+func WaitPair(t testing.TB, nodes map[string]*procs.Node) (primary, secondary string) {
+	t.Helper()
+	held := 0
+	procs.CheckFor(t, 90*time.Second, 100*time.Millisecond, func() error {
+		for _, n := range nodes {
+			if code, done := n.Exited(); done {
+				t.Fatalf("%s exited with code %d\n%s", n.Name, code, n.Log())
+			}
+		}
+		la, errA := procs.ReadServiceLevel(nodes["a"].Endpoint())
+		lb, errB := procs.ReadServiceLevel(nodes["b"].Endpoint())
+		switch {
+		case errA != nil || errB != nil:
+			held = 0
+			return fmt.Errorf("read: a %v, b %v", errA, errB)
+		case la == PrimaryLevel && lb == SecondaryLevel:
+			primary, secondary = "a", "b"
+		case lb == PrimaryLevel && la == SecondaryLevel:
+			primary, secondary = "b", "a"
+		default:
+			held = 0
+			return fmt.Errorf("levels a=%d b=%d, want 250/240", la, lb)
+		}
+		if held++; held < 3 {
+			return fmt.Errorf("250/240 read %d times in a row", held)
+		}
+		return nil
+	})
+	return primary, secondary
+}
