@@ -31,14 +31,7 @@ type counter struct {
 func startCounter(t *testing.T, tick, skew time.Duration, servers ...*opcua.Server) *counter {
 	t.Helper()
 	for _, s := range servers {
-		as := s.AddressSpace()
-		if ns := as.AddNamespace("urn:test:counter"); ns != counterNode.Namespace() {
-			t.Fatalf("test namespace is %d, want %d", ns, counterNode.Namespace())
-		}
-		if _, err := as.AddVariable(counterNode, "counter", "counter", ua.NewNumericNodeID(0, id.ObjectsFolder),
-			ua.NewNumericNodeID(0, id.UInt16), uint16(0), byte(ua.AccessLevelTypeCurrentRead)); err != nil {
-			t.Fatal(err)
-		}
+		addCounterNode(t, s)
 	}
 	c := &counter{sets: servers, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -61,6 +54,28 @@ func startCounter(t *testing.T, tick, skew time.Duration, servers ...*opcua.Serv
 	}()
 	t.Cleanup(func() { close(c.stop); <-c.done })
 	return c
+}
+
+// addCounterNode adds counterNode to s's address space.
+func addCounterNode(t *testing.T, s *opcua.Server) {
+	t.Helper()
+	as := s.AddressSpace()
+	if ns := as.AddNamespace("urn:test:counter"); ns != counterNode.Namespace() {
+		t.Fatalf("test namespace is %d, want %d", ns, counterNode.Namespace())
+	}
+	if _, err := as.AddVariable(counterNode, "counter", "counter", ua.NewNumericNodeID(0, id.ObjectsFolder),
+		ua.NewNumericNodeID(0, id.UInt16), uint16(0), byte(ua.AccessLevelTypeCurrentRead)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// add makes the counter write into s too, from its next tick on.
+func (c *counter) add(t *testing.T, s *opcua.Server) {
+	t.Helper()
+	addCounterNode(t, s)
+	c.mu.Lock()
+	c.sets = append(c.sets, s)
+	c.mu.Unlock()
 }
 
 // values collects the counter values a subscription delivers, with the
@@ -323,5 +338,52 @@ func TestHotFailoverDoesNotWaitForTheBackupsTick(t *testing.T) {
 			}
 			t.Logf("%s at a %v interval: failover time %v", c.mode, interval, e.FailoverTime)
 		})
+	}
+}
+
+// TestHotPlacementIsRetriedAfterARefusal: the backup does not serve the
+// counter yet (a node restarted before its deployment loaded answers
+// BadNodeIdUnknown), so its Hot placement is refused; once it serves the
+// counter the client places the subscription there again, and a hot-a
+// failover then finds every value in the backup's Sampling queue. With
+// the backup left out, the failover would re-create the subscription and
+// miss the values of a 5 ms counter (TestWarmFailoverMissesValues).
+func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
+	set := startSetWith(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, func(_ string, c *opcua.Config) {
+		c.RedundancySupport = ua.RedundancySupportHot
+	}, "urn:a", "urn:b")
+	cnt := startCounter(t, 5*time.Millisecond, 0, set["urn:a"])
+	rec := &recorder{}
+	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}})
+	if c.Mode() != ModeHotA {
+		t.Fatalf("mode %s, want hot-a", c.Mode())
+	}
+	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := collect(t, sub)
+	v.untilFrom(t, "urn:a", 20) // b has refused its placement meanwhile
+	cnt.add(t, set["urn:b"])
+	// The retry comes within a few back-off steps (0.1 s doubling).
+	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, poll.True("the Hot placement on urn:b", func() bool {
+		sub.s.mu.Lock()
+		defer sub.s.mu.Unlock()
+		for cn, p := range sub.s.others {
+			if cn.uri == "urn:b" && p.id != 0 {
+				return true
+			}
+		}
+		return false
+	}))
+	set["urn:a"].Close()
+	set["urn:b"].SetServiceLevel(250)
+	v.untilFrom(t, "urn:b", 100)
+	if err := v.contiguous(); err != nil {
+		t.Fatal(err)
+	}
+	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
+	if e := rec.events(EventFailover)[0]; e.To.URI != "urn:b" || e.Transferred {
+		t.Fatalf("failover event %+v, want a promotion on urn:b", e)
 	}
 }

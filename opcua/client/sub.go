@@ -38,6 +38,9 @@ type userSub struct {
 	seqs   seqSet               // Mirrored: the sequence numbers delivered from (host, id); mu must be held.
 	ended  bool                 // out is closed; mu must be held.
 	hotLog map[string]struct{}  // servers already logged as not hot; mu must be held.
+	// hotTries counts, per conn, the Hot placements refused since the last
+	// one that held (the back-off of retryHot). mu must be held.
+	hotTries map[*conn]int
 	// initial marks, per conn and client handle, the items whose first
 	// value (their current value when created, not a change) has not
 	// arrived yet. mu must be held.
@@ -423,7 +426,11 @@ func (s *userSub) placeHot(ctx context.Context, cn *conn) {
 	if err != nil {
 		s.forget(cn)
 		s.notHot(cn, id, err)
+		return
 	}
+	s.mu.Lock()
+	delete(s.hotTries, cn)
+	s.mu.Unlock()
 }
 
 // notHot records that cn's server refused the Hot placement.
@@ -439,8 +446,56 @@ func (s *userSub) notHot(cn *conn, id uint32, err error) {
 	s.hotLog[cn.uri] = struct{}{}
 	s.mu.Unlock()
 	if !logged && !cn.isLost() {
-		s.c.log.Warn("server is not hot for a subscription: it refused it; the other servers go on", "server", cn.uri, "url", cn.url, "err", err)
+		s.c.log.Warn("server is not hot for a subscription: it refused it; the other servers go on, and the client asks it again later", "server", cn.uri, "url", cn.url, "err", err)
 	}
+	s.retryHot(cn)
+}
+
+// hotRetryMax bounds the back-off between two Hot placements on a server
+// that refused one.
+const hotRetryMax = 30 * time.Second
+
+// retryHot places s on cn again after a back-off (MinBackoff doubling up
+// to hotRetryMax) while cn serves: a refusal can heal — a node that has
+// just restarted answers BadNodeIdUnknown until its deployment has
+// loaded, a full server frees items. Without it such a server would stay
+// out of the Hot placement until its connection broke.
+func (s *userSub) retryHot(cn *conn) {
+	s.mu.Lock()
+	if s.hotTries == nil {
+		s.hotTries = make(map[*conn]int)
+	}
+	n := min(s.hotTries[cn], 16)
+	s.hotTries[cn]++
+	ended := s.ended
+	s.mu.Unlock()
+	if ended || cn.isLost() {
+		return
+	}
+	wait := min(s.c.opts.MinBackoff<<n, hotRetryMax)
+	c := s.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		select {
+		case <-c.clock.After(wait):
+		case <-cn.lost:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.mode().hot() && cn.srv.conn == cn {
+			c.goPlaceHot(s, cn)
+		}
+	}()
 }
 
 // demote turns the active placement on cn (being left while cn still
@@ -468,6 +523,9 @@ func (s *userSub) forget(cn *conn) {
 	s.mu.Lock()
 	delete(s.others, cn)
 	delete(s.initial, cn)
+	if cn.isLost() {
+		delete(s.hotTries, cn)
+	}
 	s.mu.Unlock()
 }
 
