@@ -91,3 +91,27 @@ func TestInboxHoldsABurstOfSmallBatches(t *testing.T) {
 		t.Fatal("a full inbox dropped nothing: the bound is gone")
 	}
 }
+
+// BenchmarkDecodeSentOneItem is the replica's decoding of the record
+// BenchmarkSentOneItem's message makes: what a standby pays per message a
+// client of the serving member gets.
+func BenchmarkDecodeSentOneItem(b *testing.B) {
+	now := time.Unix(1_800_000_000, 0)
+	resp := &ua.PublishResponse{SubscriptionID: 7, NotificationMessage: &ua.NotificationMessage{SequenceNumber: 1, PublishTime: now,
+		NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{
+			MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 42, Value: &ua.DataValue{
+				EncodingMask: ua.DataValueValue | ua.DataValueSourceTimestamp | ua.DataValueServerTimestamp,
+				Value:        ua.MustVariant(int16(7)), SourceTimestamp: now, ServerTimestamp: now}}},
+			DiagnosticInfos: []*ua.DiagnosticInfo{}})}}}
+	rec, err := encSent("ns=1;i=1332780630", resp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := rec[5:] // after the kind and the length
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeRecord(kSent, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
