@@ -346,7 +346,8 @@ func TestHotFailoverDoesNotWaitForTheBackupsTick(t *testing.T) {
 // BadNodeIdUnknown), so its Hot placement is refused; once it serves the
 // counter the client places the subscription there again, and a hot-a
 // failover then finds every value in the backup's Sampling queue. With
-// the backup left out, the failover would re-create the subscription and
+// the backup left out, the client would never place it there (the poll
+// below fails), and the failover would re-create the subscription and
 // miss the values of a 5 ms counter (TestWarmFailoverMissesValues).
 func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 	set := startSetWith(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, func(_ string, c *opcua.Config) {
@@ -354,7 +355,9 @@ func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 	}, "urn:a", "urn:b")
 	cnt := startCounter(t, 5*time.Millisecond, 0, set["urn:a"])
 	rec := &recorder{}
-	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}})
+	// 2,000 values hold 10 s of this counter: a failover slowed down by a
+	// loaded machine still finds its values in the backup's queue.
+	c := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}, HotQueueSize: 2000})
 	if c.Mode() != ModeHotA {
 		t.Fatalf("mode %s, want hot-a", c.Mode())
 	}
@@ -370,12 +373,24 @@ func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 		sub.s.mu.Lock()
 		defer sub.s.mu.Unlock()
 		for cn, p := range sub.s.others {
-			if cn.uri == "urn:b" && p.id != 0 {
+			if cn.uri == "urn:b" && len(p.items) == 1 && p.items[0] != 0 { // its item made, not only the subscription
 				return true
 			}
 		}
 		return false
 	}))
+	// The backup's queue holds what changed since its items were made; the
+	// active server has to publish past that moment before it goes, or
+	// the values it had not published yet are nobody's.
+	v.mu.Lock()
+	fromA := 0
+	for _, b := range v.by {
+		if b == "urn:a" {
+			fromA++
+		}
+	}
+	v.mu.Unlock()
+	v.untilFrom(t, "urn:a", fromA+20)
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
 	v.untilFrom(t, "urn:b", 100)

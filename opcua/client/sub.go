@@ -196,10 +196,12 @@ func (s *userSub) promote(ctx context.Context, cn *conn, p *placement) error {
 			return err
 		}
 	}
+	// One step: between the placement's removal and the new host a
+	// message from cn would be accepted by neither and lost.
 	s.mu.Lock()
 	delete(s.others, cn)
+	s.setHostLocked(cn, p.id, p.items)
 	s.mu.Unlock()
-	s.setHost(cn, p.id, p.items)
 	s.flush(ctx, cn, p.id)
 	return nil
 }
@@ -305,11 +307,16 @@ func (s *userSub) transfer(ctx context.Context, cn *conn, id uint32) (bool, erro
 // adopt.
 func (s *userSub) setHost(cn *conn, id uint32, items []uint32) {
 	s.mu.Lock()
+	s.setHostLocked(cn, id, items)
+	s.mu.Unlock()
+}
+
+// setHostLocked is setHost with mu held.
+func (s *userSub) setHostLocked(cn *conn, id uint32, items []uint32) {
 	if s.host != cn || s.id != id {
 		s.seqs = seqSet{}
 	}
 	s.host, s.id, s.uri, s.items = cn, id, cn.uri, items
-	s.mu.Unlock()
 }
 
 // create creates the subscription and its monitored items on cn in mode,
