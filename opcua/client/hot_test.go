@@ -103,6 +103,17 @@ func collect(t *testing.T, sub *Subscription) *values {
 	return v
 }
 
+// subscribeCounter subscribes c to counterNode at the publishing interval
+// and collects what it delivers.
+func subscribeCounter(t *testing.T, c *Client, interval time.Duration) (*Subscription, *values) {
+	t.Helper()
+	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, interval, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub, collect(t, sub)
+}
+
 // untilFrom waits until count values arrived from server uri.
 func (v *values) untilFrom(t *testing.T, uri string, count int) {
 	t.Helper()
@@ -147,11 +158,7 @@ func hotFailover(t *testing.T, support ua.RedundancySupport, mode Mode, want Mod
 	if c.Mode() != want {
 		t.Fatalf("mode %s, want %s", c.Mode(), want)
 	}
-	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := collect(t, sub)
+	_, v := subscribeCounter(t, c, 50*time.Millisecond)
 	v.untilFrom(t, "urn:a", 30)
 	if want == ModeHotA {
 		// The backup samples and does not report until the failover.
@@ -203,11 +210,7 @@ func TestWarmFailoverMissesValues(t *testing.T) {
 	if c.Mode() != ModeWarm {
 		t.Fatalf("mode %s on Warm servers, want warm", c.Mode())
 	}
-	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := collect(t, sub)
+	_, v := subscribeCounter(t, c, 50*time.Millisecond)
 	v.untilFrom(t, "urn:a", 30)
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
@@ -276,11 +279,7 @@ func TestHotAPlannedMoveSwapsTheModes(t *testing.T) {
 	if c.Mode() != ModeHotA {
 		t.Fatalf("mode %s, want hot-a", c.Mode())
 	}
-	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := collect(t, sub)
+	_, v := subscribeCounter(t, c, 50*time.Millisecond)
 	v.untilFrom(t, "urn:a", 20)
 	set["urn:b"].SetServiceLevel(255)
 	poll.CheckFor(t, 5*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
@@ -319,11 +318,7 @@ func TestHotFailoverDoesNotWaitForTheBackupsTick(t *testing.T) {
 			startCounter(t, 20*time.Millisecond, 7*time.Millisecond, set["urn:a"], set["urn:b"])
 			rec := &recorder{}
 			cl := dial(t, rec, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}, Mode: c.mode})
-			sub, err := cl.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, interval, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v := collect(t, sub)
+			_, v := subscribeCounter(t, cl, interval)
 			v.untilFrom(t, "urn:a", 1) // a publishing tick of the active server just passed
 			set["urn:a"].Close()
 			set["urn:b"].SetServiceLevel(250)
@@ -361,11 +356,7 @@ func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 	if c.Mode() != ModeHotA {
 		t.Fatalf("mode %s, want hot-a", c.Mode())
 	}
-	sub, err := c.SubscribeSampled(context.Background(), []*ua.NodeID{counterNode}, 50*time.Millisecond, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := collect(t, sub)
+	sub, v := subscribeCounter(t, c, 50*time.Millisecond)
 	v.untilFrom(t, "urn:a", 20) // b has refused its placement meanwhile
 	cnt.add(t, set["urn:b"])
 	// The retry comes within a few back-off steps (0.1 s doubling).

@@ -49,6 +49,18 @@ type discardTransport struct{}
 
 func (discardTransport) Send(string, []byte) error { return nil }
 
+// oneItemResponse is a PublishResponse with one data change: the common
+// message of many sessions with a few changing items each.
+func oneItemResponse() *ua.PublishResponse {
+	now := time.Unix(1_800_000_000, 0)
+	return &ua.PublishResponse{SubscriptionID: 7, NotificationMessage: &ua.NotificationMessage{SequenceNumber: 1, PublishTime: now,
+		NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{
+			MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 42, Value: &ua.DataValue{
+				EncodingMask: ua.DataValueValue | ua.DataValueSourceTimestamp | ua.DataValueServerTimestamp,
+				Value:        ua.MustVariant(int16(7)), SourceTimestamp: now, ServerTimestamp: now}}},
+			DiagnosticInfos: []*ua.DiagnosticInfo{}})}}}
+}
+
 // BenchmarkSentOneItem is the serving member's own work in the Sent hook
 // for a NotificationMessage with one data change (the common message of
 // many sessions with a few changing items each): the session key, the
@@ -57,13 +69,7 @@ func BenchmarkSentOneItem(b *testing.B) {
 	m := New(Options{Self: "a", Transport: discardTransport{}, Sync: true})
 	id := ua.NewNumericNodeID(1, 1332780630)
 	m.Session(uaserver.MirroredSession{ID: id, Name: "bench", Timeout: time.Minute, Activated: true})
-	now := time.Unix(1_800_000_000, 0)
-	resp := &ua.PublishResponse{SubscriptionID: 7, NotificationMessage: &ua.NotificationMessage{SequenceNumber: 1, PublishTime: now,
-		NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{
-			MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 42, Value: &ua.DataValue{
-				EncodingMask: ua.DataValueValue | ua.DataValueSourceTimestamp | ua.DataValueServerTimestamp,
-				Value:        ua.MustVariant(int16(7)), SourceTimestamp: now, ServerTimestamp: now}}},
-			DiagnosticInfos: []*ua.DiagnosticInfo{}})}}}
+	resp := oneItemResponse()
 	b.ReportAllocs()
 	for b.Loop() {
 		m.Sent(id, resp)
@@ -96,13 +102,7 @@ func TestInboxHoldsABurstOfSmallBatches(t *testing.T) {
 // BenchmarkSentOneItem's message makes: what a standby pays per message a
 // client of the serving member gets.
 func BenchmarkDecodeSentOneItem(b *testing.B) {
-	now := time.Unix(1_800_000_000, 0)
-	resp := &ua.PublishResponse{SubscriptionID: 7, NotificationMessage: &ua.NotificationMessage{SequenceNumber: 1, PublishTime: now,
-		NotificationData: []*ua.ExtensionObject{ua.NewExtensionObject(&ua.DataChangeNotification{
-			MonitoredItems: []*ua.MonitoredItemNotification{{ClientHandle: 42, Value: &ua.DataValue{
-				EncodingMask: ua.DataValueValue | ua.DataValueSourceTimestamp | ua.DataValueServerTimestamp,
-				Value:        ua.MustVariant(int16(7)), SourceTimestamp: now, ServerTimestamp: now}}},
-			DiagnosticInfos: []*ua.DiagnosticInfo{}})}}}
+	resp := oneItemResponse()
 	rec, err := encSent("ns=1;i=1332780630", resp)
 	if err != nil {
 		b.Fatal(err)
