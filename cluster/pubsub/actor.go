@@ -289,10 +289,17 @@ func (a *mediatorActor) accept(st membership.State) func(membership.UniqueAddres
 }
 
 func (a *mediatorActor) onStatus(s statusIn) {
+	st := a.view()
+	if !Receives(st, s.from) {
+		// A digest that waited in the mailbox while its sender became
+		// unreachable (or left): no reply, as no publish goes there; the
+		// periodic digest resumes once the view admits it again.
+		return
+	}
 	if d := a.reg.Delta(s.versions); len(d) > 0 {
 		a.send(s.from, deltaToWire(a.self(), s.from, d))
 	}
-	if !s.reply && a.reg.Behind(s.versions, a.accept(a.view())) {
+	if !s.reply && a.reg.Behind(s.versions, a.accept(st)) {
 		a.send(s.from, statusToWire(a.self(), s.from, a.reg.Versions(), true))
 	}
 }
