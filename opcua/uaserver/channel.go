@@ -668,7 +668,10 @@ func (ch *channel) abort(code ua.StatusCode, reason string) error {
 // ERR before the connection goes. Safe for concurrent use.
 func (ch *channel) shut(code ua.StatusCode, reason string) {
 	go func() {
-		if !ch.sendMu.TryLock() {
+		// A write in progress ends soon unless its client stopped reading:
+		// wait for it up to errLinger (a response sent a moment ago must
+		// not cost the ERR), then give up and close.
+		if !tryLockFor(&ch.sendMu, errLinger) {
 			ch.close()
 			return
 		}
@@ -683,6 +686,18 @@ func (ch *channel) shut(code ua.StatusCode, reason string) {
 		}
 		time.AfterFunc(errLinger, ch.close)
 	}()
+}
+
+// tryLockFor takes mu if it comes free within d.
+func tryLockFor(mu *sync.Mutex, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for !mu.TryLock() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // errResponseTooLarge means the encoded response exceeds MaxResponseSize
