@@ -407,7 +407,8 @@ func (c *Client) moveTo(to *server, d Decision) {
 	}
 	ev := c.moveEvent(from, to, cn, d)
 	subs := slices.Clone(c.subs)
-	var lost, left *conn // the conn that held the subscriptions, for a Mirrored failover
+	var lost *conn // the conn that held the subscriptions, for a Mirrored failover
+	planned := false
 	switch {
 	case d.Reason == Lost && from != nil && from.conn != nil:
 		lost = from.conn // the decision came before its msgDown
@@ -417,8 +418,7 @@ func (c *Client) moveTo(to *server, d Decision) {
 		// A planned move in Mirrored mode takes the session along, as a
 		// failover does: a new subscription on `to` would deliver the
 		// current values a second time.
-		left = from.conn
-		lost = left
+		lost, planned = from.conn, true
 	}
 	c.active = to
 	c.pending = nil
@@ -432,12 +432,12 @@ func (c *Client) moveTo(to *server, d Decision) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
 	if len(subs) > 0 && ev.Kind == EventFailover && c.mode() == ModeMirrored {
-		if left != nil && hosts(left, subs) {
+		if planned && hosts(lost, subs) {
 			// The old server still serves: its channel closes first (the
 			// session stays), so that nothing it publishes from now on
 			// reaches the application; the next server republishes what
 			// it sent and the client did not receive.
-			left.fail(fmt.Errorf("the session moved to %s (%s)", to.ref().URI, d.Reason))
+			lost.fail(fmt.Errorf("the session moved to %s (%s)", to.ref().URI, d.Reason))
 		}
 		done, fallback := c.mirrorTo(ctx, to, lost, subs)
 		if done {
@@ -559,18 +559,42 @@ func (c *Client) placeHotEverywhere(subs []*userSub, active *server) {
 // goPlaceHot places sub on cn (not the active server) in the background.
 // mu must be held.
 func (c *Client) goPlaceHot(sub *userSub, cn *conn) {
+	c.goLocked(func() {
+		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+		defer cancel()
+		sub.opMu.Lock()
+		defer sub.opMu.Unlock()
+		sub.placeHot(ctx, cn)
+	})
+}
+
+// goLocked runs f in a goroutine Close waits for, unless the client is
+// closing (Close must not find the WaitGroup growing after its Wait).
+// mu must be held.
+func (c *Client) goLocked(f func()) {
 	if c.closed {
 		return
 	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
-		defer cancel()
-		sub.opMu.Lock()
-		defer sub.opMu.Unlock()
-		sub.placeHot(ctx, cn)
+		f()
 	}()
+}
+
+// goAfter runs f in such a goroutine after d, unless cn is lost or the
+// client closes first.
+func (c *Client) goAfter(d time.Duration, cn *conn, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.goLocked(func() {
+		select {
+		case <-c.clock.After(d):
+			f()
+		case <-cn.lost:
+		case <-c.ctx.Done():
+		}
+	})
 }
 
 // chooseMode sets the mode ModeAuto stands for from the RedundancySupport

@@ -118,19 +118,24 @@ func subscribeCounter(t *testing.T, c *Client, interval time.Duration) (*Subscri
 func (v *values) untilFrom(t *testing.T, uri string, count int) {
 	t.Helper()
 	poll.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		n := 0
-		for _, b := range v.by {
-			if b == uri {
-				n++
-			}
-		}
-		if n < count {
+		if n := v.from(uri); n < count {
 			return fmt.Errorf("%d values from %s, want %d", n, uri, count)
 		}
 		return nil
 	})
+}
+
+// from is how many values arrived from server uri so far.
+func (v *values) from(uri string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, b := range v.by {
+		if b == uri {
+			n++
+		}
+	}
+	return n
 }
 
 // contiguous checks that every value from the first on arrived exactly
@@ -373,15 +378,7 @@ func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 	// The backup's queue holds what changed since its items were made; the
 	// active server has to publish past that moment before it goes, or
 	// the values it had not published yet are nobody's.
-	v.mu.Lock()
-	fromA := 0
-	for _, b := range v.by {
-		if b == "urn:a" {
-			fromA++
-		}
-	}
-	v.mu.Unlock()
-	v.untilFrom(t, "urn:a", fromA+20)
+	v.untilFrom(t, "urn:a", v.from("urn:a")+20)
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
 	v.untilFrom(t, "urn:b", 100)

@@ -229,26 +229,26 @@ func (s *userSub) flush(ctx context.Context, cn *conn, id uint32) {
 		s.c.log.Debug("flush: ModifySubscription to the fastest interval refused; the values come at the next tick", "server", cn.uri, "err", err)
 		return
 	}
+	interval, lifetime, keepAlive := s.params()
 	restore := &ua.ModifySubscriptionRequest{
-		SubscriptionID: id, RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
-		RequestedLifetimeCount: ka * 10, RequestedMaxKeepAliveCount: ka,
+		SubscriptionID: id, RequestedPublishingInterval: interval,
+		RequestedLifetimeCount: lifetime, RequestedMaxKeepAliveCount: keepAlive,
 	}
-	s.c.wg.Add(1)
-	go func() {
-		defer s.c.wg.Done()
-		select {
-		case <-s.c.clock.After(ms):
-		case <-cn.lost:
-			return
-		case <-s.c.ctx.Done():
-			return
-		}
+	s.c.goAfter(ms, cn, func() {
 		rctx, cancel := context.WithTimeout(s.c.ctx, s.c.opts.Timeout)
 		defer cancel()
 		if _, err := cn.call(rctx, restore); err != nil && !cn.isLost() {
 			s.c.log.Warn("flush: the publishing interval could not be put back", "server", cn.uri, "subscription", id, "err", err)
 		}
-	}()
+	})
+}
+
+// params are the publishing interval (milliseconds), lifetime count and
+// keep-alive count the client asks for s's subscriptions.
+func (s *userSub) params() (intervalMs float64, lifetime, keepAlive uint32) {
+	ms := max(s.interval, time.Millisecond)
+	ka := s.c.keepAliveCount(ms)
+	return float64(ms) / float64(time.Millisecond), ka * 10, ka
 }
 
 // sat32 is n, or the largest uint32 when n is larger.
@@ -327,11 +327,11 @@ func (s *userSub) setHostLocked(cn *conn, id uint32, items []uint32) {
 // nil) and again with the items' ids, so that no notification arrives
 // before its placement is known.
 func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, queue uint32, active bool, record func(id uint32, items []uint32)) (uint32, []uint32, error) {
-	ms := max(s.interval, time.Millisecond)
+	interval, lifetime, keepAlive := s.params()
 	resp, err := cn.call(ctx, &ua.CreateSubscriptionRequest{
-		RequestedPublishingInterval: float64(ms) / float64(time.Millisecond),
-		RequestedLifetimeCount:      s.c.keepAliveCount(ms) * 10,
-		RequestedMaxKeepAliveCount:  s.c.keepAliveCount(ms),
+		RequestedPublishingInterval: interval,
+		RequestedLifetimeCount:      lifetime,
+		RequestedMaxKeepAliveCount:  keepAlive,
 		PublishingEnabled:           true,
 	})
 	if err != nil {
@@ -479,30 +479,14 @@ func (s *userSub) retryHot(cn *conn) {
 	if ended || cn.isLost() {
 		return
 	}
-	wait := min(s.c.opts.MinBackoff<<n, hotRetryMax)
 	c := s.c
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		select {
-		case <-c.clock.After(wait):
-		case <-cn.lost:
-			return
-		case <-c.ctx.Done():
-			return
-		}
+	c.goAfter(min(c.opts.MinBackoff<<n, hotRetryMax), cn, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.mode().hot() && cn.srv.conn == cn {
 			c.goPlaceHot(s, cn)
 		}
-	}()
+	})
 }
 
 // demote turns the active placement on cn (being left while cn still
