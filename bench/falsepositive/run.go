@@ -104,7 +104,7 @@ func Run(t testing.TB, c Config) Result {
 			c.Progress(fmt.Sprintf(format, args...))
 		}
 	}
-	bin := hostrig.PlainBinary(t)
+	bin := procs.PlainBinary(t)
 	db := pg.Start(t)
 	dev := fieldrig.StartDevices(t, 1)[0]
 	dev.Load(fielddevice.Press)

@@ -49,7 +49,7 @@ type rig struct {
 // Good and the pair shows 250/240.
 func startRig(t testing.TB, c Config, mode string) *rig {
 	t.Helper()
-	r := &rig{nodes: map[string]*procs.Node{}, bin: hostrig.PlainBinary(t), devs: fieldrig.StartDevices(t, c.Devices)}
+	r := &rig{nodes: map[string]*procs.Node{}, bin: procs.PlainBinary(t), devs: fieldrig.StartDevices(t, c.Devices)}
 	dir := t.TempDir()
 	names := []string{"a", "b"}
 	ps := procs.NewPortSet(t, 2)

@@ -26,38 +26,49 @@ import (
 	"github.com/otopcua/otopcua/internal/ports"
 )
 
-var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
-)
+// build is one build of ./cmd/otopcua, made once per test binary.
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var raceBuild, plainBuild build
 
 // Binary builds ./cmd/otopcua once per test binary and returns its path.
 // With -race in the test build, the binary is built with -race too.
-func Binary(t testing.TB) string {
+func Binary(t testing.TB) string { return raceBuild.get(t, raceEnabled) }
+
+// PlainBinary builds ./cmd/otopcua once per test binary without the race
+// detector, also when the caller is built with -race (what a measurement
+// runs: the binary as shipped), and returns its path.
+func PlainBinary(t testing.TB) string { return plainBuild.get(t, false) }
+
+// get builds the binary the first time (with -race when race) and fails
+// t, then and on every later call, when the build failed.
+func (b *build) get(t testing.TB, race bool) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "otopcua-bin-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		buildPath = filepath.Join(dir, "otopcua")
-		args := []string{"build", "-o", buildPath}
-		if raceEnabled {
+		b.path = filepath.Join(dir, "otopcua")
+		args := []string{"build", "-o", b.path}
+		if race {
 			args = append(args, "-race")
 		}
-		args = append(args, "./cmd/otopcua")
-		cmd := exec.Command("go", args...)
+		cmd := exec.Command("go", append(args, "./cmd/otopcua")...)
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return buildPath
+	return b.path
 }
 
 func repoRoot() string {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,36 +17,6 @@ const (
 	PrimaryLevel   byte = 250
 	SecondaryLevel byte = 240
 )
-
-var (
-	plainOnce sync.Once
-	plainPath string
-	plainErr  error
-)
-
-// PlainBinary builds ./cmd/otopcua once per process, without the race
-// detector also when the caller is built with -race, and returns the
-// binary's path. A failed build fails t (and every later call).
-func PlainBinary(t testing.TB) string {
-	t.Helper()
-	plainOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "otopcua-plain-bin-")
-		if err != nil {
-			plainErr = err
-			return
-		}
-		plainPath = filepath.Join(dir, "otopcua")
-		cmd := exec.Command("go", "build", "-o", plainPath, "./cmd/otopcua")
-		cmd.Dir = procs.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			plainErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if plainErr != nil {
-		t.Fatal(plainErr)
-	}
-	return plainPath
-}
 
 // Deploy stores the deployment document doc with `otopcua deploy`, run
 // from the binary bin with cfg (a node's configuration: deploy reads its
