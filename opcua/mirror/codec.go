@@ -399,10 +399,8 @@ func (d *dec) sent() any {
 	if d.err != nil {
 		return nil
 	}
-	if len(b) > 4 && b[0] == 0x01 && b[1] == 0x00 && binary.LittleEndian.Uint16(b[2:4]) == id.PublishResponse_Encoding_DefaultBinary {
-		if sub, msg, err := uabin.DecodePublishNotifications(b[4:]); err == nil {
-			return &ua.PublishResponse{SubscriptionID: sub, NotificationMessage: msg}
-		}
+	if sub, msg, err := uabin.DecodePublishNotifications(b); err == nil {
+		return &ua.PublishResponse{SubscriptionID: sub, NotificationMessage: msg}
 	}
 	return d.serviceOf(b)
 }

@@ -9,10 +9,11 @@ import (
 	"github.com/gopcua/opcua/ua"
 )
 
-// DecodePublishNotifications decodes the body of a PublishResponse (after
-// its type id) that carries data changes, the message otopcua's server
-// sends a subscriber, and returns its SubscriptionID and
-// NotificationMessage as ua.DecodeService would build them. The rest of
+// DecodePublishNotifications decodes a service message — the FourByte
+// type id AppendResponse writes, then the body — holding a PublishResponse
+// that carries data changes, the message otopcua's server sends a
+// subscriber, and returns its SubscriptionID and NotificationMessage as
+// ua.DecodeService would build them. The rest of
 // the response is checked to be well formed and empty — no
 // ServiceDiagnostics, StringTable, AdditionalHeader, Results or
 // DiagnosticInfos — and not returned.
@@ -21,10 +22,12 @@ import (
 // the integers, Float, Double, String, DateTime, ByteString, StatusCode,
 // XmlElement) and Null. Anything else — an array or structured value,
 // an event or status-change notification, diagnostics — and a malformed
-// or truncated body give ErrUnhandled: the caller decodes those with
-// ua.DecodeService, which also says what is wrong with a malformed one.
+// or truncated body, and another type id, give ErrUnhandled: the caller
+// decodes those with ua.DecodeService, which also says what is wrong with
+// a malformed one.
 func DecodePublishNotifications(b []byte) (subscriptionID uint32, msg *ua.NotificationMessage, err error) {
 	r := reader{b: b}
+	r.expect(publishTypeID...)
 	// ResponseHeader: Timestamp, RequestHandle, ServiceResult, then an
 	// empty ServiceDiagnostics, StringTable and AdditionalHeader.
 	r.skip(16)
@@ -49,6 +52,10 @@ func DecodePublishNotifications(b []byte) (subscriptionID uint32, msg *ua.Notifi
 	}
 	return subscriptionID, msg, nil
 }
+
+// publishTypeID is the FourByte type id of a PublishResponse, as
+// AppendResponse writes it.
+var publishTypeID = appendTypeID(nil, id.PublishResponse_Encoding_DefaultBinary)
 
 // dataChangeTypeID is the type id of a DataChangeNotification body, as
 // decoded.

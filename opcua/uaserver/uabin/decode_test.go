@@ -22,10 +22,7 @@ func decodeBoth(t interface {
 	Fatalf(string, ...any)
 }, b []byte) bool {
 	t.Helper()
-	if len(b) < 4 || !bytes.Equal(b[:2], []byte{0x01, 0x00}) || uint16(b[2])|uint16(b[3])<<8 != id.PublishResponse_Encoding_DefaultBinary {
-		return false
-	}
-	sub, msg, err := DecodePublishNotifications(b[4:])
+	sub, msg, err := DecodePublishNotifications(b)
 	if err != nil {
 		if !errors.Is(err, ErrUnhandled) {
 			t.Fatalf("DecodePublishNotifications: %v, want ErrUnhandled", err)
@@ -182,6 +179,7 @@ func FuzzDecodePublishNotifications(f *testing.F) {
 	}
 	f.Add(b[4:])
 	f.Add([]byte{})
+	f.Add(b) // a type id where the body should begin
 	f.Fuzz(func(t *testing.T, body []byte) {
 		decodeBoth(t, append(appendTypeID(nil, id.PublishResponse_Encoding_DefaultBinary), body...))
 	})
@@ -214,9 +212,16 @@ func TestDecodeStepsAside(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if _, _, err := DecodePublishNotifications(b[4:]); !errors.Is(err, ErrUnhandled) {
+		if _, _, err := DecodePublishNotifications(b); !errors.Is(err, ErrUnhandled) {
 			t.Errorf("%s: %v, want ErrUnhandled", name, err)
 		}
+	}
+	fault, err := AppendResponse(nil, id.ServiceFault_Encoding_DefaultBinary, &ua.ServiceFault{ResponseHeader: base().ResponseHeader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := DecodePublishNotifications(fault); !errors.Is(err, ErrUnhandled) {
+		t.Errorf("a ServiceFault: %v, want ErrUnhandled", err)
 	}
 	// A keep-alive (no notification data) takes the fast path.
 	b, err := AppendResponse(nil, id.PublishResponse_Encoding_DefaultBinary, base())
