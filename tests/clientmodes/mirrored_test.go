@@ -43,7 +43,10 @@ func TestMirroredSurvivesSIGKILLs(t *testing.T) {
 func TestMirroredFollowsManualFailovers(t *testing.T) {
 	r := StartRig(t, RigOptions{RedundancySupport: "HotAndMirrored"})
 	token := procs.AddUser(t, r.Cfgs["a"], "ops", "Administrator", secPassword)
-	res := r.Trials(Drill{Mode: "mirrored", Trials: *trials, Mirrored: true, ManualFailover: token})
+	for _, n := range r.Nodes {
+		n.Token = token
+	}
+	res := r.Trials(Drill{Mode: "mirrored", Trials: *trials, Mirrored: true, ManualFailover: true})
 	check(t, res, *trials)
 }
 
@@ -81,13 +84,7 @@ func TestMirroredPlannedMovesDeliverEachValueOnce(t *testing.T) {
 		// The session itself moved: the node took it over.
 		takeovers[to.Name]++
 		waitMetricAtLeast(t, to, `otopcua_mirror_takeovers_total{result="ok"}`, float64(takeovers[to.Name]))
-		procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
-			c.MustLive()
-			if v, _ := values(c.Since(ev.Seq)); len(v) < 10 || v[len(v)-1].Server != URI(to.Name) {
-				return fmt.Errorf("%d counter values since the move, want 10 from %s", len(v), to.Name)
-			}
-			return nil
-		})
+		tenValuesSince(t, c, ev.Seq, URI(to.Name))
 	}
 	c.WaitFor(30*time.Second, 0, "a counter value from the Primary "+primary, isValueFrom(URI(primary)))
 	for range *trials {

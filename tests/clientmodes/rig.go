@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,6 +18,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/host"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 	"github.com/otopcua/otopcua/tests/clientproc"
@@ -134,7 +133,7 @@ func StartRig(t testing.TB, o RigOptions) *Rig {
 	r.Cfgs = cfgs
 	var env []string
 	if o.TestHooks {
-		env = []string{"OTOPCUA_TEST_HOOKS=1"}
+		env = []string{host.EnvTestHooks + "=1"}
 		r.hooks = true
 	}
 	for _, name := range []string{"a", "b"} {
@@ -288,12 +287,13 @@ type Drill struct {
 	// closes at once) or SIGSTOP (a frozen process: the client finds it
 	// silent after --lost-after; the test then kills it to restart it).
 	Signal syscall.Signal
-	// ManualFailover, an Administrator's API token: instead of a signal,
-	// each trial asks the Primary's admin API for a manual failover (POST
-	// /api/clusters/modes/failover). The Primary shows ServiceLevel 0 for
-	// its drain while it still serves, so the client moves on a planned
-	// move (its level left the healthy band), then it leaves and exits 0.
-	ManualFailover string
+	// ManualFailover: instead of a signal, each trial asks the Primary's
+	// admin API for a manual failover (POST /api/clusters/modes/failover,
+	// with the nodes' Token, an Administrator's). The Primary shows
+	// ServiceLevel 0 for its drain while it still serves, so the client
+	// moves on a planned move (its level left the healthy band), then it
+	// leaves and exits 0.
+	ManualFailover bool
 }
 
 // Result is what a run of trials measured.
@@ -387,9 +387,11 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 		sig = syscall.SIGKILL
 	}
 	what := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGSTOP: "SIGSTOP"}[sig]
-	if d.ManualFailover != "" {
+	if d.ManualFailover {
 		what = "manual failover of"
-		manualFailover(r.t, victim, d.ManualFailover)
+		if _, err := victim.Post("/api/clusters/" + ClusterID + "/failover"); err != nil {
+			r.t.Fatalf("trial %d: manual failover on %s: %v", trial, victim.Name, err)
+		}
 	} else {
 		victim.Signal(sig)
 	}
@@ -399,7 +401,7 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	if ev.From.URI != URI(primary) || ev.Mode != mode || !ev.HasMs || ev.FailoverMs < 0 {
 		r.t.Fatalf("trial %d: failover event %s, want from %s in mode %s with a failover time", trial, ev.Raw, URI(primary), mode)
 	}
-	if d.ManualFailover != "" && !strings.Contains(ev.Reason, "healthy band") {
+	if d.ManualFailover && !strings.Contains(ev.Reason, "healthy band") {
 		r.t.Fatalf("trial %d: failover event %s, want a planned move (the Primary's level left the healthy band while it still served)", trial, ev.Raw)
 	}
 	if d.Mirrored && ev.Fallback != "" {
@@ -407,15 +409,9 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	}
 	c.WaitFor(10*time.Second, ev.Seq, "a counter value from the survivor "+survivor.Name, isValueFrom(URI(survivor.Name)))
 	// Ten more values before the next trial: the log spans every trial.
-	procs.CheckFor(r.t, 10*time.Second, 50*time.Millisecond, func() error {
-		c.MustLive()
-		if v, _ := values(c.Since(ev.Seq)); len(v) < 10 {
-			return fmt.Errorf("%d counter values since the failover, want 10", len(v))
-		}
-		return nil
-	})
+	tenValuesSince(r.t, c, ev.Seq, "")
 	switch {
-	case d.ManualFailover != "":
+	case d.ManualFailover:
 		if code := victim.WaitExit(60 * time.Second); code != 0 {
 			r.t.Fatalf("trial %d: %s exited %d after its manual failover, want 0", trial, victim.Name, code)
 		}
@@ -430,24 +426,17 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 	return took
 }
 
-// manualFailover asks n's admin API, as the Administrator whose API token
-// is token, to fail the rig's ClusterId over.
-func manualFailover(t testing.TB, n *procs.Node, token string) {
+// tenValuesSince waits until the client printed ten counter values after
+// its line seq, the last of them from the server uri ("": any).
+func tenValuesSince(t testing.TB, c *clientproc.Proc, seq int, uri string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, n.HTTP()+"/api/clusters/"+ClusterID+"/failover", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("manual failover on %s: %v", n.Name, err)
-	}
-	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("manual failover on %s: %s %s", n.Name, res.Status, body)
-	}
+	procs.CheckFor(t, 10*time.Second, 50*time.Millisecond, func() error {
+		c.MustLive()
+		if v, _ := values(c.Since(seq)); len(v) < 10 || uri != "" && v[len(v)-1].Server != uri {
+			return fmt.Errorf("%d counter values since line %d, want 10 (the last from %q)", len(v), seq, uri)
+		}
+		return nil
+	})
 }
 
 func other(name string) string { return map[string]string{"a": "b", "b": "a"}[name] }
