@@ -11,7 +11,6 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/bench/internal/fieldrig"
-	"github.com/otopcua/otopcua/bench/internal/hostrig"
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/opcua/uaclient"
 	"github.com/otopcua/otopcua/tests/procs"
@@ -55,7 +54,7 @@ func startRig(t testing.TB, n int) *rig {
 // version 1 from the Config DB.
 func (r *rig) deploy(doc []byte) {
 	r.t.Helper()
-	hostrig.Deploy(r.t, procs.Binary(r.t), r.cfg, doc)
+	procs.Deploy(r.t, r.cfg, string(doc))
 	procs.CheckFor(r.t, 60*time.Second, 100*time.Millisecond, func() error {
 		body, err := r.node.Get("/api/deployment")
 		if err != nil {

@@ -132,7 +132,7 @@ func Run(t testing.TB, c Config) Result {
 		nodes[n] = procs.StartWith(t, n, cfgs[n], procs.Options{Binary: bin})
 		nodes[n].WaitReady(90 * time.Second)
 	}
-	hostrig.Deploy(t, bin, cfgs["a"], []byte(deviceDoc(dev.Addr())))
+	procs.DeployWith(t, bin, cfgs["a"], deviceDoc(dev.Addr()))
 	for _, n := range names {
 		nodes[n].WaitDeployed(1)
 	}

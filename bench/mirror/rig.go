@@ -78,7 +78,7 @@ func startRig(t testing.TB, c Config, mode string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hostrig.Deploy(t, r.bin, r.cfg, doc)
+	procs.DeployWith(t, r.bin, r.cfg, string(doc))
 	for _, n := range r.nodes {
 		n.WaitDeployed(1)
 	}

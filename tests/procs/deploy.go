@@ -16,12 +16,19 @@ import (
 // test when the command fails.
 func Deploy(t testing.TB, cfg map[string]any, doc string) string {
 	t.Helper()
+	return DeployWith(t, Binary(t), cfg, doc)
+}
+
+// DeployWith is Deploy run from the otopcua binary bin (PlainBinary, for
+// a harness that measures the binary as shipped).
+func DeployWith(t testing.TB, bin string, cfg map[string]any, doc string) string {
+	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "deployment.json")
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(Binary(t), "deploy", file, "--config", writeConfig(t, cfg)).CombinedOutput()
+	out, err := exec.Command(bin, "deploy", file, "--config", writeConfig(t, cfg)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("otopcua deploy: %v\n%s", err, out)
 	}

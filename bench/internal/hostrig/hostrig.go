@@ -1,11 +1,7 @@
 package hostrig
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,28 +13,6 @@ const (
 	PrimaryLevel   byte = 250
 	SecondaryLevel byte = 240
 )
-
-// Deploy stores the deployment document doc with `otopcua deploy`, run
-// from the binary bin with cfg (a node's configuration: deploy reads its
-// ConfigDb section) as its appsettings.json. A failed command fails t.
-func Deploy(t testing.TB, bin string, cfg map[string]any, doc []byte) {
-	t.Helper()
-	dir := t.TempDir()
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings, file := filepath.Join(dir, "appsettings.json"), filepath.Join(dir, "deployment.json")
-	if err := os.WriteFile(settings, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bin, "deploy", file, "--config", settings).CombinedOutput(); err != nil {
-		t.Fatalf("otopcua deploy: %v\n%s", err, out)
-	}
-}
 
 // WaitPair waits up to 90 s until one of the nodes "a" and "b" reads
 // PrimaryLevel and the other SecondaryLevel, three reads in a row (every
