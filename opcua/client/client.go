@@ -359,6 +359,12 @@ func (c *Client) publishSeen(cn *conn, at time.Time) {
 	}
 	c.pending = nil
 	c.mu.Unlock()
+	if at.Before(ev.Interrupted) {
+		// In a Hot mode the backup's response can arrive in the moment
+		// between the old server's loss and the client noticing it: the
+		// application had data throughout, a failover time of zero.
+		at = ev.Interrupted
+	}
 	ev.Resumed, ev.At = at, at
 	ev.FailoverTime = at.Sub(ev.Interrupted)
 	c.emit(*ev)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -329,7 +330,7 @@ func TestHotFailoverDoesNotWaitForTheBackupsTick(t *testing.T) {
 			set["urn:b"].SetServiceLevel(250)
 			poll.CheckFor(t, 3*interval, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
 			e := rec.events(EventFailover)[0]
-			if e.To.URI != "urn:b" || e.FailoverTime <= 0 || e.FailoverTime >= interval/2 {
+			if e.To.URI != "urn:b" || e.FailoverTime < 0 || e.FailoverTime >= interval/2 {
 				t.Fatalf("failover event %+v: want a failover time well under the %v interval", e, interval)
 			}
 			v.untilFrom(t, "urn:b", 60)
@@ -388,5 +389,27 @@ func TestHotPlacementIsRetriedAfterARefusal(t *testing.T) {
 	poll.CheckFor(t, 2*time.Second, 10*time.Millisecond, poll.True("failover event", func() bool { return len(rec.events(EventFailover)) == 1 }))
 	if e := rec.events(EventFailover)[0]; e.To.URI != "urn:b" || e.Transferred {
 		t.Fatalf("failover event %+v, want a promotion on urn:b", e)
+	}
+}
+
+// TestBackupAnswerBeforeTheLossIsNoticedIsAZeroFailover: in a Hot mode
+// the backup's Publish response can arrive between the old server's loss
+// and the client noticing it; the move's event must not report a
+// negative failover time (it did in CI: −7 ms).
+func TestBackupAnswerBeforeTheLossIsNoticedIsAZeroFailover(t *testing.T) {
+	var got []Event
+	c := &Client{log: slog.New(slog.DiscardHandler), opts: Options{OnEvent: func(e Event) { got = append(got, e) }}}
+	cn := &conn{}
+	c.active = &server{conn: cn}
+	lost := time.Now()
+	c.pending = &Event{Kind: EventFailover, Interrupted: lost}
+	c.publishSeen(cn, lost.Add(-time.Millisecond))
+	if len(got) != 1 || got[0].FailoverTime != 0 || !got[0].Resumed.Equal(lost) {
+		t.Fatalf("events %+v: want one failover with a failover time of zero, resumed at the loss", got)
+	}
+	c.pending = &Event{Kind: EventFailover, Interrupted: lost}
+	c.publishSeen(cn, lost.Add(5*time.Millisecond))
+	if len(got) != 2 || got[1].FailoverTime != 5*time.Millisecond {
+		t.Fatalf("events %+v: want the second failover at 5ms", got)
 	}
 }
