@@ -70,7 +70,7 @@ func (w *Writes) WriterHook(t Target) addrspace.WriterHook {
 // non-Primary sends the write to the Primary (forward.Route) and answers
 // with its result.
 func (w *Writes) forwarded(t Target, who *uaserver.Writer, dv *ua.DataValue) ua.StatusCode {
-	d := w.o.Gate.Check(gate.SiteWrite)
+	d := w.check()
 	prior := t.V.Value()
 	if d.Allow {
 		return w.confirmedWith(t, dv, prior, d)

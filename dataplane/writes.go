@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
 
@@ -105,6 +107,13 @@ type WritesOptions struct {
 	// ApplicationUri); Nonce is the process's (forward.NewNonce).
 	Node  string
 	Nonce uint64
+
+	// SecondaryWrites and AckWithoutWrite are test-only mutations
+	// (package internal/mutation): a node the gate calls Secondary writes
+	// to the device itself; every mutation.AckWithoutWriteEvery-th
+	// serviced write is acknowledged without reaching the device.
+	SecondaryWrites bool
+	AckWithoutWrite bool
 }
 
 // Writes routes client writes of tags to their devices behind the Primary
@@ -112,6 +121,7 @@ type WritesOptions struct {
 type Writes struct {
 	o       WritesOptions
 	targets forwardTargets
+	skips   atomic.Uint64 // device writes seen by the ack-without-write mutation
 }
 
 // NewWrites returns a router. It starts nothing: optimistic device writes
@@ -163,7 +173,7 @@ func (w *Writes) Hook(t Target) addrspace.WriteHook {
 // decide asks the gate; a denial is audited (the Guard counts it and
 // logs the verdict's changes).
 func (w *Writes) decide(t Target, prior, next *ua.Variant) gate.Decision {
-	d := w.o.Gate.Check(gate.SiteWrite)
+	d := w.check()
 	if !d.Allow {
 		w.o.Logger.Debug("dataplane: write denied", "device", t.Device, "tag", t.Tag, "reason", d.Reason.String())
 		w.audit(t, prior, next, false, StatusNotPrimary, d.Reason.String(), 0)
@@ -226,8 +236,23 @@ func (w *Writes) toDevice(t Target, value *ua.Variant, epoch uint64) (ua.StatusC
 	return w.toDeviceIn(context.Background(), t, value, epoch)
 }
 
+// check asks the gate for a write (gate.SiteWrite). Under the
+// secondary-writes mutation a Secondary's denial is turned into an allow.
+func (w *Writes) check() gate.Decision {
+	d := w.o.Gate.Check(gate.SiteWrite)
+	if w.o.SecondaryWrites && d.Reason == gate.DeniedSecondary {
+		w.o.Logger.Warn("dataplane: mutation secondary-writes: this Secondary writes to the device itself")
+		return gate.Decision{Allow: true, Reason: gate.Allowed}
+	}
+	return d
+}
+
 // toDeviceIn is toDevice within parent's deadline as well.
 func (w *Writes) toDeviceIn(parent context.Context, t Target, value *ua.Variant, epoch uint64) (ua.StatusCode, string) {
+	if w.o.AckWithoutWrite && w.skips.Add(1)%mutation.AckWithoutWriteEvery == 0 {
+		w.o.Logger.Warn("dataplane: mutation ack-without-write: write acknowledged without reaching the device", "device", t.Device, "tag", t.Tag, "value", fmt.Sprint(value.Value()))
+		return ua.StatusOK, ""
+	}
 	ctx, cancel := context.WithTimeout(parent, w.o.Timeout)
 	defer cancel()
 	err := t.W.Write(ctx, t.Tag, value.Value())

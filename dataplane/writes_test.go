@@ -12,6 +12,7 @@ import (
 
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
@@ -94,6 +95,12 @@ type writeRig struct {
 
 func newWriteRig(t *testing.T, mode WriteMode, roles *fakeRoles, maxPending int) *writeRig {
 	t.Helper()
+	return newWriteRigWith(t, mode, roles, maxPending, func(*WritesOptions) {})
+}
+
+// newWriteRigWith is newWriteRig with edit applied to the router's options.
+func newWriteRigWith(t *testing.T, mode WriteMode, roles *fakeRoles, maxPending int, edit func(*WritesOptions)) *writeRig {
+	t.Helper()
 	as, s := newSpace(t)
 	s.Apply(doc(deployment.Tag{Name: "Setpoint", Table: deployment.TableHolding, Address: ptr(0), Type: deployment.TypeInt16, Writable: true}))
 	r := &writeRig{as: as, v: s.Variable("press1", "Setpoint"), dev: &fakeDevice{}, rec: &recorder{}}
@@ -101,8 +108,10 @@ func newWriteRig(t *testing.T, mode WriteMode, roles *fakeRoles, maxPending int)
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	w := NewWrites(WritesOptions{Mode: mode, Gate: gate.NewGuard(roles, r.rec, logger), Timeout: 200 * time.Millisecond,
-		MaxPending: maxPending, Auditor: r.rec, Logger: logger})
+	o := WritesOptions{Mode: mode, Gate: gate.NewGuard(roles, r.rec, logger), Timeout: 200 * time.Millisecond,
+		MaxPending: maxPending, Auditor: r.rec, Logger: logger}
+	edit(&o)
+	w := NewWrites(o)
 	r.v.SetWriteHook(w.Hook(Target{Device: "press1", Tag: "Setpoint", V: r.v, W: r.dev, Slots: w.NewDeviceSlots()}))
 	cancel, st := as.Watch(r.v.NodeID(), func(dv *ua.DataValue) {
 		r.mu.Lock()
@@ -250,6 +259,34 @@ func TestConfirmedWrites(t *testing.T) {
 		defer close(r.dev.block)
 		if st := r.write(9); st != ua.StatusBadTimeout {
 			t.Fatalf("answered %v, want BadTimeout", st)
+		}
+	})
+}
+
+// TestMutations: the test-only mutations of package internal/mutation do
+// what the chaos run's checker must catch.
+func TestMutations(t *testing.T) {
+	t.Run("secondary-writes", func(t *testing.T) {
+		r := newWriteRigWith(t, Confirmed, &fakeRoles{gate.RoleSecondary, 2}, 0, func(o *WritesOptions) { o.SecondaryWrites = true })
+		if st := r.write(9); st != ua.StatusOK || r.dev.count() != 1 {
+			t.Fatalf("answered %v with %d device writes, want the Secondary to write", st, r.dev.count())
+		}
+	})
+	t.Run("secondary-writes leaves a node that is not a member alone", func(t *testing.T) {
+		r := newWriteRigWith(t, Confirmed, &fakeRoles{gate.RoleUnknown, 0}, 0, func(o *WritesOptions) { o.SecondaryWrites = true })
+		if st := r.write(9); st != StatusNotPrimary || r.dev.count() != 0 {
+			t.Fatalf("answered %v with %d device writes", st, r.dev.count())
+		}
+	})
+	t.Run("ack-without-write", func(t *testing.T) {
+		r := newWriteRigWith(t, Confirmed, &fakeRoles{gate.RolePrimary, 2}, 0, func(o *WritesOptions) { o.AckWithoutWrite = true })
+		for i := range 2 * mutation.AckWithoutWriteEvery {
+			if st := r.write(int16(i)); st != ua.StatusOK {
+				t.Fatalf("write %d answered %v", i, st)
+			}
+		}
+		if got, want := r.dev.count(), 2*(mutation.AckWithoutWriteEvery-1); got != want {
+			t.Fatalf("%d device writes for %d acknowledged, want %d", got, 2*mutation.AckWithoutWriteEvery, want)
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/forward"
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
@@ -63,6 +64,7 @@ type dataPlaneWiring struct {
 	self    uint64
 	metrics *telemetry.Metrics
 	log     *slog.Logger
+	mut     mutation.Set
 
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
@@ -78,11 +80,11 @@ type dataPlaneWiring struct {
 //
 // A node without the driver role serves no devices: it returns nil.
 func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
-	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger) (*dataPlane, error) {
+	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger, mut mutation.Set) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
-	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger,
+	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger, mut: mut,
 		dp: &dataPlane{space: space, parts: newParts(logger)}}
 	if err := w.dp.parts.startAll(w.partList()); err != nil {
 		return nil, err
@@ -127,6 +129,7 @@ func (w *dataPlaneWiring) newWrites() (func() error, error) {
 		Auditor:   &dataplane.ServerAuditor{AS: space.AddressSpace(), ServerID: w.cfg.OpcUa.ApplicationUri, Logger: w.log},
 		StatusOf:  drivers.StatusOf,
 		Forwarder: fwd, Node: w.cfg.OpcUa.ApplicationUri, Nonce: forward.NewNonce(),
+		SecondaryWrites: w.mut.SecondaryWrites, AckWithoutWrite: w.mut.AckWithoutWrite,
 	})
 	if w.fwd != nil {
 		w.fwd.writes.Store(w.writes)

@@ -92,5 +92,7 @@
 //
 // With OTOPCUA_TEST_HOOKS=1 (EnvTestHooks), POST /debug/service-level pins
 // the ServiceLevel from start-up (255 until it names a level) until
-// ?level=runtime hands it back to the runtime.
+// ?level=runtime hands it back to the runtime. With the test hooks on,
+// OTOPCUA_TEST_MUTATION names test-only mutations that break one guarantee
+// each (package internal/mutation), for the chaos run's checker.
 package host

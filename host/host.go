@@ -16,6 +16,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/health"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/wire"
@@ -51,12 +52,18 @@ type Options struct {
 	GCHook bool
 	// TestFloatingIdentityAddr is EnvTestFloatingIdentityAddr's value.
 	TestFloatingIdentityAddr string
+	// Mutations break guarantees on purpose for the chaos run's checker
+	// (package internal/mutation); Run refuses them without TestHooks.
+	Mutations mutation.Set
 }
 
 // Run runs the node until ctx is cancelled. It starts the node's parts in
 // the order of partList and stops them in reverse; how the run ends sets
 // what it returns (exitWith).
 func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) error {
+	if opts.Mutations.Any() && !opts.TestHooks {
+		return exitWith(endStartFailed, fmt.Errorf("%s=%s is a test-only switch and needs %s=1; unset it", mutation.Env, opts.Mutations, EnvTestHooks))
+	}
 	n := &wiring{ctx: ctx, cfg: cfg, opts: opts, log: logger, uid: daemon.NewUID()}
 	p := newParts(logger)
 	defer p.stop()

@@ -24,6 +24,10 @@ type levelPublisher struct {
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 
+	// claimPrimary is the secondary-claims-primary mutation: 240 shows as
+	// 250. Set before the first Publish.
+	claimPrimary bool
+
 	mu    sync.Mutex
 	shows byte // what Server.ServiceLevel shows; mu must be held.
 	has   bool // a level was forwarded; mu must be held.
@@ -43,6 +47,9 @@ func (p *levelPublisher) Last() (byte, bool) {
 
 // Publish forwards level unless the server already shows it.
 func (p *levelPublisher) Publish(level byte) {
+	if p.claimPrimary && level == servicelevel.Follower {
+		level = servicelevel.Primary
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shows == level {

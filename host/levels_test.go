@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/otopcua/otopcua/gate"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/redundancy/servicelevel"
 	"github.com/otopcua/otopcua/telemetry"
 )
@@ -192,5 +194,28 @@ func TestDetachedLevels(t *testing.T) {
 	pins.hook(250)
 	if got := rec.all(); !slices.Equal(got, []byte{0, 123, 0, 77, 0}) {
 		t.Fatalf("server got %v, want [0 123 0 77 0]", got)
+	}
+}
+
+// TestSecondaryClaimsPrimaryMutation: the test-only mutation shows a
+// Secondary's 240 as 250 and leaves every other level alone.
+func TestSecondaryClaimsPrimaryMutation(t *testing.T) {
+	rec := &recorder{}
+	p := newLevelPublisher(rec, telemetry.NopMetrics(), slog.New(slog.DiscardHandler))
+	p.claimPrimary = true
+	for _, l := range []byte{0, 240, 200, 250} {
+		p.Publish(l)
+	}
+	if got := rec.all(); !slices.Equal(got, []byte{0, 250, 200, 250}) {
+		t.Fatalf("shown %v, want [0 250 200 250]", got)
+	}
+}
+
+// TestMutationsNeedTheTestHooks: a node told to run a mutation without
+// the test hooks refuses to start, naming both variables.
+func TestMutationsNeedTheTestHooks(t *testing.T) {
+	err := Run(context.Background(), nil, slog.New(slog.DiscardHandler), Options{Mutations: mutation.Set{SecondaryWrites: true}})
+	if err == nil || !strings.Contains(err.Error(), "OTOPCUA_TEST_MUTATION=secondary-writes is a test-only switch and needs OTOPCUA_TEST_HOOKS=1") {
+		t.Fatalf("Run: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/health"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy/wire"
 	"github.com/otopcua/otopcua/telemetry"
@@ -213,6 +214,7 @@ func (n *wiring) newServer() (func() error, error) {
 func (n *wiring) newLevels() (func() error, error) {
 	n.deferred = &opcua.DeferredServiceLevelPublisher{}
 	n.shown = newLevelPublisher(n.deferred, n.metrics, n.log)
+	n.shown.claimPrimary = n.opts.Mutations.SecondaryClaimsPrimary
 	n.pins = newLevelPins(n.opts.TestHooks)
 	return nil, nil
 }
@@ -274,7 +276,7 @@ func (n *wiring) startRedundancy() (func() error, error) {
 }
 
 func (n *wiring) startDataPlane() (func() error, error) {
-	dp, err := startDataPlane(n.cfg, n.tree, n.srv, n.db, n.space, n.red.view, n.red.med, n.cluster.d.Self().UID, n.metrics, n.log)
+	dp, err := startDataPlane(n.cfg, n.tree, n.srv, n.db, n.space, n.red.view, n.red.med, n.cluster.d.Self().UID, n.metrics, n.log, n.opts.Mutations)
 	if err != nil {
 		return nil, fmt.Errorf("data plane: %w", err)
 	}
@@ -361,6 +363,9 @@ func (n *wiring) site() site {
 	if n.opts.GCHook {
 		s.gc = gcHandler()
 		n.log.Warn("test hook enabled: POST /debug/gc; never enable this in production", "env", EnvGCHook)
+	}
+	if n.opts.Mutations.Any() {
+		n.log.Warn("test mutations enabled: this node breaks guarantees of the redundant pair on purpose; never enable this in production", "env", mutation.Env, "mutations", n.opts.Mutations.String())
 	}
 	if n.opts.TestHooks {
 		s.serviceLevel = n.pins.debugHandler()
