@@ -41,6 +41,8 @@ type DB struct {
 	d     *dialect
 	q     *queries
 	clock clockwork.Clock
+	// noAlarmKey is WithoutAlarmHistoryKey.
+	noAlarmKey bool
 }
 
 // Option adjusts Open.
@@ -50,6 +52,20 @@ type Option func(*DB)
 // times. Default: the real clock.
 func WithClock(c clockwork.Clock) Option {
 	return func(db *DB) { db.clock = c }
+}
+
+// WithoutAlarmHistoryKey is a test-only mutation (internal/mutation's
+// historian-duplicates): Migrate drops alarm_history's idempotency key
+// (PostgreSQL only) and the historian's inserts no longer skip a row whose
+// key is stored, so a transition drained twice is stored twice. It exists
+// so that the chaos run can show its checker catching that; never in
+// production.
+func WithoutAlarmHistoryKey() Option {
+	return func(db *DB) {
+		db.noAlarmKey = true
+		db.q.insertAlarmHistory = db.d.bind("INSERT INTO alarm_history (" + alarmHistoryInsertCols + ", inserted_at) VALUES (" +
+			"$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, " + db.d.dbNow + ")")
+	}
 }
 
 // Open prepares the Config DB of provider ("sqlite", "postgres" or
@@ -87,6 +103,10 @@ func Open(ctx context.Context, provider, connectionString string, opts ...Option
 	db := &DB{sql: sdb, d: d, q: buildQueries(d), clock: clockwork.NewRealClock()}
 	for _, o := range opts {
 		o(db)
+	}
+	if db.noAlarmKey && d != postgresDialect {
+		_ = sdb.Close()
+		return nil, fmt.Errorf("configdb: the alarm_history key can only be dropped on postgres, not %s", d.provider)
 	}
 	sdb.SetMaxIdleConns(2)
 	sdb.SetConnMaxIdleTime(5 * time.Minute)

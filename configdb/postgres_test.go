@@ -121,3 +121,37 @@ func TestPostgresAlarmHistoryRefusalAndOutage(t *testing.T) {
 		t.Fatalf("stored %v, want %v", got, want)
 	}
 }
+
+// TestWithoutAlarmHistoryKey: the test-only mutation stores a row twice
+// where the key stores it once, and is refused off PostgreSQL.
+func TestWithoutAlarmHistoryKey(t *testing.T) {
+	srv := pg.Start(t)
+	count := func(db *DB) int {
+		var n int
+		if err := db.sql.QueryRowContext(ctxT(t), "SELECT COUNT(*) FROM alarm_history").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	row := []AlarmHistoryRow{historyRow("site-a", 1)}
+	keyed := migrated(t, openT(t, ProviderPostgres, srv.CreateDatabase("keyed"), nil))
+	insertHistoryT(t, keyed, row)
+	insertHistoryT(t, keyed, row)
+	if n := count(keyed); n != 1 {
+		t.Fatalf("with the key: %d rows, want 1", n)
+	}
+	mutated, err := Open(ctxT(t), ProviderPostgres, srv.CreateDatabase("mutated"), WithoutAlarmHistoryKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mutated.Close() })
+	migrated(t, mutated)
+	insertHistoryT(t, mutated, row)
+	insertHistoryT(t, mutated, row)
+	if n := count(mutated); n != 2 {
+		t.Fatalf("without the key: %d rows, want 2", n)
+	}
+	if _, err := Open(ctxT(t), ProviderSQLite, "file:"+t.TempDir()+"/x.db", WithoutAlarmHistoryKey()); err == nil || !strings.Contains(err.Error(), "only be dropped on postgres") {
+		t.Fatalf("sqlite: %v", err)
+	}
+}

@@ -45,10 +45,10 @@ const (
 // background until it succeeds or ctx ends, because a Config DB outage must
 // never stop a node. The SQLite default "file:otopcua.db" lands in the
 // working directory.
-func openConfigDb(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*configdb.DB, func(), error) {
+func openConfigDb(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts ...configdb.Option) (*configdb.DB, func(), error) {
 	octx, cancel := context.WithTimeout(ctx, ConfigDbOpenTimeout)
 	defer cancel()
-	db, err := configdb.Open(octx, cfg.ConfigDb.Provider, cfg.ConfigDb.ConnectionString)
+	db, err := configdb.Open(octx, cfg.ConfigDb.Provider, cfg.ConfigDb.ConnectionString, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("Config DB (ConfigDb:Provider %s, ConfigDb:ConnectionString): %w", cfg.ConfigDb.Provider, err)
 	}

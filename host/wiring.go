@@ -135,7 +135,11 @@ func (n *wiring) startTree() (func() error, error) {
 // or connection string, or a database newer than this otopcua, stops
 // start-up; an unreachable server does not (see openConfigDb).
 func (n *wiring) openConfigDb() (func() error, error) {
-	db, closeDb, err := openConfigDb(n.ctx, n.cfg, n.log)
+	var opts []configdb.Option
+	if n.opts.Mutations.HistorianDuplicates {
+		opts = append(opts, configdb.WithoutAlarmHistoryKey())
+	}
+	db, closeDb, err := openConfigDb(n.ctx, n.cfg, n.log, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,11 @@
 //     250 (two-primaries);
 //   - ack-without-write: every AckWithoutWriteEvery-th device write the
 //     node services is acknowledged as Good without reaching the device
-//     (ack-landed-once).
+//     (ack-landed-once);
+//   - historian-duplicates: the node drops alarm_history's idempotency key
+//     (configdb.WithoutAlarmHistoryKey; PostgreSQL only), so a transition
+//     drained twice — the survivor of a failover drains what its queue
+//     still holds — is stored twice (alarm-once).
 package mutation
 
 import (
@@ -34,16 +38,20 @@ const (
 	SecondaryWrites        = "secondary-writes"
 	SecondaryClaimsPrimary = "secondary-claims-primary"
 	AckWithoutWrite        = "ack-without-write"
+	HistorianDuplicates    = "historian-duplicates"
 )
 
 // Names lists every mutation, in the order of the package doc.
-func Names() []string { return []string{SecondaryWrites, SecondaryClaimsPrimary, AckWithoutWrite} }
+func Names() []string {
+	return []string{SecondaryWrites, SecondaryClaimsPrimary, AckWithoutWrite, HistorianDuplicates}
+}
 
 // Set is the mutations a node runs with; the zero Set is none.
 type Set struct {
 	SecondaryWrites        bool
 	SecondaryClaimsPrimary bool
 	AckWithoutWrite        bool
+	HistorianDuplicates    bool
 }
 
 // Parse reads a comma-separated list of names ("" is none).
@@ -58,6 +66,8 @@ func Parse(s string) (Set, error) {
 			set.SecondaryClaimsPrimary = true
 		case AckWithoutWrite:
 			set.AckWithoutWrite = true
+		case HistorianDuplicates:
+			set.HistorianDuplicates = true
 		default:
 			return Set{}, fmt.Errorf("%s=%q: unknown mutation %q; accepted: %s, comma-separated", Env, s, strings.TrimSpace(name), strings.Join(Names(), ", "))
 		}
@@ -74,7 +84,7 @@ func (s Set) String() string {
 	for _, m := range []struct {
 		on   bool
 		name string
-	}{{s.SecondaryWrites, SecondaryWrites}, {s.SecondaryClaimsPrimary, SecondaryClaimsPrimary}, {s.AckWithoutWrite, AckWithoutWrite}} {
+	}{{s.SecondaryWrites, SecondaryWrites}, {s.SecondaryClaimsPrimary, SecondaryClaimsPrimary}, {s.AckWithoutWrite, AckWithoutWrite}, {s.HistorianDuplicates, HistorianDuplicates}} {
 		if m.on {
 			on = append(on, m.name)
 		}

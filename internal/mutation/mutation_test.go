@@ -15,7 +15,7 @@ func TestParse(t *testing.T) {
 		{in: "secondary-writes", want: Set{SecondaryWrites: true}},
 		{in: " ack-without-write , secondary-claims-primary", want: Set{AckWithoutWrite: true, SecondaryClaimsPrimary: true}},
 		{in: "secondary-writes,", want: Set{SecondaryWrites: true}},
-		{in: "secondary-write", err: `unknown mutation "secondary-write"; accepted: secondary-writes, secondary-claims-primary, ack-without-write`},
+		{in: "secondary-write", err: `unknown mutation "secondary-write"; accepted: secondary-writes, secondary-claims-primary, ack-without-write, historian-duplicates`},
 	} {
 		got, err := Parse(c.in)
 		switch {
