@@ -46,6 +46,8 @@ if [ -n "$gofmt_out" ]; then
   echo "gofmt would change:"; echo "$gofmt_out"; exit 1
 fi
 go vet ./...
+# tests/chaos runs its 3-minute variant here (10 minutes by default).
+export OTOPCUA_CHAOS_DURATION="${OTOPCUA_CHAOS_DURATION:-3m}"
 go test -race -count=1 -timeout 30m ./... "$@"
 # Tests that start several protoactor remotes in one process cannot run
 # under the race detector (protoactor's remote.Start writes gRPC's global
