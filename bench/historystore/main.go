@@ -16,10 +16,9 @@
 //     WITHOUT ROWID, primary key (tag, t); a batch per transaction.
 //   - sqlite-blocks: the same rows as a head, and every tag's head turned
 //     into one compressed block (blocks(tag, t0, t1, n, data)) once it
-//     holds -block samples: timestamps as varint deltas of deltas, values
-//     XOR-ed with the previous one and stored without their zero bytes,
-//     status only when it changes. The compaction runs in the recording
-//     loop and is part of the recording time.
+//     holds -block samples, in the encoding of package history/block. The
+//     compaction runs in the recording loop and is part of the recording
+//     time.
 //   - pebble: an LSM store, key tag(4 bytes) ‖ t(8 bytes), value status
 //     varint ‖ float64, Snappy-compressed blocks; size measured after a
 //     flush and a full compaction.
@@ -42,7 +41,6 @@ import (
 	"io/fs"
 	"log"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,6 +50,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	_ "modernc.org/sqlite"
+
+	"github.com/otopcua/otopcua/history/block"
 )
 
 type sample struct {
@@ -421,165 +421,22 @@ func (s *blocks) close() error { _ = s.ins.Close(); return s.db.Close() }
 
 func (s *blocks) live() (int64, error) { return liveBytes(s.db) }
 
-// encode packs samples (oldest first) into a block: the count, the first
-// time, a value mode, then per sample the delta of deltas of the time
-// (zig-zag varint, shifted left once: the low bit says that the status
-// changed, the new status following as a uvarint) and the value. Mode 0
-// stores a value XOR-ed with the previous one without its zero bytes (a
-// byte: leading zero bytes ‹4 | bytes kept, then the kept bytes); mode
-// 1+p, used when every value of the block has at most p decimals
-// (p ≤ 6), stores round(value × 10^p) as a zig-zag varint delta from the
-// previous one: a process value after a deadband takes one or two bytes.
+// encode packs one tag's samples (oldest first) as the store would: a
+// history/block block, times in OPC UA ticks.
 func encode(xs []sample) []byte {
-	b := binary.AppendUvarint(nil, uint64(len(xs)))
-	b = binary.AppendVarint(b, xs[0].at)
-	p, ok := decimals(xs)
-	mode := byte(0)
-	if ok {
-		mode = byte(1 + p)
-	}
-	b = append(b, mode)
-	scale := math.Pow10(p)
-	var prevT, prevD int64 = xs[0].at, 0
-	var prevV uint64
-	var prevI int64
-	var prevS uint32
+	bs := make([]block.Sample, len(xs))
 	for i, x := range xs {
-		var dd int64
-		if i > 0 {
-			d := x.at - prevT
-			dd = d - prevD
-			prevT, prevD = x.at, d
-		}
-		zz := uint64(dd<<1) ^ uint64(dd>>63)
-		changed := x.status != prevS
-		flag := uint64(0)
-		if changed {
-			flag = 1
-		}
-		if i > 0 || changed {
-			b = binary.AppendUvarint(b, zz<<1|flag)
-		} else {
-			b = binary.AppendUvarint(b, 0)
-		}
-		if changed {
-			b = binary.AppendUvarint(b, uint64(x.status))
-			prevS = x.status
-		}
-		if mode > 0 {
-			n := int64(math.Round(x.value * scale))
-			b = binary.AppendVarint(b, n-prevI)
-			prevI = n
-			continue
-		}
-		v := math.Float64bits(x.value) ^ prevV
-		prevV = math.Float64bits(x.value)
-		lead, trail := bits.LeadingZeros64(v)/8, bits.TrailingZeros64(v)/8
-		if v == 0 {
-			lead, trail = 8, 0
-		}
-		keep := 8 - lead - trail
-		b = append(b, byte(lead<<4|keep))
-		for k := keep - 1; k >= 0; k-- {
-			b = append(b, byte(v>>(8*(trail+k))))
-		}
+		bs[i] = block.Sample{At: x.at * 10, Value: x.value, Status: x.status}
 	}
-	return b
-}
-
-// decimals is the fewest decimals (0–6) that write every value of xs
-// exactly, false when more are needed.
-func decimals(xs []sample) (int, bool) {
-	for p := 0; p <= 6; p++ {
-		scale := math.Pow10(p)
-		ok := true
-		for _, x := range xs {
-			n := math.Round(x.value * scale)
-			if math.Abs(n) >= 1<<53 || n/scale != x.value {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return p, true
-		}
-	}
-	return 0, false
+	return block.Encode(bs)
 }
 
 func decode(tag uint32, b []byte, fn func(sample)) error {
-	bad := fmt.Errorf("bad block")
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return bad
-	}
-	b = b[k:]
-	t, k := binary.Varint(b)
-	if k <= 0 || len(b) < k+1 {
-		return bad
-	}
-	mode := b[k]
-	b = b[k+1:]
-	scale := 1.0
-	if mode > 0 {
-		scale = math.Pow10(int(mode) - 1)
-	}
-	var prevD, prevI int64
-	var v uint64
-	var st uint32
-	for i := range int(n) {
-		u, k := binary.Uvarint(b)
-		if k <= 0 {
-			return bad
-		}
-		b = b[k:]
-		zz := u >> 1
-		dd := int64(zz>>1) ^ -int64(zz&1)
-		if i > 0 {
-			prevD += dd
-			t += prevD
-		}
-		if u&1 == 1 {
-			s, k := binary.Uvarint(b)
-			if k <= 0 {
-				return bad
-			}
-			st = uint32(s)
-			b = b[k:]
-		}
-		var value float64
-		if mode > 0 {
-			d, k := binary.Varint(b)
-			if k <= 0 {
-				return bad
-			}
-			b = b[k:]
-			prevI += d
-			value = float64(prevI) / scale
-		} else {
-			if len(b) < 1 {
-				return bad
-			}
-			h := b[0]
-			lead, keep := int(h>>4), int(h&15)
-			trail := 8 - lead - keep
-			if keep > len(b)-1 || trail < 0 {
-				return bad
-			}
-			var x uint64
-			for j := range keep {
-				x = x<<8 | uint64(b[1+j])
-			}
-			if keep > 0 {
-				x <<= 8 * trail
-			}
-			v ^= x
-			b = b[1+keep:]
-			value = math.Float64frombits(v)
-		}
-		fn(sample{tag: tag, at: t, value: value, status: st})
-	}
-	return nil
+	_, err := block.Decode(b, func(x block.Sample) bool {
+		fn(sample{tag: tag, at: x.At / 10, value: x.Value, status: x.Status})
+		return true
+	})
+	return err
 }
 
 // ---- pebble

@@ -5,29 +5,6 @@ import (
 	"time"
 )
 
-// TestBlockRoundTrip: a block decodes to the samples it was encoded from.
-func TestBlockRoundTrip(t *testing.T) {
-	var xs []sample
-	for _, b := range workload(3, 300, 100*time.Millisecond, 9) {
-		if b[1].tag == 1 {
-			xs = append(xs, b[1])
-		}
-	}
-	xs[5].value, xs[6].value = 0, 0 // equal values: an all-zero XOR
-	var got []sample
-	if err := decode(1, encode(xs), func(x sample) { got = append(got, x) }); err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(xs) {
-		t.Fatalf("%d samples back, want %d", len(got), len(xs))
-	}
-	for i := range xs {
-		if got[i] != xs[i] {
-			t.Fatalf("sample %d: %+v, want %+v", i, got[i], xs[i])
-		}
-	}
-}
-
 // TestEveryStoreReadsBackWhatItRecorded runs the harness on a small
 // workload: measure checks the count of every read.
 func TestEveryStoreReadsBackWhatItRecorded(t *testing.T) {
@@ -44,17 +21,3 @@ func TestEveryStoreReadsBackWhatItRecorded(t *testing.T) {
 	}
 }
 
-// TestBlockRoundTripOfAnyFloat: values with more than six decimals take
-// the XOR mode and still come back exactly.
-func TestBlockRoundTripOfAnyFloat(t *testing.T) {
-	xs := []sample{{at: 10, value: 1.0 / 3}, {at: 20, value: 2.5, status: 0x80320000}, {at: 35, value: 2.5}, {at: 36, value: -7e-9}}
-	var got []sample
-	if err := decode(0, encode(xs), func(x sample) { got = append(got, x) }); err != nil {
-		t.Fatal(err)
-	}
-	for i := range xs {
-		if got[i] != xs[i] {
-			t.Fatalf("sample %d: %+v, want %+v", i, got[i], xs[i])
-		}
-	}
-}
