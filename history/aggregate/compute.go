@@ -69,8 +69,12 @@ func noValue(iv Interval, st ua.StatusCode) Result {
 	return Result{At: iv.Start, Status: st, Raw: -1}
 }
 
-// calculated is a Calculated result at the interval's start.
+// calculated is a Calculated result at the interval's start, or a result
+// without value when code is Bad.
 func calculated(iv Interval, v float64, code ua.StatusCode, partial bool) Result {
+	if qualityOf(code) == bad {
+		return noValue(iv, code)
+	}
 	return Result{At: iv.Start, Value: v, Status: withBits(code, HistorianCalculated|partialBit(partial)), Raw: -1}
 }
 

@@ -65,11 +65,7 @@ func average(cfg Config, iv Interval, sp span, raw []Sample) Result {
 	if sp.outsideData(cfg) || t.usable == 0 {
 		return noValue(iv, ua.StatusBadNoData)
 	}
-	st := t.percentValues(cfg)
-	if qualityOf(st) == bad {
-		return noValue(iv, st)
-	}
-	return calculated(iv, t.sum/float64(t.usable), st, false)
+	return calculated(iv, t.sum/float64(t.usable), t.percentValues(cfg), false)
 }
 
 // count is the number of usable raw values (Part 13 §5.4.3.21), status by

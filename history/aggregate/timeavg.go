@@ -75,9 +75,6 @@ func timeAverage(cfg Config, iv Interval, sp span, raw []Sample) Result {
 	reg.noData = first.Sub(sp.lo)
 	covered := sp.hi.Sub(first)
 	st := reg.timeWeighted(cfg, sp.width())
-	if qualityOf(st) == bad {
-		return noValue(iv, st)
-	}
 	// covered > 0: the line starts before hi, at lo or at a raw value inside.
 	return calculated(iv, area/float64(covered), st, sp.partial(cfg, iv) || startB.kind == noBound)
 }
