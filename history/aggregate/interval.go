@@ -133,8 +133,8 @@ func (sp span) afterData(cfg Config) bool {
 func (sp span) outsideData(cfg Config) bool { return sp.beforeData(cfg) || sp.afterData(cfg) }
 
 // partial reports whether the result for iv carries the Partial bit: iv is
-// shorter than the processing interval, or it straddles the start or the
-// end of the archive's data (Part 13 §5.3.3.2).
+// shorter than the processing interval, it straddles the start of the
+// archive's data, or it reaches past the end of it (Part 13 §5.3.3.2).
 func (sp span) partial(cfg Config, iv Interval) bool {
 	if iv.Partial {
 		return true
@@ -142,7 +142,7 @@ func (sp span) partial(cfg Config, iv Interval) bool {
 	if !cfg.DataStart.IsZero() && sp.lo.Before(cfg.DataStart) && !sp.beforeData(cfg) {
 		return true
 	}
-	return !cfg.DataEnd.IsZero() && sp.hi.After(cfg.DataEnd) && !sp.afterData(cfg)
+	return !cfg.DataEnd.IsZero() && sp.hi.After(cfg.DataEnd)
 }
 
 // searchAtOrAfter returns the index of the first sample at or after t.
