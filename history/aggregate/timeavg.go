@@ -41,7 +41,7 @@ func timeAverage(cfg Config, iv Interval, sp span, raw []Sample) Result {
 		first   time.Time
 	)
 	segment := func(q point) {
-		d := q.at.Sub(prev.at)
+		d := since(prev.at, q.at)
 		area += (prev.value + q.value) / 2 * float64(d)
 		if skipped || prev.uncertain || q.uncertain {
 			reg.derived += d
@@ -54,7 +54,7 @@ func timeAverage(cfg Config, iv Interval, sp span, raw []Sample) Result {
 	if startB.kind != noBound {
 		prev, have, first = point{sp.lo, startB.value, startB.uncertain()}, true, sp.lo
 	}
-	for i := searchAfter(raw, sp.lo); i < len(raw) && raw[i].At.Before(sp.hi); i++ {
+	for i, end := searchAfter(raw, sp.lo), searchAtOrAfter(raw, sp.hi); i < end; i++ {
 		s := raw[i]
 		if !cfg.usable(s.Status) {
 			skipped = have
@@ -109,4 +109,10 @@ func atLeastPercent(part, whole time.Duration, pct uint8) bool {
 	ph, pl := bits.Mul64(uint64(part), 100)
 	wh, wl := bits.Mul64(uint64(whole), uint64(pct))
 	return ph > wh || ph == wh && pl >= wl
+}
+
+// since is t − from, like t.Sub(from) without its saturation: correct while
+// the difference is within ±292 years. It keeps the TimeAverage loop cheap.
+func since(from, t time.Time) time.Duration {
+	return time.Duration(t.Unix()-from.Unix())*time.Second + time.Duration(t.Nanosecond()-from.Nanosecond())
 }
