@@ -34,7 +34,7 @@ type Config struct {
 	// true. Default false.
 	UseSlopedExtrapolation bool
 
-	// Stepped is the variable's Stepped property (Part 11 §5.2.2): bounding
+	// Stepped is the variable's Stepped property (Part 11): bounding
 	// values hold the previous value instead of interpolating linearly.
 	// Default false.
 	Stepped bool

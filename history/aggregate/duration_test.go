@@ -47,8 +47,9 @@ func TestDuration(t *testing.T) {
 // TestActualTimeAnnex replays MaximumActualTime of Part 13 Annex A.11.2
 // (Historians 1 and 2, ProcessingInterval 16 s from 12:00:00 to
 // 12:01:40): timestamps, values and severities are the specification's;
-// the data location bits follow Table 26 (Raw when Good, Calculated when
-// Uncertain_DataSubNormal), which the annex does not print.
+// the data location bits follow the §5.4.3.13 table (Raw when Good,
+// Calculated when Uncertain_DataSubNormal), which the annex does not
+// print.
 func TestActualTimeAnnex(t *testing.T) {
 	ivs, err := Intervals(at(0), at(100), 16e9, 0)
 	if err != nil {

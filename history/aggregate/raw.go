@@ -59,7 +59,7 @@ func (t tally) percentValues(cfg Config) ua.StatusCode {
 }
 
 // average is the mean of the usable raw values (Part 13 §5.4.3.5), status
-// by PercentValues, never Partial (Table 16).
+// by PercentValues, never Partial (its table says "Not Set").
 func average(cfg Config, iv Interval, sp span, raw []Sample) Result {
 	t := tallyOf(cfg, sp, raw)
 	if sp.outsideData(cfg) || t.usable == 0 {

@@ -56,7 +56,7 @@ func TestAverage(t *testing.T) {
 		{"90/50 with 80 % usable is uncertain", Average, cfgWith(false, 90, 50), iv10, fiveOne, calcAt(iv10, 2.5, sUncSub|calc)},
 		{"only bad values", Average, defaults, iv10, []Sample{badAt(1), badAt(2)}, want{status: noData}},
 		{"empty interval", Average, defaults, fwd(11, 20), allGood, want{status: noData}},
-		{"partial last interval has no Partial bit (Table 16)", Average, defaults, Interval{Start: at(0), End: at(10), Partial: true}, allGood, calcAt(iv10, 5, sGood|calc)},
+		{"partial last interval has no Partial bit (§5.4.3.5)", Average, defaults, Interval{Start: at(0), End: at(10), Partial: true}, allGood, calcAt(iv10, 5, sGood|calc)},
 		{"backward interval holds its start, not its end", Average, defaults, back10, allGood, calcAt(back10, 29, sGood|calc)},
 		{"before start of data", Average, Config{PercentDataGood: 100, PercentDataBad: 100, DataStart: at(10)}, iv10, allGood, want{status: noData}},
 	})

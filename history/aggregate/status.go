@@ -2,8 +2,8 @@ package aggregate
 
 import "github.com/gopcua/opcua/ua"
 
-// The historian information bits of a StatusCode (Part 4 §7.39, Part 11
-// §6.3, Part 13 §5.3.3). They mean something only when the InfoType bits
+// The historian information bits of a StatusCode (Part 4 StatusCode,
+// Part 13 §5.3.3). They mean something only when the InfoType bits
 // say DataValue; every result of Compute that is not Bad carries
 // InfoTypeDataValue and exactly one data location (Raw, Calculated or
 // Interpolated) plus any of Partial, ExtraData and MultiValue.
