@@ -165,3 +165,13 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("DefaultConfig() = %+v", d)
 	}
 }
+
+func TestComputeRejects(t *testing.T) {
+	raw := []Sample{goodAt(0, 1)}
+	if r := Compute(Average, DefaultConfig(), fwd(5, 5), raw); r.Status != ua.StatusBadInvalidArgument || !r.At.Equal(at(5)) || r.Raw != -1 {
+		t.Errorf("zero-length interval: %+v", r)
+	}
+	if r := Compute(Kind(0), DefaultConfig(), fwd(0, 5), raw); r.Status != ua.StatusBadAggregateNotSupported {
+		t.Errorf("Kind(0): %+v", r)
+	}
+}
