@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,9 +82,10 @@ type decoder struct {
 // Field names of each object, in declaration order.
 var (
 	documentFields = []string{"clusterId", "devices", "alarms"}
-	deviceFields   = []string{"name", "driver", "address", "unitId", "pollInterval", "timeout", "tags"}
-	tagFields      = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable",
-		"signal", "period", "min", "max"}
+	historyFields  = []string{"historize", "historyDeadband", "historyMaxInterval", "historyRetention"}
+	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, historyFields, []string{"tags"})
+	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max"}
+	tagFields      = slices.Concat(tagDataFields, historyFields)
 	alarmFields = []string{"name", "source", "condition", "severity", "message"}
 )
 
@@ -130,6 +132,8 @@ func (d *decoder) device(n *node, p string, dev *Device) {
 			d.duration(v, fp, &dev.PollInterval, acceptPollInterval)
 		case "timeout":
 			d.duration(v, fp, &dev.Timeout, acceptTimeout)
+		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
+			d.history(key, v, fp, &dev.History)
 		case "tags":
 			for i, e := range d.list(v, fp, "accepted values are lists of tags: [{\"name\": …, \"type\": …}]") {
 				dev.Tags = append(dev.Tags, Tag{})
@@ -169,8 +173,45 @@ func (d *decoder) tag(n *node, p string, t *Tag) {
 			d.floatPtr(v, fp, &t.Min, acceptNumber)
 		case "max":
 			d.floatPtr(v, fp, &t.Max, acceptNumber)
+		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
+			d.history(key, v, fp, &t.History)
 		}
 	})
+}
+
+// history decodes one of the history fields of a device or a tag.
+func (d *decoder) history(key string, v *node, p string, h *History) {
+	switch key {
+	case "historize":
+		var b bool
+		if d.boolean(v, p, &b); d.o.written[p] != "" {
+			h.Historize = &b
+		}
+	case "historyDeadband":
+		var x any
+		switch v.kind {
+		case kindNumber:
+			f, err := strconv.ParseFloat(v.text, 64)
+			if err != nil {
+				d.fail(p, v, acceptDeadband)
+				return
+			}
+			x = f
+		case kindString:
+			x = v.text
+		}
+		db, ok := parseDeadband(x)
+		if !ok {
+			d.fail(p, v, acceptDeadband)
+			return
+		}
+		h.Deadband = &db
+		d.o.written[p] = d.raw(v)
+	case "historyMaxInterval":
+		d.duration(v, p, &h.MaxInterval, acceptHistoryMaxInterval)
+	case "historyRetention":
+		d.duration(v, p, &h.Retention, acceptHistoryRetention)
+	}
 }
 
 func (d *decoder) alarm(n *node, p string, a *Alarm) {

@@ -246,7 +246,7 @@ func p(path, value, accepted string) []Problem {
 }
 
 func TestDecodeStrictJSON(t *testing.T) {
-	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max"
+	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, historize, historyDeadband, historyMaxInterval, historyRetention"
 	runRuleCases(t, []ruleCase{
 		{"the document is not an object", `[1, 2]`,
 			p("$", "[1,2]", "accepted values are a JSON object with the fields clusterId, devices, alarms")},
@@ -256,12 +256,12 @@ func TestDecodeStrictJSON(t *testing.T) {
 			p("devices[0].tags[0].bits", `{"x":[1,2]}`, "unknown field; accepted fields are "+tagFieldList)},
 		{"unknown device field, misspelt", doc(`{"name": "press1", "driver": "modbus-tcp", "adress": "10.0.0.1:502", "tags": []}`),
 			[]Problem{
-				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, tags"},
+				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].address", "", acceptHostPort},
 			}},
 		{"field names are case-sensitive", doc(`{"Name": "press1", "driver": "simulated", "tags": []}`),
 			[]Problem{
-				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, tags"},
+				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].name", "", acceptName},
 			}},
 		{"unknown fields that are not identifiers", `{"clusterId": "site-a", "": 1, "a b": 2, "dev.ices": 3}`,
@@ -292,7 +292,7 @@ func TestDecodeStrictJSON(t *testing.T) {
 		{"an object where a list belongs", doc(`{"name": "sim", "driver": "simulated", "tags": {"name": "a"}}`),
 			p("devices[0].tags", `{"name":"a"}`, `accepted values are lists of tags: [{"name": …, "type": …}]`)},
 		{"a list element that is not an object", `{"clusterId": "site-a", "devices": ["press1"]}`,
-			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, tags")},
+			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags")},
 		{"a duration written as a number", doc(`{"name": "sim", "driver": "simulated", "pollInterval": 100, "tags": []}`),
 			p("devices[0].pollInterval", "100", acceptPollInterval)},
 		{"a duration neither form reads", doc(`{"name": "sim", "driver": "simulated", "pollInterval": "100 ms", "tags": []}`),
@@ -632,7 +632,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d0 + ".tags[3].writable", "true", acceptNotWritable},
 		{d0 + ".tags[4].type", `"int16"`, "accepted values for a coil tag are bool"},
 		{d0 + ".tags[4].wordOrder", `"little"`, "accepted only for the 32- and 64-bit types int32, uint32, float32, float64; remove it for an int16 tag"},
-		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max"},
+		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, historize, historyDeadband, historyMaxInterval, historyRetention"},
 		{d0 + ".tags[5].address", "0", `accepted values are addresses not overlapping devices[0].tags[0] "Setpoint" (holding register 0)`},
 		{d0 + ".tags[5].signal", `"ramp"`, onlySimulatedTag},
 		{d1 + ".name", `"press1"`, "accepted values are device names used once in the document; devices[0] already has this name"},
@@ -642,7 +642,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d1 + ".tags[1].signal", `"sine"`, "accepted values for a bool tag are square, constant"},
 		{d1 + ".tags[1].max", "2", "accepted values are 0 (false) or 1 (true) for a bool tag"},
 		{"devices[2].driver", `"opcua"`, "accepted values are modbus-tcp, simulated"},
-		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, tags"},
+		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 		{"alarms[0].source", `"press1/Nope"`, acceptSource + `; device "press1" has no tag "Nope"`},
 		{"alarms[0].condition", `""`, acceptCondition},
 		{"alarms[0].severity", "0", acceptSeverity},
@@ -682,5 +682,68 @@ func TestProblemString(t *testing.T) {
 	one := (&ValidationError{Problems: []Problem{{"clusterId", "", "y"}}}).Error()
 	if one != "invalid deployment document: 1 problem\n  clusterId = (missing): y" {
 		t.Errorf("one problem: %q", one)
+	}
+}
+
+func TestHistoryRules(t *testing.T) {
+	const tp = "devices[0].tags[0]"
+	hold := func(fields string) string {
+		return doc(mb(`{"name": "a", "table": "holding", "address": 0, "type": "int16", ` + fields + `}`))
+	}
+	coil := func(fields string) string {
+		return doc(mb(`{"name": "a", "table": "coil", "address": 0, "type": "bool", ` + fields + `}`))
+	}
+	dev := func(fields string, tags ...string) string {
+		return doc(`{"name": "press1", "driver": "modbus-tcp", "address": "10.0.0.1:502", ` + fields + `, "tags": [` + strings.Join(tags, ", ") + `]}`)
+	}
+	simTag := func(fields string) string {
+		return doc(sm(`{"name": "a", "type": "float64", "signal": "sine", "period": "10s", "min": 0, "max": 200, ` + fields + `}`))
+	}
+	runRuleCases(t, []ruleCase{
+		{"every field on a tag", hold(`"historize": true, "historyDeadband": 0.5, "historyMaxInterval": "10m", "historyRetention": "2160h"`), nil},
+		{"a percent deadband on a simulated tag", simTag(`"historize": true, "historyDeadband": "2.5%"`), nil},
+		{"device defaults", dev(`"historize": true, "historyDeadband": 1, "historyRetention": "01:30:00"`, holding("a", 0), `{"name": "b", "table": "holding", "address": 1, "type": "int16", "historize": false}`), nil},
+		{"a bool tag without deadband", coil(`"historize": true, "historyMaxInterval": "1h"`), nil},
+		{"deadband negative", hold(`"historize": true, "historyDeadband": -1`), p(tp+".historyDeadband", "-1", acceptDeadband)},
+		{"deadband above 100 %", simTag(`"historize": true, "historyDeadband": "101%"`), p(tp+".historyDeadband", `"101%"`, acceptDeadband)},
+		{"deadband not a number", hold(`"historize": true, "historyDeadband": "much"`), p(tp+".historyDeadband", `"much"`, acceptDeadband)},
+		{"deadband a list", hold(`"historize": true, "historyDeadband": [1]`), p(tp+".historyDeadband", `[1]`, acceptDeadband)},
+		{"percent deadband on a Modbus tag", hold(`"historize": true, "historyDeadband": "1%"`), p(tp+".historyDeadband", `"1%"`, acceptPercentDeadband)},
+		{"deadband on a bool tag", coil(`"historize": true, "historyDeadband": 1`), p(tp+".historyDeadband", "1", acceptBoolDeadband)},
+		{"deadband on a tag not recorded", hold(`"historyDeadband": 1`), p(tp+".historyDeadband", "1", acceptHistoryOff)},
+		{"retention on a tag the device turns off", dev(`"historize": false`, `{"name": "a", "table": "holding", "address": 0, "type": "int16", "historyRetention": "24h"}`),
+			p(tp+".historyRetention", `"24h"`, acceptHistoryOff)},
+		{"max interval too short", hold(`"historize": true, "historyMaxInterval": "500ms"`), p(tp+".historyMaxInterval", `"500ms"`, acceptHistoryMaxInterval)},
+		{"retention too short", hold(`"historize": true, "historyRetention": "30m"`), p(tp+".historyRetention", `"30m"`, acceptHistoryRetention)},
+		{"retention too long", dev(`"historyRetention": "200000h"`, holding("a", 0)), p("devices[0].historyRetention", `"200000h"`, acceptHistoryRetention)},
+		{"historize not a bool", hold(`"historize": "yes"`), p(tp+".historize", `"yes"`, acceptHistorize)},
+		{"a device's percent deadband reaches a Modbus tag", dev(`"historize": true, "historyDeadband": "5%"`, holding("a", 0)),
+			p(tp+".type", `"int16"`, "a tag of a device whose historyDeadband is a percentage needs a range, which only simulated tags have; give this tag an absolute historyDeadband")},
+	})
+}
+
+func TestHistoryEffective(t *testing.T) {
+	yes, no := true, false
+	dev := History{Historize: &yes, Deadband: &Deadband{Value: 2}, Retention: Duration(48 * time.Hour)}
+	got := History{Historize: &no, MaxInterval: Duration(time.Minute)}.Effective(dev)
+	if got.On() || got.Deadband.Value != 2 || got.MaxInterval.Std() != time.Minute || got.Retention.Std() != 48*time.Hour {
+		t.Fatalf("tag over device: %+v", got)
+	}
+	if got := (History{}).Effective(History{}); got.On() || got.Deadband != nil || got.Retention.Std() != DefaultHistoryRetention {
+		t.Fatalf("defaults: %+v", got)
+	}
+	for _, c := range []struct {
+		in   string
+		want Deadband
+	}{{`0.25`, Deadband{Value: 0.25}}, {`"2%"`, Deadband{Value: 2, Percent: true}}, {`" 1.5 %"`, Deadband{Value: 1.5, Percent: true}}} {
+		var d Deadband
+		if err := d.UnmarshalJSON([]byte(c.in)); err != nil || d != c.want {
+			t.Errorf("%s: %+v, %v", c.in, d, err)
+		}
+		b, _ := d.MarshalJSON()
+		var back Deadband
+		if err := back.UnmarshalJSON(b); err != nil || back != d {
+			t.Errorf("%s: round trip %s → %+v, %v", c.in, b, back, err)
+		}
 	}
 }

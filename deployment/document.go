@@ -1,6 +1,12 @@
 package deployment
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Defaults of the optional fields (docs/deployments.md lists them).
 const (
@@ -65,6 +71,9 @@ type Device struct {
 	PollInterval Duration `json:"pollInterval,omitempty"`
 	// Timeout bounds one request to the device. Default 1 s.
 	Timeout Duration `json:"timeout,omitempty"`
+	// History is the default of the device's tags (each field its own
+	// default: a tag's own value wins).
+	History
 	// Tags are the device's values.
 	Tags []Tag `json:"tags"`
 }
@@ -150,6 +159,126 @@ type Tag struct {
 	Period Duration `json:"period,omitempty"`
 	Min    *float64 `json:"min,omitempty"`
 	Max    *float64 `json:"max,omitempty"`
+	// History: whether and how the tag's values are recorded for
+	// HistoryRead; an absent field takes the device's.
+	History
+}
+
+// History says whether and how a tag's values are recorded for HistoryRead
+// (docs/history.md). On a device it is the default of the device's tags.
+type History struct {
+	// Historize records the tag's values. Default false.
+	Historize *bool `json:"historize,omitempty"`
+	// Deadband: a value is recorded when it differs from the last one
+	// recorded by more than this (a change of status is always recorded).
+	// Default: every change.
+	Deadband *Deadband `json:"historyDeadband,omitempty"`
+	// MaxInterval: an unchanged value is recorded again once this long
+	// has passed, so that a reader sees the tag alive. Default: never.
+	MaxInterval Duration `json:"historyMaxInterval,omitempty"`
+	// Retention: recorded values older than this are removed. Default
+	// DefaultHistoryRetention.
+	Retention Duration `json:"historyRetention,omitempty"`
+}
+
+// Deadband is an absolute amount, or with Percent a percentage of the
+// tag's range (max − min), as Part 8's data-change filters define them.
+// In the document: a number (absolute) or a string "N%".
+type Deadband struct {
+	Value   float64
+	Percent bool
+}
+
+// Limits of the history fields (docs/deployments.md).
+const (
+	// DefaultHistoryRetention is how long recorded values are kept when
+	// historyRetention is absent.
+	DefaultHistoryRetention = 30 * 24 * time.Hour
+	// MinHistoryRetention and MaxHistoryRetention bound historyRetention.
+	MinHistoryRetention = time.Hour
+	MaxHistoryRetention = 20 * 366 * 24 * time.Hour
+	// MinHistoryMaxInterval is the shortest historyMaxInterval.
+	MinHistoryMaxInterval = time.Second
+)
+
+// String is the deadband as the document writes it: "0.5" or "2%".
+func (d Deadband) String() string {
+	s := strconv.FormatFloat(d.Value, 'g', -1, 64)
+	if d.Percent {
+		return s + "%"
+	}
+	return s
+}
+
+// MarshalJSON writes a number, or a string "N%".
+func (d Deadband) MarshalJSON() ([]byte, error) {
+	if d.Percent {
+		return json.Marshal(d.String())
+	}
+	return json.Marshal(d.Value)
+}
+
+// UnmarshalJSON reads a number or a string "N%". Decode does not use it
+// (it reports a bad deadband with its path).
+func (d *Deadband) UnmarshalJSON(b []byte) error {
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		return err
+	}
+	v, ok := parseDeadband(x)
+	if !ok {
+		return fmt.Errorf("deployment: deadband %s: %s", b, acceptDeadband)
+	}
+	*d = v
+	return nil
+}
+
+// parseDeadband reads a decoded JSON number or "N%" string.
+func parseDeadband(x any) (Deadband, bool) {
+	switch v := x.(type) {
+	case float64:
+		return Deadband{Value: v}, true
+	case string:
+		n, ok := strings.CutSuffix(strings.TrimSpace(v), "%")
+		if !ok {
+			return Deadband{}, false
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		if err != nil {
+			return Deadband{}, false
+		}
+		return Deadband{Value: f, Percent: true}, true
+	}
+	return Deadband{}, false
+}
+
+// Effective is h with every absent field taken from def (the device's),
+// and the defaults for what both leave absent.
+func (h History) Effective(def History) History {
+	if h.Historize == nil {
+		h.Historize = def.Historize
+	}
+	if h.Deadband == nil {
+		h.Deadband = def.Deadband
+	}
+	if h.MaxInterval == 0 {
+		h.MaxInterval = def.MaxInterval
+	}
+	if h.Retention == 0 {
+		h.Retention = def.Retention
+	}
+	if h.Retention == 0 {
+		h.Retention = Duration(DefaultHistoryRetention)
+	}
+	return h
+}
+
+// On reports whether the values are recorded.
+func (h History) On() bool { return h.Historize != nil && *h.Historize }
+
+// set reports whether any history field is present.
+func (h History) set() bool {
+	return h.Historize != nil || h.Deadband != nil || h.MaxInterval != 0 || h.Retention != 0
 }
 
 // Alarm is a scripted alarm over tags.

@@ -29,6 +29,14 @@ const (
 	acceptTimeout      = "accepted values are durations greater than 0, as " + config.DurationFormat + " (default 1s)"
 	acceptPeriod       = "accepted values are durations greater than 0, as " + config.DurationFormat
 
+	acceptDeadband           = "accepted values are a number ≥ 0 (an absolute deadband) or a string \"N%\" with N from 0 to 100 (a percentage of the tag's range, max − min)"
+	acceptHistoryMaxInterval = "accepted values are durations of at least 1s, as " + config.DurationFormat + " (default: an unchanged value is not recorded again)"
+	acceptHistoryRetention   = "accepted values are durations from 1h to 20 years (175680h), as " + config.DurationFormat + " (default 720h, 30 days)"
+	acceptHistorize          = "accepted values are true, false"
+	acceptPercentDeadband    = "accepted only for simulated tags, which have a range (min and max); use an absolute deadband, a number"
+	acceptBoolDeadband       = "accepted only for numeric tags: every change of a bool tag is recorded; remove it"
+	acceptHistoryOff         = "accepted only when the tag's values are recorded (historize true on the tag or its device); remove it or set historize"
+
 	onlyModbusDevice    = "accepted only with driver modbus-tcp; remove it for driver simulated"
 	onlyModbusTag       = "accepted only for tags of a modbus-tcp device; remove it for a simulated tag"
 	onlySimulatedTag    = "accepted only for tags of a simulated device; remove it for a modbus-tcp tag"
@@ -242,6 +250,7 @@ func (v *validator) device(d *Device, p string, names map[string]string) {
 			v.add(fp, d.Timeout, acceptTimeout)
 		}
 	}
+	v.historyFields(&d.History, p, nil)
 	if !v.enter(p + ".tags") {
 		return
 	}
@@ -264,6 +273,59 @@ func (v *validator) device(d *Device, p string, names map[string]string) {
 		default: // the driver is reported; only the type can be judged
 			v.unknownDriverTag(t, tp)
 		}
+		v.historyFields(&t.History, tp, &tagHistory{tag: t, dev: d, sim: sim})
+	}
+}
+
+// tagHistory is what the history rules of a tag look at beside its own
+// history fields.
+type tagHistory struct {
+	tag *Tag
+	dev *Device
+	sim bool
+}
+
+// historyFields checks the history fields of a device (th nil) or a tag.
+func (v *validator) historyFields(h *History, p string, th *tagHistory) {
+	v.enter(p + ".historize")
+	on := true
+	if th != nil {
+		on = h.Effective(th.dev.History).On()
+	}
+	if fp := p + ".historyDeadband"; v.enter(fp) && h.Deadband != nil {
+		db := *h.Deadband
+		switch {
+		case math.IsNaN(db.Value) || math.IsInf(db.Value, 0) || db.Value < 0 || (db.Percent && db.Value > 100):
+			v.add(fp, db, acceptDeadband)
+		case th != nil && !on:
+			v.add(fp, db, acceptHistoryOff)
+		case th != nil && th.tag.Type == TypeBool:
+			v.add(fp, db, acceptBoolDeadband)
+		case th != nil && db.Percent && !th.sim:
+			v.add(fp, db, acceptPercentDeadband)
+		}
+	}
+	if fp := p + ".historyMaxInterval"; v.enter(fp) && v.set(fp, h.MaxInterval != 0) {
+		switch {
+		case h.MaxInterval.Std() < MinHistoryMaxInterval:
+			v.add(fp, h.MaxInterval, acceptHistoryMaxInterval)
+		case th != nil && !on:
+			v.add(fp, h.MaxInterval, acceptHistoryOff)
+		}
+	}
+	if fp := p + ".historyRetention"; v.enter(fp) && v.set(fp, h.Retention != 0) {
+		switch {
+		case h.Retention.Std() < MinHistoryRetention || h.Retention.Std() > MaxHistoryRetention:
+			v.add(fp, h.Retention, acceptHistoryRetention)
+		case th != nil && !on:
+			v.add(fp, h.Retention, acceptHistoryOff)
+		}
+	}
+	// A device's percent deadband is checked on each tag that takes it.
+	if th != nil && h.Deadband == nil && on {
+		if db := th.dev.History.Deadband; db != nil && db.Percent && !th.sim && th.tag.Type != TypeBool {
+			v.add(p+".type", th.tag.Type, "a tag of a device whose historyDeadband is a percentage needs a range, which only simulated tags have; give this tag an absolute historyDeadband")
+		}
 	}
 }
 
@@ -279,7 +341,7 @@ type tagScope struct {
 // The other fields are entered so that their decoding problems are
 // reported in order.
 func (v *validator) unknownDriverTag(t *Tag, p string) {
-	for _, f := range tagFields[1:] {
+	for _, f := range tagDataFields[1:] {
 		if f == "type" {
 			v.tagType(t, p)
 		} else {
