@@ -373,6 +373,56 @@ func (s *Store) Read(tag string, from, to int64, fn func(Sample) bool) error {
 	return nil
 }
 
+// Trim removes tag's samples older than before: the head samples, and
+// the blocks whose last sample is older. A block that reaches past before
+// stays whole until it is all older (retention is exact to a block's
+// span: BlockSamples samples).
+func (s *Store) Trim(tag string, before int64) error {
+	s.open.RLock()
+	defer s.open.RUnlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.ids[tag]
+	if !ok {
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	removed := 0
+	err := s.scanBlocks(id, math.MinInt64, before, func(key []byte, xs []Sample) bool {
+		if xs[len(xs)-1].At >= before {
+			return false
+		}
+		removed += len(xs)
+		return b.Delete(key, nil) == nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := b.DeleteRange(headKey(id, math.MinInt64), headKey(id, before), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("history: trim %s: %w", tag, err)
+	}
+	st := s.tags[id]
+	if st.head > 0 && st.oldest < before {
+		// Recount: the head lost its oldest samples.
+		st.head, st.oldest = 0, 0
+		err = s.scanHead(id, before, math.MaxInt64, func(x Sample) bool {
+			if st.head == 0 {
+				st.oldest = x.At
+			}
+			st.head++
+			return true
+		})
+	}
+	return err
+}
+
 // Tags lists the tags the store names, sorted.
 func (s *Store) Tags() []string {
 	s.mu.Lock()

@@ -1,0 +1,358 @@
+package history
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/otopcua/otopcua/deployment"
+)
+
+// Policy is how one tag is recorded (deployment.History, resolved).
+type Policy struct {
+	// Deadband: a value is recorded when it differs from the last one
+	// recorded by more than this; 0 records every change.
+	Deadband float64
+	// MaxInterval: an unchanged value is recorded again once this long has
+	// passed since the last one recorded; 0: never.
+	MaxInterval time.Duration
+	// Retention: samples older than this are removed.
+	Retention time.Duration
+}
+
+// Policies resolves which tags of doc are recorded, and how: device →
+// tag → policy. A percentage deadband is taken of the tag's range.
+func Policies(doc *deployment.Document) map[string]map[string]Policy {
+	out := map[string]map[string]Policy{}
+	for _, d := range doc.Devices {
+		for _, t := range d.Tags {
+			h := t.History.Effective(d.History)
+			if !h.On() {
+				continue
+			}
+			p := Policy{MaxInterval: h.MaxInterval.Std(), Retention: h.Retention.Std()}
+			if db := h.Deadband; db != nil {
+				p.Deadband = db.Value
+				if db.Percent && t.Min != nil && t.Max != nil {
+					p.Deadband = db.Value / 100 * (*t.Max - *t.Min)
+				}
+			}
+			if out[d.Name] == nil {
+				out[d.Name] = map[string]Policy{}
+			}
+			out[d.Name][t.Name] = p
+		}
+	}
+	return out
+}
+
+// Reading is one tag's value as a poll read it.
+type Reading struct {
+	Tag    string
+	Value  any // bool or a number; nil before the tag's first good read
+	Status uint32
+	At     time.Time // the source timestamp; zero: nothing read yet
+}
+
+// filter is one tag's recording decision (Decide). Its fields are the
+// last sample recorded.
+type filter struct {
+	has  bool
+	last Sample
+}
+
+// decide reports whether x is recorded under p, and remembers it when it
+// is: the first sample, a change of status, a value beyond the deadband
+// (a change of any size when the deadband is 0), or MaxInterval since the
+// last one. A sample not newer than the last one recorded (a repeated
+// read of a Bad status keeps its time) is not.
+func (f *filter) decide(p Policy, x Sample) bool {
+	rec := false
+	switch {
+	case !f.has:
+		rec = true
+	case x.At <= f.last.At:
+		return false
+	case x.Status != f.last.Status:
+		rec = true
+	case p.Deadband == 0 && math.Float64bits(x.Value) != math.Float64bits(f.last.Value):
+		rec = true
+	case p.Deadband > 0 && math.Abs(x.Value-f.last.Value) > p.Deadband:
+		rec = true
+	case p.MaxInterval > 0 && x.At-f.last.At >= int64(p.MaxInterval/100):
+		rec = true
+	}
+	if rec {
+		f.has, f.last = true, x
+	}
+	return rec
+}
+
+// RecorderOptions configure NewRecorder.
+type RecorderOptions struct {
+	// Queue bounds the batches waiting for the store; a poll that finds it
+	// full is dropped and counted (Status.Dropped), never waited for.
+	// Default 256.
+	Queue int
+	// CompactEvery is how often heads are turned into blocks; a head is
+	// compacted when it holds a block's worth of samples or its oldest
+	// sample is older than HeadAge. Defaults 5 s and 10 min.
+	CompactEvery, HeadAge time.Duration
+	// TrimEvery is how often retention is enforced, TrimTags how many tags
+	// one turn trims at most. Defaults 1 min and 1,000.
+	TrimEvery time.Duration
+	TrimTags  int
+	Logger    *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Recorder records what the drivers read into a Store: each poll's
+// readings pass each tag's filter (Policy) on the poll's goroutine, and
+// the samples kept go to the store from the recorder's own goroutine
+// (Run), so that a slow disk never holds back a poll.
+type Recorder struct {
+	s   *Store
+	o   RecorderOptions
+	q   chan []Record
+	mu  sync.Mutex
+	pol map[string]map[string]Policy // mu must be held
+	fil map[string]*filter           // "device/tag" → filter; mu must be held
+
+	recorded, dropped atomic.Uint64
+}
+
+// RecorderStatus is what a Recorder has done since it started.
+type RecorderStatus struct {
+	Recorded uint64 // samples written to the store
+	Dropped  uint64 // samples dropped because the queue was full
+	Tags     int    // tags recorded under the current policies
+}
+
+// NewRecorder returns a recorder into s; Run starts it.
+func NewRecorder(s *Store, o RecorderOptions) *Recorder {
+	if o.Queue <= 0 {
+		o.Queue = 256
+	}
+	if o.CompactEvery <= 0 {
+		o.CompactEvery = 5 * time.Second
+	}
+	if o.HeadAge <= 0 {
+		o.HeadAge = 10 * time.Minute
+	}
+	if o.TrimEvery <= 0 {
+		o.TrimEvery = time.Minute
+	}
+	if o.TrimTags <= 0 {
+		o.TrimTags = 1000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Recorder{s: s, o: o, q: make(chan []Record, o.Queue), pol: map[string]map[string]Policy{}, fil: map[string]*filter{}}
+}
+
+// Apply takes the policies of a deployment: tags no longer recorded are
+// forgotten (their history stays until its retention ends).
+func (r *Recorder) Apply(doc *deployment.Document) {
+	pol := Policies(doc)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pol = pol
+	for k := range r.fil {
+		dev, tag := splitTag(k)
+		if _, ok := pol[dev][tag]; !ok {
+			delete(r.fil, k)
+		}
+	}
+}
+
+// Offer hands the recorder one poll of device. It never blocks.
+func (r *Recorder) Offer(device string, readings []Reading) {
+	r.mu.Lock()
+	pol := r.pol[device]
+	var batch []Record
+	for _, rd := range readings {
+		p, ok := pol[rd.Tag]
+		if !ok || rd.At.IsZero() {
+			continue
+		}
+		v, ok := number(rd.Value)
+		if !ok {
+			continue // nothing read yet
+		}
+		key := device + "/" + rd.Tag
+		f := r.fil[key]
+		if f == nil {
+			f = &filter{}
+			r.fil[key] = f
+		}
+		x := Sample{At: Ticks(rd.At), Value: v, Status: rd.Status}
+		if f.decide(p, x) {
+			batch = append(batch, Record{Tag: key, Sample: x})
+		}
+	}
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	select {
+	case r.q <- batch:
+	default:
+		if r.dropped.Add(uint64(len(batch))) == uint64(len(batch)) {
+			r.o.Logger.Warn("history: the store does not keep up; samples are dropped (counted in otopcua_history_dropped_samples_total)", "device", device)
+		}
+	}
+}
+
+// Status reports what the recorder has done.
+func (r *Recorder) Status() RecorderStatus {
+	r.mu.Lock()
+	n := 0
+	for _, tags := range r.pol {
+		n += len(tags)
+	}
+	r.mu.Unlock()
+	return RecorderStatus{Recorded: r.recorded.Load(), Dropped: r.dropped.Load(), Tags: n}
+}
+
+// Run writes the queued samples, compacts heads and enforces retention
+// until ctx ends; then it writes what is queued and returns.
+func (r *Recorder) Run(ctx context.Context) {
+	compact := time.NewTicker(r.o.CompactEvery)
+	defer compact.Stop()
+	trim := time.NewTicker(r.o.TrimEvery)
+	defer trim.Stop()
+	var trimFrom string // where the next retention turn starts
+	for {
+		select {
+		case <-ctx.Done():
+			for {
+				select {
+				case b := <-r.q:
+					r.write(b)
+				default:
+					return
+				}
+			}
+		case b := <-r.q:
+			r.write(b)
+		case <-compact.C:
+			r.compact(ctx)
+		case <-trim.C:
+			trimFrom = r.trim(ctx, trimFrom)
+		}
+	}
+}
+
+// write appends one batch, with what else is queued (up to 64 batches).
+func (r *Recorder) write(b []Record) {
+	for range 64 {
+		select {
+		case more := <-r.q:
+			b = append(b, more...)
+			continue
+		default:
+		}
+		break
+	}
+	if err := r.s.Append(b); err != nil {
+		r.dropped.Add(uint64(len(b)))
+		r.o.Logger.Error("history: samples not recorded", "samples", len(b), "err", err)
+		return
+	}
+	r.recorded.Add(uint64(len(b)))
+}
+
+// compact turns the heads that are due into blocks; it stops early when
+// samples wait, so that recording comes first.
+func (r *Recorder) compact(ctx context.Context) {
+	for _, tag := range r.s.Due(Ticks(r.o.Now().Add(-r.o.HeadAge))) {
+		if ctx.Err() != nil || len(r.q) > cap(r.q)/2 {
+			return
+		}
+		if err := r.s.Compact(tag, false); err != nil {
+			r.o.Logger.Error("history: compaction failed", "tag", tag, "err", err)
+		}
+	}
+}
+
+// trim removes, for at most TrimTags tags from `from` on (in name order),
+// the samples older than their retention; it returns where the next turn
+// starts.
+func (r *Recorder) trim(ctx context.Context, from string) string {
+	r.mu.Lock()
+	pol := r.pol
+	r.mu.Unlock()
+	tags := r.s.Tags()
+	now := r.o.Now()
+	n := 0
+	for _, tag := range tags {
+		if tag < from {
+			continue
+		}
+		if n == r.o.TrimTags || ctx.Err() != nil {
+			return tag
+		}
+		n++
+		retention := deployment.DefaultHistoryRetention
+		dev, name := splitTag(tag)
+		if p, ok := pol[dev][name]; ok && p.Retention > 0 {
+			retention = p.Retention
+		}
+		if err := r.s.Trim(tag, Ticks(now.Add(-retention))); err != nil {
+			r.o.Logger.Error("history: retention not enforced", "tag", tag, "err", err)
+		}
+	}
+	return ""
+}
+
+func splitTag(key string) (string, string) {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i], key[i+1:]
+		}
+	}
+	return key, ""
+}
+
+// number is a reading's value as a float64 (a bool as 0 or 1).
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case int16:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float32:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// uaEpochTicks is 1970-01-01 in OPC UA ticks (100 ns since 1601-01-01).
+const uaEpochTicks = 116444736000000000
+
+// Ticks is t as OPC UA DateTime ticks.
+func Ticks(t time.Time) int64 { return t.UnixNano()/100 + uaEpochTicks }
+
+// TimeOf is the time of OPC UA ticks.
+func TimeOf(ticks int64) time.Time { return time.Unix(0, (ticks-uaEpochTicks)*100).UTC() }
