@@ -28,6 +28,9 @@ const (
 	DefaultMaxNodesPerHistoryReadEvents    = 100
 	DefaultMaxHistoryEventsPerNode         = 1000
 	DefaultMaxHistoryContinuationPoints    = 10
+	DefaultMaxNodesPerHistoryReadData      = 100
+	DefaultMaxHistoryValuesPerNode         = 10000
+	DefaultMaxProcessedIntervals           = 1000000
 	DefaultMaxActivationFailuresPerAddress = 20
 	DefaultActivationLockout               = time.Minute
 	DefaultMaxActivationAddresses          = 10000
@@ -131,6 +134,20 @@ type Config struct {
 	// the oldest (which then answers BadContinuationPointInvalid).
 	// Default: 10.
 	MaxHistoryContinuationPoints int
+	// MaxNodesPerHistoryReadData bounds NodesToRead of one HistoryRead of
+	// values (raw, at time, processed): more answers BadTooManyOperations.
+	// Default: 100.
+	MaxNodesPerHistoryReadData int
+	// MaxHistoryValuesPerNode is the most values (or processed intervals)
+	// one node's result of a HistoryRead of values carries, whatever
+	// NumValuesPerNode asks; the rest comes with a continuation point. A
+	// ReadAtTime of more ReqTimes answers BadTooManyOperations for the node.
+	// Default: 10000.
+	MaxHistoryValuesPerNode int
+	// MaxProcessedIntervals bounds the intervals of one ReadProcessed
+	// (StartTime to EndTime by ProcessingInterval): more answers
+	// BadTooManyOperations for the node. Default: 1000000.
+	MaxProcessedIntervals int
 
 	// Security configures the secure channels: the endpoints offered, the
 	// server's certificate and key, the client certificate check and the
@@ -235,6 +252,9 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerHistoryReadEvents, DefaultMaxNodesPerHistoryReadEvents)
 	defInt(&c.MaxHistoryEventsPerNode, DefaultMaxHistoryEventsPerNode)
 	defInt(&c.MaxHistoryContinuationPoints, DefaultMaxHistoryContinuationPoints)
+	defInt(&c.MaxNodesPerHistoryReadData, DefaultMaxNodesPerHistoryReadData)
+	defInt(&c.MaxHistoryValuesPerNode, DefaultMaxHistoryValuesPerNode)
+	defInt(&c.MaxProcessedIntervals, DefaultMaxProcessedIntervals)
 	defInt(&c.MaxActivationFailuresPerAddress, DefaultMaxActivationFailuresPerAddress)
 	defInt(&c.MaxActivationAddresses, DefaultMaxActivationAddresses)
 	defDur(&c.ActivationLockout, DefaultActivationLockout)

@@ -57,6 +57,9 @@ func (f *fakeStore) Read(rv *ua.ReadValueID, ttr ua.TimestampsToReturn) *ua.Data
 	case nodeNSArray.String():
 		return goodValue([]string{"http://opcfoundation.org/UA/", "urn:otopcua:test"})
 	case nodeTemp.String():
+		if rv.AttributeID == ua.AttributeIDAccessLevel {
+			return goodValue(byte(ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite | ua.AccessLevelTypeHistoryRead))
+		}
 		if rv.AttributeID != ua.AttributeIDValue {
 			return badValue(ua.StatusBadAttributeIDInvalid)
 		}

@@ -84,7 +84,7 @@ type session struct {
 	lastSeen   time.Time          // time of the last admitted request; mu must be held.
 	timer      clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
 	cps        cpList[browseCP]   // Browse continuation points; mu must be held.
-	hcps       cpList[eventQuery] // HistoryRead continuation points: where each read stands; mu must be held.
+	hcps       cpList[historyCP] // HistoryRead continuation points: where each read stands; mu must be held.
 }
 
 // browseCP is the rest of one Browse result not yet returned.
@@ -579,7 +579,7 @@ func (s *session) takeCP(id []byte) *browseCP {
 // addHistoryCP stores q as a new HistoryRead continuation point and
 // returns its id (nil once the session is closed). When limit points exist
 // the oldest is released.
-func (s *session) addHistoryCP(q *eventQuery, limit int) []byte {
+func (s *session) addHistoryCP(q *historyCP, limit int) []byte {
 	id := randBytes(16)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -592,7 +592,7 @@ func (s *session) addHistoryCP(q *eventQuery, limit int) []byte {
 
 // takeHistoryCP removes and returns the query of HistoryRead continuation
 // point id, or nil.
-func (s *session) takeHistoryCP(id []byte) *eventQuery {
+func (s *session) takeHistoryCP(id []byte) *historyCP {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hcps.take(id)

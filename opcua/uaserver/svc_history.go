@@ -64,11 +64,19 @@ type EventCatalog interface {
 // historyConfig holds the event history provider.
 type historyConfig struct {
 	p atomic.Pointer[historySource]
+	v atomic.Pointer[valueSource]
 }
 
 type historySource struct {
 	events  EventHistory
 	catalog EventCatalog
+}
+
+// historyCP is one HistoryRead continuation point: an event read's or a
+// value read's.
+type historyCP struct {
+	ev  *eventQuery
+	val *valueQuery
 }
 
 // SetEventHistory makes HistoryRead with ReadEventDetails read h, checking
@@ -91,12 +99,16 @@ func (s *Server) SetEventHistory(h EventHistory, catalog EventCatalog) {
 const historyRequestOverhead = 8 << 10
 
 // historyRead implements HistoryRead (Part 4 §5.10.3) for ReadEventDetails
-// (Part 11 §6.5.2). Any other details answer BadHistoryOperationUnsupported
-// for each node.
+// (Part 11 §6.5.2) and, in svc_historydata.go, for the values' details
+// (ReadRawModifiedDetails, ReadAtTimeDetails, ReadProcessedDetails). Any
+// other details answer BadHistoryOperationUnsupported for each node.
 func (s *Server) historyRead(c *call) (ua.Response, error) {
 	req, err := reqAs[*ua.HistoryReadRequest](c)
 	if err != nil {
 		return nil, err
+	}
+	if vd, ok := valueDetailsOf(req.HistoryReadDetails); ok {
+		return s.historyReadValues(c, req, vd)
 	}
 	if err := s.checkCount(len(req.NodesToRead), s.cfg.MaxNodesPerHistoryReadEvents); err != nil {
 		return nil, err
@@ -211,7 +223,9 @@ func (r *historyReader) node(n *ua.HistoryReadValueID) *ua.HistoryReadResult {
 	}
 	var q *eventQuery
 	if len(n.ContinuationPoint) > 0 {
-		q = r.sess.takeHistoryCP(n.ContinuationPoint)
+		if cp := r.sess.takeHistoryCP(n.ContinuationPoint); cp != nil {
+			q = cp.ev
+		}
 		if q == nil || !events.SameNode(q.node, n.NodeID) || q.src != r.src {
 			return historyResult(ua.StatusBadContinuationPointInvalid, nil, nil)
 		}
@@ -227,7 +241,7 @@ func (r *historyReader) node(n *ua.HistoryReadValueID) *ua.HistoryReadResult {
 	}
 	var cp []byte
 	if more {
-		if cp = r.sess.addHistoryCP(q, r.s.cfg.MaxHistoryContinuationPoints); cp == nil {
+		if cp = r.sess.addHistoryCP(&historyCP{ev: q}, r.s.cfg.MaxHistoryContinuationPoints); cp == nil {
 			return historyResult(ua.StatusBadSessionClosed, nil, nil)
 		}
 	}
