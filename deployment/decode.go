@@ -86,7 +86,7 @@ var (
 	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, historyFields, []string{"tags"})
 	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max"}
 	tagFields      = slices.Concat(tagDataFields, historyFields)
-	alarmFields = []string{"name", "source", "condition", "severity", "message"}
+	alarmFields    = []string{"name", "source", "condition", "severity", "message"}
 )
 
 func (d *decoder) document(n *node) *Document {

@@ -71,19 +71,19 @@ type session struct {
 	clock   clockwork.Clock
 
 	mu         sync.Mutex
-	closed     bool               // mu must be held.
-	activated  bool               // sessionTable.mu and mu must be held to write; either to read.
-	checking   int                // ActivateSessions whose identity is being checked; mu must be held.
-	pwChecks   int                // of those, password checks: out of the unactivated budget while > 0; sessionTable.mu must be held.
-	addr       string             // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
-	chID       uint32             // channel bound to (the creating one until activated); sessionTable.mu and mu must be held to write; either to read.
-	nonce      []byte             // last server nonce; mu must be held.
-	sec        sessionSecurity    // channel security at CreateSession; mu must be held.
-	serverCert []byte             // the certificate CreateSession answered with; immutable
-	who        identity           // user, role and rights of the last activation; mu must be held.
-	lastSeen   time.Time          // time of the last admitted request; mu must be held.
-	timer      clockwork.Timer    // fires at the earliest possible expiry; mu must be held.
-	cps        cpList[browseCP]   // Browse continuation points; mu must be held.
+	closed     bool              // mu must be held.
+	activated  bool              // sessionTable.mu and mu must be held to write; either to read.
+	checking   int               // ActivateSessions whose identity is being checked; mu must be held.
+	pwChecks   int               // of those, password checks: out of the unactivated budget while > 0; sessionTable.mu must be held.
+	addr       string            // client IP address of chID; sessionTable.mu and mu must be held to write; either to read.
+	chID       uint32            // channel bound to (the creating one until activated); sessionTable.mu and mu must be held to write; either to read.
+	nonce      []byte            // last server nonce; mu must be held.
+	sec        sessionSecurity   // channel security at CreateSession; mu must be held.
+	serverCert []byte            // the certificate CreateSession answered with; immutable
+	who        identity          // user, role and rights of the last activation; mu must be held.
+	lastSeen   time.Time         // time of the last admitted request; mu must be held.
+	timer      clockwork.Timer   // fires at the earliest possible expiry; mu must be held.
+	cps        cpList[browseCP]  // Browse continuation points; mu must be held.
 	hcps       cpList[historyCP] // HistoryRead continuation points: where each read stands; mu must be held.
 }
 

@@ -605,7 +605,9 @@ func (r *valueReader) readBackUntil(node *ua.NodeID, before time.Time, n int, ke
 }
 
 // failed maps a read error of q to its status.
-func (r *valueReader) failed(q *valueQuery, err error) ua.StatusCode { return r.failedNode(q.node, err) }
+func (r *valueReader) failed(q *valueQuery, err error) ua.StatusCode {
+	return r.failedNode(q.node, err)
+}
 
 func (r *valueReader) failedNode(n *ua.NodeID, err error) ua.StatusCode {
 	var sc ua.StatusCode
