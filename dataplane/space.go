@@ -139,7 +139,8 @@ func (s *Space) Apply(doc *deployment.Document) ApplyReport {
 		}
 		for _, t := range d.Tags {
 			key := d.Name + "/" + t.Name
-			if s.tags[key] != nil {
+			if n := s.tags[key]; n != nil {
+				s.setHistory(n.v, t, d, &rep)
 				continue
 			}
 			v, err := s.as.AddVariable(s.TagNodeID(d.Name, t.Name), t.Name, t.Name, s.DeviceNodeID(d.Name),
@@ -152,12 +153,31 @@ func (s *Space) Apply(doc *deployment.Document) ApplyReport {
 			v.SetDataValue(&ua.DataValue{EncodingMask: ua.DataValueStatusCode | ua.DataValueServerTimestamp,
 				Status: ua.StatusBadNoCommunication, ServerTimestamp: s.as.Clock().Now()})
 			s.tags[key] = &tagNode{def: t, v: v}
+			s.setHistory(v, t, d, &rep)
 			if !replaced[key] {
 				rep.Added++
 			}
 		}
 	}
 	return rep
+}
+
+// setHistory sets the Historizing attribute of a tag's Variable and the
+// HistoryRead bit of its AccessLevel as the tag's history settings (or
+// its device's) say.
+func (s *Space) setHistory(v *addrspace.Variable, t deployment.Tag, d deployment.Device, rep *ApplyReport) {
+	on := t.History.Effective(d.History).On()
+	lvl := AccessLevel(t)
+	if on {
+		lvl |= byte(ua.AccessLevelTypeHistoryRead)
+	}
+	if err := s.as.SetAccessLevel(v.NodeID(), lvl, lvl); err != nil {
+		rep.Failed = append(rep.Failed, fmt.Errorf("history of tag %s/%s: %w", d.Name, t.Name, err))
+		return
+	}
+	if err := s.as.SetHistorizing(v.NodeID(), on); err != nil {
+		rep.Failed = append(rep.Failed, fmt.Errorf("history of tag %s/%s: %w", d.Name, t.Name, err))
+	}
 }
 
 // sameNode reports whether a tag's node can stay as it is for the new

@@ -140,3 +140,34 @@ func TestBadReadingKeepsTheLastValue(t *testing.T) {
 		t.Fatal("unknown tag accepted")
 	}
 }
+
+// TestHistoryAttributes: a historized tag's Variable says so (Historizing,
+// the HistoryRead bit of AccessLevel), and stops saying so when a new
+// deployment turns it off.
+func TestHistoryAttributes(t *testing.T) {
+	as, s := newSpace(t)
+	tag := deployment.Tag{Name: "Setpoint", Table: deployment.TableHolding, Address: ptr(0), Type: deployment.TypeInt16, Writable: true,
+		History: deployment.History{Historize: ptr(true)}}
+	read := func(attr ua.AttributeID) any {
+		t.Helper()
+		dv := as.Read(&ua.ReadValueID{NodeID: s.TagNodeID("press1", "Setpoint"), AttributeID: attr}, ua.TimestampsToReturnNeither)
+		if dv.Status != ua.StatusOK {
+			t.Fatalf("attribute %d: %v", attr, dv.Status)
+		}
+		return dv.Value.Value()
+	}
+	if rep := s.Apply(doc(tag)); len(rep.Failed) > 0 {
+		t.Fatal(rep.Failed)
+	}
+	want := byte(ua.AccessLevelTypeCurrentRead | ua.AccessLevelTypeCurrentWrite | ua.AccessLevelTypeHistoryRead)
+	if read(ua.AttributeIDHistorizing) != true || read(ua.AttributeIDAccessLevel) != want || read(ua.AttributeIDUserAccessLevel) != want {
+		t.Fatalf("historized: Historizing %v, AccessLevel %v", read(ua.AttributeIDHistorizing), read(ua.AttributeIDAccessLevel))
+	}
+	tag.History.Historize = ptr(false)
+	if rep := s.Apply(doc(tag)); len(rep.Failed) > 0 || rep.Kept != 1 {
+		t.Fatalf("%+v", rep)
+	}
+	if read(ua.AttributeIDHistorizing) != false || read(ua.AttributeIDAccessLevel) != want&^byte(ua.AccessLevelTypeHistoryRead) {
+		t.Fatalf("no longer historized: Historizing %v, AccessLevel %v", read(ua.AttributeIDHistorizing), read(ua.AttributeIDAccessLevel))
+	}
+}

@@ -275,6 +275,22 @@ func (as *AddressSpace) SetAccessLevel(nodeID *ua.NodeID, accessLevel, userAcces
 	return nil
 }
 
+// SetHistorizing changes the Historizing attribute of variable nodeID:
+// whether its values are being recorded (Part 3 §5.6.2).
+func (as *AddressSpace) SetHistorizing(nodeID *ua.NodeID, on bool) error {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	n := as.lookup(nodeID)
+	switch {
+	case n == nil:
+		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+	case n.class != ua.NodeClassVariable:
+		return fmt.Errorf("%w: %s", ErrNotVariable, nodeID)
+	}
+	n.historizing = on
+	return nil
+}
+
 // SetValueRank changes the ValueRank and ArrayDimensions of variable nodeID.
 func (as *AddressSpace) SetValueRank(nodeID *ua.NodeID, valueRank int32, arrayDimensions []uint32) error {
 	as.mu.Lock()
