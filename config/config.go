@@ -116,6 +116,7 @@ type Config struct {
 	Telemetry  TelemetryConfig
 	Deployment DeploymentConfig
 	Redundancy RedundancyConfig
+	History    HistoryConfig
 }
 
 // RedundancyConfig is the "Redundancy" section: planned failovers and the
@@ -599,6 +600,15 @@ type ConfigDbConfig struct {
 	ConnectionString string
 }
 
+// HistoryConfig is the "History" section: where the node records the
+// values of the tags its deployment historizes (docs/history.md).
+type HistoryConfig struct {
+	// Path is the directory of the node's history store, created when a
+	// deployment first historizes a tag. Default "otopcua-history"
+	// (relative to the working directory).
+	Path string
+}
+
 // LocalDbConfig is the "LocalDb" section: the node's own SQLite file.
 type LocalDbConfig struct {
 	// Path is the SQLite file of this node's local store. Default
@@ -740,6 +750,7 @@ func staticDefaults() *Config {
 		Redundancy: RedundancyConfig{ManualFailoverDrain: 2 * time.Second, PromotionHold: DefaultPromotionHold, FloatingAddress: defaultFloating(), DeviceHealth: DeviceHealthOff, DeviceFailoverAfter: DefaultDeviceFailoverAfter, DeviceFailoverHold: DefaultDeviceFailoverHold},
 		ConfigDb:   ConfigDbConfig{Provider: ProviderSQLite},
 		LocalDb:    LocalDbConfig{Path: "otopcua-local.db", Peers: []string{}},
+		History:    HistoryConfig{Path: "otopcua-history"},
 		Http:       HttpConfig{Port: 8080, Hostname: "0.0.0.0", ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, MaxBodyBytes: 1 << 20},
 		Telemetry:  TelemetryConfig{LogLevel: "info", LogFormat: "json", MetricsEnabled: true},
 	}

@@ -468,6 +468,7 @@ func TestValidationCases(t *testing.T) {
 		{"unknown provider", `{"ConfigDb": {"Provider": "oracle"}}`, nil, "ConfigDb:Provider", "oracle", "accepted values are sqlite, sqlserver, postgres", ""},
 		{"sqlserver without connection string", `{"ConfigDb": {"Provider": "sqlserver"}}`, nil, "ConfigDb:ConnectionString", "", "required for sqlserver", ""},
 		{"empty local db", `{"LocalDb": {"Path": ""}}`, nil, "LocalDb:Path", "", "file paths", ""},
+		{"empty history path", `{"History": {"Path": ""}}`, nil, "History:Path", "", "directory paths", ""},
 		{"empty ClusterId", `{"Node": {"ClusterId": ""}}`, nil, "Node:ClusterId", "", "letters, digits", ""},
 		{"ClusterId with space", `{"Node": {"ClusterId": "site a"}}`, nil, "Node:ClusterId", "site a", "letters, digits", ""},
 		{"static-quorum without size", `{"Cluster": {"SplitBrainResolverStrategy": "static-quorum"}}`, nil, "Cluster:StaticQuorumSize", "0", "required by static-quorum", ""},

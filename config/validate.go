@@ -336,6 +336,9 @@ func (c *Config) validateStores(p *problems) {
 	if strings.TrimSpace(c.LocalDb.Path) == "" {
 		p.add("LocalDb:Path", c.LocalDb.Path, "accepted values are file paths such as otopcua-local.db")
 	}
+	if strings.TrimSpace(c.History.Path) == "" {
+		p.add("History:Path", c.History.Path, "accepted values are directory paths such as otopcua-history")
+	}
 	c.validateReplication(p)
 }
 

@@ -51,6 +51,11 @@ type HostOptions struct {
 	// OnPoll, if set, sees every poll of every device (metrics). It runs
 	// on the device's actor and must not block.
 	OnPoll func(device string, p drivers.Poll)
+	// OnReadings, if set, sees every poll's readings with the definition
+	// they were read by (the process history's recorder): readings[i] is
+	// the value of device.Tags[i]. It runs on the device's actor and must
+	// not block.
+	OnReadings func(device deployment.Device, readings []drivers.Reading)
 	// Degraded is when Devices shows a device whose reads fail as
 	// degraded (drivers.Condition). Default drivers.DefaultDegraded; a
 	// zero field takes its default.
@@ -309,6 +314,9 @@ func (a *deviceActor) poll(ctx actor.Context) {
 		if serr := h.o.Space.SetReading(def.Name, def.Tags[i].Name, r.Value, r.Status, r.SourceTime); serr != nil {
 			h.o.Logger.Debug("dataplane: reading of a tag not in the space", "device", def.Name, "err", serr)
 		}
+	}
+	if h.o.OnReadings != nil {
+		h.o.OnReadings(def, readings)
 	}
 	if h.o.OnPoll != nil {
 		h.o.OnPoll(def.Name, drivers.Poll{Start: start, Duration: now.Sub(start), Readings: readings, Err: err})

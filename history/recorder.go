@@ -97,6 +97,10 @@ type RecorderOptions struct {
 	// full is dropped and counted (Status.Dropped), never waited for.
 	// Default 256.
 	Queue int
+	// FlushEvery is how long the recorder gathers samples before it writes
+	// them in one synced batch: what a crash of the node may lose (the
+	// peer's back-fill brings it back). Default 100 ms.
+	FlushEvery time.Duration
 	// CompactEvery is how often heads are turned into blocks; a head is
 	// compacted when it holds a block's worth of samples or its oldest
 	// sample is older than HeadAge. Defaults 5 s and 10 min.
@@ -139,6 +143,9 @@ func NewRecorder(s *Store, o RecorderOptions) *Recorder {
 	}
 	if o.CompactEvery <= 0 {
 		o.CompactEvery = 5 * time.Second
+	}
+	if o.FlushEvery <= 0 {
+		o.FlushEvery = 100 * time.Millisecond
 	}
 	if o.HeadAge <= 0 {
 		o.HeadAge = 10 * time.Minute
@@ -230,19 +237,32 @@ func (r *Recorder) Run(ctx context.Context) {
 	trim := time.NewTicker(r.o.TrimEvery)
 	defer trim.Stop()
 	var trimFrom string // where the next retention turn starts
+	var pending []Record
+	var flush <-chan time.Time // set while samples are pending
 	for {
 		select {
 		case <-ctx.Done():
 			for {
 				select {
 				case b := <-r.q:
-					r.write(b)
+					pending = append(pending, b...)
 				default:
+					r.write(pending)
 					return
 				}
 			}
 		case b := <-r.q:
-			r.write(b)
+			if len(pending) == 0 {
+				flush = time.After(r.o.FlushEvery)
+			}
+			pending = append(pending, b...)
+			if len(pending) >= maxFlush {
+				r.write(pending)
+				pending, flush = nil, nil
+			}
+		case <-flush:
+			r.write(pending)
+			pending, flush = nil, nil
 		case <-compact.C:
 			r.compact(ctx)
 		case <-trim.C:
@@ -251,16 +271,13 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// write appends one batch, with what else is queued (up to 64 batches).
+// maxFlush bounds the samples of one synced batch.
+const maxFlush = 1 << 16
+
+// write appends the gathered samples in one synced batch.
 func (r *Recorder) write(b []Record) {
-	for range 64 {
-		select {
-		case more := <-r.q:
-			b = append(b, more...)
-			continue
-		default:
-		}
-		break
+	if len(b) == 0 {
+		return
 	}
 	if err := r.s.Append(b); err != nil {
 		r.dropped.Add(uint64(len(b)))
@@ -351,8 +368,20 @@ func number(v any) (float64, bool) {
 // uaEpochTicks is 1970-01-01 in OPC UA ticks (100 ns since 1601-01-01).
 const uaEpochTicks = 116444736000000000
 
-// Ticks is t as OPC UA DateTime ticks.
-func Ticks(t time.Time) int64 { return t.UnixNano()/100 + uaEpochTicks }
+// uaEpochSeconds is 1970-01-01 in seconds since 1601-01-01.
+const uaEpochSeconds = uaEpochTicks / 10_000_000
+
+// Ticks is t as OPC UA DateTime ticks; every time from 1601 to 9999 (the
+// range of an OPC UA DateTime) converts exactly to 100 ns.
+func Ticks(t time.Time) int64 {
+	return (t.Unix()+uaEpochSeconds)*10_000_000 + int64(t.Nanosecond()/100)
+}
 
 // TimeOf is the time of OPC UA ticks.
-func TimeOf(ticks int64) time.Time { return time.Unix(0, (ticks-uaEpochTicks)*100).UTC() }
+func TimeOf(ticks int64) time.Time {
+	sec, rest := ticks/10_000_000, ticks%10_000_000
+	if rest < 0 {
+		sec, rest = sec-1, rest+10_000_000
+	}
+	return time.Unix(sec-uaEpochSeconds, rest*100).UTC()
+}

@@ -161,7 +161,12 @@ func TestTicks(t *testing.T) {
 	if got := TimeOf(Ticks(at)); !got.Equal(at) {
 		t.Fatalf("%v", got)
 	}
-	if Ticks(time.Unix(0, 0)) != uaEpochTicks {
-		t.Fatal("epoch")
+	if Ticks(time.Unix(0, 0)) != uaEpochTicks || Ticks(time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)) != 0 {
+		t.Fatal("epochs")
+	}
+	for _, at := range []time.Time{time.Date(1601, 1, 1, 0, 0, 0, 100, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999900, time.UTC), time.Date(1500, 6, 1, 0, 0, 0, 0, time.UTC)} {
+		if got := TimeOf(Ticks(at)); !got.Equal(at) {
+			t.Fatalf("%v: %v", at, got)
+		}
 	}
 }

@@ -170,9 +170,10 @@ func (s *Store) load() error {
 }
 
 // Append records recs. A tag seen for the first time is named in the
-// same batch. It returns once the batch is in the LSM store's write-ahead
-// log (not synced: a crash loses at most the last batches, never more,
-// and the peer's back-fill brings them back).
+// same batch. It returns once the batch is synced to the LSM store's
+// write-ahead log: what Append returned for survives a crash of the
+// process or the machine. Each call is a disk sync: the recorder gathers a
+// flush interval's samples into one call.
 func (s *Store) Append(recs []Record) error {
 	s.open.RLock()
 	defer s.open.RUnlock()
@@ -209,7 +210,7 @@ func (s *Store) Append(recs []Record) error {
 		}
 		grown = append(grown, added{s.tags[id], r.At})
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := b.Commit(pebble.Sync); err != nil {
 		for _, n := range named { // not stored: forget the names given
 			delete(s.tags, s.ids[n])
 			delete(s.ids, n)
@@ -421,6 +422,51 @@ func (s *Store) Trim(tag string, before int64) error {
 		})
 	}
 	return err
+}
+
+// Extent returns the times of tag's first and last samples; false when
+// the store holds none.
+func (s *Store) Extent(tag string) (first, last int64, ok bool, err error) {
+	s.open.RLock()
+	defer s.open.RUnlock()
+	if s.closed {
+		return 0, 0, false, ErrClosed
+	}
+	s.mu.Lock()
+	id, known := s.ids[tag]
+	s.mu.Unlock()
+	if !known {
+		return 0, 0, false, nil
+	}
+	for _, kind := range []byte{kindBlock, kindHead} {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: timeKey(kind, id, math.MinInt64), UpperBound: timeKey(kind, id+1, math.MinInt64)})
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if it.First() {
+			t := unflip(binary.BigEndian.Uint64(it.Key()[5:13]))
+			if !ok || t < first {
+				first = t
+			}
+			it.Last()
+			t = unflip(binary.BigEndian.Uint64(it.Key()[5:13]))
+			if kind == kindBlock {
+				if len(it.Value()) < 8 {
+					_ = it.Close()
+					return 0, 0, false, fmt.Errorf("history: block %x: damaged", it.Key())
+				}
+				t = unflip(binary.BigEndian.Uint64(it.Value()))
+			}
+			if !ok || t > last {
+				last = t
+			}
+			ok = true
+		}
+		if err := it.Close(); err != nil {
+			return 0, 0, false, err
+		}
+	}
+	return first, last, ok, nil
 }
 
 // Tags lists the tags the store names, sorted.

@@ -249,3 +249,30 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "samples/s")
 }
+
+func TestExtent(t *testing.T) {
+	s := open(t, t.TempDir(), 3)
+	defer s.Close()
+	if _, _, ok, err := s.Extent("t"); ok || err != nil {
+		t.Fatalf("empty: %v %v", ok, err)
+	}
+	if err := s.Append(recs("t", 5, 7, func(i int) float64 { return 1 })); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		first, last, ok, err := s.Extent("t")
+		if !ok || err != nil || first != 5*sec || last != 11*sec {
+			t.Fatalf("%s: %d %d %v %v", when, first/sec, last/sec, ok, err)
+		}
+	}
+	check("head only")
+	if err := s.Compact("t", false); err != nil {
+		t.Fatal(err)
+	}
+	check("blocks and head")
+	if err := s.Compact("t", true); err != nil {
+		t.Fatal(err)
+	}
+	check("blocks only")
+}

@@ -39,6 +39,7 @@ type dataPlane struct {
 	cache    *localdb.DB // nil when the LocalDb could not be opened
 	alarms   *alarmPlane
 	repl     *replication.Replicator // nil unless LocalDb replication is on
+	hist     *historyPlane
 	parts    *parts
 }
 
@@ -98,6 +99,7 @@ func (w *dataPlaneWiring) partList() []part {
 	return []part{
 		{name: "write router", start: w.newWrites},
 		{name: "data plane metrics", start: w.newMetrics},
+		{name: "history", start: w.newHistory},
 		{name: "driver host", start: w.startHost},
 		{name: "LocalDb", start: w.openLocalDb, under: "driver host"},
 		{name: "LocalDb replication", start: w.startReplication},
@@ -143,8 +145,17 @@ func (w *dataPlaneWiring) newMetrics() (func() error, error) {
 	return nil, err
 }
 
+// newHistory prepares the process history; its store opens with the
+// first deployment that historizes a tag, and closes after the driver host
+// stops.
+func (w *dataPlaneWiring) newHistory() (func() error, error) {
+	w.dp.hist = newHistoryPlane(w.cfg, w.srv, w.dp.space, w.log)
+	return w.dp.hist.stop, nil
+}
+
 func (w *dataPlaneWiring) startHost() (func() error, error) {
-	host, err := dataplane.StartHost(dataplane.HostOptions{Root: w.tree.Root(), Parent: w.tree, Space: w.dp.space, Writes: w.writes, OnPoll: w.dm.OnPoll, Logger: w.log})
+	host, err := dataplane.StartHost(dataplane.HostOptions{Root: w.tree.Root(), Parent: w.tree, Space: w.dp.space, Writes: w.writes,
+		OnPoll: w.dm.OnPoll, OnReadings: w.dp.hist.offer, Logger: w.log})
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +221,9 @@ func (w *dataPlaneWiring) newFollower() (func() error, error) {
 // follow the tags, after the devices, whatever part of them applied.
 func (w *dataPlaneWiring) apply(doc *deployment.Document) error {
 	_, err := w.dp.host.Apply(doc)
+	if herr := w.dp.hist.apply(doc); herr != nil {
+		w.log.Error("history of the deployment not recorded", "err", herr)
+	}
 	if aerr := w.dp.alarms.engine.Apply(doc); aerr != nil {
 		w.log.Error("alarms of the deployment not applied", "err", aerr)
 	}

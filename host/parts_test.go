@@ -197,11 +197,12 @@ func TestRunPartsOrder(t *testing.T) {
 }
 
 // TestDataPlanePartsOrder: the follower stops first (its notice
-// subscription with it), the LocalDb after the driver host.
+// subscription with it), the LocalDb after the driver host, the history
+// after the driver host (no poll offers samples to a closed store).
 func TestDataPlanePartsOrder(t *testing.T) {
 	_, stops := stopOrder((&dataPlaneWiring{}).partList())
 	want := []string{"deployments notice", "deployment follower", "alarms", "LocalDb replication", "driver host", "LocalDb",
-		"data plane metrics", "write router"}
+		"history", "data plane metrics", "write router"}
 	if !slices.Equal(stops, want) {
 		t.Fatalf("stop order %q, want %q", stops, want)
 	}

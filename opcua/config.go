@@ -139,6 +139,13 @@ type Config struct {
 	// most, whatever the client asks; the rest comes with a continuation
 	// point (HistoryServerCapabilities.MaxReturnEventValues). Default: 1000.
 	MaxHistoryEventsPerNode int
+	// MaxNodesPerHistoryReadData: NodesToRead of one HistoryRead of
+	// values (OperationLimits.MaxNodesPerHistoryReadData). Default: 100.
+	MaxNodesPerHistoryReadData int
+	// MaxHistoryValuesPerNode: values (or processed intervals) of one
+	// node's HistoryRead result at most; the rest comes with a continuation
+	// point (HistoryServerCapabilities.MaxReturnDataValues). Default: 10000.
+	MaxHistoryValuesPerNode int
 	// MaxHistoryContinuationPoints: HistoryRead continuation points per
 	// session; a new one beyond it releases the oldest
 	// (ServerCapabilities.MaxHistoryContinuationPoints). Default: 10.
@@ -256,6 +263,8 @@ func (c Config) withDefaults() (Config, error) {
 	defInt(&c.MaxNodesPerMethodCall, uaserver.DefaultMaxNodesPerMethodCall)
 	defInt(&c.MaxNodesPerHistoryReadEvents, uaserver.DefaultMaxNodesPerHistoryReadEvents)
 	defInt(&c.MaxHistoryEventsPerNode, uaserver.DefaultMaxHistoryEventsPerNode)
+	defInt(&c.MaxNodesPerHistoryReadData, uaserver.DefaultMaxNodesPerHistoryReadData)
+	defInt(&c.MaxHistoryValuesPerNode, uaserver.DefaultMaxHistoryValuesPerNode)
 	defInt(&c.MaxHistoryContinuationPoints, uaserver.DefaultMaxHistoryContinuationPoints)
 	c.Subscriptions = c.Subscriptions.Resolved()
 	if c.MaxHistoryContinuationPoints > 65535 {
@@ -323,6 +332,8 @@ func (c Config) uaserverConfig() uaserver.Config {
 		MaxNodesPerMethodCall:        c.MaxNodesPerMethodCall,
 		MaxNodesPerHistoryReadEvents: c.MaxNodesPerHistoryReadEvents,
 		MaxHistoryEventsPerNode:      c.MaxHistoryEventsPerNode,
+		MaxNodesPerHistoryReadData:   c.MaxNodesPerHistoryReadData,
+		MaxHistoryValuesPerNode:      c.MaxHistoryValuesPerNode,
 		MaxHistoryContinuationPoints: c.MaxHistoryContinuationPoints,
 		Clock:                        c.Clock,
 		Logger:                       c.Logger,

@@ -68,3 +68,37 @@ func (s *Server) SetEventHistory(h EventHistory) error {
 	}
 	return s.setAll(map[uint32]any{id.HistoryServerCapabilities_AccessHistoryEventsCapability: h != nil})
 }
+
+// ValueHistory is the archive of past tag values HistoryRead reads; see
+// uaserver.ValueHistory for its contract.
+type ValueHistory = uaserver.ValueHistory
+
+// HistorizedNode and HistoryValue are ValueHistory's types.
+type (
+	HistorizedNode = uaserver.HistorizedNode
+	HistoryValue   = uaserver.HistoryValue
+)
+
+// SetValueHistory makes HistoryRead of values (raw, at time, processed)
+// read h, and publishes what the server offers:
+// HistoryServerCapabilities.AccessHistoryDataCapability,
+// MaxReturnDataValues, and each supported aggregate (aggregates, the
+// standard AggregateFunction objects) organised under
+// HistoryServerCapabilities.AggregateFunctions and
+// ServerCapabilities.AggregateFunctions. nil removes the provider and
+// clears AccessHistoryDataCapability. Which Variables are historized is
+// their Historizing attribute and the HistoryRead bit of their
+// AccessLevel (set by whoever builds them).
+func (s *Server) SetValueHistory(h ValueHistory, aggregates []*ua.NodeID) error {
+	s.ua.SetValueHistory(h)
+	if h != nil {
+		for _, folder := range []uint32{id.HistoryServerCapabilities_AggregateFunctions, id.Server_ServerCapabilities_AggregateFunctions} {
+			for _, a := range aggregates {
+				if err := s.space.AddReference(nsid(folder), nsid(id.Organizes), a); err != nil {
+					return fmt.Errorf("opcua: SetValueHistory: aggregate %s: %w", a, err)
+				}
+			}
+		}
+	}
+	return s.setAll(map[uint32]any{id.HistoryServerCapabilities_AccessHistoryDataCapability: h != nil})
+}

@@ -193,6 +193,9 @@ func (s *Server) capabilities() map[uint32]any {
 		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadEvents:             uint32(c.MaxNodesPerHistoryReadEvents),
 		id.HistoryServerCapabilities_AccessHistoryEventsCapability:                            false,
 		id.HistoryServerCapabilities_MaxReturnEventValues:                                     uint32(c.MaxHistoryEventsPerNode),
+		id.Server_ServerCapabilities_OperationLimits_MaxNodesPerHistoryReadData:               uint32(c.MaxNodesPerHistoryReadData),
+		id.HistoryServerCapabilities_AccessHistoryDataCapability:                              false,
+		id.HistoryServerCapabilities_MaxReturnDataValues:                                      uint32(c.MaxHistoryValuesPerNode),
 	}
 	return caps
 }

@@ -1,0 +1,173 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gopcua/opcua/id"
+	"github.com/gopcua/opcua/ua"
+
+	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/dataplane"
+	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/history"
+	"github.com/otopcua/otopcua/history/aggregate"
+	"github.com/otopcua/otopcua/opcua"
+)
+
+// historyPlane is the node's process history (docs/history.md): the store
+// in History:Path, opened when a deployment first historizes a tag (a
+// node that records nothing holds no store), the recorder fed by every
+// poll, and the archive behind HistoryRead of values.
+type historyPlane struct {
+	cfg   *config.Config
+	srv   *opcua.Server
+	space *dataplane.Space
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	store  *history.Store    // nil until a deployment historizes a tag; mu must be held
+	rec    *history.Recorder // with store
+	tags   map[string]deployment.Tag // "device/tag" → its definition, of the tags recorded now; mu must be held
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newHistoryPlane(cfg *config.Config, srv *opcua.Server, space *dataplane.Space, log *slog.Logger) *historyPlane {
+	return &historyPlane{cfg: cfg, srv: srv, space: space, log: log.With("component", "history"), tags: map[string]deployment.Tag{}}
+}
+
+// apply takes a deployment: the tags it historizes are recorded from now
+// on (the store opened on the first), the others no longer.
+func (h *historyPlane) apply(doc *deployment.Document) error {
+	pol := history.Policies(doc)
+	tags := map[string]deployment.Tag{}
+	for _, d := range doc.Devices {
+		for _, t := range d.Tags {
+			if _, ok := pol[d.Name][t.Name]; ok {
+				tags[d.Name+"/"+t.Name] = t
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil && len(tags) == 0 {
+		return nil
+	}
+	if h.store == nil {
+		s, err := history.Open(history.StoreOptions{Dir: h.cfg.History.Path, Logger: h.log})
+		if err != nil {
+			return fmt.Errorf("history store (History:Path %s): %w", h.cfg.History.Path, err)
+		}
+		h.store, h.rec = s, history.NewRecorder(s, history.RecorderOptions{Logger: h.log})
+		ctx, cancel := context.WithCancel(context.Background())
+		h.cancel, h.done = cancel, make(chan struct{})
+		go func() { defer close(h.done); h.rec.Run(ctx) }()
+		kinds := aggregate.Kinds()
+		aggs := make([]*ua.NodeID, len(kinds))
+		for i, k := range kinds {
+			aggs[i] = k.NodeID()
+		}
+		if err := h.srv.SetValueHistory(archive{h}, aggs); err != nil {
+			return err
+		}
+		h.log.Info("history store opened", "path", h.cfg.History.Path, "tags", len(tags))
+	}
+	h.tags = tags
+	h.rec.Apply(doc)
+	return nil
+}
+
+// offer hands one poll's readings to the recorder (the driver host's
+// OnReadings: it runs on the device's actor and never blocks).
+func (h *historyPlane) offer(dev deployment.Device, readings []drivers.Reading) {
+	h.mu.Lock()
+	rec := h.rec
+	h.mu.Unlock()
+	if rec == nil {
+		return
+	}
+	rs := make([]history.Reading, 0, len(readings))
+	for i, r := range readings {
+		if i >= len(dev.Tags) {
+			break
+		}
+		rs = append(rs, history.Reading{Tag: dev.Tags[i].Name, Value: r.Value, Status: uint32(r.Status), At: r.SourceTime})
+	}
+	rec.Offer(dev.Name, rs)
+}
+
+// stop ends the recorder (writing what it holds) and closes the store.
+func (h *historyPlane) stop() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.store == nil {
+		return nil
+	}
+	_ = h.srv.SetValueHistory(nil, nil)
+	h.cancel()
+	<-h.done
+	err := h.store.Close()
+	h.store, h.rec = nil, nil
+	return err
+}
+
+// archive is the store as HistoryRead reads it.
+type archive struct{ h *historyPlane }
+
+// tagOf is the "device/tag" of a tag's Variable, and its definition when
+// the tag is recorded now.
+func (a archive) tagOf(n *ua.NodeID) (string, deployment.Tag, bool) {
+	if n == nil || n.Namespace() != a.h.space.Namespace() || n.Type() != ua.NodeIDTypeString {
+		return "", deployment.Tag{}, false
+	}
+	key := n.StringID()
+	if !strings.Contains(key, "/") {
+		return "", deployment.Tag{}, false
+	}
+	a.h.mu.Lock()
+	t, ok := a.h.tags[key]
+	a.h.mu.Unlock()
+	return key, t, ok
+}
+
+func (a archive) Historized(n *ua.NodeID) (opcua.HistorizedNode, bool) {
+	key, t, ok := a.tagOf(n)
+	if !ok {
+		return opcua.HistorizedNode{}, false
+	}
+	a.h.mu.Lock()
+	s := a.h.store
+	a.h.mu.Unlock()
+	info := opcua.HistorizedNode{DataType: dataplane.DataType(t), Stepped: dataplane.DataType(t) == id.Boolean}
+	if s == nil {
+		return info, false
+	}
+	if first, _, ok, err := s.Extent(key); ok && err == nil {
+		// Recorded now: complete up to this moment (an unchanged value is
+		// not written again).
+		info.Start, info.End = history.TimeOf(first), time.Now()
+	}
+	return info, true
+}
+
+func (a archive) ReadValues(ctx context.Context, n *ua.NodeID, from, to time.Time, fn func(opcua.HistoryValue) bool) error {
+	key, _, ok := a.tagOf(n)
+	a.h.mu.Lock()
+	s := a.h.store
+	a.h.mu.Unlock()
+	if !ok || s == nil {
+		return ua.StatusBadHistoryOperationUnsupported
+	}
+	return s.Read(key, history.Ticks(from), history.Ticks(to), func(x history.Sample) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		return fn(opcua.HistoryValue{At: history.TimeOf(x.At), Value: x.Value, Status: ua.StatusCode(x.Status)})
+	})
+}
