@@ -31,8 +31,8 @@ type historyPlane struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	store  *history.Store    // nil until a deployment historizes a tag; mu must be held
-	rec    *history.Recorder // with store
+	store  *history.Store            // nil until a deployment historizes a tag; mu must be held
+	rec    *history.Recorder         // with store
 	tags   map[string]deployment.Tag // "device/tag" → its definition, of the tags recorded now; mu must be held
 	cancel context.CancelFunc
 	done   chan struct{}
