@@ -469,6 +469,17 @@ func (s *Store) Extent(tag string) (first, last int64, ok bool, err error) {
 	return first, last, ok, nil
 }
 
+// Size is the store's size on disk, in bytes (0 once closed).
+func (s *Store) Size() int64 {
+	s.open.RLock()
+	defer s.open.RUnlock()
+	if s.closed {
+		return 0
+	}
+	m := s.db.Metrics()
+	return int64(m.DiskSpaceUsage())
+}
+
 // Tags lists the tags the store names, sorted.
 func (s *Store) Tags() []string {
 	s.mu.Lock()

@@ -149,7 +149,7 @@ func (w *dataPlaneWiring) newMetrics() (func() error, error) {
 // first deployment that historizes a tag, and closes after the driver host
 // stops.
 func (w *dataPlaneWiring) newHistory() (func() error, error) {
-	w.dp.hist = newHistoryPlane(w.cfg, w.srv, w.dp.space, w.log)
+	w.dp.hist = newHistoryPlane(w.cfg, w.srv, w.dp.space, w.metrics.Meter(), w.log)
 	return w.dp.hist.stop, nil
 }
 

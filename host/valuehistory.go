@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/otopcua/otopcua/config"
 	"github.com/otopcua/otopcua/dataplane"
@@ -28,6 +29,7 @@ type historyPlane struct {
 	cfg   *config.Config
 	srv   *opcua.Server
 	space *dataplane.Space
+	meter metric.Meter
 	log   *slog.Logger
 
 	mu     sync.Mutex
@@ -36,10 +38,11 @@ type historyPlane struct {
 	tags   map[string]deployment.Tag // "device/tag" → its definition, of the tags recorded now; mu must be held
 	cancel context.CancelFunc
 	done   chan struct{}
+	reg    metric.Registration // the store's metrics; with store
 }
 
-func newHistoryPlane(cfg *config.Config, srv *opcua.Server, space *dataplane.Space, log *slog.Logger) *historyPlane {
-	return &historyPlane{cfg: cfg, srv: srv, space: space, log: log.With("component", "history"), tags: map[string]deployment.Tag{}}
+func newHistoryPlane(cfg *config.Config, srv *opcua.Server, space *dataplane.Space, meter metric.Meter, log *slog.Logger) *historyPlane {
+	return &historyPlane{cfg: cfg, srv: srv, space: space, meter: meter, log: log.With("component", "history"), tags: map[string]deployment.Tag{}}
 }
 
 // apply takes a deployment: the tags it historizes are recorded from now
@@ -68,6 +71,11 @@ func (h *historyPlane) apply(doc *deployment.Document) error {
 		ctx, cancel := context.WithCancel(context.Background())
 		h.cancel, h.done = cancel, make(chan struct{})
 		go func() { defer close(h.done); h.rec.Run(ctx) }()
+		reg, err := history.RegisterMetrics(h.meter, h.rec)
+		if err != nil {
+			return err
+		}
+		h.reg = reg
 		kinds := aggregate.Kinds()
 		aggs := make([]*ua.NodeID, len(kinds))
 		for i, k := range kinds {
@@ -110,6 +118,7 @@ func (h *historyPlane) stop() error {
 		return nil
 	}
 	_ = h.srv.SetValueHistory(nil, nil)
+	_ = h.reg.Unregister()
 	h.cancel()
 	<-h.done
 	err := h.store.Close()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -164,6 +165,21 @@ func TestHistoryOfARealDevice(t *testing.T) {
 	if missed > len(vs)/10 {
 		t.Fatalf("%d of %d counter values missing from the history", missed, len(vs))
 	}
+	procs.CheckFor(t, 10*time.Second, 200*time.Millisecond, func() error {
+		body, err := n.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"otopcua_history_tags 1", "otopcua_history_samples_dropped_total 0", "otopcua_history_samples_recorded_total "} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("no %q in /metrics", want)
+			}
+		}
+		if strings.Contains(body, "otopcua_history_samples_recorded_total 0\n") || !strings.Contains(body, "otopcua_history_store_bytes ") {
+			return fmt.Errorf("history metrics: %s", grep(body, "otopcua_history"))
+		}
+		return nil
+	})
 	if _, st := c.history(setpoint, t0, time.Now()); st != ua.StatusBadHistoryOperationUnsupported {
 		t.Fatalf("a tag not historized: %v", st)
 	}
@@ -209,4 +225,15 @@ func TestHistoryOfARealDevice(t *testing.T) {
 		}
 	}
 	counters(t, after)
+}
+
+// grep is the lines of body that contain sub.
+func grep(body, sub string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -1,0 +1,41 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Instrument names (Prometheus shows '.' as '_' and counters with _total).
+const (
+	RecordedMetric = "otopcua.history.samples.recorded"
+	DroppedMetric  = "otopcua.history.samples.dropped"
+	TagsMetric     = "otopcua.history.tags"
+	StoreMetric    = "otopcua.history.store.bytes"
+)
+
+// RegisterMetrics observes r and its store on meter: samples recorded and
+// dropped, the tags recorded now and the store's size on disk.
+func RegisterMetrics(meter metric.Meter, r *Recorder) (metric.Registration, error) {
+	rec, e1 := meter.Int64ObservableCounter(RecordedMetric, metric.WithUnit("{sample}"),
+		metric.WithDescription("Samples the process history recorded (after each tag's deadband)."))
+	drop, e2 := meter.Int64ObservableCounter(DroppedMetric, metric.WithUnit("{sample}"),
+		metric.WithDescription("Samples the process history dropped because its store did not keep up or failed."))
+	tags, e3 := meter.Int64ObservableGauge(TagsMetric, metric.WithUnit("{tag}"),
+		metric.WithDescription("Tags the process history records under the current deployment."))
+	size, e4 := meter.Int64ObservableGauge(StoreMetric, metric.WithUnit("By"),
+		metric.WithDescription("Size of the process history store on disk."))
+	if err := errors.Join(e1, e2, e3, e4); err != nil {
+		return nil, fmt.Errorf("history: metrics: %w", err)
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := r.Status()
+		o.ObserveInt64(rec, int64(st.Recorded))
+		o.ObserveInt64(drop, int64(st.Dropped))
+		o.ObserveInt64(tags, int64(st.Tags))
+		o.ObserveInt64(size, r.s.Size())
+		return nil
+	}, rec, drop, tags, size)
+}
