@@ -1,0 +1,2 @@
+// Package upgrade is the rolling-upgrade test (placeholder doc, rewritten below).
+package upgrade
