@@ -139,6 +139,13 @@ func (s *scada) close() {
 	s.wg.Wait()
 }
 
+// valueCount is how many Good counter values the client has received.
+func (s *scada) valueCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.values)
+}
+
 // eventCount is how many events the client has reported.
 func (s *scada) eventCount() int {
 	s.mu.Lock()

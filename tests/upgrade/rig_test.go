@@ -72,6 +72,7 @@ type rig struct {
 	tags           tagIDs
 	scada          *scada
 	toggles        *toggler
+	excuse         *excuse // the counter gap the previous release is known for, if any
 }
 
 // tagIDs are the deployment's OPC UA NodeIds.
