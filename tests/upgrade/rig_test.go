@@ -73,6 +73,7 @@ type rig struct {
 	scada          *scada
 	toggles        *toggler
 	excuse         *excuse // the counter gap the previous release is known for, if any
+	forwarded      int     // writes made through the Secondary so far
 }
 
 // tagIDs are the deployment's OPC UA NodeIds.

@@ -245,9 +245,6 @@ func (r *rig) checkWire(label, primary string) {
 	r.t.Logf("%s: gossip, pub/sub, mirrored sessions, LocalDb replication and forwarded writes work both ways (%v)", label, time.Since(start).Round(time.Millisecond))
 }
 
-// forwarded counts the writes made through the Secondary.
-var forwarded int
-
 // forwardedWrite writes the setpoint through the Secondary, over a
 // session of its own: the Secondary forwards it to the Primary, which
 // writes the device and answers through the Secondary. It must be Good,
@@ -255,8 +252,8 @@ var forwarded int
 func (r *rig) forwardedWrite(label, primary string) {
 	r.t.Helper()
 	secondary := other(primary)
-	forwarded++
-	v := int16(20000 + forwarded)
+	r.forwarded++
+	v := int16(20000 + r.forwarded)
 	s := procs.NewSession(r.nodes[secondary].Endpoint())
 	defer s.Close()
 	var status error
