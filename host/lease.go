@@ -268,13 +268,15 @@ func (k *leaseKeeper) observe() keeper.Observation {
 	st := k.d.Snapshot()
 	obs := keeper.Observation{Primary: k.view.Role() == redundancy.RolePrimary}
 	for _, m := range st.Gossip.Members {
-		driver := m.ClusterID == k.cluster && m.HasRole(config.RoleDriver) && m.Status == membership.Up
+		ours := m.ClusterID == k.cluster && m.HasRole(config.RoleDriver)
+		driver := ours && m.Status == membership.Up
 		if m.Address == st.Self {
 			obs.Self = driver
 			continue
 		}
-		p := keeper.Peer{ID: m.Address.String(), Member: driver}
-		if driver {
+		leaving := ours && (m.Status == membership.Leaving || m.Status == membership.Exiting)
+		p := keeper.Peer{ID: m.Address.String(), Member: driver, Leaving: leaving}
+		if driver || leaving {
 			p.Reachable = st.Gossip.Reachability.StatusFrom(st.Self, m.Address) == membership.Reachable
 			p.LastHeard, p.Heard = k.d.LastHeard(m.Address)
 		}

@@ -18,6 +18,10 @@ const (
 	// CauseTLS: the peer accepts TCP but refused this node's TLS handshake
 	// (another CA, or a certificate not naming Cluster:PublicHostname).
 	CauseTLS
+	// CauseIncompatibleProtocol: the peer's cluster protocol generation and
+	// this node's do not work together (two releases that cannot run side
+	// by side; docs/releases.md).
+	CauseIncompatibleProtocol
 )
 
 func (c Cause) String() string {
@@ -28,6 +32,8 @@ func (c Cause) String() string {
 		return "this node has no Cluster:Secret and the peer has one"
 	case CauseTLS:
 		return "TLS handshake refused: check Cluster:Tls"
+	case CauseIncompatibleProtocol:
+		return "incompatible cluster protocol generation: see docs/releases.md"
 	}
 	return fmt.Sprintf("Cause(%d)", c)
 }

@@ -189,7 +189,7 @@ func (a *daemonActor) onInbound(pm proto.Message) {
 		a.log.Debug("cluster message dropped: for another incarnation", "type", fmt.Sprintf("%T", msg),
 			"from", h.From.String(), "to", h.To.String())
 		return
-	case !a.admit(pm, h):
+	case !a.admitProtocol(pm, h.From), !a.admit(pm, h):
 		return
 	}
 	switch msg.(type) {
@@ -285,6 +285,7 @@ func (a *daemonActor) send(msg node.Message) {
 		a.log.Error("cluster: the core asked to send a local message; dropped", "err", err)
 		return
 	}
+	wire.Stamp(w, a.d.opts.Protocol)
 	a.prove(w)
 	to := msg.Route().To.Address()
 	if to == a.self().Address() {

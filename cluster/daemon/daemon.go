@@ -17,6 +17,7 @@ import (
 	"github.com/otopcua/otopcua/cluster/downing"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/node"
+	"github.com/otopcua/otopcua/cluster/wire"
 )
 
 // Defaults of Options.
@@ -77,6 +78,13 @@ type Options struct {
 	// reports Done, so that the last gossip and exit confirmations leave
 	// the send queues. Default 500 ms; negative means none.
 	Linger time.Duration
+	// Protocol is what this node says of the cluster protocol in every
+	// join handshake message it sends, and what it checks a peer's
+	// against (wire.Generations.Accepts): a handshake message from a node
+	// it does not work with is refused, logged with both generations, and
+	// answered with a JoinRefused naming this node's. Default
+	// wire.Current; tests set another to play a node of another release.
+	Protocol wire.Generations
 }
 
 func (o *Options) defaults() error {
@@ -88,6 +96,12 @@ func (o *Options) defaults() error {
 	}
 	if err := o.Node.Validate(); err != nil {
 		return err
+	}
+	if o.Protocol == (wire.Generations{}) {
+		o.Protocol = wire.Current
+	}
+	if o.Protocol.Oldest == 0 || o.Protocol.Oldest > o.Protocol.Speaks {
+		return fmt.Errorf("daemon: Options.Protocol %v: the oldest generation must be 1 to the generation spoken", o.Protocol)
 	}
 	if o.Transport == nil {
 		o.Transport = NewRemoteTransport(o.System, nil)
@@ -149,12 +163,15 @@ type Stats struct {
 	// InitJoinNack, Join, Welcome) without the proof of this node's
 	// Cluster:Secret.
 	RefusedJoin uint64
+	// RefusedProtocol: a join handshake message from a node whose
+	// protocol generation this node does not work with (Options.Protocol).
+	RefusedProtocol uint64
 	// Transport is the transport's own count.
 	Transport TransportStats
 }
 
 type counters struct {
-	received, invalid, wrongIncarnation, misaddressed, quarantined, unknownSender, refusedJoin atomic.Uint64
+	received, invalid, wrongIncarnation, misaddressed, quarantined, unknownSender, refusedJoin, refusedProtocol atomic.Uint64
 }
 
 // Daemon runs one node's membership: a protoactor actor named Name that
@@ -336,7 +353,7 @@ func (d *Daemon) Stats() Stats {
 	return Stats{
 		Received: c.received.Load(), Invalid: c.invalid.Load(), WrongIncarnation: c.wrongIncarnation.Load(),
 		Misaddressed: c.misaddressed.Load(), Quarantined: c.quarantined.Load(), UnknownSender: c.unknownSender.Load(),
-		RefusedJoin: c.refusedJoin.Load(), Transport: d.opts.Transport.Stats(),
+		RefusedJoin: c.refusedJoin.Load(), RefusedProtocol: c.refusedProtocol.Load(), Transport: d.opts.Transport.Stats(),
 	}
 }
 

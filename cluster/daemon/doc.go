@@ -12,6 +12,13 @@
 //     successor at the same address), sent by a removed incarnation
 //     (quarantine: protoactor's own block list is not enforced), or a
 //     Leave/Down from a node that is not a member;
+//   - a join handshake message from a node whose cluster protocol
+//     generation this node does not work with (Options.Protocol,
+//     wire.Generations) is refused: one log line naming both generations
+//     and docs/releases.md, a JoinRefused back so that the sender logs why,
+//     and the refusal stepped into the core, which then never forms a
+//     cluster of its own; every handshake message sent carries
+//     Options.Protocol;
 //   - Send goes through a Transport: RemoteTransport hands messages to
 //     protoactor's remote, the PID host:port/Name, behind a dial gate — a
 //     peer that is dead or never reached gets a plain TCP connect first, so

@@ -105,7 +105,36 @@ func (a *daemonActor) refuseJoin(pm proto.Message, from m.UniqueAddress, err err
 		a.log.Warn(LogRefusedJoin+" "+from.NodeID()+": "+cause, "from", from.NodeID(), "uid", uidText(from),
 			"type", string(pm.ProtoReflect().Descriptor().Name()), "hint", "every node of the cluster needs the same Cluster:Secret")
 	}
-	a.d.opts.Transport.Send(from.Address(), wire.NewJoinRefused(a.self(), from, reason))
+	a.d.opts.Transport.Send(from.Address(), wire.NewJoinRefused(a.self(), from, reason, a.d.opts.Protocol))
+}
+
+// releaseNotes is where an operator reads which releases run side by side.
+const releaseNotes = "docs/releases.md (Compatibility)"
+
+// admitProtocol checks what the sender of a received join handshake
+// message says of the cluster protocol (wire.Generations.Accepts; other
+// messages pass). A node this one does not work with is refused: the
+// refusal is logged with both generations (rate limited), answered with a
+// JoinRefused naming this node's generations, and stepped into the core
+// as a refusal by that node, so that a node still looking for its cluster
+// never forms one of its own beside a cluster it cannot join (a member
+// ignores it). It reports whether the message may go on.
+func (a *daemonActor) admitProtocol(pm proto.Message, from m.UniqueAddress) bool {
+	peer, ok := wire.HandshakeGenerations(pm)
+	own := a.d.opts.Protocol
+	if !ok || own.Accepts(peer) {
+		return true
+	}
+	a.d.stats.refusedProtocol.Add(1)
+	cause := fmt.Sprintf("it speaks cluster protocol %v and this node %v", peer, own)
+	if due(a.auth.refused, from.Address(), cause, a.now()) {
+		a.log.Warn(LogRefusedJoin+" "+from.NodeID()+": "+cause+"; the two releases cannot run side by side in one cluster, see "+releaseNotes,
+			"from", from.NodeID(), "uid", uidText(from), "type", string(pm.ProtoReflect().Descriptor().Name()),
+			"peerGeneration", peer.Speaks, "peerOldest", peer.Oldest, "generation", own.Speaks, "oldest", own.Oldest)
+	}
+	a.d.opts.Transport.Send(from.Address(), wire.NewJoinRefused(a.self(), from, wire.RefusalReason_REFUSAL_REASON_INCOMPATIBLE_PROTOCOL, own))
+	a.step(node.JoinRefused{Header: a.local(), By: from.Address(), Cause: bootstrap.CauseIncompatibleProtocol})
+	return false
 }
 
 // onJoinRefused feeds a peer's refusal of this node's handshake to the
@@ -119,12 +148,17 @@ func (a *daemonActor) onJoinRefused(r *wire.JoinRefused) {
 	}
 	var cause string
 	kind := bootstrap.CauseWrongSecret
+	hint := "every node of the cluster needs the same Cluster:Secret"
 	switch r.GetReason() {
 	case wire.RefusalReason_REFUSAL_REASON_WRONG_SECRET:
 		cause = "its Cluster:Secret differs from this node's"
 	case wire.RefusalReason_REFUSAL_REASON_MISSING_PROOF:
 		cause = "it has a Cluster:Secret and this node has none"
 		kind = bootstrap.CauseMissingProof
+	case wire.RefusalReason_REFUSAL_REASON_INCOMPATIBLE_PROTOCOL:
+		cause = fmt.Sprintf("it speaks cluster protocol %v and this node %v", wire.RefuserGenerations(r), a.d.opts.Protocol)
+		kind = bootstrap.CauseIncompatibleProtocol
+		hint = "the two releases cannot run side by side in one cluster; see " + releaseNotes
 	default:
 		cause = "reason " + r.GetReason().String()
 	}
@@ -132,8 +166,7 @@ func (a *daemonActor) onJoinRefused(r *wire.JoinRefused) {
 	if !due(a.auth.refusedBy, peer, cause, a.now()) {
 		return
 	}
-	a.log.Warn(LogJoinRefusedBy+" "+peer.String()+": "+cause, "peer", peer.String(),
-		"hint", "every node of the cluster needs the same Cluster:Secret")
+	a.log.Warn(LogJoinRefusedBy+" "+peer.String()+": "+cause, "peer", peer.String(), "hint", hint)
 }
 
 // watchSeeds logs LogSeedsSilent when this node has looked for its cluster

@@ -32,13 +32,19 @@ const (
 	// removed).
 	LogStopped = "cluster node stopped"
 	// LogRefusedJoin: a node's join handshake message did not prove this
-	// node's Cluster:Secret; the line continues with the address and the
-	// cause ("wrong Cluster:Secret", "no Cluster:Secret proof"). At most
-	// once per address per minute.
+	// node's Cluster:Secret, or came from a node whose cluster protocol
+	// generation this one does not work with; the line continues with the
+	// address and the cause ("wrong Cluster:Secret", "no Cluster:Secret
+	// proof", "it speaks cluster protocol generation 2 (works with 2 and
+	// newer) and this node generation 1 (works with 1 and newer); …, see
+	// docs/releases.md (Compatibility)"). At most once per address and
+	// cause per minute.
 	LogRefusedJoin = "cluster: refused join from"
 	// LogJoinRefusedBy: a peer refused this node's join handshake (its
 	// JoinRefused answer); the line continues with the peer's address and
-	// the cause. At most once per address per minute.
+	// the cause (for an incompatible protocol, both generations; the
+	// "hint" attribute points to docs/releases.md). At most once per
+	// address per minute.
 	LogJoinRefusedBy = "cluster: join refused by"
 	// LogNotFormingAlone: this node would form a cluster of its own (the
 	// first seed after seed-node-timeout, or the self-form fallback) but a

@@ -111,7 +111,8 @@ func (d *Daemon) RegisterMetrics(meter metric.Meter) error {
 		s := d.Stats()
 		for reason, n := range map[string]uint64{
 			"invalid": s.Invalid, "wrong-incarnation": s.WrongIncarnation, "misaddressed": s.Misaddressed,
-			"quarantined": s.Quarantined, "unknown-sender": s.UnknownSender, "refused-join": s.RefusedJoin, "send-gate": s.Transport.GateDropped,
+			"quarantined": s.Quarantined, "unknown-sender": s.UnknownSender, "refused-join": s.RefusedJoin,
+			"refused-protocol": s.RefusedProtocol, "send-gate": s.Transport.GateDropped,
 		} {
 			o.ObserveInt64(dropped, int64(n), metric.WithAttributes(attribute.String("reason", reason)))
 		}

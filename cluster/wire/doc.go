@@ -10,6 +10,14 @@
 // protoc-gen-go. protoactor-go's remote finds these types by their full
 // protobuf name (otopcua.cluster.wire.*) when it decodes a message.
 //
+// Compatibility between releases (protocol.go): every join handshake
+// message carries the sender's protocol generation and the oldest one it
+// works with (Protocol, absent from v0.1.0's messages, which mean
+// generation 1). The daemon refuses the handshake of a node it does not
+// work with (Generations.Accepts). Fields are only ever added, never
+// renumbered or reused, so a node skips what a newer one adds; a change
+// that an older node would misread raises the generation instead.
+//
 // Invariants: FromWire never panics, whatever the input, and returns a
 // message only when it is safe to Step into a node.Node: the membership
 // core panics on a gossip that breaks its invariants, so every received

@@ -3,9 +3,9 @@ package wire
 import "github.com/otopcua/otopcua/cluster/membership"
 
 // NewJoinRefused is self's JoinRefused answer to a join handshake message
-// from sender.
-func NewJoinRefused(self, sender membership.UniqueAddress, reason RefusalReason) *JoinRefused {
-	return &JoinRefused{From: uaToWire(self), To: uaToWire(sender), Reason: reason}
+// from sender; g is what self says of the protocol.
+func NewJoinRefused(self, sender membership.UniqueAddress, reason RefusalReason, g Generations) *JoinRefused {
+	return &JoinRefused{From: uaToWire(self), To: uaToWire(sender), Reason: reason, Protocol: g.toWire()}
 }
 
 // RefusedBy returns the address of the peer that sent r, with the address

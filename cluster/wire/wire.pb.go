@@ -153,6 +153,9 @@ const (
 	RefusalReason_REFUSAL_REASON_WRONG_SECRET RefusalReason = 1
 	// The receiver has a Cluster:Secret and the message carried no proof.
 	RefusalReason_REFUSAL_REASON_MISSING_PROOF RefusalReason = 2
+	// The sender's protocol generation and the receiver's do not work
+	// together (JoinRefused.protocol says the receiver's).
+	RefusalReason_REFUSAL_REASON_INCOMPATIBLE_PROTOCOL RefusalReason = 3
 )
 
 // Enum value maps for RefusalReason.
@@ -161,11 +164,13 @@ var (
 		0: "REFUSAL_REASON_UNSPECIFIED",
 		1: "REFUSAL_REASON_WRONG_SECRET",
 		2: "REFUSAL_REASON_MISSING_PROOF",
+		3: "REFUSAL_REASON_INCOMPATIBLE_PROTOCOL",
 	}
 	RefusalReason_value = map[string]int32{
-		"REFUSAL_REASON_UNSPECIFIED":   0,
-		"REFUSAL_REASON_WRONG_SECRET":  1,
-		"REFUSAL_REASON_MISSING_PROOF": 2,
+		"REFUSAL_REASON_UNSPECIFIED":           0,
+		"REFUSAL_REASON_WRONG_SECRET":          1,
+		"REFUSAL_REASON_MISSING_PROOF":         2,
+		"REFUSAL_REASON_INCOMPATIBLE_PROTOCOL": 3,
 	}
 )
 
@@ -725,19 +730,81 @@ func (x *Gossip) GetVersion() *VectorClock {
 	return nil
 }
 
+// Protocol is the cluster protocol generation a node speaks and the
+// oldest generation it works with, sent with every join handshake message
+// (the protocol field of InitJoin, InitJoinAck, InitJoinNack, Join and
+// Welcome) and with a JoinRefused for an incompatible one. A message
+// without it comes from v0.1.0, which predates the field: generation 1,
+// oldest 1. A zero field means 1 as well. Two nodes work together when
+// each one's generation is at least the other's oldest (see
+// protocol.go); a node refuses the join handshake of any other.
+type Protocol struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint32                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Oldest        uint32                 `protobuf:"varint,2,opt,name=oldest,proto3" json:"oldest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Protocol) Reset() {
+	*x = Protocol{}
+	mi := &file_wire_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Protocol) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Protocol) ProtoMessage() {}
+
+func (x *Protocol) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Protocol.ProtoReflect.Descriptor instead.
+func (*Protocol) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Protocol) GetGeneration() uint32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Protocol) GetOldest() uint32 {
+	if x != nil {
+		return x.Oldest
+	}
+	return 0
+}
+
 type InitJoin struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
 	// proof: see Join.proof.
-	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	Proof []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	// protocol: see Protocol. Not covered by the proof.
+	Protocol      *Protocol `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InitJoin) Reset() {
 	*x = InitJoin{}
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +816,7 @@ func (x *InitJoin) String() string {
 func (*InitJoin) ProtoMessage() {}
 
 func (x *InitJoin) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +829,7 @@ func (x *InitJoin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitJoin.ProtoReflect.Descriptor instead.
 func (*InitJoin) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{9}
+	return file_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InitJoin) GetFrom() *UniqueAddress {
@@ -786,19 +853,28 @@ func (x *InitJoin) GetProof() []byte {
 	return nil
 }
 
+func (x *InitJoin) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 type InitJoinAck struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
 	// proof: see Join.proof.
-	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	Proof []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	// protocol: see Protocol.
+	Protocol      *Protocol `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InitJoinAck) Reset() {
 	*x = InitJoinAck{}
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +886,7 @@ func (x *InitJoinAck) String() string {
 func (*InitJoinAck) ProtoMessage() {}
 
 func (x *InitJoinAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +899,7 @@ func (x *InitJoinAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitJoinAck.ProtoReflect.Descriptor instead.
 func (*InitJoinAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{10}
+	return file_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *InitJoinAck) GetFrom() *UniqueAddress {
@@ -847,19 +923,28 @@ func (x *InitJoinAck) GetProof() []byte {
 	return nil
 }
 
+func (x *InitJoinAck) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 type InitJoinNack struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	From  *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	To    *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
 	// proof: see Join.proof.
-	Proof         []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	Proof []byte `protobuf:"bytes,3,opt,name=proof,proto3" json:"proof,omitempty"`
+	// protocol: see Protocol.
+	Protocol      *Protocol `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InitJoinNack) Reset() {
 	*x = InitJoinNack{}
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +956,7 @@ func (x *InitJoinNack) String() string {
 func (*InitJoinNack) ProtoMessage() {}
 
 func (x *InitJoinNack) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +969,7 @@ func (x *InitJoinNack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitJoinNack.ProtoReflect.Descriptor instead.
 func (*InitJoinNack) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{11}
+	return file_wire_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *InitJoinNack) GetFrom() *UniqueAddress {
@@ -908,6 +993,13 @@ func (x *InitJoinNack) GetProof() []byte {
 	return nil
 }
 
+func (x *InitJoinNack) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 type Join struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	From      *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -917,14 +1009,16 @@ type Join struct {
 	// proof is HMAC-SHA256 under Cluster:Secret over the message kind, from,
 	// to and (for Join) roles and cluster_id (see proof.go); empty when the
 	// sender has no Cluster:Secret. The secret itself never travels.
-	Proof         []byte `protobuf:"bytes,5,opt,name=proof,proto3" json:"proof,omitempty"`
+	Proof []byte `protobuf:"bytes,5,opt,name=proof,proto3" json:"proof,omitempty"`
+	// protocol: see Protocol.
+	Protocol      *Protocol `protobuf:"bytes,6,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Join) Reset() {
 	*x = Join{}
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1030,7 @@ func (x *Join) String() string {
 func (*Join) ProtoMessage() {}
 
 func (x *Join) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1043,7 @@ func (x *Join) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Join.ProtoReflect.Descriptor instead.
 func (*Join) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{12}
+	return file_wire_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Join) GetFrom() *UniqueAddress {
@@ -987,20 +1081,29 @@ func (x *Join) GetProof() []byte {
 	return nil
 }
 
+func (x *Join) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 type Welcome struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	From   *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
 	To     *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
 	Gossip *Gossip                `protobuf:"bytes,3,opt,name=gossip,proto3" json:"gossip,omitempty"`
 	// proof: see Join.proof.
-	Proof         []byte `protobuf:"bytes,4,opt,name=proof,proto3" json:"proof,omitempty"`
+	Proof []byte `protobuf:"bytes,4,opt,name=proof,proto3" json:"proof,omitempty"`
+	// protocol: see Protocol.
+	Protocol      *Protocol `protobuf:"bytes,5,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1115,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[13]
+	mi := &file_wire_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1128,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{13}
+	return file_wire_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Welcome) GetFrom() *UniqueAddress {
@@ -1056,22 +1159,32 @@ func (x *Welcome) GetProof() []byte {
 	return nil
 }
 
+func (x *Welcome) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 // JoinRefused tells the sender of a refused join handshake message
 // (InitJoin, InitJoinAck, InitJoinNack, Join, Welcome) why, so that it
 // logs the cause. It is informational and never answered; from.uid may
 // be 0.
 type JoinRefused struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
-	To            *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	Reason        RefusalReason          `protobuf:"varint,3,opt,name=reason,proto3,enum=otopcua.cluster.wire.RefusalReason" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	From   *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To     *UniqueAddress         `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	Reason RefusalReason          `protobuf:"varint,3,opt,name=reason,proto3,enum=otopcua.cluster.wire.RefusalReason" json:"reason,omitempty"`
+	// protocol is the refusing node's (always set by nodes newer than
+	// v0.1.0; what it means for REFUSAL_REASON_INCOMPATIBLE_PROTOCOL).
+	Protocol      *Protocol `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *JoinRefused) Reset() {
 	*x = JoinRefused{}
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1196,7 @@ func (x *JoinRefused) String() string {
 func (*JoinRefused) ProtoMessage() {}
 
 func (x *JoinRefused) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[14]
+	mi := &file_wire_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1209,7 @@ func (x *JoinRefused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRefused.ProtoReflect.Descriptor instead.
 func (*JoinRefused) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{14}
+	return file_wire_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *JoinRefused) GetFrom() *UniqueAddress {
@@ -1120,6 +1233,13 @@ func (x *JoinRefused) GetReason() RefusalReason {
 	return RefusalReason_REFUSAL_REASON_UNSPECIFIED
 }
 
+func (x *JoinRefused) GetProtocol() *Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return nil
+}
+
 type GossipEnvelope struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	From          *UniqueAddress         `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
@@ -1131,7 +1251,7 @@ type GossipEnvelope struct {
 
 func (x *GossipEnvelope) Reset() {
 	*x = GossipEnvelope{}
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1263,7 @@ func (x *GossipEnvelope) String() string {
 func (*GossipEnvelope) ProtoMessage() {}
 
 func (x *GossipEnvelope) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[15]
+	mi := &file_wire_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1276,7 @@ func (x *GossipEnvelope) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEnvelope.ProtoReflect.Descriptor instead.
 func (*GossipEnvelope) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{15}
+	return file_wire_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GossipEnvelope) GetFrom() *UniqueAddress {
@@ -1191,7 +1311,7 @@ type GossipStatus struct {
 
 func (x *GossipStatus) Reset() {
 	*x = GossipStatus{}
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1323,7 @@ func (x *GossipStatus) String() string {
 func (*GossipStatus) ProtoMessage() {}
 
 func (x *GossipStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[16]
+	mi := &file_wire_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1336,7 @@ func (x *GossipStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipStatus.ProtoReflect.Descriptor instead.
 func (*GossipStatus) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{16}
+	return file_wire_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GossipStatus) GetFrom() *UniqueAddress {
@@ -1251,7 +1371,7 @@ type Leave struct {
 
 func (x *Leave) Reset() {
 	*x = Leave{}
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1383,7 @@ func (x *Leave) String() string {
 func (*Leave) ProtoMessage() {}
 
 func (x *Leave) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[17]
+	mi := &file_wire_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1396,7 @@ func (x *Leave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leave.ProtoReflect.Descriptor instead.
 func (*Leave) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{17}
+	return file_wire_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Leave) GetFrom() *UniqueAddress {
@@ -1311,7 +1431,7 @@ type Down struct {
 
 func (x *Down) Reset() {
 	*x = Down{}
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1443,7 @@ func (x *Down) String() string {
 func (*Down) ProtoMessage() {}
 
 func (x *Down) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[18]
+	mi := &file_wire_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1456,7 @@ func (x *Down) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Down.ProtoReflect.Descriptor instead.
 func (*Down) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{18}
+	return file_wire_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Down) GetFrom() *UniqueAddress {
@@ -1371,7 +1491,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1503,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[19]
+	mi := &file_wire_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1516,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{19}
+	return file_wire_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Heartbeat) GetFrom() *UniqueAddress {
@@ -1431,7 +1551,7 @@ type HeartbeatRsp struct {
 
 func (x *HeartbeatRsp) Reset() {
 	*x = HeartbeatRsp{}
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1563,7 @@ func (x *HeartbeatRsp) String() string {
 func (*HeartbeatRsp) ProtoMessage() {}
 
 func (x *HeartbeatRsp) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1576,7 @@ func (x *HeartbeatRsp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRsp.ProtoReflect.Descriptor instead.
 func (*HeartbeatRsp) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{20}
+	return file_wire_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HeartbeatRsp) GetFrom() *UniqueAddress {
@@ -1491,7 +1611,7 @@ type ExitingConfirmed struct {
 
 func (x *ExitingConfirmed) Reset() {
 	*x = ExitingConfirmed{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1623,7 @@ func (x *ExitingConfirmed) String() string {
 func (*ExitingConfirmed) ProtoMessage() {}
 
 func (x *ExitingConfirmed) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1636,7 @@ func (x *ExitingConfirmed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitingConfirmed.ProtoReflect.Descriptor instead.
 func (*ExitingConfirmed) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExitingConfirmed) GetFrom() *UniqueAddress {
@@ -1580,35 +1700,46 @@ const file_wire_proto_rawDesc = "" +
 	"\amembers\x18\x01 \x03(\v2\x1c.otopcua.cluster.wire.MemberR\amembers\x127\n" +
 	"\x04seen\x18\x02 \x03(\v2#.otopcua.cluster.wire.UniqueAddressR\x04seen\x12F\n" +
 	"\freachability\x18\x03 \x01(\v2\".otopcua.cluster.wire.ReachabilityR\freachability\x12;\n" +
-	"\aversion\x18\x04 \x01(\v2!.otopcua.cluster.wire.VectorClockR\aversion\"\x8e\x01\n" +
+	"\aversion\x18\x04 \x01(\v2!.otopcua.cluster.wire.VectorClockR\aversion\"B\n" +
+	"\bProtocol\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\rR\n" +
+	"generation\x12\x16\n" +
+	"\x06oldest\x18\x02 \x01(\rR\x06oldest\"\xca\x01\n" +
 	"\bInitJoin\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
-	"\x05proof\x18\x03 \x01(\fR\x05proof\"\x91\x01\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\x12:\n" +
+	"\bprotocol\x18\x04 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xcd\x01\n" +
 	"\vInitJoinAck\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
-	"\x05proof\x18\x03 \x01(\fR\x05proof\"\x92\x01\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\x12:\n" +
+	"\bprotocol\x18\x04 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xce\x01\n" +
 	"\fInitJoinNack\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
-	"\x05proof\x18\x03 \x01(\fR\x05proof\"\xbf\x01\n" +
+	"\x05proof\x18\x03 \x01(\fR\x05proof\x12:\n" +
+	"\bprotocol\x18\x04 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xfb\x01\n" +
 	"\x04Join\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12\x14\n" +
 	"\x05roles\x18\x03 \x03(\tR\x05roles\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x04 \x01(\tR\tclusterId\x12\x14\n" +
-	"\x05proof\x18\x05 \x01(\fR\x05proof\"\xc3\x01\n" +
+	"\x05proof\x18\x05 \x01(\fR\x05proof\x12:\n" +
+	"\bprotocol\x18\x06 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xff\x01\n" +
 	"\aWelcome\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x124\n" +
 	"\x06gossip\x18\x03 \x01(\v2\x1c.otopcua.cluster.wire.GossipR\x06gossip\x12\x14\n" +
-	"\x05proof\x18\x04 \x01(\fR\x05proof\"\xb8\x01\n" +
+	"\x05proof\x18\x04 \x01(\fR\x05proof\x12:\n" +
+	"\bprotocol\x18\x05 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xf4\x01\n" +
 	"\vJoinRefused\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x12;\n" +
-	"\x06reason\x18\x03 \x01(\x0e2#.otopcua.cluster.wire.RefusalReasonR\x06reason\"\xb4\x01\n" +
+	"\x06reason\x18\x03 \x01(\x0e2#.otopcua.cluster.wire.RefusalReasonR\x06reason\x12:\n" +
+	"\bprotocol\x18\x04 \x01(\v2\x1e.otopcua.cluster.wire.ProtocolR\bprotocol\"\xb4\x01\n" +
 	"\x0eGossipEnvelope\x127\n" +
 	"\x04from\x18\x01 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x04from\x123\n" +
 	"\x02to\x18\x02 \x01(\v2#.otopcua.cluster.wire.UniqueAddressR\x02to\x124\n" +
@@ -1650,11 +1781,12 @@ const file_wire_proto_rawDesc = "" +
 	"\x18REACH_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16REACH_STATUS_REACHABLE\x10\x01\x12\x1c\n" +
 	"\x18REACH_STATUS_UNREACHABLE\x10\x02\x12\x1b\n" +
-	"\x17REACH_STATUS_TERMINATED\x10\x03*r\n" +
+	"\x17REACH_STATUS_TERMINATED\x10\x03*\x9c\x01\n" +
 	"\rRefusalReason\x12\x1e\n" +
 	"\x1aREFUSAL_REASON_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bREFUSAL_REASON_WRONG_SECRET\x10\x01\x12 \n" +
-	"\x1cREFUSAL_REASON_MISSING_PROOF\x10\x02B)Z'github.com/otopcua/otopcua/cluster/wireb\x06proto3"
+	"\x1cREFUSAL_REASON_MISSING_PROOF\x10\x02\x12(\n" +
+	"$REFUSAL_REASON_INCOMPATIBLE_PROTOCOL\x10\x03B)Z'github.com/otopcua/otopcua/cluster/wireb\x06proto3"
 
 var (
 	file_wire_proto_rawDescOnce sync.Once
@@ -1669,7 +1801,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_wire_proto_goTypes = []any{
 	(MemberStatus)(0),          // 0: otopcua.cluster.wire.MemberStatus
 	(ReachStatus)(0),           // 1: otopcua.cluster.wire.ReachStatus
@@ -1683,19 +1815,20 @@ var file_wire_proto_goTypes = []any{
 	(*ObserverVersion)(nil),    // 9: otopcua.cluster.wire.ObserverVersion
 	(*Reachability)(nil),       // 10: otopcua.cluster.wire.Reachability
 	(*Gossip)(nil),             // 11: otopcua.cluster.wire.Gossip
-	(*InitJoin)(nil),           // 12: otopcua.cluster.wire.InitJoin
-	(*InitJoinAck)(nil),        // 13: otopcua.cluster.wire.InitJoinAck
-	(*InitJoinNack)(nil),       // 14: otopcua.cluster.wire.InitJoinNack
-	(*Join)(nil),               // 15: otopcua.cluster.wire.Join
-	(*Welcome)(nil),            // 16: otopcua.cluster.wire.Welcome
-	(*JoinRefused)(nil),        // 17: otopcua.cluster.wire.JoinRefused
-	(*GossipEnvelope)(nil),     // 18: otopcua.cluster.wire.GossipEnvelope
-	(*GossipStatus)(nil),       // 19: otopcua.cluster.wire.GossipStatus
-	(*Leave)(nil),              // 20: otopcua.cluster.wire.Leave
-	(*Down)(nil),               // 21: otopcua.cluster.wire.Down
-	(*Heartbeat)(nil),          // 22: otopcua.cluster.wire.Heartbeat
-	(*HeartbeatRsp)(nil),       // 23: otopcua.cluster.wire.HeartbeatRsp
-	(*ExitingConfirmed)(nil),   // 24: otopcua.cluster.wire.ExitingConfirmed
+	(*Protocol)(nil),           // 12: otopcua.cluster.wire.Protocol
+	(*InitJoin)(nil),           // 13: otopcua.cluster.wire.InitJoin
+	(*InitJoinAck)(nil),        // 14: otopcua.cluster.wire.InitJoinAck
+	(*InitJoinNack)(nil),       // 15: otopcua.cluster.wire.InitJoinNack
+	(*Join)(nil),               // 16: otopcua.cluster.wire.Join
+	(*Welcome)(nil),            // 17: otopcua.cluster.wire.Welcome
+	(*JoinRefused)(nil),        // 18: otopcua.cluster.wire.JoinRefused
+	(*GossipEnvelope)(nil),     // 19: otopcua.cluster.wire.GossipEnvelope
+	(*GossipStatus)(nil),       // 20: otopcua.cluster.wire.GossipStatus
+	(*Leave)(nil),              // 21: otopcua.cluster.wire.Leave
+	(*Down)(nil),               // 22: otopcua.cluster.wire.Down
+	(*Heartbeat)(nil),          // 23: otopcua.cluster.wire.Heartbeat
+	(*HeartbeatRsp)(nil),       // 24: otopcua.cluster.wire.HeartbeatRsp
+	(*ExitingConfirmed)(nil),   // 25: otopcua.cluster.wire.ExitingConfirmed
 }
 var file_wire_proto_depIdxs = []int32{
 	3,  // 0: otopcua.cluster.wire.Member.address:type_name -> otopcua.cluster.wire.UniqueAddress
@@ -1713,42 +1846,48 @@ var file_wire_proto_depIdxs = []int32{
 	7,  // 12: otopcua.cluster.wire.Gossip.version:type_name -> otopcua.cluster.wire.VectorClock
 	3,  // 13: otopcua.cluster.wire.InitJoin.from:type_name -> otopcua.cluster.wire.UniqueAddress
 	3,  // 14: otopcua.cluster.wire.InitJoin.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 15: otopcua.cluster.wire.InitJoinAck.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 16: otopcua.cluster.wire.InitJoinAck.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 17: otopcua.cluster.wire.InitJoinNack.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 18: otopcua.cluster.wire.InitJoinNack.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 19: otopcua.cluster.wire.Join.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 20: otopcua.cluster.wire.Join.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 21: otopcua.cluster.wire.Welcome.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 22: otopcua.cluster.wire.Welcome.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	11, // 23: otopcua.cluster.wire.Welcome.gossip:type_name -> otopcua.cluster.wire.Gossip
-	3,  // 24: otopcua.cluster.wire.JoinRefused.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 25: otopcua.cluster.wire.JoinRefused.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	2,  // 26: otopcua.cluster.wire.JoinRefused.reason:type_name -> otopcua.cluster.wire.RefusalReason
-	3,  // 27: otopcua.cluster.wire.GossipEnvelope.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 28: otopcua.cluster.wire.GossipEnvelope.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	11, // 29: otopcua.cluster.wire.GossipEnvelope.gossip:type_name -> otopcua.cluster.wire.Gossip
-	3,  // 30: otopcua.cluster.wire.GossipStatus.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 31: otopcua.cluster.wire.GossipStatus.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	7,  // 32: otopcua.cluster.wire.GossipStatus.version:type_name -> otopcua.cluster.wire.VectorClock
-	3,  // 33: otopcua.cluster.wire.Leave.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 34: otopcua.cluster.wire.Leave.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	4,  // 35: otopcua.cluster.wire.Leave.node:type_name -> otopcua.cluster.wire.Address
-	3,  // 36: otopcua.cluster.wire.Down.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 37: otopcua.cluster.wire.Down.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	4,  // 38: otopcua.cluster.wire.Down.node:type_name -> otopcua.cluster.wire.Address
-	3,  // 39: otopcua.cluster.wire.Heartbeat.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 40: otopcua.cluster.wire.Heartbeat.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 41: otopcua.cluster.wire.HeartbeatRsp.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 42: otopcua.cluster.wire.HeartbeatRsp.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 43: otopcua.cluster.wire.ExitingConfirmed.from:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 44: otopcua.cluster.wire.ExitingConfirmed.to:type_name -> otopcua.cluster.wire.UniqueAddress
-	3,  // 45: otopcua.cluster.wire.ExitingConfirmed.node:type_name -> otopcua.cluster.wire.UniqueAddress
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	12, // 15: otopcua.cluster.wire.InitJoin.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 16: otopcua.cluster.wire.InitJoinAck.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 17: otopcua.cluster.wire.InitJoinAck.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	12, // 18: otopcua.cluster.wire.InitJoinAck.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 19: otopcua.cluster.wire.InitJoinNack.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 20: otopcua.cluster.wire.InitJoinNack.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	12, // 21: otopcua.cluster.wire.InitJoinNack.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 22: otopcua.cluster.wire.Join.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 23: otopcua.cluster.wire.Join.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	12, // 24: otopcua.cluster.wire.Join.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 25: otopcua.cluster.wire.Welcome.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 26: otopcua.cluster.wire.Welcome.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	11, // 27: otopcua.cluster.wire.Welcome.gossip:type_name -> otopcua.cluster.wire.Gossip
+	12, // 28: otopcua.cluster.wire.Welcome.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 29: otopcua.cluster.wire.JoinRefused.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 30: otopcua.cluster.wire.JoinRefused.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	2,  // 31: otopcua.cluster.wire.JoinRefused.reason:type_name -> otopcua.cluster.wire.RefusalReason
+	12, // 32: otopcua.cluster.wire.JoinRefused.protocol:type_name -> otopcua.cluster.wire.Protocol
+	3,  // 33: otopcua.cluster.wire.GossipEnvelope.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 34: otopcua.cluster.wire.GossipEnvelope.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	11, // 35: otopcua.cluster.wire.GossipEnvelope.gossip:type_name -> otopcua.cluster.wire.Gossip
+	3,  // 36: otopcua.cluster.wire.GossipStatus.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 37: otopcua.cluster.wire.GossipStatus.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	7,  // 38: otopcua.cluster.wire.GossipStatus.version:type_name -> otopcua.cluster.wire.VectorClock
+	3,  // 39: otopcua.cluster.wire.Leave.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 40: otopcua.cluster.wire.Leave.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	4,  // 41: otopcua.cluster.wire.Leave.node:type_name -> otopcua.cluster.wire.Address
+	3,  // 42: otopcua.cluster.wire.Down.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 43: otopcua.cluster.wire.Down.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	4,  // 44: otopcua.cluster.wire.Down.node:type_name -> otopcua.cluster.wire.Address
+	3,  // 45: otopcua.cluster.wire.Heartbeat.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 46: otopcua.cluster.wire.Heartbeat.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 47: otopcua.cluster.wire.HeartbeatRsp.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 48: otopcua.cluster.wire.HeartbeatRsp.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 49: otopcua.cluster.wire.ExitingConfirmed.from:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 50: otopcua.cluster.wire.ExitingConfirmed.to:type_name -> otopcua.cluster.wire.UniqueAddress
+	3,  // 51: otopcua.cluster.wire.ExitingConfirmed.node:type_name -> otopcua.cluster.wire.UniqueAddress
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -1762,7 +1901,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

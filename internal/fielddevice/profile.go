@@ -39,6 +39,10 @@ type Write struct {
 	Address uint16
 	Words   []uint16
 	Bit     bool
+	// Client is the address (host:port) of the client connection that made
+	// the write, in the writes Options.OnWrite reports; "" elsewhere (Apply
+	// ignores it). A test finds the process that wrote from it.
+	Client string
 }
 
 // Point is one named value of a profile's register map.

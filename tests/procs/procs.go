@@ -258,6 +258,17 @@ func (n *Node) Restart() {
 	n.start()
 }
 
+// RestartWith starts the node again, after it exited, at the same ports,
+// with the same config and directory, from the otopcua binary bin from now
+// on (Restart too): an upgrade in place, the new binary finding the files
+// the old one left.
+func (n *Node) RestartWith(bin string) {
+	n.t.Helper()
+	n.WaitExit(30 * time.Second)
+	n.bin = bin
+	n.start()
+}
+
 // PID returns the current process id.
 func (n *Node) PID() int {
 	n.mu.Lock()

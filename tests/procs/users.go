@@ -31,8 +31,15 @@ func writeConfig(t testing.TB, cfg map[string]any) string {
 // fails.
 func User(t testing.TB, cfg map[string]any, stdin string, args ...string) string {
 	t.Helper()
+	return UserWith(t, Binary(t), cfg, stdin, args...)
+}
+
+// UserWith is User run from the otopcua binary bin (a previous release's,
+// say).
+func UserWith(t testing.TB, bin string, cfg map[string]any, stdin string, args ...string) string {
+	t.Helper()
 	argv := append(append([]string{"user"}, args...), "--config", writeConfig(t, cfg))
-	cmd := exec.Command(Binary(t), argv...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -48,8 +55,14 @@ func User(t testing.TB, cfg map[string]any, stdin string, args ...string) string
 // `otopcua user token`.
 func AddUser(t testing.TB, cfg map[string]any, name, role, password string) (token string) {
 	t.Helper()
-	User(t, cfg, password+"\n", "add", name, "--role", role)
-	for _, f := range strings.Fields(User(t, cfg, "", "token", name)) {
+	return AddUserWith(t, Binary(t), cfg, name, role, password)
+}
+
+// AddUserWith is AddUser run from the otopcua binary bin.
+func AddUserWith(t testing.TB, bin string, cfg map[string]any, name, role, password string) (token string) {
+	t.Helper()
+	UserWith(t, bin, cfg, password+"\n", "add", name, "--role", role)
+	for _, f := range strings.Fields(UserWith(t, bin, cfg, "", "token", name)) {
 		if strings.HasPrefix(f, "otk_") {
 			return f
 		}

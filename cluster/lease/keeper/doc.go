@@ -22,6 +22,13 @@
 //   - One store call at a time for the keeper's own Take, Renew and
 //     Release; the core's and the crash fast path's acquires are made for
 //     a caller that waits and are not held back.
+//   - Graceful leave: a peer leaving gracefully (Leaving, Exiting) never
+//     acts as Primary again, so it splits nothing: it counts as on this
+//     node's side for the licence while heard, and for WholeWithin after it
+//     was last heard, gone or not; it does not count for taking the lease,
+//     so its Primary takes the lease at once (at the next tick) and is
+//     licensed by it before the leaver stops counting — never unlicensed on
+//     the way, where it used to be from the leave until its lease came.
 //   - Licence: licensed while the set is whole (every node an Up driver
 //     member, reachable and heard within the pause) or the lease is valid;
 //     a promotion hold of Config.Hold when this node becomes Primary within

@@ -26,6 +26,9 @@ type Keeper struct {
 	ticks      *woken.Detector    // the gaps between Ticks (from Follow)
 	following  bool               // Follow was stepped
 	obs        Observation
+	// leavers are the peers seen leaving gracefully, by ID, with when they
+	// were last heard; forgotten once that is longer ago than WholeWithin.
+	leavers map[string]time.Time
 }
 
 type downing struct {
@@ -36,7 +39,8 @@ type downing struct {
 // New returns the keeper of cfg (Validate first) at now. The lease is free
 // as far as it knows, and the licence Licensed.
 func New(cfg Config, now time.Time) *Keeper {
-	return &Keeper{cfg: cfg, downed: map[string]downing{}, last: gate.Licensed, ticks: woken.NewDetector(cfg.Pause, now)}
+	return &Keeper{cfg: cfg, downed: map[string]downing{}, last: gate.Licensed, ticks: woken.NewDetector(cfg.Pause, now),
+		leavers: map[string]time.Time{}}
 }
 
 // Config is the keeper's configuration.
@@ -86,9 +90,12 @@ func (k *Keeper) Tick(now time.Time, obs Observation) []Effect {
 	return append(effs, k.changed(now)...)
 }
 
-// decide picks the tick's store call, if any: one at a time.
+// decide picks the tick's store call, if any: one at a time. A peer that
+// leaves gracefully is not counted: its Primary takes the lease at once,
+// before the leaver stops counting for the licence (whole), and frees it
+// only once the set is whole without it.
 func (k *Keeper) decide(now time.Time) (Effect, bool) {
-	mySide, known := k.side(now, k.cfg.SuspectAfter())
+	mySide, known := k.side(now, k.cfg.SuspectAfter(), false)
 	suspect := !known || mySide < k.cfg.Expected
 	// Only a side that cannot be a minority (a pair's lone Primary, half
 	// or more of a larger set) takes the lease ahead of the decision: a
@@ -172,10 +179,21 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 	return effs
 }
 
-// observe records obs and starts the promotion hold when this node has
-// just become Primary after the downing of a peer that may be alive.
+// observe records obs and the peers that leave gracefully, and starts the
+// promotion hold when this node has just become Primary after the downing
+// of a peer that may be alive.
 func (k *Keeper) observe(now time.Time, obs Observation) []Effect {
 	k.obs = obs
+	for _, p := range obs.Peers {
+		if p.Leaving && p.Heard && p.LastHeard.After(k.leavers[p.ID]) {
+			k.leavers[p.ID] = p.LastHeard
+		}
+	}
+	for id, at := range k.leavers {
+		if now.Sub(at) > k.cfg.WholeWithin() {
+			delete(k.leavers, id)
+		}
+	}
 	var effs []Effect
 	if obs.Primary && !k.wasPrimary && k.cfg.Hold > 0 {
 		ids := make([]string, 0, len(k.downed))
@@ -206,26 +224,41 @@ func (k *Keeper) changed(now time.Time) []Effect {
 }
 
 // whole reports whether every node of the set is on this node's side,
-// heard from within WholeWithin.
+// heard from within WholeWithin, a peer that leaves gracefully included:
+// it never acts as Primary again, so while it is heard (and for
+// WholeWithin after it was last heard, gone or not) it splits nothing,
+// and its Primary has that long to take the lease (decide) without a
+// moment unlicensed.
 func (k *Keeper) whole(now time.Time) bool {
-	n, ok := k.side(now, k.cfg.WholeWithin())
+	n, ok := k.side(now, k.cfg.WholeWithin(), true)
 	return ok && n >= k.cfg.Expected
 }
 
 // side counts the nodes of the set on this node's side — itself and the Up
-// driver peers it holds reachable and heard from within silence; ok is
-// false while it cannot tell: the process did not run for a pause, or woke
-// from that less than a pause ago (until then only the lease licenses it).
-func (k *Keeper) side(now time.Time, silence time.Duration) (n int, ok bool) {
+// driver peers it holds reachable and heard from within silence, and with
+// leavers the peers seen leaving gracefully heard from within silence; ok
+// is false while it cannot tell: the process did not run for a pause, or
+// woke from that less than a pause ago (until then only the lease licenses
+// it).
+func (k *Keeper) side(now time.Time, silence time.Duration, leavers bool) (n int, ok bool) {
 	if k.ticks.Unsure(now) {
 		return 1, false
 	}
 	if k.obs.Self {
 		n++
 	}
+	counted := map[string]bool{}
 	for _, p := range k.obs.Peers {
-		if p.Member && p.Reachable && p.Heard && now.Sub(p.LastHeard) <= silence {
+		if (p.Member || leavers && p.Leaving) && p.Reachable && p.Heard && now.Sub(p.LastHeard) <= silence {
 			n++
+			counted[p.ID] = true
+		}
+	}
+	if leavers {
+		for id, at := range k.leavers {
+			if !counted[id] && now.Sub(at) <= silence {
+				n++ // left, or leaving and no longer reachable: heard recently
+			}
 		}
 	}
 	return n, true

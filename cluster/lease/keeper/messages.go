@@ -18,6 +18,10 @@ type Peer struct {
 	ID string
 	// Member: an Up member of this node's ClusterId with role driver.
 	Member bool
+	// Leaving: a driver member of this node's ClusterId that leaves the
+	// cluster gracefully (Leaving or Exiting): it never acts as Primary
+	// again. Reachable and LastHeard are filled as for a Member.
+	Leaving bool
 	// Reachable: this node's failure detector holds it reachable.
 	Reachable bool
 	// Heard: LastHeard is known (a heartbeat or a reply has arrived).

@@ -22,6 +22,8 @@ import (
 //	freeze a / thaw a / kill a   SIGSTOP, SIGCONT, SIGKILL
 //	partition a|b / heal         cut the links between groups / restore them
 //	join b                       b (absent) becomes an Up member seen by all
+//	leave b                      b leaves gracefully: seen Leaving by all, still heartbeating
+//	removed b                    b's exit confirmed: gone from every view, its process ended
 //	down a by=b [proven]         b's membership downs a (proven: fast path)
 //	core-acquire b / core-release b / fast-path b dead=a
 //	store down|up|cut=a|mend=a|latency=300ms|leader-change
@@ -65,6 +67,8 @@ type node struct {
 	k         *Keeper
 	primary   bool
 	member    bool // an Up driver member (of its own view)
+	leaving   bool // leaving gracefully: its peers see it Leaving
+	removed   bool // gone from every view after its graceful leave
 	frozen    bool
 	dead      bool
 	members   map[string]bool // peers it holds Up driver members
@@ -119,6 +123,12 @@ func (e *env) handle(t *testing.T, d *datadriven.TestData) string {
 		e.cut = nil
 	case "join":
 		e.join(e.node(t, d, names(d)[0]))
+	case "leave":
+		n := e.node(t, d, names(d)[0])
+		n.leaving = true
+		e.logf(n, "leaving")
+	case "removed":
+		e.remove(e.node(t, d, names(d)[0]))
 	case "down":
 		e.down(t, d)
 	case "core-acquire":
@@ -255,8 +265,24 @@ func (e *env) connected(a, b string) bool {
 	return false
 }
 
+// remove ends a leaver: its peers drop it from their views, its process
+// exits.
+func (e *env) remove(r *node) {
+	r.removed, r.dead, r.member = true, true, false
+	for _, n := range e.nodes {
+		delete(n.members, r.name)
+	}
+	e.logf(r, "removed")
+}
+
 func (e *env) join(j *node) {
-	j.member = true
+	if j.removed { // a new process: a new keeper
+		cfg := e.cfg
+		cfg.Owner = j.name
+		j.k = New(cfg, e.at())
+		j.k.Step(e.at(), Follow{})
+	}
+	j.member, j.leaving, j.removed, j.dead = true, false, false, false
 	for _, n := range e.nodes {
 		if n != j && !n.dead {
 			n.members[j.name], n.heard[j.name], n.reachable[j.name] = true, e.now, true
@@ -333,12 +359,12 @@ func (e *env) licence(only []string) {
 func (e *env) observe(n *node) Observation {
 	obs := Observation{Primary: n.primary, Self: n.member}
 	for _, p := range e.nodes {
-		if p == n {
+		if p == n || p.removed {
 			continue
 		}
 		h, ok := n.heard[p.name]
-		obs.Peers = append(obs.Peers, Peer{ID: p.name, Member: n.members[p.name], Reachable: n.reachable[p.name],
-			Heard: ok, LastHeard: epoch0.Add(h)})
+		obs.Peers = append(obs.Peers, Peer{ID: p.name, Member: n.members[p.name] && !p.leaving, Leaving: n.members[p.name] && p.leaving,
+			Reachable: n.reachable[p.name], Heard: ok, LastHeard: epoch0.Add(h)})
 	}
 	return obs
 }
