@@ -6,7 +6,9 @@
 package history_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/opcua/uaclient"
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -204,6 +207,8 @@ func TestHistoryOfARealDevice(t *testing.T) {
 		}
 	}
 
+	nodeOPCUA(t, n, counter, before)
+
 	// SIGKILL: what was recorded survives; recording goes on after the
 	// restart.
 	n.Signal(syscall.SIGKILL)
@@ -236,4 +241,59 @@ func grep(body, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// nodeOPCUA reads the counter's history with node-opcua, an independent
+// client: the raw values of the range of want (Go's read) are want's, and
+// the Average and Count per second are Good where the range is covered.
+func nodeOPCUA(t *testing.T, n *procs.Node, node *ua.NodeID, want []*ua.DataValue) {
+	t.Helper()
+	from, to := want[0].SourceTimestamp, want[len(want)-1].SourceTimestamp.Add(time.Millisecond)
+	lines := nodescript.Run(t, "history.mjs", n.Endpoint(), node.String(), from.Format(time.RFC3339Nano), to.Format(time.RFC3339Nano))
+	var raw []float64
+	aggs := map[string][]float64{}
+	calls := 0
+	for _, l := range lines {
+		var o struct {
+			Event, Status, Aggregate, Message string
+			Value                              *float64
+			Calls                              int
+		}
+		if len(l) == 0 || l[0] != '{' {
+			continue // node-opcua's own warnings
+		}
+		if err := json.Unmarshal(l, &o); err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		switch o.Event {
+		case "raw":
+			if o.Status != "Good" || o.Value == nil {
+				t.Fatalf("node-opcua raw value: %s", l)
+			}
+			raw = append(raw, *o.Value)
+		case "rawDone":
+			calls = o.Calls
+		case "aggregate":
+			if o.Value != nil && strings.HasPrefix(o.Status, "Good") {
+				aggs[o.Aggregate] = append(aggs[o.Aggregate], *o.Value)
+			}
+		case "error":
+			t.Fatalf("node-opcua: %s", o.Message)
+		}
+	}
+	if len(raw) != len(want) {
+		t.Fatalf("node-opcua read %d raw values in %d calls, Go %d", len(raw), calls, len(want))
+	}
+	for i, dv := range want {
+		if raw[i] != float64(dv.Value.Value().(uint16)) {
+			t.Fatalf("raw value %d: node-opcua %v, Go %v", i, raw[i], dv.Value.Value())
+		}
+	}
+	if len(want) > 100 && calls < 2 {
+		t.Fatalf("%d values in %d calls: no continuation point followed", len(want), calls)
+	}
+	if len(aggs["Average"]) == 0 || len(aggs["Count"]) == 0 {
+		t.Fatalf("node-opcua aggregates: %v\n%s", aggs, bytes.Join(lines, []byte("\n")))
+	}
+	t.Logf("node-opcua: %d raw values in %d calls; averages per second %v, counts %v", len(raw), calls, aggs["Average"], aggs["Count"])
 }
