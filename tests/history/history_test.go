@@ -256,8 +256,8 @@ func nodeOPCUA(t *testing.T, n *procs.Node, node *ua.NodeID, want []*ua.DataValu
 	for _, l := range lines {
 		var o struct {
 			Event, Status, Aggregate, Message string
-			Value                              *float64
-			Calls                              int
+			Value                             *float64
+			Calls                             int
 		}
 		if len(l) == 0 || l[0] != '{' {
 			continue // node-opcua's own warnings
