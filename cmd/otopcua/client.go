@@ -26,6 +26,7 @@ type session interface {
 	Read(ctx context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue, error)
 	Write(ctx context.Context, values ...*ua.WriteValue) ([]ua.StatusCode, error)
 	Browse(ctx context.Context, node *ua.NodeID) ([]*ua.ReferenceDescription, error)
+	HistoryRead(ctx context.Context, node *ua.NodeID, details any, fn func(*ua.DataValue) bool) (ua.StatusCode, error)
 	Redundancy(ctx context.Context) (client.RedundancyInfo, error)
 	Active() client.ServerRef
 	// Subscribe returns the subscription's notification channel, closed
@@ -136,7 +137,7 @@ read or write result that is not Good), 2 usage error.`,
 	f.StringVar(&g.user, "user", "", "activate the sessions as this user; the password from $"+passwordEnv+" or a prompt on a terminal")
 	g.password = func(user string) (string, error) { return clientPassword(c.environ, os.Stdin, c.stderr, user) }
 	cmd.AddCommand(c.clientReadCmd(g), c.clientWriteCmd(g), c.clientBrowseCmd(g),
-		c.clientSubscribeCmd(g), c.clientRedundancyCmd(g))
+		c.clientSubscribeCmd(g), c.clientRedundancyCmd(g), c.clientHistoryCmd(g))
 	return cmd
 }
 

@@ -444,6 +444,22 @@ type fakeSession struct {
 	deny   ua.StatusCode // the status of every write
 	notes  chan client.Notification
 	closed bool
+
+	history       []*ua.DataValue // what HistoryRead hands on
+	historyStatus ua.StatusCode
+	historyAsked  any // the details of the last HistoryRead
+}
+
+func (f *fakeSession) HistoryRead(_ context.Context, n *ua.NodeID, details any, fn func(*ua.DataValue) bool) (ua.StatusCode, error) {
+	f.mu.Lock()
+	f.historyAsked = details
+	f.mu.Unlock()
+	for _, dv := range f.history {
+		if !fn(dv) {
+			break
+		}
+	}
+	return f.historyStatus, nil
 }
 
 func (f *fakeSession) Read(_ context.Context, nodes ...*ua.NodeID) ([]*ua.DataValue, error) {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -208,6 +209,7 @@ func TestHistoryOfARealDevice(t *testing.T) {
 	}
 
 	nodeOPCUA(t, n, counter, before)
+	cli(t, n, counter, before)
 
 	// SIGKILL: what was recorded survives; recording goes on after the
 	// restart.
@@ -296,4 +298,35 @@ func nodeOPCUA(t *testing.T, n *procs.Node, node *ua.NodeID, want []*ua.DataValu
 		t.Fatalf("node-opcua aggregates: %v\n%s", aggs, bytes.Join(lines, []byte("\n")))
 	}
 	t.Logf("node-opcua: %d raw values in %d calls; averages per second %v, counts %v", len(raw), calls, aggs["Average"], aggs["Count"])
+}
+
+// cli reads the counter's history with `otopcua client history --json`:
+// the values of want's range are want's.
+func cli(t *testing.T, n *procs.Node, node *ua.NodeID, want []*ua.DataValue) {
+	t.Helper()
+	from, to := want[0].SourceTimestamp, want[len(want)-1].SourceTimestamp.Add(time.Microsecond)
+	out, err := exec.Command(procs.Binary(t), "client", "history", node.String(), "-u", n.Endpoint(), "--no-discovery", "--json",
+		"--from", from.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("otopcua client history: %v\n%s", err, out)
+	}
+	var got []float64
+	for _, l := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
+		var o struct {
+			Value  float64
+			Status string
+		}
+		if err := json.Unmarshal(l, &o); err != nil || o.Status != "Good" {
+			t.Fatalf("otopcua client history: %s (%v)", l, err)
+		}
+		got = append(got, o.Value)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("otopcua client history printed %d values, Go read %d:\n%s", len(got), len(want), out)
+	}
+	for i, dv := range want {
+		if got[i] != float64(dv.Value.Value().(uint16)) {
+			t.Fatalf("value %d: the CLI %v, Go %v", i, got[i], dv.Value.Value())
+		}
+	}
 }
