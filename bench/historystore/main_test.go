@@ -20,4 +20,3 @@ func TestEveryStoreReadsBackWhatItRecorded(t *testing.T) {
 		}
 	}
 }
-
