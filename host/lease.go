@@ -275,7 +275,11 @@ func (k *leaseKeeper) observe() keeper.Observation {
 			continue
 		}
 		leaving := ours && (m.Status == membership.Leaving || m.Status == membership.Exiting)
-		p := keeper.Peer{ID: m.Address.String(), Member: driver, Leaving: leaving}
+		down := ours && m.Status == membership.Down
+		p := keeper.Peer{ID: m.Address.NodeID(), Member: driver, Leaving: leaving, Down: down}
+		if down {
+			p.Proven = k.d.ProvenDead(m.Address)
+		}
 		if driver || leaving {
 			p.Reachable = st.Gossip.Reachability.StatusFrom(st.Self, m.Address) == membership.Reachable
 			p.LastHeard, p.Heard = k.d.LastHeard(m.Address)

@@ -188,6 +188,12 @@ func (k *Keeper) observe(now time.Time, obs Observation) []Effect {
 		if p.Leaving && p.Heard && p.LastHeard.After(k.leavers[p.ID]) {
 			k.leavers[p.ID] = p.LastHeard
 		}
+		if _, known := k.downed[p.ID]; p.Down && !known {
+			// The downing, seen in the gossip before (or instead of) its
+			// Downed message: the observation that names this node Primary
+			// must know of it, or the hold would not start.
+			k.downed[p.ID] = downing{at: now, proven: p.Proven}
+		}
 	}
 	for id, at := range k.leavers {
 		if now.Sub(at) > k.cfg.WholeWithin() {

@@ -86,3 +86,40 @@ func TestNothingIsGatedBeforeFollow(t *testing.T) {
 		t.Fatalf("following, alone, lease elsewhere: %v, want unlicensed", l)
 	}
 }
+
+// TestHoldStartsFromTheGossipsDowning: the observation that first names
+// this node Primary starts the promotion hold when it shows the old
+// Primary Down, also when the driver has not stepped its Downed message
+// yet (the role view reacted to the downing first: CI saw a survivor at
+// 250 with no hold); a peer proven dead starts none.
+func TestHoldStartsFromTheGossipsDowning(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Config{Owner: "b", Expected: 2, Heartbeat: 500 * time.Millisecond, Pause: time.Second, TTL: 2 * time.Second, Hold: 250 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		proven bool
+		want   bool
+	}{{"maybe alive", false, true}, {"proven dead", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := New(cfg, t0)
+			k.Step(t0, Follow{})
+			k.Tick(t0, Observation{Self: true, Peers: []Peer{{ID: "a", Member: true, Reachable: true, Heard: true, LastHeard: t0}}})
+			at := t0.Add(3 * time.Second)
+			effs := k.Step(at, Observed{Observation: Observation{Primary: true, Self: true, Peers: []Peer{{ID: "a", Down: true, Proven: tc.proven}}}})
+			held := false
+			for _, e := range effs {
+				if n, ok := e.(Note); ok && n.Kind == NoteHold && n.Peer == "a" {
+					held = true
+				}
+			}
+			if held != tc.want || (k.holdUntil.After(at)) != tc.want {
+				t.Fatalf("hold noted %v, hold until %v; want %v", held, k.holdUntil, tc.want)
+			}
+			// The Downed message arriving afterwards changes nothing.
+			k.Step(at.Add(time.Millisecond), Downed{Peer: "a", Proven: tc.proven})
+			if (k.holdUntil.After(at)) != tc.want {
+				t.Fatalf("after the Downed message: hold until %v", k.holdUntil)
+			}
+		})
+	}
+}

@@ -22,6 +22,12 @@ type Peer struct {
 	// cluster gracefully (Leaving or Exiting): it never acts as Primary
 	// again. Reachable and LastHeard are filled as for a Member.
 	Leaving bool
+	// Down: a driver member of this node's ClusterId that was downed and
+	// is still in the gossip; Proven when it was proven dead (the crash
+	// fast path). The same as a Downed message, read off the membership,
+	// so that the promotion hold does not depend on which of the two the
+	// driver sees first.
+	Down, Proven bool
 	// Reachable: this node's failure detector holds it reachable.
 	Reachable bool
 	// Heard: LastHeard is known (a heartbeat or a reply has arrived).
