@@ -40,7 +40,8 @@ type Options struct {
 
 	// OnWrite, when set, receives every write request a client makes
 	// (holding registers: Words from Address on; coils: Bit at each
-	// Address, one call per coil), in the order the device applies them.
+	// Address, one call per coil; Client: the connection's address), in
+	// the order the device applies them.
 	// It is called with the device's lock held, before the request is
 	// answered: it must be quick and must not call the Device's methods.
 	// Tests use it to log which client wrote what, and when.
@@ -141,7 +142,7 @@ func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
 		copy(d.coils[req.Addr:], req.Args)
 		if d.onWrite != nil {
 			for i, b := range req.Args {
-				d.onWrite(Write{Table: Coil, Address: req.Addr + uint16(i), Bit: b})
+				d.onWrite(Write{Table: Coil, Address: req.Addr + uint16(i), Bit: b, Client: req.ClientAddr})
 			}
 		}
 		return nil, nil
@@ -164,7 +165,7 @@ func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uin
 		d.writes.Add(1)
 		copy(d.holding[req.Addr:], req.Args)
 		if d.onWrite != nil {
-			d.onWrite(Write{Table: Holding, Address: req.Addr, Words: append([]uint16(nil), req.Args...)})
+			d.onWrite(Write{Table: Holding, Address: req.Addr, Words: append([]uint16(nil), req.Args...), Client: req.ClientAddr})
 		}
 		return nil, nil
 	}

@@ -39,6 +39,10 @@ type Write struct {
 	Address uint16
 	Words   []uint16
 	Bit     bool
+	// Client is the address (ip:port) of the connection that made the
+	// write, as the device saw it; set in what Options.OnWrite receives,
+	// ignored by Apply.
+	Client string
 }
 
 // Point is one named value of a profile's register map.

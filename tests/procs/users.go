@@ -31,8 +31,14 @@ func writeConfig(t testing.TB, cfg map[string]any) string {
 // fails.
 func User(t testing.TB, cfg map[string]any, stdin string, args ...string) string {
 	t.Helper()
+	return userWith(t, Binary(t), cfg, stdin, args...)
+}
+
+// userWith is User run from the otopcua binary bin.
+func userWith(t testing.TB, bin string, cfg map[string]any, stdin string, args ...string) string {
+	t.Helper()
 	argv := append(append([]string{"user"}, args...), "--config", writeConfig(t, cfg))
-	cmd := exec.Command(Binary(t), argv...)
+	cmd := exec.Command(bin, argv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -48,8 +54,15 @@ func User(t testing.TB, cfg map[string]any, stdin string, args ...string) string
 // `otopcua user token`.
 func AddUser(t testing.TB, cfg map[string]any, name, role, password string) (token string) {
 	t.Helper()
-	User(t, cfg, password+"\n", "add", name, "--role", role)
-	for _, f := range strings.Fields(User(t, cfg, "", "token", name)) {
+	return AddUserWith(t, Binary(t), cfg, name, role, password)
+}
+
+// AddUserWith is AddUser run from the otopcua binary bin (PlainBinary, for
+// a harness that runs the binary as shipped and should not build another).
+func AddUserWith(t testing.TB, bin string, cfg map[string]any, name, role, password string) (token string) {
+	t.Helper()
+	userWith(t, bin, cfg, password+"\n", "add", name, "--role", role)
+	for _, f := range strings.Fields(userWith(t, bin, cfg, "", "token", name)) {
 		if strings.HasPrefix(f, "otk_") {
 			return f
 		}
