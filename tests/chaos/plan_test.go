@@ -106,14 +106,6 @@ func planOK(plan []Fault, o PlanOptions) error {
 	return nil
 }
 
-func planText(plan []Fault) string {
-	var s string
-	for _, f := range plan {
-		s += f.String() + "\n"
-	}
-	return s
-}
-
 func TestParseKinds(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
