@@ -264,58 +264,77 @@ func (r *rig) partition(n *node, f Fault) (injected, error) {
 }
 
 // operatorAfterPartition is the auto-down recovery (docs/redundancy.md:
-// "heal the link, then restart one side"): if within 10 s of the heal the
-// two nodes do not see each other as Up members and neither has exited by
-// itself, n is stopped gracefully and started again.
+// "heal the link, then restart one side"). Once the link healed, the
+// operator watches the pair for up to 20 s: whole and staying whole for
+// 5 s (each node sees both as Up and reachable members, one reads 250,
+// the other 240), nothing is done — a side that exits by itself (told it
+// was downed) is started again by its supervisor meanwhile. Otherwise n
+// (or its peer, if n is not running) is stopped gracefully and started
+// again, well within the checker's settle margin after the heal.
 func (r *rig) operatorAfterPartition(n *node) string {
-	peer := n.pair.other(n)
-	gens := [2]int{n.generation(), peer.generation()}
-	err := poll.Wait(10*time.Second, 250*time.Millisecond, func() error {
-		if n.generation() != gens[0] || peer.generation() != gens[1] || !n.running() || !peer.running() {
-			return nil // a side exited (told it was downed): its supervisor restarts it
+	p := n.pair
+	var since time.Time
+	err := poll.Wait(20*time.Second, 250*time.Millisecond, func() error {
+		if err := r.pairWhole(p); err != nil {
+			since = time.Time{}
+			return err
 		}
-		return merged(n, peer)
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if held := time.Since(since); held < 5*time.Second {
+			return fmt.Errorf("whole for %v only", held.Round(time.Millisecond))
+		}
+		return nil
 	})
 	if err == nil {
-		return "the sides merged or one restarted by itself"
+		return "whole again by itself after the heal"
 	}
-	n.hold()
+	victim := n
+	if !n.running() {
+		victim = p.other(n)
+	}
+	victim.hold()
 	start := time.Now()
-	if err := n.signal(syscall.SIGTERM); err != nil {
-		n.restartHeld()
+	if err := victim.signal(syscall.SIGTERM); err != nil {
+		victim.restartHeld()
 		return "operator restart: " + err.Error()
 	}
-	if err := n.waitExit(30 * time.Second); err != nil {
-		_ = n.signal(syscall.SIGKILL)
-		_ = n.waitExit(10 * time.Second)
+	if err := victim.waitExit(30 * time.Second); err != nil {
+		_ = victim.signal(syscall.SIGKILL)
+		_ = victim.waitExit(10 * time.Second)
 	}
-	end, err2 := n.restartHeld()
+	end, err2 := victim.restartHeld()
 	if err2 != nil {
 		return "operator restart: " + err2.Error()
 	}
-	r.rec.fault(injected{plan: Fault{Kind: Leave, Cluster: n.pair.index}, check: check.Fault{Kind: check.FaultLeave, Targets: []string{n.name}, Start: start, End: end},
+	r.rec.fault(injected{plan: Fault{Kind: Leave, Cluster: p.index}, check: check.Fault{Kind: check.FaultLeave, Targets: []string{victim.name}, Start: start, End: end},
 		note: "the operator's restart after an auto-down partition"})
-	return fmt.Sprintf("not merged 10 s after the heal (%v): the operator restarted %s", err, n.name)
+	return fmt.Sprintf("not whole after the heal (%v): the operator restarted %s", err, victim.name)
 }
 
-// merged reports nil when each node's view holds both as Up members.
-func merged(a, b *node) error {
-	for _, n := range []*node{a, b} {
+// pairWhole reports nil when both nodes of p run, each sees both as Up
+// and reachable members, and one reads 250 and the other 240.
+func (r *rig) pairWhole(p *pair) error {
+	for _, n := range p.nodes {
+		if !n.running() {
+			return fmt.Errorf("%s is not running", n.name)
+		}
 		v, err := n.members()
 		if err != nil {
 			return err
 		}
 		up := 0
 		for _, m := range v.Members {
-			if m.Status == procs.StatusUp {
+			if m.Status == procs.StatusUp && m.Reachable {
 				up++
 			}
 		}
-		if up != 2 {
-			return fmt.Errorf("%s sees %d Up members", n.name, up)
+		if up != 2 || len(v.Members) != 2 {
+			return fmt.Errorf("%s sees %d of %d members Up and reachable", n.name, up, len(v.Members))
 		}
 	}
-	return nil
+	return r.whole(p)
 }
 
 // slowConfigDB delays n's path to the Config DB by f.Delay each way for
