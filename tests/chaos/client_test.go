@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/opcua/client"
 	"github.com/otopcua/otopcua/tests/chaos/check"
+	"github.com/otopcua/otopcua/tests/procs"
 )
 
 // Client timing: the write rate and the bound of one write (below the
@@ -37,8 +39,9 @@ type pairClient struct {
 	setpoint *ua.NodeID
 	started  time.Time // the first counter value
 
-	mu       sync.Mutex
-	outcomes map[string]int // write outcome → count; mu must be held.
+	mu        sync.Mutex
+	outcomes  map[string]int // write outcome → count; mu must be held.
+	secondary map[string]int // outcomes of the writes through the Secondary; mu must be held.
 }
 
 // startClient dials p's client (failing the test when it cannot), finds
@@ -46,7 +49,7 @@ type pairClient struct {
 // and waits for its first counter value and its first acknowledged write.
 func (r *rig) startClient(p *pair) {
 	r.t.Helper()
-	pc := &pairClient{p: p, names: map[string]string{}, outcomes: map[string]int{}}
+	pc := &pairClient{p: p, names: map[string]string{}, outcomes: map[string]int{}, secondary: map[string]int{}}
 	var urls []string
 	for _, n := range p.nodes {
 		pc.names[uri(n.name)] = n.name
@@ -87,9 +90,10 @@ func (r *rig) startClient(p *pair) {
 		r.t.Fatalf("%s: client: no counter value within 30 s", p.spec.ID)
 	}
 	r.wg.Go(func() { pc.write(r.rec, r.stop) })
+	r.wg.Go(func() { r.writeThroughSecondary(pc) })
 	poll.CheckFor(r.t, 30*time.Second, 50*time.Millisecond, func() error {
 		if pc.acked() == 0 {
-			return fmt.Errorf("%s: client: no write acknowledged yet (%s)", p.spec.ID, pc.outcomesText())
+			return fmt.Errorf("%s: client: no write acknowledged yet (%s)", p.spec.ID, pc.outcomesText(false))
 		}
 		return nil
 	})
@@ -164,9 +168,63 @@ func (pc *pairClient) write(rec *recorder, stop <-chan struct{}) {
 			rec.ack(check.AckedWrite{At: at, NodeID: pc.setpoint.String(), Value: strconv.Itoa(int(v)), Server: server})
 			outcome = "Good"
 		}
-		pc.mu.Lock()
-		pc.outcomes[outcome]++
-		pc.mu.Unlock()
+		pc.count(pc.outcomes, outcome)
+	}
+}
+
+func (pc *pairClient) count(m map[string]int, outcome string) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	m[outcome]++
+}
+
+// secondaryBase is the first value written through the Secondary, apart
+// from the client's 1, 2, 3, …
+const secondaryBase = 40000
+
+// writeThroughSecondary writes the setpoint once a second through the node
+// the samplers last read at 240, over sessions of its own that never
+// follow ServiceLevel (a SCADA station configured with one server): under
+// forwarded writes each reaches the device through the Primary, once.
+// Every write acknowledged Good is recorded with the Secondary as the
+// server; a node's mistake (a Secondary writing itself, an
+// acknowledgement without a write) shows at the device.
+func (r *rig) writeThroughSecondary(pc *pairClient) {
+	sessions := map[string]*procs.Session{}
+	for _, n := range pc.p.nodes {
+		sessions[n.name] = procs.NewSession(n.endpoint)
+		defer sessions[n.name].Close()
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for v := uint16(secondaryBase); ; v++ {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		var secondary *node
+		for _, n := range pc.p.nodes {
+			if l, ok := r.rec.latest(n.name, time.Second); ok && l == check.LevelSecondary {
+				secondary = n
+			}
+		}
+		if secondary == nil {
+			pc.count(pc.secondary, "no Secondary")
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		st, err := sessions[secondary.name].Write(ctx, pc.setpoint, v)
+		cancel()
+		switch {
+		case err != nil:
+			pc.count(pc.secondary, "error")
+		case st != ua.StatusOK:
+			pc.count(pc.secondary, st.Error())
+		default:
+			r.rec.ack(check.AckedWrite{At: time.Now(), NodeID: pc.setpoint.String(), Value: strconv.Itoa(int(v)), Server: secondary.name})
+			pc.count(pc.secondary, "Good")
+		}
 	}
 }
 
@@ -176,14 +234,19 @@ func (pc *pairClient) acked() int {
 	return pc.outcomes["Good"]
 }
 
-// outcomesText is "Good 1200, error 14, …", most frequent first.
-func (pc *pairClient) outcomesText() string {
+// outcomesText is "Good 1200, error 14, …", most frequent first, of the
+// client's writes, or (secondary) of the writes through the Secondary.
+func (pc *pairClient) outcomesText(secondary bool) string {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(pc.outcomes), func(a, b string) int { return pc.outcomes[b] - pc.outcomes[a] })
+	m := pc.outcomes
+	if secondary {
+		m = pc.secondary
+	}
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b string) int { return cmp.Or(m[b]-m[a], strings.Compare(a, b)) })
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %d", k, pc.outcomes[k]))
+		parts = append(parts, fmt.Sprintf("%s %d", shortStatus(k), m[k]))
 	}
 	if len(parts) == 0 {
 		return "no write yet"
@@ -192,3 +255,14 @@ func (pc *pairClient) outcomesText() string {
 }
 
 func (pc *pairClient) close() { _ = pc.c.Close() }
+
+// shortStatus is a status's name without its description
+// ("StatusBadTimeout" of "The operation timed out. StatusBadTimeout (0x800A0000)").
+func shortStatus(s string) string {
+	for _, f := range strings.Fields(s) {
+		if strings.HasPrefix(f, "StatusBad") || strings.HasPrefix(f, "StatusUncertain") {
+			return f
+		}
+	}
+	return s
+}

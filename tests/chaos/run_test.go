@@ -84,8 +84,8 @@ func (r *rig) report(from, to time.Time, alarms []alarmRow, vs []check.Violation
 			}
 		}
 		fmt.Fprintf(&b, "  %-10s (%s) faults %d: %s\n", c.ID, c.Downing, len(f.faults), Tally(f.faults))
-		fmt.Fprintf(&b, "  %-10s client: %d failovers, %d losses, worst blind window %s (from %s); writes: %s\n", "", f.failovers, f.losses,
-			f.blind.Round(time.Millisecond), r.rec.rel(f.blindAt), p.client.outcomesText())
+		fmt.Fprintf(&b, "  %-10s client: %d failovers, %d losses, worst blind window %s (from %s); writes: %s; through the Secondary: %s\n", "", f.failovers, f.losses,
+			f.blind.Round(time.Millisecond), r.rec.rel(f.blindAt), p.client.outcomesText(false), p.client.outcomesText(true))
 		fmt.Fprintf(&b, "  %-10s device: %d writes (%d from no node's path); alarms: %d toggles, %d alarm_history rows; processes: %d starts, exits %s\n", "",
 			f.writes, f.unknown, f.toggles, f.alarmRows, f.starts, f.exitsText())
 	}
