@@ -16,6 +16,7 @@ import (
 const (
 	EnvDuration = "OTOPCUA_CHAOS_DURATION"
 	EnvMutation = "OTOPCUA_CHAOS_MUTATION"
+	EnvFaults   = "OTOPCUA_CHAOS_FAULTS"
 )
 
 // DefaultDuration is the schedule's length when neither -chaos.duration
@@ -26,7 +27,7 @@ var (
 	seedFlag     = flag.Int64("chaos.seed", 0, "seed of the fault schedule (0: drawn from the clock); the run prints it first")
 	durationFlag = flag.Duration("chaos.duration", 0, "length of the fault schedule (default $"+EnvDuration+", else 10m); setup comes on top")
 	mutationFlag = flag.String("chaos.mutation", "", "test-only product mutation every node runs with, as OTOPCUA_TEST_MUTATION (default $"+EnvMutation+")")
-	faultsFlag   = flag.String("chaos.faults", "all", "fault kinds drawn, comma-separated: "+kindList(AllKinds))
+	faultsFlag   = flag.String("chaos.faults", "", "fault kinds drawn, comma-separated (default $"+EnvFaults+", else all): "+kindList(AllKinds))
 	clustersFlag = flag.String("chaos.clusters", "all", "pairs run, comma-separated ClusterIds: "+strings.Join(pairIDs(pairSpecs), ","))
 )
 
@@ -99,9 +100,13 @@ func flagOptions(t *testing.T) options {
 	if o.Mutation == "" {
 		o.Mutation = os.Getenv(EnvMutation)
 	}
-	kinds, err := ParseKinds(*faultsFlag)
+	faults := *faultsFlag
+	if faults == "" {
+		faults = os.Getenv(EnvFaults)
+	}
+	kinds, err := ParseKinds(faults)
 	if err != nil {
-		t.Fatalf("-chaos.faults: %v", err)
+		t.Fatalf("-chaos.faults (or $%s): %v", EnvFaults, err)
 	}
 	o.Kinds = kinds
 	if s := strings.TrimSpace(*clustersFlag); s != "" && s != "all" {
@@ -127,8 +132,8 @@ func TestChaos(t *testing.T) {
 		t.Errorf("%s\n%s", v, v.Timeline())
 	}
 	if len(vs) > 0 {
-		t.Errorf("chaos seed %d: %d violations; rerun with: go test -count=1 -v -run 'TestChaos$' ./tests/chaos/ -chaos.seed %d -chaos.duration %s",
-			o.Seed, len(vs), o.Seed, o.Duration)
+		t.Errorf("chaos seed %d: %d violations; rerun with: go test -count=1 -v -timeout %s -run 'TestChaos$' ./tests/chaos/ -chaos.seed %d -chaos.duration %s -chaos.faults %s -chaos.clusters %s",
+			o.Seed, len(vs), (o.Duration + 10*time.Minute).Round(time.Minute), o.Seed, o.Duration, kindList(o.Kinds), strings.Join(o.Clusters, ","))
 	}
 }
 
