@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -125,7 +126,7 @@ func newRig(t *testing.T, o options) *rig {
 		}
 		_ = os.RemoveAll(dir)
 	})
-	r := &rig{t: t, o: o, dir: dir, bin: procs.PlainBinary(t), nodes: map[string]*node{}, stop: make(chan struct{})}
+	r := &rig{t: t, o: o, dir: dir, bin: ownCopy(t, procs.PlainBinary(t), dir), nodes: map[string]*node{}, stop: make(chan struct{})}
 	r.rec = newRecorder(o.Seed)
 	if o.Mutation != "" {
 		r.env = []string{"OTOPCUA_TEST_MUTATION=" + o.Mutation, host.EnvTestHooks + "=1"}
@@ -158,6 +159,26 @@ func newRig(t *testing.T, o options) *rig {
 		}
 	}
 	return r
+}
+
+// ownCopy links (or copies) the binary bin into dir and returns the copy:
+// the supervisor starts nodes from it for the whole run, whatever happens
+// meanwhile to the shared build directory under the machine's temporary
+// directory (a run lost its binary to a cleanup there after six minutes).
+func ownCopy(t *testing.T, bin, dir string) string {
+	t.Helper()
+	dst := filepath.Join(dir, "otopcua")
+	if err := os.Link(bin, dst); err == nil {
+		return dst
+	}
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
 
 // addDevice starts p's Modbus TCP device, its counter and its alarm
