@@ -78,10 +78,11 @@ func (c *checker) levelChanges(clusterID string, inWindow func(time.Time) bool) 
 // observations are the run's observations of clusterID other than
 // ServiceLevel samples at the times inWindow admits. Device writes and
 // acknowledgements come in streaks (a client writing every 200 ms): of
-// each streak of one writer on one device, or of one server
-// acknowledging, the timeline keeps the first and the last and counts the
-// rest between them (foldStreaks), so a minute of steady writing is three
-// lines and a change of writer stands out.
+// each streak of one writer on one device the timeline keeps the first
+// and the last and counts the rest between them (foldStreaks), so a
+// minute of steady writing is three lines and a change of writer stands
+// out; acknowledgements are folded per server (foldPerKey), since two
+// clients writing through two servers interleave theirs.
 func (c *checker) observations(clusterID string, inWindow func(time.Time) bool) []Event {
 	var out []Event
 	keep := func(at time.Time, clusters ...string) bool {
@@ -109,7 +110,7 @@ func (c *checker) observations(clusterID string, inWindow func(time.Time) bool) 
 		}
 	}
 	out = append(out, foldStreaks(writes)...)
-	out = append(out, foldStreaks(acks)...)
+	out = append(out, foldPerKey(acks, ackGap)...)
 	for _, f := range c.run.Failovers {
 		add(f.At, "client", fmt.Sprintf("failover %s -> %s (%s)", f.From, f.To, f.Reason), f.Source, c.nodeCluster[f.From], c.nodeCluster[f.To])
 	}
@@ -128,6 +129,29 @@ type streakEvent struct {
 
 // minStreak is the shortest streak foldStreaks folds.
 const minStreak = 4
+
+// ackGap is the longest pause within one server's streak of
+// acknowledgements.
+const ackGap = 2 * time.Second
+
+// foldPerKey folds the events of each key apart (foldStreaks of each
+// key's events), a pause longer than gap starting a new streak; the
+// result is in no particular order.
+func foldPerKey(evs []streakEvent, gap time.Duration) []Event {
+	var out []Event
+	for _, same := range groups(evs, func(e streakEvent) string { return e.key }) {
+		var run []streakEvent
+		for i, e := range same {
+			if i > 0 && e.At.Sub(same[i-1].At) > gap {
+				out = append(out, foldStreaks(run)...)
+				run = nil
+			}
+			run = append(run, e)
+		}
+		out = append(out, foldStreaks(run)...)
+	}
+	return out
+}
 
 // foldStreaks keeps, of every run of at least minStreak consecutive events
 // (in the given order) with one key, the first, a line "… N more WHAT" at

@@ -100,6 +100,11 @@ func TestTimelineFoldsStreaks(t *testing.T) {
 		ws = append(ws, write(1000+200*i, "a", fmt.Sprint(i+1)))
 		acks = append(acks, ack(1000+200*i, fmt.Sprint(i+1), "a"))
 	}
+	// b acknowledges a write of another client every 500 ms meanwhile:
+	// a's acknowledgements still fold into one streak.
+	for i := range 4 {
+		acks = append(acks, ack(1100+500*i, fmt.Sprint(100+i), "b"))
+	}
 	ws = append(ws, write(3000, "b", "11"), write(3200, "a", "12"), write(3400, "a", "13"))
 	for _, tc := range []struct {
 		name string
@@ -129,8 +134,11 @@ func TestTimelineFoldsStreaks(t *testing.T) {
 +0.000s  b       ServiceLevel 240
 +1.000s  plc     40001=1 written by a
 +1.000s  client  write ns=2;s=Setpoint=1 acknowledged by a
++1.100s  client  write ns=2;s=Setpoint=100 acknowledged by b
 +1.200s  plc     … 8 more writes by a
 +1.200s  client  … 8 more writes acknowledged by a
++1.600s  client  … 2 more writes acknowledged by b
++2.600s  client  write ns=2;s=Setpoint=103 acknowledged by b
 +2.800s  plc     40001=10 written by a
 +2.800s  client  write ns=2;s=Setpoint=10 acknowledged by a
 +2.900s  run     SIGSTOP a
