@@ -76,7 +76,7 @@
 // Flags (and the environment variables that set their defaults):
 //
 //	-chaos.seed N         the seed (default: drawn from the clock; printed first, "chaos seed N")
-//	-chaos.duration D     the schedule's length ($OTOPCUA_CHAOS_DURATION, else 10m); setup adds about 20 s
+//	-chaos.duration D     the schedule's length ($OTOPCUA_CHAOS_DURATION, else 10m); setup and end add about 10 s
 //	-chaos.faults K,…     the kinds drawn ($OTOPCUA_CHAOS_FAULTS, else all): kill, restart, stop-short,
 //	                      stop-long, leave, failover, partition, db-slow, device-cut, db-stop
 //	-chaos.clusters C,…   the pairs run (default all): auto-down, lease-pg, lease-etcd
