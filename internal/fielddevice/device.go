@@ -40,7 +40,8 @@ type Options struct {
 
 	// OnWrite, when set, receives every write request a client makes
 	// (holding registers: Words from Address on; coils: Bit at each
-	// Address, one call per coil), in the order the device applies them.
+	// Address, one call per coil; Client: the connection's address), in
+	// the order the device applies them.
 	// It is called with the device's lock held, before the request is
 	// answered: it must be quick and must not call the Device's methods.
 	// Tests use it to log which client wrote what (Write.Client), and when.

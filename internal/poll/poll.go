@@ -1,5 +1,6 @@
 // Package poll is the module's one way for a test to wait with a deadline
-// instead of a fixed sleep: CheckFor waits until a condition holds, Holds
+// instead of a fixed sleep: CheckFor waits until a condition holds (Wait
+// too, returning the error instead of failing the test), Holds
 // asserts that one stays true for a while, and True turns a boolean
 // condition into the error both take.
 //
@@ -15,6 +16,7 @@ package poll
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -25,15 +27,24 @@ import (
 // passes. Call it from the test's goroutine (it may call t.Fatalf).
 func CheckFor(t testing.TB, total, every time.Duration, fn func() error) {
 	t.Helper()
+	if err := Wait(total, every, fn); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// Wait is CheckFor that returns fn's last error ("after TOTAL: …") instead
+// of failing a test, or nil once fn returned nil. It touches no
+// testing.TB, so a harness's background goroutine, which must not call
+// t.Fatal, waits with it and decides what a timeout means.
+func Wait(total, every time.Duration, fn func() error) error {
 	deadline := time.Now().Add(total)
 	for {
 		err := fn()
 		if err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", total, err)
-			return
+			return fmt.Errorf("after %v: %w", total, err)
 		}
 		time.Sleep(every)
 	}

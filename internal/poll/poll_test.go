@@ -61,6 +61,24 @@ func TestCheckFor(t *testing.T) {
 	}
 }
 
+func TestWait(t *testing.T) {
+	calls := 0
+	if err := Wait(time.Second, time.Millisecond, func() error {
+		calls++
+		if calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil || calls != 3 {
+		t.Fatalf("Wait = %v after %d calls, want nil after 3", err, calls)
+	}
+	cause := errors.New("still down")
+	err := Wait(20*time.Millisecond, time.Millisecond, func() error { return cause })
+	if !errors.Is(err, cause) || err.Error() != "after 20ms: still down" {
+		t.Fatalf("Wait = %v, want %q wrapping the last error", err, "after 20ms: still down")
+	}
+}
+
 func TestHolds(t *testing.T) {
 	t.Run("stays true for the whole time", func(t *testing.T) {
 		r := &recorder{}

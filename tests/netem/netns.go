@@ -94,7 +94,8 @@ type Net struct {
 }
 
 type rule struct {
-	host *Host
+	host *Host // the host whose INPUT chain holds the rule
+	from *Host // the host whose packets it filters
 	spec []string
 }
 
@@ -198,7 +199,7 @@ func (n *Net) Block(from, to *Host, f Filter) {
 		n.t.Fatalf("netem: block %s→%s: %v\n%s", from.Name, to.Name, err, out)
 	}
 	n.mu.Lock()
-	n.rules = append(n.rules, rule{host: to, spec: spec})
+	n.rules = append(n.rules, rule{host: to, from: from, spec: spec})
 	n.mu.Unlock()
 }
 
@@ -223,6 +224,29 @@ func (n *Net) Heal() {
 	for _, r := range rules {
 		if out, err := r.host.Output(append([]string{"iptables", "-w", "-D", "INPUT"}, r.spec...)...); err != nil {
 			n.t.Fatalf("netem: heal %s: %v\n%s", r.host.Name, err, out)
+		}
+	}
+}
+
+// Unblock removes the rules Block(from, to, …) added, of either filter,
+// and leaves every other rule in force: the heal of one cut while others
+// (between other hosts) go on.
+func (n *Net) Unblock(from, to *Host) {
+	n.t.Helper()
+	n.mu.Lock()
+	var keep, drop []rule
+	for _, r := range n.rules {
+		if r.from == from && r.host == to {
+			drop = append(drop, r)
+		} else {
+			keep = append(keep, r)
+		}
+	}
+	n.rules = keep
+	n.mu.Unlock()
+	for _, r := range drop {
+		if out, err := r.host.Output(append([]string{"iptables", "-w", "-D", "INPUT"}, r.spec...)...); err != nil {
+			n.t.Fatalf("netem: unblock %s→%s: %v\n%s", from.Name, to.Name, err, out)
 		}
 	}
 }

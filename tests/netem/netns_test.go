@@ -122,6 +122,32 @@ func TestNetPartitionDropRejectHeal(t *testing.T) {
 	}
 }
 
+// TestNetUnblockHealsOneCutOnly: two cuts in force, a|b and a|c; Unblock
+// of a|b both ways heals that one and leaves a|c cut.
+func TestNetUnblockHealsOneCutOnly(t *testing.T) {
+	n := NewNet(t, "a", "b", "c")
+	a, b, c := n.Host("a"), n.Host("b"), n.Host("c")
+	listenIn(t, b, b.Addr+":7000")
+	listenIn(t, c, c.Addr+":7000")
+	n.Partition([]*Host{a}, []*Host{b}, Reject)
+	n.Partition([]*Host{a}, []*Host{c}, Drop)
+	if err := dialFrom(a, b.Addr+":7000", 2*time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("a→b while cut: %v, want connection refused", err)
+	}
+	n.Unblock(a, b)
+	n.Unblock(b, a)
+	if err := dialFrom(a, b.Addr+":7000", 2*time.Second); err != nil {
+		t.Fatalf("a→b after Unblock: %v", err)
+	}
+	if err := dialFrom(a, c.Addr+":7000", 500*time.Millisecond); err == nil {
+		t.Fatal("a→c connected: Unblock of a|b healed a|c too")
+	}
+	n.Heal()
+	if err := dialFrom(a, c.Addr+":7000", 2*time.Second); err != nil {
+		t.Fatalf("a→c after Heal: %v", err)
+	}
+}
+
 func TestNetHarnessReachesHostLoopbackOnly(t *testing.T) {
 	n := NewNet(t, "a")
 	a := n.Host("a")

@@ -69,6 +69,7 @@ type Proxy struct {
 	target string
 
 	mu      sync.Mutex
+	source  net.IP             // address the target is dialled from; nil: any. mu must be held.
 	mode    Mode               // mu must be held.
 	unhold  chan struct{}      // closed when the mode leaves Blackhole; mu must be held.
 	delay   [2]time.Duration   // per Direction; mu must be held.
@@ -157,6 +158,27 @@ func (p *Proxy) delayOf(d Direction) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.delay[d]
+}
+
+// SetSource makes the proxy dial its target from ip (an address of this
+// machine, such as 127.0.0.12 on loopback), so that the target can tell
+// the proxy's connections from every other client's by their source
+// address; nil dials from any address. It applies to connections dialled
+// from then on.
+func (p *Proxy) SetSource(ip net.IP) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.source = ip
+}
+
+func (p *Proxy) dialer() *net.Dialer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := &net.Dialer{Timeout: DialTimeout}
+	if p.source != nil {
+		d.LocalAddr = &net.TCPAddr{IP: p.source}
+	}
+	return d
 }
 
 // SetMode switches the mode. Leaving Reset listens again on the same
@@ -337,7 +359,7 @@ func (pp *pipe) run() {
 	if !p.hold(pp.done) { // a connection accepted during a blackhole waits here
 		return
 	}
-	s, err := net.DialTimeout("tcp", p.target, DialTimeout)
+	s, err := p.dialer().Dial("tcp", p.target)
 	if err != nil {
 		p.counter[cDialFailed].Add(1)
 		pp.abort()

@@ -352,3 +352,42 @@ func TestProxyCloseResetsEverything(t *testing.T) {
 		t.Fatal("SetMode after Close succeeded")
 	}
 }
+
+// TestProxySourceTellsItsConnectionsApart: two proxies to one target,
+// each dialling from its own loopback address; the target sees each
+// proxy's connection come from that proxy's address.
+func TestProxySourceTellsItsConnectionsApart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			seen <- host
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	for _, src := range []string{"127.0.0.21", "127.0.0.22"} {
+		p := NewProxy(t, "127.0.0.1:0", ln.Addr().String())
+		p.SetSource(net.ParseIP(src))
+		c := dial(t, p.Addr())
+		select {
+		case got := <-seen:
+			if got != src {
+				t.Fatalf("the target saw the proxy dialling from %s connect from %s", src, got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the proxy dialling from %s never reached the target", src)
+		}
+		c.c.Close()
+	}
+}

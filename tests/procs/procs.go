@@ -113,6 +113,7 @@ type Node struct {
 	bin     string       // the otopcua binary; "": Binary(t)
 	wrap    []string     // command prefix, e.g. ip netns exec NS
 	client  *http.Client // nil: http.DefaultClient
+	quiet   bool         // Options.Quiet
 	dir     string
 	cmd     *exec.Cmd
 	logPath string
@@ -187,13 +188,24 @@ type Options struct {
 	// with -race when the test is). A harness that measures the product as
 	// shipped builds its own without the race detector.
 	Binary string
+	// Dir is the node's directory (its appsettings.json, its working
+	// directory and one log file per process start); "" means a new
+	// t.TempDir(). A directory the caller made outlives the test, so a
+	// long run can keep its logs for the engineer who reads a failure.
+	Dir string
+	// Quiet: when the test fails, do not print the node's log (a long run
+	// prints where its logs are instead of megabytes of them).
+	Quiet bool
 }
 
 // StartWith is Start with Options.
 func StartWith(t testing.TB, name string, cfg map[string]any, o Options) *Node {
 	t.Helper()
-	dir := t.TempDir()
-	n := &Node{Name: name, Config: cfg, Env: o.Env, t: t, dir: dir, wrap: o.Wrap, client: o.Client, bin: o.Binary}
+	dir := o.Dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	n := &Node{Name: name, Config: cfg, Env: o.Env, t: t, dir: dir, wrap: o.Wrap, client: o.Client, bin: o.Binary, quiet: o.Quiet}
 	n.OpcPort = intAt(cfg, "OpcUa", "Port")
 	n.HTTPPort = intAt(cfg, "Http", "Port")
 	b, err := json.MarshalIndent(cfg, "", "  ")
@@ -219,8 +231,8 @@ func intAt(cfg map[string]any, section, key string) int {
 
 func (n *Node) start() {
 	n.t.Helper()
-	n.logPath = filepath.Join(n.dir, fmt.Sprintf("%s-%d.log", n.Name, time.Now().UnixNano()))
-	logf, err := os.Create(n.logPath)
+	logPath := filepath.Join(n.dir, fmt.Sprintf("%s-%d.log", n.Name, time.Now().UnixNano()))
+	logf, err := os.Create(logPath)
 	if err != nil {
 		n.t.Fatal(err)
 	}
@@ -239,7 +251,7 @@ func (n *Node) start() {
 	}
 	done := make(chan struct{})
 	n.mu.Lock()
-	n.cmd, n.done, n.exit = cmd, done, nil
+	n.cmd, n.done, n.exit, n.logPath = cmd, done, nil, logPath
 	n.mu.Unlock()
 	go func() {
 		_ = cmd.Wait()
@@ -267,6 +279,22 @@ func (n *Node) RestartWith(bin string) {
 	n.WaitExit(30 * time.Second)
 	n.bin = bin
 	n.start()
+}
+
+// Done is closed when the current process has exited; a Restart starts a
+// new process with a new channel.
+func (n *Node) Done() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.done
+}
+
+// LogPath is the log file of the current process (each start has its
+// own, in the node's directory).
+func (n *Node) LogPath() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.logPath
 }
 
 // PID returns the current process id.
@@ -315,7 +343,7 @@ func (n *Node) Alive() bool {
 
 // Log returns everything the node has logged so far.
 func (n *Node) Log() string {
-	b, _ := os.ReadFile(n.logPath)
+	b, _ := os.ReadFile(n.LogPath())
 	return string(b)
 }
 
@@ -434,7 +462,7 @@ func (n *Node) cleanup() {
 		case <-time.After(10 * time.Second):
 		}
 	}
-	if n.t.Failed() {
+	if n.t.Failed() && !n.quiet {
 		n.t.Logf("--- log of %s ---\n%s", n.Name, n.Log())
 	}
 }

@@ -103,12 +103,23 @@ func (u *Session) Read(ctx context.Context, n *ua.NodeID) (any, error) {
 
 // WriteInt16 writes an int16; it returns the status or a transport error.
 func (u *Session) WriteInt16(ctx context.Context, n *ua.NodeID, v int16) (ua.StatusCode, error) {
+	return u.Write(ctx, n, v)
+}
+
+// Write writes v (a Go value a Variant holds: uint16 for a UInt16 node,
+// …); it returns the status or a transport error. A failed call drops
+// the session.
+func (u *Session) Write(ctx context.Context, n *ua.NodeID, v any) (ua.StatusCode, error) {
+	variant, err := ua.NewVariant(v)
+	if err != nil {
+		return 0, err
+	}
 	c, err := u.client()
 	if err != nil {
 		return 0, err
 	}
 	resp, err := c.Write(ctx, &ua.WriteRequest{NodesToWrite: []*ua.WriteValue{{NodeID: n, AttributeID: ua.AttributeIDValue,
-		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: ua.MustVariant(v)}}}})
+		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: variant}}}})
 	if err != nil {
 		u.drop(c)
 		return 0, err

@@ -23,8 +23,9 @@
 //  1. two-writers — never two nodes writing one device: a node writing
 //     again after another node wrote, with no restart and no 240 or 0
 //     from it in between (writers.go).
-//  2. two-primaries — never two nodes of one ClusterId at 250 in the same
-//     or neighbouring sampling rounds (primaries.go).
+//  2. two-primaries — never two nodes of one ClusterId at 250 at once:
+//     stretches of adjacent reads of 250 of two nodes that meet
+//     (primaries.go).
 //  3. alarm-once — every alarm transition stored in alarm_history once.
 //  4. ack-landed-once — every write the client saw acknowledged is in
 //     the device's write log exactly once (history.go).

@@ -1,52 +1,108 @@
 package check
 
 import (
-	"maps"
+	"cmp"
 	"slices"
-	"time"
 )
 
 // twoPrimaries checks "never two 250s in one ClusterId": under
 // lease-majority always, under auto-down outside partitions (windows
 // extended by Params.Settle).
 //
-// The rule. A read of 250 at t says the node was at 250 at t and nothing
-// about it between the sampler's previous and next reads, so it stands for
-// (t − P, t + P), P = Params.SamplePeriod. Two answered reads of 250 from
-// different nodes of one ClusterId are simultaneous when those intervals
-// meet: when they are less than 2P apart, i.e. in the same or neighbouring
-// rounds of the samplers, whatever their jitter (60 ms apart with 50 ms
-// samplers is a violation, 100 ms is not). A correct hand-over keeps them
-// further apart: the redundancy state is debounced 250 ms.
+// The rule. Each node's sampler reads it in turn, so a node's own reads
+// are ordered; two nodes' reads are not (their samplers run apart, and a
+// hand-over takes less than one sampling period). So the rule compares
+// stretches, never single reads of two nodes: a node held 250 from one
+// answered read of 250 to the last of the adjacent answered reads of 250
+// that follow it (a single read of 250 between other answers is a
+// stretch of one instant). A read with no answer, or of another level,
+// ends the stretch: the node said something else, or said nothing, which
+// a client cannot take for 250. Two nodes of one ClusterId whose stretches
+// meet (a common instant, their ends included) were both at 250 then: a
+// violation at the later stretch's start.
+//
+// Why not "two reads of 250 less than two periods apart": a correct
+// hand-over is faster than one period. A graceful leave moves 250 from one
+// node to the other within a millisecond (the leaver's 250 → 0 and its
+// peer's 240 → 250 are 0.4 ms apart in their logs), and so does the crash
+// fast path after a SIGKILL; the samplers then read the leaver at 250 and
+// its peer at 250 one round later, 50 ms apart, while the leaver's own
+// next read already says 0 (or nothing). Its own next read is the proof
+// that it left 250 first. A dual-Primary episode shorter than a sampling
+// period stays unseen, as under any sampler.
 //
 // Violations in one ClusterId closer than Params.Context to each other are
 // folded into the first.
 func (c *checker) twoPrimaries() []Violation {
-	at250 := slices.DeleteFunc(byTime(c.run.Levels, func(s LevelSample) time.Time { return s.At }),
-		func(s LevelSample) bool { return !s.Answered || s.Level != LevelPrimary })
 	var out []Violation
-	for _, same := range groups(at250, func(s LevelSample) string { return s.ClusterID }) {
-		out = append(out, c.fold(c.clusterPrimaries(same[0].ClusterID, same))...)
+	for _, cl := range c.configured {
+		var stretches []nodeStretch
+		for _, node := range cl.Nodes {
+			for _, s := range stretches250(c.levels[node]) {
+				stretches = append(stretches, nodeStretch{node, s})
+			}
+		}
+		slices.SortStableFunc(stretches, func(a, b nodeStretch) int { return cmp.Or(a.from.Compare(b.from), a.to.Compare(b.to)) })
+		out = append(out, c.fold(c.clusterPrimaries(cl.ID, stretches))...)
 	}
 	return out
 }
 
-// clusterPrimaries checks the reads of 250 of one ClusterId, in time order.
-func (c *checker) clusterPrimaries(clusterID string, at250 []LevelSample) []Violation {
+// nodeStretch is a stretch of one node at 250.
+type nodeStretch struct {
+	node string
+	span
+}
+
+// stretches250 are the stretches at 250 of one node's samples (in time
+// order).
+func stretches250(samples []LevelSample) []span {
+	var out []span
+	var open *span
+	for _, s := range samples {
+		if s.Answered && s.Level == LevelPrimary {
+			if open == nil {
+				open = &span{s.At, s.At}
+			}
+			open.to = s.At
+			continue
+		}
+		if open != nil {
+			out, open = append(out, *open), nil
+		}
+	}
+	if open != nil {
+		out = append(out, *open)
+	}
+	return out
+}
+
+// clusterPrimaries checks the stretches at 250 of one ClusterId's nodes
+// (sorted by start).
+func (c *checker) clusterPrimaries(clusterID string, stretches []nodeStretch) []Violation {
 	var out []Violation
-	apart := 2 * c.p.SamplePeriod
-	last := map[string]time.Time{} // node → its latest read of 250
-	for _, s := range at250 {
-		for _, node := range slices.Sorted(maps.Keys(last)) {
-			t := last[node]
-			if node == s.Node || s.At.Sub(t) >= apart || c.partitionExcused(clusterID, t, s.At) {
+	for i, x := range stretches {
+		for _, y := range stretches[i+1:] {
+			if y.from.After(x.to) {
+				break // sorted by start: no later stretch meets x
+			}
+			if y.node == x.node {
 				continue
 			}
-			out = append(out, c.violation(TwoPrimaries, clusterID, t, s.At,
-				"%s read 250 at %s and %s at %s, less than %s (two sampling periods) apart",
-				node, c.rel(t), s.Node, c.rel(s.At), apart))
+			to := x.to
+			if y.to.Before(to) {
+				to = y.to
+			}
+			if c.partitionExcused(clusterID, y.from, to) {
+				continue
+			}
+			// The timeline is the one around the overlap's start: x may
+			// have held 250 for minutes before.
+			out = append(out, c.violation(TwoPrimaries, clusterID, y.from, y.from,
+				"%s read 250 from %s to %s and %s from %s to %s: both at 250 from %s to %s",
+				x.node, c.rel(x.from), c.rel(x.to), y.node, c.rel(y.from), c.rel(y.to), c.rel(y.from), c.rel(to)))
 		}
-		last[s.Node] = s.At
 	}
+	slices.SortStableFunc(out, func(a, b Violation) int { return a.At.Compare(b.At) })
 	return out
 }

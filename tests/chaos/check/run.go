@@ -149,8 +149,6 @@ type Fault struct {
 // Params tune the rules. A zero field means its default, except
 // OverlapWindow, whose default is zero.
 type Params struct {
-	// SamplePeriod is the samplers' period. Default 50 ms.
-	SamplePeriod time.Duration
 	// OverlapWindow is how long two writers may interleave on one device
 	// before it is a violation. Default 0: never.
 	OverlapWindow time.Duration
@@ -172,7 +170,6 @@ type Params struct {
 
 // Defaults of Params and Cluster.
 const (
-	DefaultSamplePeriod  = 50 * time.Millisecond
 	DefaultSettle        = 30 * time.Second
 	DefaultAckTolerance  = 5 * time.Second
 	DefaultStuckLimit    = 10 * time.Second
@@ -186,7 +183,6 @@ func (p Params) withDefaults() Params {
 			*d = v
 		}
 	}
-	def(&p.SamplePeriod, DefaultSamplePeriod)
 	def(&p.Settle, DefaultSettle)
 	def(&p.AckTolerance, DefaultAckTolerance)
 	def(&p.StuckLimit, DefaultStuckLimit)

@@ -76,28 +76,103 @@ func (c *checker) levelChanges(clusterID string, inWindow func(time.Time) bool) 
 }
 
 // observations are the run's observations of clusterID other than
-// ServiceLevel samples at the times inWindow admits.
+// ServiceLevel samples at the times inWindow admits. Device writes and
+// acknowledgements come in streaks (a client writing every 200 ms): of
+// each streak of one writer on one device the timeline keeps the first
+// and the last and counts the rest between them (foldStreaks), so a
+// minute of steady writing is three lines and a change of writer stands
+// out; acknowledgements are folded per server (foldPerKey), since two
+// clients writing through two servers interleave theirs.
 func (c *checker) observations(clusterID string, inWindow func(time.Time) bool) []Event {
 	var out []Event
+	keep := func(at time.Time, clusters ...string) bool {
+		return inWindow(at) && slices.Contains(clusters, clusterID)
+	}
 	add := func(at time.Time, actor, text, source string, clusters ...string) {
-		if inWindow(at) && slices.Contains(clusters, clusterID) {
+		if keep(at, clusters...) {
 			out = append(out, Event{at, actor, withSource(text, source)})
 		}
 	}
 	for _, e := range c.run.Processes {
 		add(e.At, e.Node, e.Kind.text(e.Code), e.Source, c.nodeCluster[e.Node])
 	}
-	for _, w := range c.run.Writes {
-		add(w.At, w.Device, fmt.Sprintf("%s=%s written by %s", w.Address, w.Value, w.Writer), w.Source, c.deviceCluster[w.Device])
+	var writes, acks []streakEvent
+	for _, w := range byTime(c.run.Writes, func(w DeviceWrite) time.Time { return w.At }) {
+		if keep(w.At, c.deviceCluster[w.Device]) {
+			writes = append(writes, streakEvent{Event{w.At, w.Device, withSource(fmt.Sprintf("%s=%s written by %s", w.Address, w.Value, w.Writer), w.Source)},
+				w.Device + "\x00" + w.Writer, "writes by " + w.Writer})
+		}
 	}
-	for _, a := range c.run.Acks {
-		add(a.At, "client", fmt.Sprintf("write %s=%s acknowledged by %s", a.NodeID, a.Value, a.Server), a.Source, c.nodeCluster[a.Server])
+	for _, a := range byTime(c.run.Acks, func(a AckedWrite) time.Time { return a.At }) {
+		if keep(a.At, c.nodeCluster[a.Server]) {
+			acks = append(acks, streakEvent{Event{a.At, "client", withSource(fmt.Sprintf("write %s=%s acknowledged by %s", a.NodeID, a.Value, a.Server), a.Source)},
+				a.Server, "writes acknowledged by " + a.Server})
+		}
 	}
+	out = append(out, foldStreaks(writes)...)
+	out = append(out, foldPerKey(acks, ackGap)...)
 	for _, f := range c.run.Failovers {
 		add(f.At, "client", fmt.Sprintf("failover %s -> %s (%s)", f.From, f.To, f.Reason), f.Source, c.nodeCluster[f.From], c.nodeCluster[f.To])
 	}
 	for _, r := range c.run.Alarms {
 		add(r.At, "alarm_history", fmt.Sprintf("%s transition %s", r.Condition, r.TransitionID), r.Source, r.ClusterID)
+	}
+	return out
+}
+
+// streakEvent is an event of a kind that comes in streaks: key tells the
+// streaks apart, what names the events in the line that counts them.
+type streakEvent struct {
+	Event
+	key, what string
+}
+
+// minStreak is the shortest streak foldStreaks folds.
+const minStreak = 4
+
+// ackGap is the longest pause within one server's streak of
+// acknowledgements.
+const ackGap = 2 * time.Second
+
+// foldPerKey folds the events of each key apart (foldStreaks of each
+// key's events), a pause longer than gap starting a new streak; the
+// result is in no particular order.
+func foldPerKey(evs []streakEvent, gap time.Duration) []Event {
+	var out []Event
+	for _, same := range groups(evs, func(e streakEvent) string { return e.key }) {
+		var run []streakEvent
+		for i, e := range same {
+			if i > 0 && e.At.Sub(same[i-1].At) > gap {
+				out = append(out, foldStreaks(run)...)
+				run = nil
+			}
+			run = append(run, e)
+		}
+		out = append(out, foldStreaks(run)...)
+	}
+	return out
+}
+
+// foldStreaks keeps, of every run of at least minStreak consecutive events
+// (in the given order) with one key, the first, a line "… N more WHAT" at
+// the second's time, and the last; shorter runs stay as they are.
+func foldStreaks(evs []streakEvent) []Event {
+	var out []Event
+	for i := 0; i < len(evs); {
+		j := i
+		for j+1 < len(evs) && evs[j+1].key == evs[i].key {
+			j++
+		}
+		if j-i+1 < minStreak {
+			for _, e := range evs[i : j+1] {
+				out = append(out, e.Event)
+			}
+		} else {
+			out = append(out, evs[i].Event,
+				Event{evs[i+1].At, evs[i].Actor, fmt.Sprintf("… %d more %s", j-i-1, evs[i].what)},
+				evs[j].Event)
+		}
+		i = j + 1
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -85,4 +87,77 @@ func TestMalformedRunPanics(t *testing.T) {
 			Check(run)
 		})
 	}
+}
+
+// TestTimelineFoldsStreaks: a streak of writes by one node and of
+// acknowledgements by one server keeps its first and last line and counts
+// the rest; a change of writer starts a new streak; streaks shorter than
+// minStreak stay whole.
+func TestTimelineFoldsStreaks(t *testing.T) {
+	var ws []DeviceWrite
+	var acks []AckedWrite
+	for i := range 10 { // a writes 1…10, then b 11, then a 12, 13
+		ws = append(ws, write(1000+200*i, "a", fmt.Sprint(i+1)))
+		acks = append(acks, ack(1000+200*i, fmt.Sprint(i+1), "a"))
+	}
+	// b acknowledges a write of another client every 500 ms meanwhile:
+	// a's acknowledgements still fold into one streak.
+	for i := range 4 {
+		acks = append(acks, ack(1100+500*i, fmt.Sprint(100+i), "b"))
+	}
+	ws = append(ws, write(3000, "b", "11"), write(3200, "a", "12"), write(3400, "a", "13"))
+	for _, tc := range []struct {
+		name string
+		evs  []streakEvent
+		want []string
+	}{
+		{"empty", nil, nil},
+		{"three stay", streakOf("k", 3), []string{"0", "1", "2"}},
+		{"four fold", streakOf("k", 4), []string{"0", "… 2 more e", "3"}},
+		{"two keys", append(streakOf("k", 5), streakOf("l", 2)...), []string{"0", "… 3 more e", "4", "0", "1"}},
+	} {
+		var got []string
+		for _, e := range foldStreaks(tc.evs) {
+			got = append(got, e.Text)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	run := Run{Seed: 1, Start: t0, Clusters: pair(LeaseMajority), Writes: ws, Acks: acks,
+		Levels: join(steady("a", 250, 0, 4000), steady("b", 240, 0, 4000)), Faults: []Fault{fault(FaultStop, 2900, 3100, "a")}}
+	c := newChecker(run)
+	v := c.violation(TwoWriters, "c1", at(1000), at(3400), "test")
+	v.Events = c.timeline(v)
+	const want = `+0.000s  a       ServiceLevel 250
++0.000s  b       ServiceLevel 240
++1.000s  plc     40001=1 written by a
++1.000s  client  write ns=2;s=Setpoint=1 acknowledged by a
++1.100s  client  write ns=2;s=Setpoint=100 acknowledged by b
++1.200s  plc     … 8 more writes by a
++1.200s  client  … 8 more writes acknowledged by a
++1.600s  client  … 2 more writes acknowledged by b
++2.600s  client  write ns=2;s=Setpoint=103 acknowledged by b
++2.800s  plc     40001=10 written by a
++2.800s  client  write ns=2;s=Setpoint=10 acknowledged by a
++2.900s  run     SIGSTOP a
++3.000s  plc     40001=11 written by b
++3.100s  run     SIGSTOP a ends
++3.200s  plc     40001=12 written by a
++3.400s  plc     40001=13 written by a
++3.400s  check   violation: two-writers
+`
+	if got := v.Timeline(); got != want {
+		t.Errorf("Timeline:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// streakOf is n events with one key, texts "0", "1", …
+func streakOf(key string, n int) []streakEvent {
+	var out []streakEvent
+	for i := range n {
+		out = append(out, streakEvent{Event{at(i), "x", fmt.Sprint(i)}, key, "e"})
+	}
+	return out
 }
