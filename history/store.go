@@ -249,6 +249,12 @@ func (s *Store) Due(olderThan int64) []string {
 // samples stay in the head when they are fewer than a block, unless all
 // is set.
 func (s *Store) Compact(tag string, all bool) error {
+	return s.locked(tag, func(id uint32) error { return s.compact(tag, id, all) })
+}
+
+// locked calls fn with tag's id, the store open and mu held throughout;
+// nil without calling fn for a tag the store does not name.
+func (s *Store) locked(tag string, fn func(id uint32) error) error {
 	s.open.RLock()
 	defer s.open.RUnlock()
 	if s.closed {
@@ -260,6 +266,11 @@ func (s *Store) Compact(tag string, all bool) error {
 	if !ok {
 		return nil
 	}
+	return fn(id)
+}
+
+// compact is Compact of tag (id); mu must be held.
+func (s *Store) compact(tag string, id uint32, all bool) error {
 	st := s.tags[id]
 	var head []Sample
 	if err := s.scanHead(id, math.MinInt64, math.MaxInt64, func(x Sample) bool { head = append(head, x); return true }); err != nil {
@@ -379,25 +390,17 @@ func (s *Store) Read(tag string, from, to int64, fn func(Sample) bool) error {
 // stays whole until it is all older (retention is exact to a block's
 // span: BlockSamples samples).
 func (s *Store) Trim(tag string, before int64) error {
-	s.open.RLock()
-	defer s.open.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id, ok := s.ids[tag]
-	if !ok {
-		return nil
-	}
+	return s.locked(tag, func(id uint32) error { return s.trim(tag, id, before) })
+}
+
+// trim is Trim of tag (id); mu must be held.
+func (s *Store) trim(tag string, id uint32, before int64) error {
 	b := s.db.NewBatch()
 	defer b.Close()
-	removed := 0
 	err := s.scanBlocks(id, math.MinInt64, before, func(key []byte, xs []Sample) bool {
 		if xs[len(xs)-1].At >= before {
 			return false
 		}
-		removed += len(xs)
 		return b.Delete(key, nil) == nil
 	})
 	if err != nil {
