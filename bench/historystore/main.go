@@ -481,7 +481,13 @@ func (s *pebbleStore) record(batch []sample) error {
 }
 
 func (s *pebbleStore) read(tag uint32, from, to int64, fn func(sample)) error {
-	it, err := s.db.NewIterWithContext(context.Background(), &pebble.IterOptions{LowerBound: key(tag, from), UpperBound: key(tag, to)})
+	return readSampleKeys(s.db, key(tag, from), key(tag, to), 0, tag, fn)
+}
+
+// readSampleKeys calls fn for every one-sample key in [lower, upper): the
+// time at key[skip+4:], the value status ‖ float64 bits.
+func readSampleKeys(db *pebble.DB, lower, upper []byte, skip int, tag uint32, fn func(sample)) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -492,7 +498,7 @@ func (s *pebbleStore) read(tag uint32, from, to int64, fn func(sample)) error {
 			_ = it.Close()
 			return fmt.Errorf("bad value")
 		}
-		fn(sample{tag: tag, at: int64(binary.BigEndian.Uint64(k[4:])), status: uint32(st), value: math.Float64frombits(binary.BigEndian.Uint64(v[n:]))})
+		fn(sample{tag: tag, at: int64(binary.BigEndian.Uint64(k[skip+4:])), status: uint32(st), value: math.Float64frombits(binary.BigEndian.Uint64(v[n:]))})
 	}
 	return it.Close()
 }
@@ -574,20 +580,7 @@ func (s *pebbleBlocks) compact(tag uint32) error {
 }
 
 func (s *pebbleBlocks) readHead(tag uint32, from, to int64, fn func(sample)) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefixed('h', tag, from), UpperBound: prefixed('h', tag, to)})
-	if err != nil {
-		return err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		k, v := it.Key(), it.Value()
-		st, n := binary.Uvarint(v)
-		if n <= 0 || len(v) < n+8 {
-			_ = it.Close()
-			return fmt.Errorf("bad value")
-		}
-		fn(sample{tag: tag, at: int64(binary.BigEndian.Uint64(k[5:])), status: uint32(st), value: math.Float64frombits(binary.BigEndian.Uint64(v[n:]))})
-	}
-	return it.Close()
+	return readSampleKeys(s.db, prefixed('h', tag, from), prefixed('h', tag, to), 1, tag, fn)
 }
 
 func (s *pebbleBlocks) read(tag uint32, from, to int64, fn func(sample)) error {
