@@ -397,13 +397,15 @@ func (r *rig) sample() *sampler {
 	r.t.Cleanup(func() {
 		// A drill that ends fast (a crash replaced in a few hundred ms) may
 		// end before ten rounds on a busy machine: the sampler keeps
-		// checking the state after the drill until it has them.
+		// checking the state after the drill until it has them, and until
+		// it has seen a claim (a drill that ends the moment its cluster
+		// forms may end before any sampled round carried one).
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			s.mu.Lock()
-			n := s.checker.Rounds()
+			n, claims := s.checker.Rounds(), s.checker.ClaimRounds()
 			s.mu.Unlock()
-			if n >= 10 {
+			if n >= 10 && claims > 0 {
 				break
 			}
 			time.Sleep(s.every)
