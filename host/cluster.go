@@ -101,7 +101,7 @@ func startCluster(cfg *config.Config, uid uint64, sys *actors.System, creds *clu
 		keeper = nil // Cluster:Lease is read by lease-majority only
 	}
 	if keeper != nil {
-		o.Lease, o.FastPathLease = keeper, keeper.fastPath
+		o.Lease, o.FastPathLease, o.FormingLease = keeper, keeper.fastPath, keeper.forming
 		logger.Info("lease-majority with a shared lease", "provider", keeper.l.Name(), "ttl", keeper.ttl.String(),
 			"promotionHold", cfg.Redundancy.PromotionHold.String())
 	}

@@ -43,8 +43,9 @@ func openLease(cfg *config.Config, db *configdb.DB) (lease.Lease, error) {
 
 // leaseKeeper runs this node's share of lease-majority: it is the cluster
 // core's lease (a split-brain decision acquires it), the crash fast path's
-// (a refusing peer is downed once it is acquired, evicting the dead
-// holder), and the Primary's licence (the RoleView's fence and the publish
+// (a refusing peer is downed once it is acquired; a lease the dead peer
+// holds is waited out, never taken from it), the lease a node takes
+// before it forms a cluster on itself, and the Primary's licence (the RoleView's fence and the publish
 // actor's cap). The decisions are keeper.Keeper's; this only runs them: it
 // reads the membership and the role view, makes the store calls the core
 // asks for and steps their answers back, logs its notes and wakes the
@@ -68,6 +69,7 @@ type leaseKeeper struct {
 	d        leaseMembers         // set by bind; mu must be held to write
 	view     *redundancy.RoleView // set by follow; mu must be held to write
 	onChange func()               // the publish actor's wake-up; mu must be held
+	downed   bool                 // downSelf ran; mu must be held
 	pid      *actor.PID
 	unsub    func()
 }
@@ -80,6 +82,7 @@ type leaseMembers interface {
 	Subscribe(fn func(membership.Event)) (membership.State, func())
 	LastHeard(u membership.UniqueAddress) (time.Time, bool)
 	ProvenDead(u membership.UniqueAddress) bool
+	Down(addr membership.Address)
 }
 
 var _ leaseMembers = (*daemon.Daemon)(nil)
@@ -205,10 +208,30 @@ func (k *leaseKeeper) Holder() string {
 	return k.core.Holder()
 }
 
-// fastPath is the crash fast path's lease: take it, evicting the dead
-// member if it held it.
+// fastPath is the crash fast path's lease. A lease the dead member holds
+// is not taken from it: a port that refuses may be a firewall's reset in
+// front of a live holder, which acts on its lease until it runs out. The
+// fast path asks once more a TTL later, when a holder that is really dead
+// has stopped renewing and its lease has run out on the store's clock.
 func (k *leaseKeeper) fastPath(dead membership.UniqueAddress) bool {
+	if k.run(k.step(keeper.FastPath{Dead: dead.String()})) {
+		return true
+	}
+	if k.Holder() != dead.String() {
+		return false
+	}
+	k.log.Info("crash fast path: the member whose port refuses holds the lease; asking again once it has run out",
+		"member", dead.NodeID(), "after", k.ttl.String())
+	<-k.clock.After(k.ttl)
 	return k.run(k.step(keeper.FastPath{Dead: dead.String()}))
+}
+
+// forming is the lease a node takes before it forms a cluster on itself:
+// refused while another node of the set holds it (that node runs behind a
+// partition; a second cluster of the ClusterId would never merge with its
+// own) or while the store does not answer.
+func (k *leaseKeeper) forming() bool {
+	return k.run(k.step(keeper.Forming{}))
 }
 
 // licence is the Primary's licence now (gate.LicenceOf), on a fresh
@@ -305,6 +328,8 @@ func (k *leaseKeeper) run(effs []keeper.Effect) (granted bool) {
 			k.run(k.step(r))
 		case keeper.Release:
 			go func() { k.run(k.step(k.release())) }()
+		case keeper.DownSelf:
+			k.downSelf(e.Holder)
 		case keeper.LicenceChanged:
 			k.log.Info("Primary licence", "licence", e.Licence.String())
 			k.mu.Lock()
@@ -325,12 +350,31 @@ func (k *leaseKeeper) run(effs []keeper.Effect) (granted bool) {
 	return granted
 }
 
+// downSelf downs this node, once: another node of its set took the lease
+// it held while the set is split, so the other side decides and this
+// node, cut off from it and unlicensed, would stay fenced for good. The
+// membership ends, the process exits with the restart code and the new
+// incarnation joins the side that holds the lease.
+func (k *leaseKeeper) downSelf(holder string) {
+	k.mu.Lock()
+	done := k.downed
+	k.downed = true
+	d := k.d
+	k.mu.Unlock()
+	if done || d == nil {
+		return
+	}
+	k.log.Error("lease lost to another node while this node's set is split: downing this node so that it restarts and rejoins the side that holds the lease",
+		"holder", holder)
+	d.Down(d.Self().Address())
+}
+
 // acquire makes an acquire call on the store, bounded to TTL/2.
 func (k *leaseKeeper) acquire(e keeper.Acquire) keeper.AcquireResult {
-	r := keeper.AcquireResult{Purpose: e.Purpose, Start: e.Start, Evict: e.Evict}
+	r := keeper.AcquireResult{Purpose: e.Purpose, Start: e.Start}
 	ctx, cancel := context.WithTimeout(context.Background(), k.ttl/2)
 	defer cancel()
-	g, err := k.l.Acquire(ctx, k.owner(), e.Evict...)
+	g, err := k.l.Acquire(ctx, k.owner())
 	var held *lease.HeldError
 	switch {
 	case err == nil:
@@ -354,7 +398,7 @@ func (k *leaseKeeper) release() keeper.ReleaseResult {
 func (k *leaseKeeper) note(n keeper.Note) {
 	switch n.Kind {
 	case keeper.NoteAcquired:
-		k.log.Info("lease acquired", "owner", k.owner(), "epoch", n.Epoch, "evicted", n.Evicted)
+		k.log.Info("lease acquired", "owner", k.owner(), "epoch", n.Epoch)
 	case keeper.NoteLost:
 		k.log.Warn("lease lost to another node", "holder", n.Peer, "epoch", n.Epoch)
 	case keeper.NoteStoreSilent:

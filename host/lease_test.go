@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ type keeperMembers struct {
 	heard  map[membership.UniqueAddress]time.Time
 	proven map[membership.UniqueAddress]bool
 	subs   []func(membership.Event)
+	downs  []membership.Address
 }
 
 func (f *keeperMembers) Self() membership.UniqueAddress { return f.st.Self }
@@ -49,6 +51,16 @@ func (f *keeperMembers) ProvenDead(u membership.UniqueAddress) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.proven[u]
+}
+func (f *keeperMembers) Down(addr membership.Address) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.downs = append(f.downs, addr)
+}
+func (f *keeperMembers) downed() []membership.Address {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.downs)
 }
 func (f *keeperMembers) hear(u membership.UniqueAddress, at time.Time) {
 	f.mu.Lock()
@@ -299,5 +311,108 @@ func TestLeaseKeeperLeavesAMinorityToTheDecision(t *testing.T) {
 	}
 	if h := r.holder(t); h != nodeA.String() {
 		t.Fatalf("a Primary with one of two peers: holder %q, want this node", h)
+	}
+}
+
+// TestLeaseKeeperFastPathWaitsOutTheHolder: the crash fast path never takes
+// the lease from the member whose port refuses (a firewall's TCP reset in
+// front of a live holder looks the same as a dead process): it asks again
+// a TTL later and gets the lease only if the holder stopped renewing.
+func TestLeaseKeeperFastPathWaitsOutTheHolder(t *testing.T) {
+	for _, renews := range []bool{true, false} {
+		t.Run(fmt.Sprintf("holder renews=%v", renews), func(t *testing.T) {
+			r := newKeeperRig(t)
+			if _, err := r.store.Acquire(t.Context(), r.peer.String()); err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan bool, 1)
+			go func() { got <- r.k.fastPath(r.peer) }()
+			// The first ask was refused: the fast path waits a TTL.
+			if err := r.clock.BlockUntilContext(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			if h := r.holder(t); h != r.peer.String() {
+				t.Fatalf("while the fast path waits the holder is %q, want the peer still", h)
+			}
+			if renews {
+				r.clock.Advance(3 * time.Second)
+				if _, err := r.store.Acquire(t.Context(), r.peer.String()); err != nil {
+					t.Fatal(err)
+				}
+				r.clock.Advance(3 * time.Second)
+			} else {
+				r.clock.Advance(6 * time.Second)
+			}
+			var ok bool
+			select {
+			case ok = <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the fast path did not answer after the TTL")
+			}
+			if want := !renews; ok != want {
+				t.Fatalf("fast path acquired %v, want %v (holder %q)", ok, want, r.holder(t))
+			}
+			want := nodeA.String()
+			if renews {
+				want = r.peer.String()
+			}
+			if h := r.holder(t); h != want {
+				t.Fatalf("holder %q, want %q", h, want)
+			}
+		})
+	}
+}
+
+// TestLeaseKeeperDownsItselfWhenItLosesTheLeaseWhileSplit: a Primary that
+// held the lease through a split and finds it taken by the other side
+// (its store silent for longer than the TTL meanwhile) downs itself, once,
+// so that it restarts and rejoins, instead of staying fenced for good. A
+// Primary whose set is whole is licensed by the set: it stays.
+func TestLeaseKeeperDownsItselfWhenItLosesTheLeaseWhileSplit(t *testing.T) {
+	r := newKeeperRig(t)
+	r.settle(t)
+	r.clock.Advance(4 * time.Second) // the peer silent past the pause: split
+	r.settle(t)
+	if l := r.k.licence(); l != gate.Licensed || r.holder(t) != nodeA.String() {
+		t.Fatalf("split: licence %v, holder %q; want licensed with the lease", l, r.holder(t))
+	}
+	r.clock.Advance(7 * time.Second) // no tick ran: the lease ran out
+	if _, err := r.store.Acquire(t.Context(), r.peer.String()); err != nil {
+		t.Fatal(err)
+	}
+	r.settle(t)
+	r.clock.Advance(time.Second)
+	r.settle(t)
+	if d := r.ms.downed(); len(d) != 1 || d[0] != nodeA.Address() {
+		t.Fatalf("downs asked: %v, want this node once", d)
+	}
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("after losing the lease: licence %v, want unlicensed", l)
+	}
+
+	// Whole: losing a lease it held is no reason to leave.
+	w := newKeeperRig(t)
+	w.settle(t)
+	if !w.k.Acquire(nodeA.String()) { // the core's decision took the lease
+		t.Fatal("the core's acquire was refused")
+	}
+	// The lease passes to the peer behind this node's back (as if it had
+	// run out), then the renewal is due.
+	if err := w.store.Release(t.Context(), nodeA.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.store.Acquire(t.Context(), w.peer.String()); err != nil {
+		t.Fatal(err)
+	}
+	for range 12 { // past the renewal, due a third of the TTL after the take
+		w.clock.Advance(250 * time.Millisecond)
+		w.ms.hear(w.peer, w.clock.Now())
+		w.settle(t)
+	}
+	if h := w.k.Holder(); h != w.peer.String() {
+		t.Fatalf("the keeper saw holder %q, want the peer (its renewal refused)", h)
+	}
+	if d := w.ms.downed(); len(d) != 0 {
+		t.Fatalf("whole set: downs asked %v, want none", d)
 	}
 }

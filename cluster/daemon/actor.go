@@ -33,12 +33,13 @@ type (
 		peer     m.UniqueAddress
 		acquired bool
 	}
-	exitingDone   struct{}
-	leaveCmd      struct{}
-	downCmd       struct{ addr m.Address }
-	joinCmd       struct{ addr m.Address }
-	tlsRefusedCmd struct{ addr m.Address }
-	lingerDone    struct{}
+	formingLeaseDone struct{ acquired bool }
+	exitingDone      struct{}
+	leaveCmd         struct{}
+	downCmd          struct{ addr m.Address }
+	joinCmd          struct{ addr m.Address }
+	tlsRefusedCmd    struct{ addr m.Address }
+	lingerDone       struct{}
 )
 
 // daemonActor owns the node. Every field is touched only on the actor's
@@ -98,6 +99,8 @@ func (a *daemonActor) Receive(ctx actor.Context) {
 		a.step(node.LeaseResult{Header: a.local(), Acquired: msg.acquired})
 	case fastLeaseDone:
 		a.step(node.FastPathLeaseResult{Header: a.local(), Dead: msg.peer, Acquired: msg.acquired})
+	case formingLeaseDone:
+		a.step(node.FormingLeaseResult{Header: a.local(), Acquired: msg.acquired})
 	case exitingDone:
 		a.step(node.ExitingCompleted{Header: a.local()})
 	case leaveCmd:
@@ -253,6 +256,8 @@ func (a *daemonActor) run(effects []node.Effect) {
 			go a.d.opts.Lease.Release(e.Owner)
 		case node.AcquireFastPathLease:
 			a.acquireFastPathLease(e)
+		case node.AcquireFormingLease:
+			a.acquireFormingLease(e)
 		case node.StartExiting:
 			a.startExiting()
 		case node.Shutdown:
@@ -276,6 +281,23 @@ func (a *daemonActor) acquireFastPathLease(e node.AcquireFastPathLease) {
 			ok = plain.Acquire(e.Owner)
 		}
 		a.tell(fastLeaseDone{peer: e.Dead, acquired: ok})
+	}()
+}
+
+// acquireFormingLease runs the lease acquisition before this node forms a
+// cluster on itself on a goroutine (Options.FormingLease, else the plain
+// lease) and steps the result.
+func (a *daemonActor) acquireFormingLease(e node.AcquireFormingLease) {
+	forming, plain := a.d.opts.FormingLease, a.d.opts.Lease
+	go func() {
+		var ok bool
+		switch {
+		case forming != nil:
+			ok = forming()
+		case plain != nil:
+			ok = plain.Acquire(e.Owner)
+		}
+		a.tell(formingLeaseDone{acquired: ok})
 	}()
 }
 
@@ -305,10 +327,12 @@ func (a *daemonActor) onNote(n node.Note) {
 		a.log.Info("cluster told a removed incarnation it is no longer a member", "detail", n.Text)
 	case node.NoteFastPathDown:
 		a.log.Warn("cluster crash fast path: downing a member whose cluster port refuses connections", "detail", n.Text)
-	case node.NoteFastPathLease:
+	case node.NoteFastPathLease, node.NoteFormingLease:
 		a.log.Debug("cluster decision", "detail", n.Text)
 	case node.NoteFastPathNoLease:
 		a.log.Warn("cluster crash fast path: the lease was not acquired; the split-brain strategy decides", "detail", n.Text)
+	case node.NoteFormingHeld:
+		a.log.Warn("cluster: "+n.Text, "self", a.self().NodeID())
 	case node.NoteNotFormingAlone:
 		a.log.Warn("cluster: "+n.Text, "self", a.self().NodeID(),
 			"hint", "this node keeps asking to join; give it the Cluster:Secret and Cluster:Tls of the running nodes and restart it")

@@ -57,9 +57,13 @@ type Options struct {
 	// FastPathLease, when set, is asked (on a goroutine of its own)
 	// before the crash fast path downs a member whose port refuses
 	// connections: the member is downed only when it returns true — under
-	// lease-majority, once this side holds the shared lease (taking it
-	// over from the dead member if that one held it).
+	// lease-majority, once this side holds the shared lease (a lease the
+	// dead member holds is waited out, never taken from it).
 	FastPathLease func(dead membership.UniqueAddress) bool
+	// FormingLease, when set, is asked (on a goroutine of its own) under
+	// lease-majority before this node forms a cluster on itself while a
+	// seed is silent: it forms only when it returns true. Default: Lease.
+	FormingLease func() bool
 	// ExitingTasks run when this node is Exiting (a graceful leave), in
 	// order, before the node confirms its exit: singleton hand-over and
 	// the like. Each gets a context cancelled after ExitingTimeout.

@@ -51,6 +51,14 @@ const (
 	// NoteQuarantineNotice: a removed incarnation that still talks to this
 	// node was told it is no longer a member.
 	NoteQuarantineNotice
+	// NoteFormingLease: under lease-majority this node asks for the lease
+	// before it forms a cluster on itself (debug).
+	NoteFormingLease
+	// NoteFormingHeld: under lease-majority this node would form a cluster
+	// on itself while a seed is silent, but the lease was not acquired (a
+	// node of the set holds it, or its store did not answer); it keeps
+	// asking the seeds. At most once per bootstrap.RefusalNoteEvery.
+	NoteFormingHeld
 )
 
 // ProbeSeeds asks the driver to TCP-probe the seed addresses and step a
@@ -82,12 +90,20 @@ type ReleaseLease struct{ Owner string }
 
 // AcquireFastPathLease asks the driver, under lease-majority, to acquire
 // the lease for Owner before the crash fast path downs Dead (whose port
-// refuses connections), taking it over from Dead if Dead held it, and to
-// step a FastPathLeaseResult.
+// refuses connections), and to step a FastPathLeaseResult. A lease Dead
+// holds is not taken from it (the port may be a firewall's reset in front
+// of a live holder); the driver may wait for it to run out.
 type AcquireFastPathLease struct {
 	Owner string
 	Dead  m.UniqueAddress
 }
+
+// AcquireFormingLease asks the driver, under lease-majority, to acquire
+// the lease for Owner before this node forms a cluster on itself while
+// some seed is silent, and to step a FormingLeaseResult. Another node of
+// the set holding it is running behind a partition: a second cluster of
+// the ClusterId would never merge with its own.
+type AcquireFormingLease struct{ Owner string }
 
 // StartExiting asks the driver to run the cluster-leave tasks (singleton
 // hand-over) and then step ExitingCompleted.
@@ -134,5 +150,6 @@ func (AcquireLease) isEffect()    {}
 func (ReleaseLease) isEffect()    {}
 
 func (AcquireFastPathLease) isEffect() {}
+func (AcquireFormingLease) isEffect()  {}
 func (StartExiting) isEffect()         {}
 func (Shutdown) isEffect()             {}

@@ -60,6 +60,16 @@ type selfForm struct {
 	probing bool
 }
 
+// forming is a formation on this node alone waiting for the lease
+// (lease-majority): by the first seed's rule or the self-form fallback.
+type forming struct {
+	waiting  bool
+	fallback bool // the self-form fallback asked (else the first seed's rule)
+	// noted is when the refusal was last said (rate limited like a
+	// join refusal's line); -1 never.
+	noted int64
+}
+
 // seeds is the configured seed list, or the node of a manual JoinTo.
 func (n *Node) seeds() []m.Address {
 	if n.manual != nil {
@@ -131,6 +141,14 @@ func (n *Node) decideFirstSeed(allNacked bool) bool {
 	case bootstrap.FormCluster:
 		if allNacked {
 			n.note("all other seeds answered InitJoinNack; joining myself to form a new cluster")
+		} else if n.formsWithLease() {
+			// Some seed is silent: it may run a cluster of this ClusterId
+			// behind a partition. Under lease-majority its node holds the
+			// lease; forming waits for the lease.
+			if !n.form.waiting {
+				n.askFormingLease(false)
+			}
+			return false
 		} else {
 			n.note("no seed answered within seed-node-timeout; joining myself to form a new cluster")
 		}
@@ -307,7 +325,7 @@ func (n *Node) selfFormInput(anotherAccepts bool) bootstrap.SelfFormInput {
 }
 
 func (n *Node) tickSelfForm() {
-	if !n.self.armed || n.self.probing {
+	if !n.self.armed || n.self.probing || n.form.waiting {
 		return
 	}
 	d := bootstrap.DecideSelfForm(n.selfFormInput(false))
@@ -334,6 +352,12 @@ func (n *Node) onSeedProbeResult(anyAccepted bool) {
 	d := bootstrap.DecideSelfForm(n.selfFormInput(anyAccepted))
 	switch d.Verdict {
 	case bootstrap.SelfForm:
+		if n.formsWithLease() {
+			if !n.form.waiting {
+				n.askFormingLease(true)
+			}
+			return
+		}
 		n.noteKind(NoteSelfFormed, "self-form fallback: no membership after %d ms and no other seed reachable; forming a cluster on myself", n.cfg.SelfFormAfter)
 		n.self.armed = false
 		n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
@@ -346,4 +370,46 @@ func (n *Node) onSeedProbeResult(anyAccepted bool) {
 	default:
 		n.self.armed = false
 	}
+}
+
+// formsWithLease reports whether forming a cluster on this node alone
+// while a seed is silent needs the lease: under lease-majority.
+func (n *Node) formsWithLease() bool { return n.cfg.Downing.Strategy == LeaseMajority }
+
+func (n *Node) askFormingLease(fallback bool) {
+	n.form.waiting, n.form.fallback = true, fallback
+	n.noteKind(NoteFormingLease, "lease-majority: acquiring the lease before forming a cluster on myself (a seed is silent and may run this ClusterId behind a partition)")
+	n.out = append(n.out, AcquireFormingLease{Owner: n.leaseOwner()})
+}
+
+// onFormingLease forms the cluster once the lease is held, unless this
+// node found its cluster meanwhile. Refused (another node of the set holds
+// it, or the store did not answer), it keeps asking the seeds and starts
+// the window again.
+func (n *Node) onFormingLease(acquired bool) {
+	f := n.form
+	n.form.waiting = false
+	if !f.waiting || n.phase == Initialized || n.phase == Stopped {
+		return // a member meanwhile (the keeper frees the lease once the set is whole)
+	}
+	if !acquired {
+		if bootstrap.NoteDue(f.noted, int64(n.now)) {
+			n.form.noted = int64(n.now)
+			n.noteKind(NoteFormingHeld, "not forming a cluster on myself: the lease of this ClusterId is held by another node (running behind a partition?) or its store did not answer; asking the seeds again")
+		}
+		if f.fallback {
+			n.self.start = n.now
+		} else if n.seed.active {
+			n.seed.started = n.now
+			n.seed.remaining = n.seed.others
+		}
+		return
+	}
+	if f.fallback {
+		n.noteKind(NoteSelfFormed, "self-form fallback: no membership after %d ms and no other seed reachable; lease acquired; forming a cluster on myself", n.cfg.SelfFormAfter)
+		n.self.armed = false
+	} else {
+		n.note("no seed answered within seed-node-timeout; lease acquired; joining myself to form a new cluster")
+	}
+	n.joinTo(n.cfg.Self.Address(), n.cfg.Self.UID)
 }

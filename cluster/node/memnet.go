@@ -431,8 +431,19 @@ func (nw *Network) process(h *Host, effects []Effect) {
 		case ReleaseLease:
 			nw.Lease.Release(e.Owner)
 		case AcquireFastPathLease:
-			ok := nw.Lease.Evict(e.Dead.String(), e.Owner)
+			// A lease is never taken from a holder that runs (a refusing
+			// port may be a firewall's reset in front of it); a dead
+			// holder's runs out at once here (the network has no TTL).
+			ok := nw.Lease.Acquire(e.Owner) || !nw.running(e.Dead) && nw.Lease.Evict(e.Dead.String(), e.Owner)
 			nw.Send(FastPathLeaseResult{Header: Local(self), Dead: e.Dead, Acquired: ok})
+		case AcquireFormingLease:
+			// The node's lease keeper frees a forming lease once the set is
+			// whole; the network, which has no keeper, frees it at once.
+			ok := nw.Lease.Acquire(e.Owner)
+			if ok {
+				nw.Lease.Release(e.Owner)
+			}
+			nw.Send(FormingLeaseResult{Header: Local(self), Acquired: ok})
 		case StartExiting:
 			nw.Send(ExitingCompleted{Header: Local(self)})
 		case Shutdown:
@@ -509,4 +520,11 @@ func (nw *Network) TakeLog() []LogLine {
 // Running returns the hosts with a running node, in order.
 func (nw *Network) Running() []*Host {
 	return slices.DeleteFunc(nw.Hosts(), func(h *Host) bool { return !h.Alive || h.Node == nil })
+}
+
+// running reports whether the incarnation u runs (a process at its address
+// with its uid, not killed or shut down; a frozen one runs).
+func (nw *Network) running(u m.UniqueAddress) bool {
+	h := nw.hostAt(u.Address())
+	return h != nil && h.Alive && h.Node != nil && h.Node.Self() == u
 }

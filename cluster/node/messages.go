@@ -112,6 +112,11 @@ type (
 		Dead     m.UniqueAddress
 		Acquired bool
 	}
+	// FormingLeaseResult answers AcquireFormingLease.
+	FormingLeaseResult struct {
+		Header
+		Acquired bool
+	}
 	// JoinRefused: the peer at By refused this node's join handshake
 	// (its JoinRefused answer, or a refused TLS handshake). While the
 	// refusal stands the node never forms a cluster of its own (see

@@ -89,6 +89,7 @@ type Node struct {
 	join   joinAttempt
 	manual *m.Address
 	self   selfForm
+	form   forming
 	refuse refusals
 
 	nextLeader, nextReap, nextHeartbeat, nextDowning Instant
@@ -185,6 +186,7 @@ func (n *Node) Start(now Instant) []Effect {
 	n.nextHeartbeat = n.now + Instant(n.cfg.HeartbeatInterval)
 	n.dn.resetStable(n.now, n.cfg.Downing.StableAfter)
 	n.armSelfForm()
+	n.form = forming{noted: -1}
 	n.joinSeedNodes()
 	return n.end()
 }
@@ -305,6 +307,8 @@ func (n *Node) dispatch(msg Message) {
 		n.onLeaseResult(msg.Acquired)
 	case FastPathLeaseResult:
 		n.onFastPathLease(msg.Dead, msg.Acquired)
+	case FormingLeaseResult:
+		n.onFormingLease(msg.Acquired)
 	case JoinRefused:
 		n.onJoinRefused(msg.By, msg.Cause)
 	}

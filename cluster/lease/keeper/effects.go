@@ -2,7 +2,6 @@ package keeper
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/otopcua/otopcua/gate"
@@ -26,8 +25,17 @@ const (
 	// (downing.Lease.Acquire); the caller waits for the answer.
 	ForCore
 	// ForFastPath: the crash fast path takes the lease before it downs a
-	// peer whose port refuses connections, evicting that peer.
+	// peer whose port refuses connections. It never evicts a holder: a
+	// port that refuses may be a firewall's TCP reset in front of a live
+	// node that acts on its lease until the lease runs out.
 	ForFastPath
+	// ForForming: the node takes the lease before it forms a cluster on
+	// itself (a first seed no other seed answered, the self-form
+	// fallback): a node of the ClusterId that holds it is running behind a
+	// partition, and a second cluster would give the ClusterId two
+	// Primaries that never merge. Freed, like Take's, once the set is
+	// whole.
+	ForForming
 )
 
 func (p Purpose) String() string {
@@ -40,21 +48,22 @@ func (p Purpose) String() string {
 		return "core"
 	case ForFastPath:
 		return "fast-path"
+	case ForForming:
+		return "forming"
 	}
 	return fmt.Sprintf("Purpose(%d)", p)
 }
 
 // Background reports whether the keeper asked for the call itself (one at
-// a time, answered on a goroutine); ForCore and ForFastPath calls are
-// made for a caller that waits.
+// a time, answered on a goroutine); ForCore, ForFastPath and ForForming
+// calls are made for a caller that waits.
 func (p Purpose) Background() bool { return p == Take || p == Renew }
 
-// Acquire asks the driver to take or renew the lease for the owner,
-// evicting Evict, within TTL/2, and to step an AcquireResult with the same
-// Purpose and Start.
+// Acquire asks the driver to take or renew the lease for the owner
+// within TTL/2, and to step an AcquireResult with the same Purpose and
+// Start.
 type Acquire struct {
 	Purpose Purpose
-	Evict   []string
 	// Start is the instant the request is made: a grant licenses until
 	// Start + TTL − Margin.
 	Start time.Time
@@ -63,6 +72,13 @@ type Acquire struct {
 // Release asks the driver to free the lease held by the owner within
 // TTL/2 and to step a ReleaseResult.
 type Release struct{}
+
+// DownSelf: this node held the lease and another node of its set took it
+// while the set is split: the other side decides, and this node is cut
+// off from it with no licence. The driver downs this node (the process
+// ends with the restart exit code and rejoins as a new incarnation)
+// instead of leaving it fenced for good.
+type DownSelf struct{ Holder string }
 
 // LicenceChanged: the Primary's licence moved; the driver logs it and
 // wakes the publish actor (the ServiceLevel and the gate follow it).
@@ -74,11 +90,10 @@ type Note struct {
 	Kind NoteKind
 	// Peer: the holder that took the lease (NoteLost) or the downed peer
 	// (NoteHold).
-	Peer    string
-	Epoch   uint64        // NoteAcquired, NoteLost
-	Evicted []string      // NoteAcquired
-	For     time.Duration // NoteWoken: the tick gap; NoteHold: the hold
-	Err     string        // NoteStoreSilent
+	Peer  string
+	Epoch uint64        // NoteAcquired, NoteLost
+	For   time.Duration // NoteWoken: the tick gap; NoteHold: the hold
+	Err   string        // NoteStoreSilent
 }
 
 // NoteKind classifies a Note.
@@ -106,11 +121,7 @@ const (
 func (n Note) String() string {
 	switch n.Kind {
 	case NoteAcquired:
-		s := fmt.Sprintf("lease acquired (epoch %d)", n.Epoch)
-		if len(n.Evicted) > 0 {
-			s += " evicting " + strings.Join(n.Evicted, ",")
-		}
-		return s
+		return fmt.Sprintf("lease acquired (epoch %d)", n.Epoch)
 	case NoteLost:
 		return fmt.Sprintf("lease lost to %s (epoch %d)", n.Peer, n.Epoch)
 	case NoteStoreSilent:
@@ -127,5 +138,6 @@ func (n Note) String() string {
 
 func (Acquire) isEffect()        {}
 func (Release) isEffect()        {}
+func (DownSelf) isEffect()       {}
 func (LicenceChanged) isEffect() {}
 func (Note) isEffect()           {}

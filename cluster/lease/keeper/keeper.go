@@ -128,7 +128,11 @@ func (k *Keeper) Step(now time.Time, msg Message) []Effect {
 	case Observed:
 		return k.observe(now, msg.Observation)
 	case AcquireResult:
-		return append(k.acquired(msg), k.changed(now)...)
+		effs := k.acquired(msg)
+		if lost(effs) && !k.whole(now) {
+			effs = append(effs, DownSelf{Holder: msg.Holder})
+		}
+		return append(effs, k.changed(now)...)
 	case ReleaseResult:
 		var effs []Effect
 		if msg.OK {
@@ -142,7 +146,9 @@ func (k *Keeper) Step(now time.Time, msg Message) []Effect {
 	case CoreRelease:
 		k.wantFree = true
 	case FastPath:
-		return []Effect{Acquire{Purpose: ForFastPath, Evict: []string{msg.Dead}, Start: now}}
+		return []Effect{Acquire{Purpose: ForFastPath, Start: now}}
+	case Forming:
+		return []Effect{Acquire{Purpose: ForForming, Start: now}}
 	case Downed:
 		k.downed[msg.Peer] = downing{at: now, proven: msg.Proven}
 	}
@@ -155,12 +161,12 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 	switch r.Outcome {
 	case Granted:
 		if k.holder != k.cfg.Owner {
-			effs = append(effs, Note{Kind: NoteAcquired, Epoch: r.Epoch, Evicted: r.Evict})
+			effs = append(effs, Note{Kind: NoteAcquired, Epoch: r.Epoch})
 		}
 		k.holder, k.renewedAt = k.cfg.Owner, r.Start
 		k.validUntil = r.Start.Add(k.cfg.TTL - k.cfg.Margin())
 		switch r.Purpose {
-		case Take:
+		case Take, ForForming:
 			k.wantFree = true // its own: freed again once the set is whole
 		case ForCore:
 			k.wantFree = false
@@ -177,6 +183,14 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 		k.busy = false
 	}
 	return effs
+}
+
+// lost reports whether effs say this node lost the lease it held.
+func lost(effs []Effect) bool {
+	return slices.ContainsFunc(effs, func(e Effect) bool {
+		n, ok := e.(Note)
+		return ok && n.Kind == NoteLost
+	})
 }
 
 // observe records obs and the peers that leave gracefully, and starts the

@@ -50,7 +50,6 @@ type Observed struct{ Observation Observation }
 type AcquireResult struct {
 	Purpose Purpose   // the Acquire's
 	Start   time.Time // the Acquire's
-	Evict   []string  // the Acquire's
 	// Outcome is Granted, Held (another live owner holds it: Holder,
 	// Epoch) or Failed (the store did not answer: Err).
 	Outcome Outcome
@@ -80,8 +79,13 @@ type CoreAcquire struct{}
 type CoreRelease struct{}
 
 // FastPath: the crash fast path wants the lease before it downs Dead, whose
-// port refuses connections (evicting Dead if it holds it).
+// port refuses connections. A lease Dead holds is not taken from it: the
+// driver may ask again once it has run out (a TTL later).
 type FastPath struct{ Dead string }
+
+// Forming: the cluster core wants the lease before it forms a cluster on
+// this node alone.
+type Forming struct{}
 
 // Downed: a driver peer of the ClusterId was downed; Proven when the crash
 // fast path found its port refusing (a dead process: no promotion hold).
@@ -93,6 +97,7 @@ type Downed struct {
 func (Follow) isMessage()        {}
 func (Observed) isMessage()      {}
 func (AcquireResult) isMessage() {}
+func (Forming) isMessage()       {}
 func (ReleaseResult) isMessage() {}
 func (CoreAcquire) isMessage()   {}
 func (CoreRelease) isMessage()   {}

@@ -428,24 +428,19 @@ func (e *env) effects(n *node, effs []Effect) {
 	for _, eff := range effs {
 		switch eff := eff.(type) {
 		case Acquire:
-			e.logf(n, "acquire (%v)%s", eff.Purpose, evicting(eff.Evict))
+			e.logf(n, "acquire (%v)", eff.Purpose)
 			e.calls = append(e.calls, call{n: n, eff: eff, due: e.now + e.store.latency})
 		case Release:
 			e.logf(n, "release")
 			e.calls = append(e.calls, call{n: n, eff: eff, due: e.now + e.store.latency})
 		case LicenceChanged:
 			e.logf(n, "licence: %v", eff.Licence)
+		case DownSelf:
+			e.logf(n, "downs itself: %s holds the lease and the set is split", eff.Holder)
 		case Note:
 			e.logf(n, "%v", eff)
 		}
 	}
-}
-
-func evicting(ids []string) string {
-	if len(ids) == 0 {
-		return ""
-	}
-	return " evicting " + strings.Join(ids, ",")
 }
 
 // answer applies the store calls that are due and steps their results.
@@ -479,13 +474,13 @@ func (e *env) answer() {
 }
 
 func (e *env) storeAcquire(n *node, a Acquire) AcquireResult {
-	r := AcquireResult{Purpose: a.Purpose, Start: a.Start, Evict: a.Evict}
+	r := AcquireResult{Purpose: a.Purpose, Start: a.Start}
 	if e.store.down || e.store.cut[n.name] {
 		r.Outcome, r.Err = Failed, "store unreachable"
 		e.logf(n, "failed (%v): store unreachable", a.Purpose)
 		return r
 	}
-	if h := e.store.live(e.now); h != "" && h != n.name && !slices.Contains(a.Evict, h) {
+	if h := e.store.live(e.now); h != "" && h != n.name {
 		r.Outcome, r.Holder, r.Epoch = Held, h, e.store.epoch
 		e.logf(n, "refused (%v): held by %s until %.2fs", a.Purpose, h, e.store.expires.Seconds())
 		return r
