@@ -216,6 +216,9 @@ func (h *Historian) staleRefused(e *configdb.StaleEpochError) {
 	h.mu.Unlock()
 	h.log.Warn("historian: the Config DB refused the drain: a newer Primary's epoch is stored; the rows stay queued for the trim, this node drains no more under its epoch",
 		"epoch", e.Epoch, "newest", e.Newest, "rows", e.Rows)
+	if h.opts.OnNewerEpoch != nil {
+		h.opts.OnNewerEpoch(e.Newest)
+	}
 }
 
 // poison records a refused delivery of q (poisoning it when poison is set)

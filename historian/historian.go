@@ -126,6 +126,13 @@ type Options struct {
 	// Logger receives state changes, poisoned rows and refusals. Default:
 	// discard.
 	Logger *slog.Logger
+	// OnNewerEpoch, when set, is told the newest epoch the Config DB named
+	// when it refused a drain (configdb.StaleEpochError), on the drain's
+	// goroutine; it must not block. A node that is still the Primary of its
+	// set after a split (the other side's Primary stored a newer epoch and
+	// has since rejoined as Secondary, or is gone under the lease) takes a
+	// new epoch above it through this call; until then it drains nothing.
+	OnNewerEpoch func(newest uint64)
 }
 
 // Status is what the historian reports (GET /api/historian).

@@ -39,7 +39,7 @@ type alarmPlane struct {
 // historian. Deployments reach the engine through apply.
 func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
 	local *localdb.DB, g *gate.Guard, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
-	logger *slog.Logger, fwd *forwarding) (*alarmPlane, error) {
+	logger *slog.Logger, fwd *forwarding, newer *newerEpochs) (*alarmPlane, error) {
 	ap := &alarmPlane{}
 	act := &conditionActions{g: g, fwd: fwd}
 	ap.conds = conditions.NewManager(srv, act)
@@ -63,14 +63,18 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 		logger.Error("no LocalDb: alarm transitions are not historized on this node")
 		return ap, nil
 	}
-	h, err := historian.New(historian.Options{
+	hopts := historian.Options{
 		ClusterID: cfg.Node.ClusterId, Local: local, Central: db, Parent: tree,
 		Gate: func() (bool, string, uint64) {
 			d := g.Check(gate.SiteHistorianDrain)
 			return d.Allow, d.Reason.String(), d.Epoch
 		},
 		Logger: logger.With("component", "historian"),
-	})
+	}
+	if newer != nil {
+		hopts.OnNewerEpoch = newer.stored
+	}
+	h, err := historian.New(hopts)
 	if err != nil {
 		ap.stop()
 		return nil, err

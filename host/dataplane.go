@@ -66,6 +66,7 @@ type dataPlaneWiring struct {
 	metrics *telemetry.Metrics
 	log     *slog.Logger
 	mut     mutation.Set
+	newer   *newerEpochs // nil without a cluster
 
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
@@ -81,11 +82,11 @@ type dataPlaneWiring struct {
 //
 // A node without the driver role serves no devices: it returns nil.
 func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
-	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger, mut mutation.Set) (*dataPlane, error) {
+	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger, mut mutation.Set, newer *newerEpochs) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
-	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger, mut: mut,
+	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger, mut: mut, newer: newer,
 		dp: &dataPlane{space: space, parts: newParts(logger)}}
 	if err := w.dp.parts.startAll(w.partList()); err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
-	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd)
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd, w.newer)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
