@@ -37,7 +37,7 @@ type recorder struct {
 	losses    []clientLoss                 // mu must be held.
 	faults    []injected                   // mu must be held.
 	values    map[string][]time.Time       // ClusterId → arrivals of new counter values; mu must be held.
-	toggles   map[string]int               // ClusterId → alarm toggles; mu must be held.
+	toggles   map[string][]time.Time       // ClusterId → alarm toggles; mu must be held.
 	unknown   map[string]int               // device writes from an address no node dials from; mu must be held.
 }
 
@@ -58,7 +58,7 @@ type clientLoss struct {
 
 func newRecorder(seed int64) *recorder {
 	return &recorder{seed: seed, writers: map[string]string{}, last: map[string]check.LevelSample{},
-		values: map[string][]time.Time{}, toggles: map[string]int{}, unknown: map[string]int{}}
+		values: map[string][]time.Time{}, toggles: map[string][]time.Time{}, unknown: map[string]int{}}
 }
 
 // begin sets the run's time zero.
@@ -156,7 +156,7 @@ func (r *recorder) counterValue(cluster string, at time.Time) {
 func (r *recorder) toggle(cluster string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.toggles[cluster]++
+	r.toggles[cluster] = append(r.toggles[cluster], time.Now())
 }
 
 func (r *recorder) fault(f injected) {
@@ -261,6 +261,20 @@ func (r *recorder) run(dir string, clusters []check.Cluster, alarms []alarmRow) 
 		}
 		write(name, out)
 	}
+
+	lines = nil
+	for _, c := range clusters {
+		for _, t := range r.toggles[c.ID] {
+			run.Toggles = append(run.Toggles, check.Toggle{At: t, ClusterID: c.ID})
+		}
+	}
+	slices.SortStableFunc(run.Toggles, func(a, b check.Toggle) int { return a.At.Compare(b.At) })
+	for i := range run.Toggles {
+		t := &run.Toggles[i]
+		t.Source = at("toggles.log", i)
+		lines = append(lines, fmt.Sprintf("%s %s", r.rel(t.At), t.ClusterID))
+	}
+	write("toggles.log", lines)
 
 	lines = nil
 	for i, a := range alarms {
@@ -376,7 +390,7 @@ func (r *recorder) figuresOf(c check.Cluster, from, to time.Time, alarms []alarm
 	for _, d := range c.Devices {
 		f.unknown += r.unknown[d]
 	}
-	f.toggles = r.toggles[c.ID]
+	f.toggles = len(r.toggles[c.ID])
 	for _, a := range alarms {
 		if a.cluster == c.ID {
 			f.alarmRows++

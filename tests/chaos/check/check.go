@@ -12,6 +12,7 @@ const (
 	TwoWriters    = "two-writers"
 	TwoPrimaries  = "two-primaries"
 	AlarmOnce     = "alarm-once"
+	AlarmStored   = "alarm-stored"
 	AckLandedOnce = "ack-landed-once"
 	RestartBudget = "restart-budget"
 	StuckLevel    = "stuck-level"
@@ -47,7 +48,7 @@ func (v Violation) String() string {
 func Check(run Run) []Violation {
 	c := newChecker(run)
 	var vs []Violation
-	for _, inv := range []func() []Violation{c.twoWriters, c.twoPrimaries, c.alarmOnce, c.ackLandedOnce, c.restartBudget, c.stuckLevel} {
+	for _, inv := range []func() []Violation{c.twoWriters, c.twoPrimaries, c.alarmOnce, c.alarmStored, c.ackLandedOnce, c.restartBudget, c.stuckLevel} {
 		vs = append(vs, inv()...)
 	}
 	slices.SortStableFunc(vs, func(a, b Violation) int {
@@ -241,4 +242,33 @@ func (c *checker) fold(vs []Violation) []Violation {
 	}
 	flush()
 	return out
+}
+
+// lastObservation is the latest instant the run recorded anything at.
+func (c *checker) lastObservation() time.Time {
+	var last time.Time
+	see := func(t time.Time) {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, l := range c.run.Levels {
+		see(l.At)
+	}
+	for _, w := range c.run.Writes {
+		see(w.At)
+	}
+	for _, a := range c.run.Alarms {
+		see(a.At)
+	}
+	for _, t := range c.run.Toggles {
+		see(t.At)
+	}
+	for _, p := range c.run.Processes {
+		see(p.At)
+	}
+	for _, a := range c.run.Acks {
+		see(a.At)
+	}
+	return last
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,6 +18,50 @@ func (c *checker) alarmOnce() []Violation {
 			out = append(out, c.violation(AlarmOnce, rs[0].ClusterID, rs[0].At, rs[1].At,
 				"alarm_history holds transition %s of %s %d times (at %s)", rs[0].TransitionID, rs[0].Condition, len(rs), relAll(c.origin, rs, func(r AlarmRow) time.Time { return r.At })))
 		}
+	}
+	return out
+}
+
+// alarmStored checks that the alarm toggles of the run reach
+// alarm_history: after every toggle the ClusterId stores a transition
+// within Params.HistoryGap (stamped with its event time, so a Config DB
+// outage that delays the drain does not count). Failover windows may
+// swallow the toggles they span — the new Primary finds the register where
+// the last toggle left it — but not a minute of them. One violation per
+// silent stretch, at its first toggle. Toggles within HistoryGap of the
+// run's end are not judged.
+func (c *checker) alarmStored() []Violation {
+	end := c.run.End
+	if end.IsZero() {
+		end = c.lastObservation()
+	}
+	rows := map[string][]time.Time{}
+	for _, r := range byTime(c.run.Alarms, func(r AlarmRow) time.Time { return r.At }) {
+		rows[r.ClusterID] = append(rows[r.ClusterID], r.At)
+	}
+	var out []Violation
+	covered := map[string]time.Time{} // cluster → the row that answered the last judged toggle
+	for _, tg := range byTime(c.run.Toggles, func(t Toggle) time.Time { return t.At }) {
+		if tg.At.Add(c.p.HistoryGap).After(end) {
+			continue
+		}
+		if until, ok := covered[tg.ClusterID]; ok && !tg.At.After(until) {
+			continue // a silent stretch already reported, or answered
+		}
+		rs := rows[tg.ClusterID]
+		i, _ := slices.BinarySearchFunc(rs, tg.At, func(a, b time.Time) int { return a.Compare(b) })
+		if i < len(rs) && rs[i].Sub(tg.At) <= c.p.HistoryGap {
+			covered[tg.ClusterID] = tg.At
+			continue
+		}
+		next := end
+		if i < len(rs) {
+			next = rs[i]
+		}
+		covered[tg.ClusterID] = next
+		out = append(out, c.violation(AlarmStored, tg.ClusterID, tg.At, tg.At,
+			"no transition in alarm_history from this toggle (%s) for %s, more than %s (next row at %s)",
+			tg.Source, next.Sub(tg.At).Round(time.Millisecond), c.p.HistoryGap, rel(c.origin, next)))
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,6 +51,56 @@ func TestAckLandedOnce(t *testing.T) {
 			name: "landed twice: the old Primary's and the survivor's",
 			run:  Run{Clusters: lease, Acks: []AckedWrite{ack(1000, "7", "b")}, Writes: []DeviceWrite{write(990, "a", "7"), write(1500, "b", "7")}},
 			want: []string{"ack-landed-once +1.500s"},
+		},
+	})
+}
+
+func toggle(ms int, cluster string) Toggle { return Toggle{At: at(ms), ClusterID: cluster} }
+
+// toggles every 3 s from from to to (ms) on c1.
+func toggles(from, to int) []Toggle {
+	var out []Toggle
+	for ms := from; ms <= to; ms += 3000 {
+		out = append(out, toggle(ms, "c1"))
+	}
+	return out
+}
+
+func TestAlarmStored(t *testing.T) {
+	lease := pair(LeaseMajority)
+	var rows []AlarmRow
+	for ms := 500; ms <= 200_500; ms += 3000 {
+		rows = append(rows, alarm(ms, "c1", "HighTemp", "t"+time.Duration(ms).String()))
+	}
+	runCases(t, []tcase{
+		{name: "every toggle stored", run: Run{Clusters: lease, Toggles: toggles(0, 200_000), Alarms: rows, End: at(200_600)}},
+		{
+			name: "a 40 s failover window swallows its toggles",
+			run: Run{Clusters: lease, Toggles: toggles(0, 200_000), End: at(200_600),
+				Alarms: slices.DeleteFunc(slices.Clone(rows), func(r AlarmRow) bool { return r.At.After(at(50_000)) && r.At.Before(at(90_000)) })},
+		},
+		{
+			name: "a Primary that stores nothing for 100 s: one violation at the first toggle",
+			run: Run{Clusters: lease, Toggles: toggles(0, 200_000), End: at(200_600),
+				Alarms: slices.DeleteFunc(slices.Clone(rows), func(r AlarmRow) bool { return r.At.After(at(50_000)) && r.At.Before(at(150_000)) })},
+			want: []string{"alarm-stored +51.000s"},
+		},
+		{
+			name: "nothing stored after +120 s until the end",
+			run: Run{Clusters: lease, Toggles: toggles(0, 200_000), End: at(200_600),
+				Alarms: slices.DeleteFunc(slices.Clone(rows), func(r AlarmRow) bool { return r.At.After(at(120_000)) })},
+			want: []string{"alarm-stored +120.000s"},
+		},
+		{
+			name: "the last minute's toggles are not judged",
+			run: Run{Clusters: lease, Toggles: toggles(0, 200_000), End: at(200_600),
+				Alarms: slices.DeleteFunc(slices.Clone(rows), func(r AlarmRow) bool { return r.At.After(at(150_000)) })},
+		},
+		{
+			name: "another ClusterId's rows do not count",
+			run: Run{Clusters: append(lease, Cluster{ID: "c2", Nodes: []string{"c", "d"}, Downing: LeaseMajority}), Toggles: toggles(0, 100_000), End: at(200_600),
+				Alarms: []AlarmRow{alarm(500, "c1", "HighTemp", "t1"), alarm(3500, "c2", "HighTemp", "t1"), alarm(99_000, "c2", "HighTemp", "t2")}},
+			want: []string{"alarm-stored +3.000s"},
 		},
 	})
 }

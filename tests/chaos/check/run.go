@@ -31,7 +31,21 @@ type Run struct {
 	Acks      []AckedWrite
 	Failovers []ClientFailover
 	Alarms    []AlarmRow
+	Toggles   []Toggle
 	Faults    []Fault
+	// End is when the run stopped observing: toggles later than
+	// Params.HistoryGap before it are not judged. Zero = the last
+	// observation.
+	End time.Time
+}
+
+// Toggle is one move of a device register across an alarm's threshold
+// that the run made: the Primary of ClusterID is to store a transition for
+// it (or for a later toggle, when failover windows swallow some).
+type Toggle struct {
+	At        time.Time
+	Source    string
+	ClusterID string
 }
 
 // Cluster is the configuration of one ClusterId as the run deployed it.
@@ -166,6 +180,11 @@ type Params struct {
 	// Context is how far before and after a violation its timeline
 	// reaches. Default 5 s.
 	Context time.Duration
+	// HistoryGap is how long the run's alarm toggles may go without a
+	// transition in alarm_history (a failover window swallows the toggles
+	// it spans; a Primary that drains nothing swallows them all). Default
+	// 60 s.
+	HistoryGap time.Duration
 }
 
 // Defaults of Params and Cluster.
@@ -175,6 +194,7 @@ const (
 	DefaultStuckLimit    = 10 * time.Second
 	DefaultContext       = 5 * time.Second
 	DefaultRestartBudget = 30 * time.Second
+	DefaultHistoryGap    = 60 * time.Second
 )
 
 func (p Params) withDefaults() Params {
@@ -187,5 +207,6 @@ func (p Params) withDefaults() Params {
 	def(&p.AckTolerance, DefaultAckTolerance)
 	def(&p.StuckLimit, DefaultStuckLimit)
 	def(&p.Context, DefaultContext)
+	def(&p.HistoryGap, DefaultHistoryGap)
 	return p
 }
