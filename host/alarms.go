@@ -18,6 +18,7 @@ import (
 	"github.com/otopcua/otopcua/dataplane"
 	"github.com/otopcua/otopcua/gate"
 	"github.com/otopcua/otopcua/historian"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/localdb"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/opcua/conditions"
@@ -39,7 +40,7 @@ type alarmPlane struct {
 // historian. Deployments reach the engine through apply.
 func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
 	local *localdb.DB, g *gate.Guard, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
-	logger *slog.Logger, fwd *forwarding, newer *newerEpochs) (*alarmPlane, error) {
+	logger *slog.Logger, fwd *forwarding, newer *newerEpochs, silent bool) (*alarmPlane, error) {
 	ap := &alarmPlane{}
 	act := &conditionActions{g: g, fwd: fwd}
 	ap.conds = conditions.NewManager(srv, act)
@@ -66,6 +67,9 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 	hopts := historian.Options{
 		ClusterID: cfg.Node.ClusterId, Local: local, Central: db, Parent: tree,
 		Gate: func() (bool, string, uint64) {
+			if silent {
+				return false, "test mutation " + mutation.HistorianSilent, 0
+			}
 			d := g.Check(gate.SiteHistorianDrain)
 			return d.Allow, d.Reason.String(), d.Epoch
 		},

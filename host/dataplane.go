@@ -188,7 +188,7 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
-	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd, w.newer)
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd, w.newer, w.mut.HistorianSilent)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -63,6 +64,9 @@ type Options struct {
 func Run(ctx context.Context, cfg *config.Config, logger *slog.Logger, opts Options) error {
 	if opts.Mutations.Any() && !opts.TestHooks {
 		return exitWith(endStartFailed, fmt.Errorf("%s=%s is a test-only switch and needs %s=1; unset it", mutation.Env, opts.Mutations, EnvTestHooks))
+	}
+	if opts.Mutations.RejoinLate {
+		rejoinLate(ctx, cfg, logger)
 	}
 	n := &wiring{ctx: ctx, cfg: cfg, opts: opts, log: logger, uid: daemon.NewUID()}
 	p := newParts(logger)
@@ -204,5 +208,22 @@ func probes(sys *actors.System, c *clusterRuntime, srv *opcua.Server, db *health
 				return nil
 			}},
 		},
+	}
+}
+
+// rejoinLate is the rejoin-late mutation: a node that started before (its
+// marker next to the LocalDb) waits mutation.RejoinLateBy first.
+func rejoinLate(ctx context.Context, cfg *config.Config, logger *slog.Logger) {
+	marker := mutation.RejoinMarker(cfg.LocalDb.Path)
+	if _, err := os.Stat(marker); err != nil {
+		if err := os.WriteFile(marker, nil, 0o600); err != nil {
+			logger.Warn("test mutation rejoin-late: marker not written", "err", err)
+		}
+		return
+	}
+	logger.Warn("test mutation rejoin-late: holding this restart back", "for", mutation.RejoinLateBy.String())
+	select {
+	case <-ctx.Done():
+	case <-time.After(mutation.RejoinLateBy):
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/opcua"
 	"github.com/otopcua/otopcua/redundancy"
 	"github.com/otopcua/otopcua/redundancy/servicelevel"
@@ -27,6 +28,9 @@ type levelPublisher struct {
 	// claimPrimary is the secondary-claims-primary mutation: 240 shows as
 	// 250. Set before the first Publish.
 	claimPrimary bool
+	// stuckLow is the secondary-stuck-low mutation: 240 shows as
+	// mutation.StuckLowLevel. Set before the first Publish.
+	stuckLow bool
 
 	mu    sync.Mutex
 	shows byte // what Server.ServiceLevel shows; mu must be held.
@@ -49,6 +53,9 @@ func (p *levelPublisher) Last() (byte, bool) {
 func (p *levelPublisher) Publish(level byte) {
 	if p.claimPrimary && level == servicelevel.Follower {
 		level = servicelevel.Primary
+	}
+	if p.stuckLow && level == servicelevel.Follower {
+		level = mutation.StuckLowLevel
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -219,6 +219,7 @@ func (n *wiring) newLevels() (func() error, error) {
 	n.deferred = &opcua.DeferredServiceLevelPublisher{}
 	n.shown = newLevelPublisher(n.deferred, n.metrics, n.log)
 	n.shown.claimPrimary = n.opts.Mutations.SecondaryClaimsPrimary
+	n.shown.stuckLow = n.opts.Mutations.SecondaryStuckLow
 	n.pins = newLevelPins(n.opts.TestHooks)
 	return nil, nil
 }

@@ -25,6 +25,7 @@ package mutation
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Env is the environment variable `otopcua host` reads the mutations from.
@@ -33,17 +34,30 @@ const Env = "OTOPCUA_TEST_MUTATION"
 // AckWithoutWriteEvery is how often ack-without-write skips a write.
 const AckWithoutWriteEvery = 5
 
+// StuckLowLevel is what secondary-stuck-low shows instead of 240.
+const StuckLowLevel = 199
+
+// RejoinLateBy is how long rejoin-late holds back a restarted node.
+const RejoinLateBy = 45 * time.Second
+
+// RejoinMarker is the file rejoin-late leaves next to the LocalDb at path
+// to know a later start is a restart.
+func RejoinMarker(localDbPath string) string { return localDbPath + ".started" }
+
 // Names of the mutations.
 const (
 	SecondaryWrites        = "secondary-writes"
 	SecondaryClaimsPrimary = "secondary-claims-primary"
 	AckWithoutWrite        = "ack-without-write"
 	HistorianDuplicates    = "historian-duplicates"
+	SecondaryStuckLow      = "secondary-stuck-low"
+	HistorianSilent        = "historian-silent"
+	RejoinLate             = "rejoin-late"
 )
 
 // Names lists every mutation, in the order of the package doc.
 func Names() []string {
-	return []string{SecondaryWrites, SecondaryClaimsPrimary, AckWithoutWrite, HistorianDuplicates}
+	return []string{SecondaryWrites, SecondaryClaimsPrimary, AckWithoutWrite, HistorianDuplicates, SecondaryStuckLow, HistorianSilent, RejoinLate}
 }
 
 // Set is the mutations a node runs with; the zero Set is none.
@@ -52,6 +66,9 @@ type Set struct {
 	SecondaryClaimsPrimary bool
 	AckWithoutWrite        bool
 	HistorianDuplicates    bool
+	SecondaryStuckLow      bool
+	HistorianSilent        bool
+	RejoinLate             bool
 }
 
 // Parse reads a comma-separated list of names ("" is none).
@@ -68,6 +85,12 @@ func Parse(s string) (Set, error) {
 			set.AckWithoutWrite = true
 		case HistorianDuplicates:
 			set.HistorianDuplicates = true
+		case SecondaryStuckLow:
+			set.SecondaryStuckLow = true
+		case HistorianSilent:
+			set.HistorianSilent = true
+		case RejoinLate:
+			set.RejoinLate = true
 		default:
 			return Set{}, fmt.Errorf("%s=%q: unknown mutation %q; accepted: %s, comma-separated", Env, s, strings.TrimSpace(name), strings.Join(Names(), ", "))
 		}
@@ -84,7 +107,8 @@ func (s Set) String() string {
 	for _, m := range []struct {
 		on   bool
 		name string
-	}{{s.SecondaryWrites, SecondaryWrites}, {s.SecondaryClaimsPrimary, SecondaryClaimsPrimary}, {s.AckWithoutWrite, AckWithoutWrite}, {s.HistorianDuplicates, HistorianDuplicates}} {
+	}{{s.SecondaryWrites, SecondaryWrites}, {s.SecondaryClaimsPrimary, SecondaryClaimsPrimary}, {s.AckWithoutWrite, AckWithoutWrite}, {s.HistorianDuplicates, HistorianDuplicates},
+		{s.SecondaryStuckLow, SecondaryStuckLow}, {s.HistorianSilent, HistorianSilent}, {s.RejoinLate, RejoinLate}} {
 		if m.on {
 			on = append(on, m.name)
 		}

@@ -21,17 +21,26 @@ var mutationCases = []struct {
 	mutation  string
 	invariant string
 	kinds     []Kind
+	duration  time.Duration // 0: 75 s
 }{
 	// The second writer's writes on the Secondary are written there and
 	// forwarded nowhere: two nodes write one device.
-	{mutation.SecondaryWrites, check.TwoWriters, []Kind{Failover}},
+	{mutation.SecondaryWrites, check.TwoWriters, []Kind{Failover}, 0},
 	// The Secondary shows 250 beside the Primary.
-	{mutation.SecondaryClaimsPrimary, check.TwoPrimaries, []Kind{Failover}},
+	{mutation.SecondaryClaimsPrimary, check.TwoPrimaries, []Kind{Failover}, 0},
 	// Every fifth write is acknowledged and never reaches the device.
-	{mutation.AckWithoutWrite, check.AckLandedOnce, []Kind{Failover}},
+	{mutation.AckWithoutWrite, check.AckLandedOnce, []Kind{Failover}, 0},
 	// Without alarm_history's key, the survivor of a failover drains the
 	// transitions the old Primary stored already.
-	{mutation.HistorianDuplicates, check.AlarmOnce, []Kind{Failover, Kill}},
+	{mutation.HistorianDuplicates, check.AlarmOnce, []Kind{Failover, Kill}, 0},
+	// The Secondary shows 199 while its pair is healthy: the run needs
+	// more than the stuck limit past a fault's settle time.
+	{mutation.SecondaryStuckLow, check.StuckLevel, []Kind{Failover}, 150 * time.Second},
+	// The Primary's historian stores nothing: a minute of toggles without
+	// a row.
+	{mutation.HistorianSilent, check.AlarmStored, []Kind{Failover}, 0},
+	// A killed node is held back 45 s before it starts again.
+	{mutation.RejoinLate, check.RestartBudget, []Kind{Kill}, 0},
 }
 
 // TestMutationsAreCaught: each guarantee the checker judges, broken on
@@ -44,7 +53,11 @@ func TestMutationsAreCaught(t *testing.T) {
 			continue
 		}
 		t.Run(c.mutation, func(t *testing.T) {
-			vs := runChaos(t, options{Seed: mutationSeed(), Duration: 75 * time.Second, Mutation: c.mutation,
+			d := c.duration
+			if d == 0 {
+				d = 75 * time.Second
+			}
+			vs := runChaos(t, options{Seed: mutationSeed(), Duration: d, Mutation: c.mutation,
 				Clusters: []string{"lease-pg"}, Kinds: c.kinds})
 			var hit *check.Violation
 			for i := range vs {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/otopcua/otopcua/host"
 	"github.com/otopcua/otopcua/internal/fielddevice"
+	"github.com/otopcua/otopcua/internal/mutation"
 	"github.com/otopcua/otopcua/internal/poll"
 	"github.com/otopcua/otopcua/tests/chaos/check"
 	"github.com/otopcua/otopcua/tests/etcd"
@@ -345,16 +347,27 @@ func (r *rig) setUp() {
 }
 
 // ready reports nil when p can start its run: whole, or under a mutation
-// (which may break exactly that: secondary-claims-primary shows two 250s)
-// both nodes answering within the Healthy band.
+// (which may break exactly that: secondary-claims-primary shows two 250s,
+// secondary-stuck-low a 199 beside the 250) one node at 250 and both
+// answering 240–250, or 199 under secondary-stuck-low.
 func (r *rig) ready(p *pair) error {
 	if r.o.Mutation == "" {
 		return r.whole(p)
 	}
+	low := check.LevelSecondary
+	if strings.Contains(r.o.Mutation, mutation.SecondaryStuckLow) {
+		low = mutation.StuckLowLevel
+	}
+	primary := false
 	for _, n := range p.nodes {
-		if l, ok := r.rec.latest(n.name, time.Second); !ok || l < check.LevelSecondary || l > check.LevelPrimary {
+		l, ok := r.rec.latest(n.name, time.Second)
+		if !ok || l < low || l > check.LevelPrimary || l != check.LevelPrimary && l != check.LevelSecondary && l != low {
 			return fmt.Errorf("%s: %s", p.spec.ID, r.levelsText(p))
 		}
+		primary = primary || l == check.LevelPrimary
+	}
+	if !primary {
+		return fmt.Errorf("%s: no Primary: %s", p.spec.ID, r.levelsText(p))
 	}
 	return nil
 }
