@@ -30,7 +30,12 @@
 //     licensed by it before the leaver stops counting — never unlicensed on
 //     the way, where it used to be from the leave until its lease came.
 //   - Licence: licensed while the set is whole (every node an Up driver
-//     member, reachable and heard within the pause) or the lease is valid;
+//     member, reachable and heard within the pause) and no other node was
+//     found holding the lease within a TTL, or while this node's lease is
+//     valid. A peer that holds the lease may act as the survivor of a
+//     split at once (the crash fast path takes a free lease on a TCP
+//     reset, a firewall's as well as a dead process's), long before this
+//     node's set stops looking whole;
 //     a promotion hold of Config.Hold when this node becomes Primary within
 //     DownedMemory of the downing of a peer the fast path did not prove
 //     dead.

@@ -15,6 +15,11 @@ type Keeper struct {
 	cfg Config
 
 	holder     string    // last holder seen ("" free or unknown)
+	// elsewhereUntil: another node held the lease when the store last
+	// answered this node (Held), so that node may act as the survivor of
+	// a split until then (the answer's request start + TTL): the set
+	// being whole in this node's eyes licenses nothing before it.
+	elsewhereUntil time.Time
 	validUntil time.Time // this node's grant licenses until then
 	renewedAt  time.Time // start of the last acquire or renewal (paces attempts)
 	busy       bool      // a Take, Renew or Release call runs
@@ -60,7 +65,7 @@ func (k *Keeper) Licence(now time.Time) gate.Licence {
 	}
 	return gate.LicenceOf(gate.LicenceInput{
 		LeaseMajority: true,
-		Whole:         k.whole(now),
+		Whole:         k.whole(now) && !now.Before(k.elsewhereUntil),
 		LeaseValid:    k.holder == k.cfg.Owner && now.Before(k.validUntil),
 		HoldLeft:      k.holdUntil.Sub(now),
 	})
@@ -176,6 +181,7 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 			effs = append(effs, Note{Kind: NoteLost, Peer: r.Holder, Epoch: r.Epoch})
 		}
 		k.holder, k.validUntil = r.Holder, time.Time{}
+		k.elsewhereUntil = r.Start.Add(k.cfg.TTL)
 	default:
 		effs = append(effs, Note{Kind: NoteStoreSilent, Err: r.Err})
 	}
