@@ -266,8 +266,22 @@ func TestLeaseKeeperFencesAWokenProcess(t *testing.T) {
 		t.Fatalf("first tick awake: %v, want unlicensed", l)
 	}
 	// A live pair after a long stall of this process: the pause passes
-	// awake, the peer keeps talking, the set is whole again.
+	// awake, the peer keeps talking, the set is whole again and the peer
+	// frees the lease it took (as its keeper does). The store named the
+	// peer as holder on the first tick awake: that hold counts for a TTL
+	// (6 s here) after the answer, whatever the set looks like.
+	if err := r.store.Release(t.Context(), nodeB.String()); err != nil {
+		t.Fatal(err)
+	}
 	for range 13 { // ticks every 250 ms, the peer heartbeating
+		r.clock.Advance(250 * time.Millisecond)
+		r.ms.hear(r.peer, r.clock.Now())
+		r.settle(t)
+	}
+	if l := r.k.licence(); l != gate.Unlicensed {
+		t.Fatalf("a pause awake, less than a TTL after the store named the peer: %v, want unlicensed", l)
+	}
+	for range 12 {
 		r.clock.Advance(250 * time.Millisecond)
 		r.ms.hear(r.peer, r.clock.Now())
 		r.settle(t)
