@@ -291,7 +291,7 @@ func (b *Backfiller) step(ctx context.Context, g Gap, peers []Peer) (moved bool,
 		return false, nil
 	}
 	if len(peers) == 0 {
-		return false, errors.New("no peer to ask (LocalDb replication is off)")
+		return false, nil // the gap waits for a peer (SetPeers)
 	}
 	var errs []error
 	for _, p := range peers {
