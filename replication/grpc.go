@@ -27,7 +27,7 @@ const (
 )
 
 const (
-	serviceName = "otopcua.localdb.v1.Sync"
+	serviceName   = "otopcua.localdb.v1.Sync"
 	pullMethod    = "/" + serviceName + "/Pull"
 	ackMethod     = "/" + serviceName + "/Ack"
 	historyMethod = "/" + serviceName + "/History"
