@@ -31,9 +31,11 @@ const EndUnknown = math.MinInt64
 // than retention (ticks) — a node with nothing stored asks for the whole
 // retention.
 func NewGap(tag string, start int64, last int64, has bool, retention int64) Gap {
-	from := start - retention - 1
-	if start < math.MinInt64+retention+1 {
-		from = math.MinInt64
+	from := int64(math.MinInt64)
+	// flip(start) is start's distance from the earliest time, in uint64
+	// so that it cannot overflow.
+	if span := flip(start); retention >= 0 && uint64(retention) < span-1 {
+		from = start - retention - 1
 	}
 	if has {
 		from = max(from, last)
