@@ -127,13 +127,15 @@ func (b *Backfiller) SetPeers(ps []Peer) {
 
 // Begin opens the gaps of tags, whose recording starts now in this
 // process (retention per tag: how far back a node with nothing stored
-// asks). Call it before the recorder records the tags (Recorder.Apply):
-// each gap starts at the tag's last sample stored before now.
-func (b *Backfiller) Begin(tags map[string]time.Duration) error {
+// asks), and returns their start. Call it before the recorder records the
+// tags, and give the recorder the start (Recorder.StartAt, then Apply):
+// each gap runs from the tag's last sample stored before the start to its
+// first own sample at or after it.
+func (b *Backfiller) Begin(tags map[string]time.Duration) (start int64, err error) {
+	start = Ticks(b.o.Now())
 	if len(tags) == 0 {
-		return nil
+		return start, nil
 	}
-	start := Ticks(b.o.Now())
 	b.mu.Lock()
 	var unknown []Gap // gaps of an earlier start whose End was never seen
 	for _, g := range b.gaps {
@@ -148,7 +150,7 @@ func (b *Backfiller) Begin(tags map[string]time.Duration) error {
 		// at its first sample, or at this start when it recorded none.
 		first, ok, err := b.s.First(g.Tag, g.Start)
 		if err != nil {
-			return err
+			return start, err
 		}
 		g.End = start
 		if ok && first.At < start {
@@ -159,12 +161,12 @@ func (b *Backfiller) Begin(tags map[string]time.Duration) error {
 	for tag, retention := range tags {
 		last, has, err := b.s.Before(tag, start)
 		if err != nil {
-			return err
+			return start, err
 		}
 		gs = append(gs, NewGap(tag, start, last.At, has, int64(retention/100)))
 	}
 	if err := b.s.PutGaps(gs...); err != nil {
-		return err
+		return start, err
 	}
 	b.mu.Lock()
 	for _, g := range gs {
@@ -173,7 +175,7 @@ func (b *Backfiller) Begin(tags map[string]time.Duration) error {
 	b.mu.Unlock()
 	b.o.Logger.Info("history back-fill: gaps opened", "tags", len(tags), "gaps", len(gs))
 	b.wake()
-	return nil
+	return start, nil
 }
 
 func (b *Backfiller) wake() {

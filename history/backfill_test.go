@@ -141,7 +141,7 @@ func TestBackfillFillsTheGapFromThePeer(t *testing.T) {
 	a, bs, peerXs := pairStores(t)
 	peer := &storePeer{s: bs}
 	bf := newBackfiller(t, a, at(70), 7)
-	if err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
+	if _, err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	own := ownAfterRestart(t, a)
@@ -175,7 +175,7 @@ func TestBackfillWaitsForThePeerAndResumesAfterARestart(t *testing.T) {
 	a, bs, _ := pairStores(t)
 	peer := &storePeer{s: bs, fail: 3}
 	bf := newBackfiller(t, a, at(70), 5)
-	if err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
+	if _, err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	ownAfterRestart(t, a)
@@ -234,7 +234,7 @@ func TestBackfillRefusesAHostilePeer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			peer := &storePeer{s: bs, answer: answer}
 			bf := newBackfiller(t, a, at(70), 5)
-			if err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
+			if _, err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
 				t.Fatal(err)
 			}
 			bf.o.Now = at(100)
@@ -266,7 +266,7 @@ func TestBeginClosesAnEarlierGapWhoseEndWasNotSeen(t *testing.T) {
 		t.Fatal(err)
 	}
 	bf := newBackfiller(t, s, at(80), 5)
-	if err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
+	if _, err := bf.Begin(map[string]time.Duration{"d/t": time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	gs, err := s.Gaps()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,8 +98,10 @@ func (h *historyPlane) apply(doc *deployment.Document) error {
 		if len(begin) > 0 {
 			h.log.Info("history back-fill is off: no pair peer to ask (LocalDb replication is off); a time this node was down stays a gap in its own history", "tags", len(begin))
 		}
-	} else if err := h.bf.Begin(begin); err != nil {
+	} else if start, err := h.bf.Begin(begin); err != nil {
 		h.log.Error("history back-fill: the gaps of the tags recorded from now on are not known; they are not back-filled", "tags", len(begin), "err", err)
+	} else {
+		h.rec.StartAt(slices.Collect(maps.Keys(begin)), start)
 	}
 	h.tags = tags
 	h.rec.Apply(doc)

@@ -133,6 +133,23 @@ func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
 	restarted := time.Now()
 	a.WaitReady(60 * time.Second)
 	ca = connect(t, a)
+	// The back-fill lag rises to the gap's length, then falls to 0.
+	var maxLag float64
+	var backfilled time.Duration
+	procs.CheckFor(t, 60*time.Second, 100*time.Millisecond, func() error {
+		body, err := a.Get("/metrics")
+		if err != nil {
+			return err
+		}
+		lag, ok1 := metricValue(body, "otopcua_history_backfill_lag_seconds")
+		n, ok2 := metricValue(body, "otopcua_history_backfill_samples_total")
+		maxLag = max(maxLag, lag)
+		if !ok1 || !ok2 || lag != 0 || n == 0 {
+			return fmt.Errorf("back-fill metrics: %s", grep(body, "otopcua_history_backfill"))
+		}
+		backfilled = time.Since(restarted)
+		return nil
+	})
 
 	// The window closes a few seconds after the restart, once both have
 	// recorded it (the recorders write every 100 ms; the back-fill asks
@@ -163,17 +180,20 @@ func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
 	// (a value may be there twice at an end of its gap: its own reading
 	// and the survivor's of the same value, a few ms apart).
 	twice := 0
+	var where []string
 	for i := 1; i < len(restored); i++ {
 		v, prev := restored[i].Value.Value().(uint16), restored[i-1].Value.Value().(uint16)
 		switch {
 		case v == prev:
 			twice++
+			where = append(where, fmt.Sprintf("%d at %s and %s", v, restored[i-1].SourceTimestamp.Format("15:04:05.000"), restored[i].SourceTimestamp.Format("15:04:05.000")))
 		case v != prev+1:
 			t.Fatalf("the restarted node's history goes from %d to %d at %v", prev, v, restored[i].SourceTimestamp)
 		}
 	}
 	if first, last := restored[0].Value.Value().(uint16), restored[len(restored)-1].Value.Value().(uint16); first > vs[0]+1 || last+1 < vs[len(vs)-1] || twice > 2 {
-		t.Fatalf("the restarted node holds %d to %d (%d values twice), the survivor %d to %d", first, last, twice, vs[0], vs[len(vs)-1])
+		t.Fatalf("the restarted node holds %d to %d (%d values twice: %v), the survivor %d to %d; killed %s, restarted %s",
+			first, last, twice, where, vs[0], vs[len(vs)-1], killed.Format("15:04:05.000"), restarted.Format("15:04:05.000"))
 	}
 
 	body, err := a.Get("/metrics")
@@ -185,8 +205,8 @@ func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
 	if !ok1 || !ok2 || lag != 0 || n < float64(downFor/fielddevice.FastCounterPeriod) {
 		t.Fatalf("back-fill metrics: lag %v (%v), samples %v (%v)\n%s", lag, ok1, n, ok2, grep(body, "otopcua_history_backfill"))
 	}
-	t.Logf("killed for %v; the restarted node held the survivor's %d samples of its gap %v after its restart (%v after the window closed); window %d counter values on the survivor, %d samples on the restarted node (%d values twice at the gap's ends)",
-		restarted.Sub(killed).Round(100*time.Millisecond), int(n), filledAfter.Round(100*time.Millisecond), time.Since(to).Round(100*time.Millisecond), len(vs), len(restored), twice)
+	t.Logf("killed for %v; back-fill lag up to %.1f s, 0 again %v after the restart (%d samples from the survivor); both histories checked %v after the restart; window: %d counter values on the survivor, %d samples on the restarted node (%d values twice at the gap's ends: %v)",
+		restarted.Sub(killed).Round(100*time.Millisecond), maxLag, backfilled.Round(100*time.Millisecond), int(n), filledAfter.Round(100*time.Millisecond), len(vs), len(restored), twice, where)
 }
 
 // sameOverTheGap checks that restored (the restarted node's history) holds
