@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -126,10 +127,14 @@ func TestHistoryPeerAsksThePeersHistory(t *testing.T) {
 	}
 	a, b := pair(t, testKey, testKey)
 	ctx := ctxT(t)
-	// b serves no history yet: Unimplemented.
-	if _, _, err := a.r.HistoryPeers()[0].Samples(ctx, "d/t", -1, 1000, 10); status.Code(err) != codes.Unimplemented {
-		t.Fatalf("a peer without history: %v", err)
-	}
+	// b serves no history yet: Unimplemented (once a's connection has
+	// found b: a dialled it before b listened).
+	poll.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if _, _, err := a.r.HistoryPeers()[0].Samples(ctx, "d/t", -1, 1000, 10); status.Code(err) != codes.Unimplemented {
+			return fmt.Errorf("a peer without history: %v", err)
+		}
+		return nil
+	})
 	b.r.Stop()
 	b.startWith(t, a.listen, testKey, func(o *Options) { o.History = source{"d/t", xs} })
 	// a's connection finds the restarted b again.
