@@ -20,4 +20,26 @@
 // were given the same samples in any order hold the same history. This
 // is what lets the two nodes of a pair exchange what they recorded and
 // converge.
+//
+// Backfiller fills a node's gaps from its peer (Peer: the host serves and
+// asks over LocalDb replication's port). A Gap runs from a tag's last
+// sample stored before this process began recording it (Start) to its
+// first own sample at or after Start (End); the pure parts — NewGap,
+// Gap.Window, Gap.Advance, Lag, CheckSlice — decide what to ask and
+// what a peer's answer may hold. Invariants:
+//
+//  1. Nothing at or after Start is back-filled before End is known, and
+//     the recorder records nothing of the tag older than Start
+//     (Recorder.StartAt): the first sample at or after Start is the
+//     node's own, so End is found in the store.
+//  2. A gap is stored (PutGaps) before the slices it asks for, and moved
+//     forward only after a slice is written (synced): a crash resumes it.
+//  3. A slice is at most BackfillOptions.Slice samples, asked within a
+//     deadline; a peer's answer outside the window, out of order or over
+//     the count is refused whole.
+//
+// Duties of the caller (the host): call Backfiller.Begin for the tags
+// whose recording starts, then Recorder.StartAt with its start, then
+// Recorder.Apply; give it the peers (SetPeers); run Run beside the
+// recorder's Run and stop both before closing the store.
 package history

@@ -39,3 +39,28 @@ func RegisterMetrics(meter metric.Meter, r *Recorder) (metric.Registration, erro
 		return nil
 	}, rec, drop, tags, size)
 }
+
+// Back-fill instrument names.
+const (
+	BackfillLagMetric     = "otopcua.history.backfill.lag"
+	BackfillSamplesMetric = "otopcua.history.backfill.samples"
+)
+
+// RegisterBackfillMetrics observes b on meter: the back-fill lag (the
+// longest span of history this node still has to fetch from its peer) and
+// the samples back-filled.
+func RegisterBackfillMetrics(meter metric.Meter, b *Backfiller) (metric.Registration, error) {
+	lag, e1 := meter.Float64ObservableGauge(BackfillLagMetric, metric.WithUnit("s"),
+		metric.WithDescription("Longest span of history this node has not yet back-filled from its peer (0: none)."))
+	n, e2 := meter.Int64ObservableCounter(BackfillSamplesMetric, metric.WithUnit("{sample}"),
+		metric.WithDescription("Samples this node back-filled from its peer's history."))
+	if err := errors.Join(e1, e2); err != nil {
+		return nil, fmt.Errorf("history: back-fill metrics: %w", err)
+	}
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := b.Status()
+		o.ObserveFloat64(lag, st.Lag.Seconds())
+		o.ObserveInt64(n, int64(st.Samples))
+		return nil
+	}, lag, n)
+}

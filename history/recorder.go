@@ -62,6 +62,8 @@ type Reading struct {
 type filter struct {
 	has  bool
 	last Sample
+	// notBefore: a sample older than this is not recorded (StartAt).
+	notBefore int64
 }
 
 // decide reports whether x is recorded under p, and remembers it when it
@@ -72,6 +74,8 @@ type filter struct {
 func (f *filter) decide(p Policy, x Sample) bool {
 	rec := false
 	switch {
+	case x.At < f.notBefore:
+		return false
 	case !f.has:
 		rec = true
 	case x.At <= f.last.At:
@@ -177,6 +181,24 @@ func (r *Recorder) Apply(doc *deployment.Document) {
 		if _, ok := pol[dev][tag]; !ok {
 			delete(r.fil, k)
 		}
+	}
+}
+
+// StartAt makes the recorder ignore samples of tags ("device/tag") older
+// than at (ticks): a back-fill gap that ends at the tag's first sample at
+// or after at asks the peer for the time before (Backfiller.Begin). Call
+// it before Apply starts recording the tags, so that a poll read before
+// at and handed over after Apply is not recorded inside the gap.
+func (r *Recorder) StartAt(tags []string, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range tags {
+		f := r.fil[k]
+		if f == nil {
+			f = &filter{}
+			r.fil[k] = f
+		}
+		f.notBefore = at
 	}
 }
 

@@ -156,6 +156,29 @@ func TestRecorderNeverBlocks(t *testing.T) {
 	}
 }
 
+// TestRecorderStartAt: a reading older than the start of the tag's
+// back-fill gap is not recorded (the peer's samples fill that time); the
+// first one at or after it is.
+func TestRecorderStartAt(t *testing.T) {
+	s := open(t, t.TempDir(), 4)
+	defer s.Close()
+	yes := true
+	r := NewRecorder(s, RecorderOptions{Queue: 8})
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	r.StartAt([]string{"d/x"}, Ticks(t0))
+	r.Apply(&deployment.Document{ClusterId: "c", Devices: []deployment.Device{{Name: "d", Tags: []deployment.Tag{{Name: "x", History: deployment.History{Historize: &yes}}}}}})
+	for i, at := range []time.Time{t0.Add(-time.Millisecond), t0, t0.Add(time.Second)} {
+		r.Offer("d", []Reading{{Tag: "x", Value: float64(i), At: at}})
+	}
+	var got []Record
+	for len(r.q) > 0 {
+		got = append(got, <-r.q...)
+	}
+	if len(got) != 2 || got[0].At != Ticks(t0) || got[1].Value != 2 {
+		t.Fatalf("recorded %+v", got)
+	}
+}
+
 func TestTicks(t *testing.T) {
 	at := time.Date(2026, 12, 7, 12, 0, 0, 123456700, time.UTC)
 	if got := TimeOf(Ticks(at)); !got.Equal(at) {

@@ -191,30 +191,22 @@ func (s *Store) Append(recs []Record) error {
 	grown := make([]added, 0, len(recs))
 	var named []string
 	for _, r := range recs {
-		id, ok := s.ids[r.Tag]
-		if !ok {
-			if len(s.ids) >= MaxTags {
-				return fmt.Errorf("history: more than %d tags", MaxTags)
-			}
-			id = s.next
-			s.next++
-			s.ids[r.Tag] = id
-			s.tags[id] = &tagState{lastBlock: math.MinInt64}
+		id, isNew, err := s.name(b, r.Tag)
+		if isNew {
 			named = append(named, r.Tag)
-			if err := b.Set(nameKey(r.Tag), binary.BigEndian.AppendUint32(nil, id), nil); err != nil {
-				return err
-			}
+		}
+		if err != nil {
+			s.forget(named)
+			return err
 		}
 		if err := b.Set(headSampleKey(id, r.Sample), nil, nil); err != nil {
+			s.forget(named)
 			return err
 		}
 		grown = append(grown, added{s.tags[id], r.At})
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		for _, n := range named { // not stored: forget the names given
-			delete(s.tags, s.ids[n])
-			delete(s.ids, n)
-		}
+		s.forget(named)
 		return fmt.Errorf("history: append: %w", err)
 	}
 	// A key written twice counts twice: the head count is an upper bound
@@ -226,6 +218,15 @@ func (s *Store) Append(recs []Record) error {
 		g.st.head++
 	}
 	return nil
+}
+
+// forget forgets the names given in a batch that was not stored; mu must
+// be held.
+func (s *Store) forget(named []string) {
+	for _, n := range named {
+		delete(s.tags, s.ids[n])
+		delete(s.ids, n)
+	}
 }
 
 // Due lists the tags whose head holds a block's worth of samples, or

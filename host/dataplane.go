@@ -179,12 +179,13 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 	if w.dp.cache == nil {
 		return nil, nil
 	}
-	r, stop, err := startReplication(w.cfg, w.dp.cache, w.metrics, w.log)
+	r, stop, err := startReplication(w.cfg, w.dp.cache, w.dp.hist, w.metrics, w.log)
 	if err != nil || r == nil {
 		return nil, err
 	}
 	w.dp.repl = r
-	return quiet(stop), nil
+	w.dp.hist.setPeers(r.HistoryPeers())
+	return quiet(func() { w.dp.hist.setPeers(nil); stop() }), nil
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
@@ -302,8 +303,9 @@ const TombstoneCompactEvery = time.Hour
 // startReplication starts LocalDb pair replication when LocalDb:SyncListenPort,
 // LocalDb:Peers and LocalDb:Replication:ApiKey are all set; otherwise it
 // says why it is off (once) and returns nil. It listens on
-// Cluster:Hostname, over mutual TLS when Cluster:Tls is set.
-func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.Metrics, logger *slog.Logger) (*replication.Replicator, func(), error) {
+// Cluster:Hostname, over mutual TLS when Cluster:Tls is set, and serves
+// hist (the process history) to the peers' back-fill.
+func startReplication(cfg *config.Config, local *localdb.DB, hist replication.HistorySource, metrics *telemetry.Metrics, logger *slog.Logger) (*replication.Replicator, func(), error) {
 	rc := cfg.LocalDbReplication()
 	if !rc.On {
 		if len(rc.Missing) > 0 {
@@ -313,7 +315,7 @@ func startReplication(cfg *config.Config, local *localdb.DB, metrics *telemetry.
 	}
 	opts := replication.Options{
 		NodeID: cfg.Cluster.NodeID(), Local: local, Listen: rc.Listen, Peers: rc.Peers, APIKey: rc.APIKey,
-		Logger: logger.With("component", "localdb-sync"),
+		Logger: logger.With("component", "localdb-sync"), History: hist,
 	}
 	creds, err := clusterCredentials(cfg, "LocalDb replication", opts.Logger)
 	if err != nil {

@@ -2,8 +2,11 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +22,7 @@ import (
 	"github.com/otopcua/otopcua/history"
 	"github.com/otopcua/otopcua/history/aggregate"
 	"github.com/otopcua/otopcua/opcua"
+	"github.com/otopcua/otopcua/replication"
 )
 
 // historyPlane is the node's process history (docs/history.md): the store
@@ -35,10 +39,12 @@ type historyPlane struct {
 	mu     sync.Mutex
 	store  *history.Store            // nil until a deployment historizes a tag; mu must be held
 	rec    *history.Recorder         // with store
+	bf     *history.Backfiller       // with store
+	peers  []history.Peer            // the pair peers' histories (LocalDb replication); mu must be held
 	tags   map[string]deployment.Tag // "device/tag" → its definition, of the tags recorded now; mu must be held
 	cancel context.CancelFunc
-	done   chan struct{}
-	reg    metric.Registration // the store's metrics; with store
+	done   sync.WaitGroup        // the recorder and the back-fill
+	regs   []metric.Registration // the store's metrics; with store
 }
 
 func newHistoryPlane(cfg *config.Config, srv *opcua.Server, space *dataplane.Space, meter metric.Meter, log *slog.Logger) *historyPlane {
@@ -63,19 +69,9 @@ func (h *historyPlane) apply(doc *deployment.Document) error {
 		return nil
 	}
 	if h.store == nil {
-		s, err := history.Open(history.StoreOptions{Dir: h.cfg.History.Path, Logger: h.log})
-		if err != nil {
-			return fmt.Errorf("history store (History:Path %s): %w", h.cfg.History.Path, err)
-		}
-		h.store, h.rec = s, history.NewRecorder(s, history.RecorderOptions{Logger: h.log})
-		ctx, cancel := context.WithCancel(context.Background())
-		h.cancel, h.done = cancel, make(chan struct{})
-		go func() { defer close(h.done); h.rec.Run(ctx) }()
-		reg, err := history.RegisterMetrics(h.meter, h.rec)
-		if err != nil {
+		if err := h.open(); err != nil {
 			return err
 		}
-		h.reg = reg
 		kinds := aggregate.Kinds()
 		aggs := make([]*ua.NodeID, len(kinds))
 		for i, k := range kinds {
@@ -86,9 +82,115 @@ func (h *historyPlane) apply(doc *deployment.Document) error {
 		}
 		h.log.Info("history store opened", "path", h.cfg.History.Path, "tags", len(tags))
 	}
+	// The gaps of the tags recorded from now on open before the recorder
+	// takes them: each starts at the tag's last sample stored.
+	begin := map[string]time.Duration{}
+	for key := range tags {
+		if _, ok := h.tags[key]; !ok {
+			dev, tag, _ := strings.Cut(key, "/")
+			begin[key] = pol[dev][tag].Retention
+			if begin[key] <= 0 {
+				begin[key] = deployment.DefaultHistoryRetention
+			}
+		}
+	}
+	if len(h.peers) == 0 {
+		if len(begin) > 0 {
+			h.log.Info("history back-fill is off: no pair peer to ask (LocalDb replication is off); a time this node was down stays a gap in its own history", "tags", len(begin))
+		}
+	} else if start, err := h.bf.Begin(begin); err != nil {
+		h.log.Error("history back-fill: the gaps of the tags recorded from now on are not known; they are not back-filled", "tags", len(begin), "err", err)
+	} else {
+		h.rec.StartAt(slices.Collect(maps.Keys(begin)), start)
+	}
 	h.tags = tags
 	h.rec.Apply(doc)
 	return nil
+}
+
+// open opens the store and starts its recorder and back-fill; mu must be
+// held.
+func (h *historyPlane) open() error {
+	s, err := history.Open(history.StoreOptions{Dir: h.cfg.History.Path, Logger: h.log})
+	if err != nil {
+		return fmt.Errorf("history store (History:Path %s): %w", h.cfg.History.Path, err)
+	}
+	bf, err := history.NewBackfiller(s, history.BackfillOptions{Logger: h.log})
+	if err != nil {
+		_ = s.Close()
+		return fmt.Errorf("history store (History:Path %s): back-fill gaps: %w", h.cfg.History.Path, err)
+	}
+	bf.SetPeers(h.peers)
+	h.store, h.rec, h.bf = s, history.NewRecorder(s, history.RecorderOptions{Logger: h.log}), bf
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	h.done.Add(2)
+	go func() { defer h.done.Done(); h.rec.Run(ctx) }()
+	go func() { defer h.done.Done(); bf.Run(ctx) }()
+	reg, err := history.RegisterMetrics(h.meter, h.rec)
+	if err != nil {
+		return err
+	}
+	breg, err := history.RegisterBackfillMetrics(h.meter, bf)
+	if err != nil {
+		return err
+	}
+	h.regs = []metric.Registration{reg, breg}
+	return nil
+}
+
+// setPeers gives the back-fill the pair peers' histories (LocalDb
+// replication's connections).
+func (h *historyPlane) setPeers(ps []replication.HistoryPeer) {
+	peers := make([]history.Peer, len(ps))
+	for i, p := range ps {
+		peers[i] = historyPeer{p}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.peers = peers
+	if h.bf != nil {
+		h.bf.SetPeers(peers)
+	}
+}
+
+// historyPeer is a peer's history over LocalDb replication.
+type historyPeer struct{ p replication.HistoryPeer }
+
+func (p historyPeer) Name() string { return p.p.Name() }
+
+func (p historyPeer) Samples(ctx context.Context, tag string, after, before int64, limit int) ([]history.Sample, bool, error) {
+	xs, more, err := p.p.Samples(ctx, tag, after, before, limit)
+	out := make([]history.Sample, len(xs))
+	for i, x := range xs {
+		out[i] = history.Sample{At: x.At, Value: x.Value, Status: x.Status}
+	}
+	return out, more, err
+}
+
+// HistorySamples serves a peer's back-fill (replication.HistorySource):
+// at most limit of tag's samples with after < time < before.
+func (h *historyPlane) HistorySamples(ctx context.Context, tag string, after, before int64, limit int) ([]replication.Sample, bool, error) {
+	h.mu.Lock()
+	s := h.store
+	h.mu.Unlock()
+	if s == nil {
+		return nil, false, errors.New("no history store open yet")
+	}
+	var out []replication.Sample
+	more := false
+	err := s.Read(tag, after+1, before, func(x history.Sample) bool {
+		if len(out) == limit {
+			more = true
+			return false
+		}
+		out = append(out, replication.Sample{At: x.At, Value: x.Value, Status: x.Status})
+		return ctx.Err() == nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	return out, more, err
 }
 
 // offer hands one poll's readings to the recorder (the driver host's
@@ -118,11 +220,13 @@ func (h *historyPlane) stop() error {
 		return nil
 	}
 	_ = h.srv.SetValueHistory(nil, nil)
-	_ = h.reg.Unregister()
+	for _, r := range h.regs {
+		_ = r.Unregister()
+	}
 	h.cancel()
-	<-h.done
+	h.done.Wait()
 	err := h.store.Close()
-	h.store, h.rec = nil, nil
+	h.store, h.rec, h.bf = nil, nil, nil
 	return err
 }
 

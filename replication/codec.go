@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/otopcua/otopcua/localdb"
@@ -28,9 +29,11 @@ var ErrMalformed = errors.New("replication: malformed sync message")
 
 // Message types, the byte after the version.
 const (
-	msgPull  = 1
-	msgBatch = 2
-	msgAck   = 3
+	msgPull         = 1
+	msgBatch        = 2
+	msgAck          = 3
+	msgHistoryPull  = 4
+	msgHistoryBatch = 5
 )
 
 // wireVersion is the first byte of every message.
@@ -63,12 +66,14 @@ type Ack struct {
 	Applied hlc.Stamp
 }
 
-// message is a Pull, Batch or Ack.
+// message is a Pull, Batch, Ack, HistoryPull or HistoryBatch.
 type message interface{ msgType() byte }
 
-func (*Pull) msgType() byte  { return msgPull }
-func (*Batch) msgType() byte { return msgBatch }
-func (*Ack) msgType() byte   { return msgAck }
+func (*Pull) msgType() byte         { return msgPull }
+func (*Batch) msgType() byte        { return msgBatch }
+func (*Ack) msgType() byte          { return msgAck }
+func (*HistoryPull) msgType() byte  { return msgHistoryPull }
+func (*HistoryBatch) msgType() byte { return msgHistoryBatch }
 
 // Encode writes m (a *Pull, *Batch or *Ack). It refuses a message that
 // Decode would refuse.
@@ -114,6 +119,27 @@ func Encode(m any) ([]byte, error) {
 		b = appendString(b, m.Node)
 		b = appendString(b, m.Table)
 		b = appendStamp(b, m.Applied)
+	case *HistoryPull:
+		if err := m.check(); err != nil {
+			return nil, err
+		}
+		b = []byte{wireVersion, msgHistoryPull}
+		b = appendString(b, m.Tag)
+		b = binary.BigEndian.AppendUint64(b, uint64(m.After))
+		b = binary.BigEndian.AppendUint64(b, uint64(m.Before))
+		b = binary.BigEndian.AppendUint32(b, m.Limit)
+	case *HistoryBatch:
+		if err := m.check(); err != nil {
+			return nil, err
+		}
+		b = make([]byte, 0, 4+len(m.Samples)*historySampleBytes)
+		b = append(b, wireVersion, msgHistoryBatch, boolByte(m.More))
+		b = binary.AppendUvarint(b, uint64(len(m.Samples)))
+		for _, x := range m.Samples {
+			b = binary.BigEndian.AppendUint64(b, uint64(x.At))
+			b = binary.BigEndian.AppendUint64(b, math.Float64bits(x.Value))
+			b = binary.BigEndian.AppendUint32(b, x.Status)
+		}
 	default:
 		return nil, fmt.Errorf("replication: cannot encode %T", m)
 	}
@@ -161,8 +187,45 @@ func Decode(b []byte, m any) error {
 			return err
 		}
 		*m = a
+	case *HistoryPull:
+		p := HistoryPull{Tag: r.string(maxTag), After: int64(r.uint64()), Before: int64(r.uint64()), Limit: r.uint32()}
+		if err := r.end(); err != nil {
+			return err
+		}
+		if err := p.check(); err != nil {
+			return err
+		}
+		*m = p
+	case *HistoryBatch:
+		v, err := decodeHistoryBatch(&r)
+		if err != nil {
+			return err
+		}
+		*m = v
 	}
 	return nil
+}
+
+func decodeHistoryBatch(r *reader) (HistoryBatch, error) {
+	var v HistoryBatch
+	v.More = r.bool()
+	n := r.uvarint()
+	if r.err == nil && (n > MaxHistorySamples || n*historySampleBytes != uint64(len(r.b))) {
+		return HistoryBatch{}, fmt.Errorf("%w: %d samples in %d bytes, at most %d", ErrMalformed, n, len(r.b), MaxHistorySamples)
+	}
+	if n > 0 && r.err == nil {
+		v.Samples = make([]Sample, 0, n)
+	}
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		v.Samples = append(v.Samples, Sample{At: int64(r.uint64()), Value: math.Float64frombits(r.uint64()), Status: r.uint32()})
+	}
+	if err := r.end(); err != nil {
+		return HistoryBatch{}, err
+	}
+	if err := v.check(); err != nil {
+		return HistoryBatch{}, err
+	}
+	return v, nil
 }
 
 func decodeBatch(r *reader) (Batch, error) {
@@ -330,6 +393,19 @@ func (r *reader) uint32() uint32 {
 	}
 	v := binary.BigEndian.Uint32(r.b)
 	r.b = r.b[4:]
+	return v
+}
+
+func (r *reader) uint64() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.fail("truncated")
+		return 0
+	}
+	v := binary.BigEndian.Uint64(r.b)
+	r.b = r.b[8:]
 	return v
 }
 

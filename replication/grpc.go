@@ -27,9 +27,10 @@ const (
 )
 
 const (
-	serviceName = "otopcua.localdb.v1.Sync"
-	pullMethod  = "/" + serviceName + "/Pull"
-	ackMethod   = "/" + serviceName + "/Ack"
+	serviceName   = "otopcua.localdb.v1.Sync"
+	pullMethod    = "/" + serviceName + "/Pull"
+	ackMethod     = "/" + serviceName + "/Ack"
+	historyMethod = "/" + serviceName + "/History"
 )
 
 // wireCodec carries Pull, Batch and Ack in the package's binary form; it
@@ -46,6 +47,7 @@ func (wireCodec) Name() string                       { return "otopcua-localdb-s
 type syncServer interface {
 	pull(ctx context.Context, p *Pull) (*Batch, error)
 	ack(ctx context.Context, a *Ack) (*Ack, error)
+	history(ctx context.Context, p *HistoryPull) (*HistoryBatch, error)
 }
 
 var serviceDesc = grpc.ServiceDesc{
@@ -68,6 +70,15 @@ var serviceDesc = grpc.ServiceDesc{
 			}
 			return intercept(ctx, a, in, ackMethod, func(ctx context.Context, req any) (any, error) {
 				return srv.(syncServer).ack(ctx, req.(*Ack))
+			})
+		}},
+		{MethodName: "History", Handler: func(srv any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
+			p := new(HistoryPull)
+			if err := dec(p); err != nil {
+				return nil, status.Error(codes.InvalidArgument, err.Error())
+			}
+			return intercept(ctx, p, in, historyMethod, func(ctx context.Context, req any) (any, error) {
+				return srv.(syncServer).history(ctx, req.(*HistoryPull))
 			})
 		}},
 	},

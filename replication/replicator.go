@@ -67,6 +67,10 @@ type Options struct {
 	// DialCredentials secure the connections to the peers. Default nil:
 	// clear text.
 	DialCredentials credentials.TransportCredentials
+	// History is the process history served to the peers' back-fill
+	// (HistoryPeers). Default nil: a peer's history request is refused
+	// with codes.Unimplemented.
+	History HistorySource
 }
 
 // Replicator serves this node's LocalDb to its peers and pulls theirs:
@@ -314,6 +318,13 @@ func (r *Replicator) pullOnce(ctx context.Context, p *peerState, table string) (
 // call sends one Pull with the key and a fresh nonce and checks the peer's
 // proof before the batch is used.
 func (r *Replicator) call(ctx context.Context, p *peerState, pull *Pull) (*Batch, error) {
+	out := new(Batch)
+	return out, r.invoke(ctx, p, pullMethod, pull, out)
+}
+
+// invoke calls method with the key and a fresh nonce, within callTimeout,
+// and checks the peer's proof before out is used.
+func (r *Replicator) invoke(ctx context.Context, p *peerState, method string, in, out any) error {
 	key := r.apiKey()
 	var n [16]byte
 	_, _ = rand.Read(n[:])
@@ -321,15 +332,14 @@ func (r *Replicator) call(ctx context.Context, p *peerState, pull *Pull) (*Batch
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, keyHeader, key, nonceHeader, nonce), callTimeout)
 	defer cancel()
 	var header metadata.MD
-	out := new(Batch)
-	if err := p.conn.Invoke(ctx, pullMethod, pull, out, grpc.Header(&header)); err != nil {
-		return nil, err
+	if err := p.conn.Invoke(ctx, method, in, out, grpc.Header(&header)); err != nil {
+		return err
 	}
 	got := header.Get(proofHeader)
 	if len(got) != 1 || !keysEqual(got[0], proof(key, nonce)) {
-		return nil, errBadProof
+		return errBadProof
 	}
-	return out, nil
+	return nil
 }
 
 var errBadProof = errors.New("replication: the peer did not prove it holds this node's LocalDb:Replication:ApiKey")
