@@ -302,19 +302,47 @@ func (b *Backfiller) step(ctx context.Context, g Gap, peers []Peer) (moved bool,
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name(), err))
 			continue
 		}
-		if len(xs) > 0 {
-			recs := make([]Record, len(xs))
-			for i, x := range xs {
+		kept, err := b.trim(g, after, before, xs, more)
+		if err != nil {
+			return false, err
+		}
+		if len(kept) > 0 {
+			recs := make([]Record, len(kept))
+			for i, x := range kept {
 				recs[i] = Record{Tag: g.Tag, Sample: x}
 			}
 			if err := b.s.Append(recs); err != nil {
 				return false, err
 			}
-			b.samples.Add(uint64(len(xs)))
+			b.samples.Add(uint64(len(kept)))
 		}
 		return true, b.save(g.Advance(after, before, xs, more))
 	}
 	return false, errors.Join(errs...)
+}
+
+// trim applies TrimEdges to a slice of the window (after, before): the
+// sample stored at after (the node's last sample before the gap for the
+// first slice; the last back-filled one when a gap takes several slices,
+// so a repeat at a slice's edge goes too) and, when the peer has no more
+// before End, the node's first own sample at End.
+func (b *Backfiller) trim(g Gap, after, before int64, xs []Sample, more bool) ([]Sample, error) {
+	if len(xs) == 0 {
+		return xs, nil
+	}
+	prev, hasPrev, err := b.s.Before(g.Tag, after+1)
+	if err != nil {
+		return nil, err
+	}
+	hasPrev = hasPrev && prev.At == after
+	var next Sample
+	hasNext := false
+	if !more && g.End != EndUnknown && before == g.End {
+		if next, hasNext, err = b.s.First(g.Tag, g.End); err != nil {
+			return nil, err
+		}
+	}
+	return TrimEdges(xs, prev, hasPrev, next, hasNext), nil
 }
 
 // ask asks p for one slice of tag within the request's deadline and

@@ -111,3 +111,23 @@ func CheckSlice(after, before int64, limit int, xs []Sample, more bool) bool {
 	}
 	return true
 }
+
+// TrimEdges drops the back-filled samples that only repeat, at the edges
+// of a gap, what this node recorded itself: the first of xs when it has
+// the value and status of prev (this node's last sample before the gap),
+// and the last of xs when it has those of next (its first own sample
+// after the gap). Both nodes read the same device moments apart, so the
+// peer's first and last samples of a gap are often the very readings this
+// node stored on either side of it, a few milliseconds off; stored too,
+// they would show one value twice. Samples inside the gap are kept as the
+// peer recorded them (its maximum-interval repeats included).
+func TrimEdges(xs []Sample, prev Sample, hasPrev bool, next Sample, hasNext bool) []Sample {
+	same := func(a, b Sample) bool { return a.Value == b.Value && a.Status == b.Status }
+	if hasPrev && len(xs) > 0 && same(xs[0], prev) {
+		xs = xs[1:]
+	}
+	if hasNext && len(xs) > 0 && same(xs[len(xs)-1], next) {
+		xs = xs[:len(xs)-1]
+	}
+	return xs
+}

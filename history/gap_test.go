@@ -2,6 +2,7 @@ package history
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -119,5 +120,33 @@ func TestCheckSlice(t *testing.T) {
 				t.Fatalf("%v, want %v", got, c.ok)
 			}
 		})
+	}
+}
+
+func TestTrimEdges(t *testing.T) {
+	s := func(at int64, v float64, st uint32) Sample { return Sample{At: at, Value: v, Status: st} }
+	xs := []Sample{s(11, 5, 0), s(12, 6, 0), s(13, 7, 0)}
+	for _, tc := range []struct {
+		name             string
+		prev, next       Sample
+		hasPrev, hasNext bool
+		want             []Sample
+	}{
+		{"no neighbours", Sample{}, Sample{}, false, false, xs},
+		{"the first repeats the last own sample", s(10, 5, 0), Sample{}, true, false, xs[1:]},
+		{"same value, another status: kept", s(10, 5, 0x80000000), Sample{}, true, false, xs},
+		{"the last repeats the first own sample after", Sample{}, s(14, 7, 0), false, true, xs[:2]},
+		{"both edges", s(10, 5, 0), s(14, 7, 0), true, true, xs[1:2]},
+		{"a different value on either side", s(10, 4, 0), s(14, 8, 0), true, true, xs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := TrimEdges(slices.Clone(xs), tc.prev, tc.hasPrev, tc.next, tc.hasNext)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := TrimEdges([]Sample{s(11, 5, 0)}, s(10, 5, 0), true, s(12, 5, 0), true); len(got) != 0 {
+		t.Fatalf("one sample repeating both edges: got %v, want none", got)
 	}
 }

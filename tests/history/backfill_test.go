@@ -176,9 +176,10 @@ func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
 	if n := int(vs[len(vs)-1]-vs[0]) + 1; n != len(vs) {
 		t.Fatalf("the survivor's history misses %d of %d counter values", n-len(vs), n)
 	}
-	// The restarted node: every counter value of the window too, in order
-	// (a value may be there twice at an end of its gap: its own reading
-	// and the survivor's of the same value, a few ms apart).
+	// The restarted node: every counter value of the window too, in order,
+	// once each — the same values as the survivor's (each node stamps its
+	// own readings, so outside the gap the timestamps differ by the ms
+	// between the two nodes' polls).
 	twice := 0
 	var where []string
 	for i := 1; i < len(restored); i++ {
@@ -191,7 +192,7 @@ func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
 			t.Fatalf("the restarted node's history goes from %d to %d at %v", prev, v, restored[i].SourceTimestamp)
 		}
 	}
-	if first, last := restored[0].Value.Value().(uint16), restored[len(restored)-1].Value.Value().(uint16); first > vs[0]+1 || last+1 < vs[len(vs)-1] || twice > 2 {
+	if first, last := restored[0].Value.Value().(uint16), restored[len(restored)-1].Value.Value().(uint16); first > vs[0]+1 || last+1 < vs[len(vs)-1] || twice > 0 {
 		t.Fatalf("the restarted node holds %d to %d (%d values twice: %v), the survivor %d to %d; killed %s, restarted %s",
 			first, last, twice, where, vs[0], vs[len(vs)-1], killed.Format("15:04:05.000"), restarted.Format("15:04:05.000"))
 	}
@@ -255,6 +256,16 @@ func sameOverTheGap(survivor, restored []*ua.DataValue, killed, restarted time.T
 		if dv.SourceTimestamp.After(gapFrom) && dv.SourceTimestamp.Before(gapTo) {
 			want = append(want, dv)
 		}
+	}
+	// The survivor's first and last samples of the gap repeat the value
+	// the restarted node read itself on either side a few ms apart; the
+	// back-fill leaves them out (history.TrimEdges).
+	same := func(a, b *ua.DataValue) bool { return a.Value.Value() == b.Value.Value() && a.Status == b.Status }
+	if len(want) > 0 && same(want[0], restored[lo-1]) {
+		want = want[1:]
+	}
+	if len(want) > 0 && same(want[len(want)-1], restored[hi]) {
+		want = want[:len(want)-1]
 	}
 	got := restored[lo:hi]
 	if len(got) != len(want) {
