@@ -17,6 +17,8 @@ type Device struct {
 	addr   string
 	srv    *mb.ModbusServer
 	writes atomic.Uint64
+	// failing makes every read answer Server Device Failure (SetFailing).
+	failing atomic.Bool
 	// onWrite is Options.OnWrite; called with mu held.
 	onWrite func(Write)
 
@@ -90,6 +92,12 @@ func (d *Device) SetInput(addr uint16, v ...uint16)   { d.edit(func() { copy(d.i
 func (d *Device) SetCoil(addr uint16, v ...bool)      { d.edit(func() { copy(d.coils[addr:], v) }) }
 func (d *Device) SetDiscrete(addr uint16, v ...bool)  { d.edit(func() { copy(d.discrete[addr:], v) }) }
 
+// SetFailing makes every read request answer the Modbus exception 04
+// Server Device Failure while on, as a device whose sensor or backplane
+// has failed: the connection stays up, the values stay as they are, and
+// writes are still applied. Tests use it to make a poll fail for a while.
+func (d *Device) SetFailing(on bool) { d.failing.Store(on) }
+
 // Holding and Coil read back what the device holds.
 func (d *Device) Holding(addr uint16) uint16 {
 	d.mu.Lock()
@@ -135,6 +143,9 @@ type handler Device
 
 func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
 	d := (*Device)(h)
+	if d.failing.Load() && !req.IsWrite {
+		return nil, mb.ErrServerDeviceFailure
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if req.IsWrite {
@@ -152,6 +163,9 @@ func (h *handler) HandleCoils(req *mb.CoilsRequest) ([]bool, error) {
 
 func (h *handler) HandleDiscreteInputs(req *mb.DiscreteInputsRequest) ([]bool, error) {
 	d := (*Device)(h)
+	if d.failing.Load() {
+		return nil, mb.ErrServerDeviceFailure
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]bool(nil), d.discrete[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil
@@ -159,6 +173,9 @@ func (h *handler) HandleDiscreteInputs(req *mb.DiscreteInputsRequest) ([]bool, e
 
 func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uint16, error) {
 	d := (*Device)(h)
+	if d.failing.Load() && !req.IsWrite {
+		return nil, mb.ErrServerDeviceFailure
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if req.IsWrite {
@@ -174,6 +191,9 @@ func (h *handler) HandleHoldingRegisters(req *mb.HoldingRegistersRequest) ([]uin
 
 func (h *handler) HandleInputRegisters(req *mb.InputRegistersRequest) ([]uint16, error) {
 	d := (*Device)(h)
+	if d.failing.Load() {
+		return nil, mb.ErrServerDeviceFailure
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return append([]uint16(nil), d.input[req.Addr:int(req.Addr)+int(req.Quantity)]...), nil

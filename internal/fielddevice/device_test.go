@@ -60,3 +60,37 @@ func TestOnWriteNamesTheClient(t *testing.T) {
 		t.Fatalf("one connection, two client addresses: %q, %q", got[0].Client, got[1].Client)
 	}
 }
+
+// TestSetFailing: while failing, reads answer Server Device Failure on the
+// same connection and writes still land; afterwards reads answer again.
+func TestSetFailing(t *testing.T) {
+	p, err := ports.Free(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Start(fmt.Sprintf("127.0.0.1:%d", p[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetInput(2, 7)
+	c, err := mb.NewClient(&mb.ClientConfiguration{URL: "tcp://" + d.Addr(), Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Open(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d.SetFailing(true)
+	if _, err := c.ReadRegister(2, mb.INPUT_REGISTER); err != mb.ErrServerDeviceFailure {
+		t.Fatalf("read while failing: %v, want %v", err, mb.ErrServerDeviceFailure)
+	}
+	if err := c.WriteRegister(3, 99); err != nil || d.Holding(3) != 99 {
+		t.Fatalf("write while failing: %v, holding 3 = %d", err, d.Holding(3))
+	}
+	d.SetFailing(false)
+	if v, err := c.ReadRegister(2, mb.INPUT_REGISTER); err != nil || v != 7 {
+		t.Fatalf("read after the failure: %d, %v", v, err)
+	}
+}

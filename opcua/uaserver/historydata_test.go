@@ -246,3 +246,67 @@ func TestHistoryReadProcessed(t *testing.T) {
 	mismatch := &ua.ReadProcessedDetails{StartTime: histT0, EndTime: histT0.Add(time.Second), AggregateType: []*ua.NodeID{avg, avg}, AggregateConfiguration: defaults}
 	rc.wantStatus(valueReq(mismatch, false, histNode(nodeTemp, nil)), ua.StatusBadAggregateListMismatch)
 }
+
+// TestHistoryReadProcessedRuns: a processed read computes its intervals
+// over runs of raw values read once (run), several runs per piece when a
+// run is smaller than the piece; every aggregate, forward and backward,
+// equals aggregate.Compute over the whole archive interval by interval.
+func TestHistoryReadProcessedRuns(t *testing.T) {
+	defer func(v int) { processedRunValues = v }(processedRunValues)
+	processedRunValues = 40
+	f := &fakeValues{}
+	for k := range 600 {
+		st := ua.StatusOK
+		switch {
+		case k%37 == 5:
+			st = ua.StatusBadCommunicationError
+		case k%53 == 7:
+			st = ua.StatusUncertainDataSubNormal
+		}
+		at := histT0.Add(time.Duration(k)*time.Second + time.Duration(k*k%7)*100*time.Millisecond)
+		f.vs = append(f.vs, HistoryValue{At: at, Value: float64(k%17) * 1.25, Status: st})
+	}
+	ts := startServer(t, func(c *Config) { c.MaxHistoryValuesPerNode = 25 })
+	ts.SetValueHistory(f)
+	rc := dialRaw(t, ts.url)
+	rc.session(60000)
+	all := make([]aggregate.Sample, len(f.vs))
+	for i, v := range f.vs {
+		all[i] = aggregate.Sample{At: v.At, Value: v.Value, Status: v.Status}
+	}
+	info, _ := f.Historized(nodeTemp)
+	cfg := aggregate.DefaultConfig()
+	cfg.DataStart, cfg.DataEnd = info.Start, info.End
+	from, to := histT0.Add(-5*time.Second), histT0.Add(610*time.Second)
+	for _, k := range aggregate.Kinds() {
+		for _, dir := range []struct {
+			name     string
+			from, to time.Time
+		}{{"forward", from, to}, {"backward", to, from}} {
+			d := &ua.ReadProcessedDetails{StartTime: dir.from, EndTime: dir.to, ProcessingInterval: 7000,
+				AggregateType: []*ua.NodeID{k.NodeID()}, AggregateConfiguration: &ua.AggregateConfiguration{UseServerCapabilitiesDefaults: true}}
+			got, _ := readValues(t, rc, d)
+			ivs, err := aggregate.Intervals(dir.from, dir.to, 7*time.Second, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(ivs) {
+				t.Fatalf("%v %s: %d values, %d intervals", k, dir.name, len(got), len(ivs))
+			}
+			for i, iv := range ivs {
+				want := aggregate.Compute(k, cfg, iv, all)
+				g := got[i]
+				var v float64
+				switch x := g.Value.Value().(type) {
+				case float64:
+					v = x
+				case int32:
+					v = float64(x)
+				}
+				if g.Status != want.Status || !g.SourceTimestamp.Equal(want.At) || (uint32(want.Status)>>30 != 2 && v != want.Value) {
+					t.Fatalf("%v %s interval %d (%v): got %v %v at %v, want %v %v at %v", k, dir.name, i, iv.Start, v, g.Status, g.SourceTimestamp, want.Value, want.Status, want.At)
+				}
+			}
+		}
+	}
+}

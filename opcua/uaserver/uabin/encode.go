@@ -25,8 +25,8 @@ const (
 
 // AppendResponse appends the service body of resp as uasc writes it into a
 // MSG chunk: the FourByte ExpandedNodeId typeID (the response's binary
-// encoding id) followed by the response. PublishResponse and ServiceFault
-// take the fast path; other types, and responses the fast path hands back
+// encoding id) followed by the response. PublishResponse,
+// HistoryReadResponse and ServiceFault take the fast path; other types, and responses the fast path hands back
 // with ErrUnhandled, are encoded with ua.Encode, whose errors are returned
 // (its panics are not recovered here).
 func AppendResponse(b []byte, typeID uint16, resp ua.Response) ([]byte, error) {
@@ -36,6 +36,8 @@ func AppendResponse(b []byte, typeID uint16, resp ua.Response) ([]byte, error) {
 	switch r := resp.(type) {
 	case *ua.PublishResponse:
 		b, err = AppendPublishResponse(b, r)
+	case *ua.HistoryReadResponse:
+		b, err = AppendHistoryReadResponse(b, r)
 	case *ua.ServiceFault:
 		if r == nil {
 			err = ErrUnhandled
@@ -85,6 +87,36 @@ func AppendPublishResponse(b []byte, r *ua.PublishResponse) ([]byte, error) {
 	return appendDiagnosticInfos(b, r.DiagnosticInfos)
 }
 
+// AppendHistoryReadResponse appends r as ua.Encode(r) writes it: the
+// DataValues of a HistoryData result on the fast path (a raw read of
+// 10,000 values is a response of 10,000 DataValues), any other result's
+// HistoryData (events) by its ExtensionObject's Encode. On ErrUnhandled the
+// bytes appended so far are left in place; callers truncate.
+func AppendHistoryReadResponse(b []byte, r *ua.HistoryReadResponse) ([]byte, error) {
+	if r == nil {
+		return b, nil // ua.Encode writes nothing for a nil struct pointer
+	}
+	var err error
+	if b, err = appendResponseHeader(b, r.ResponseHeader); err != nil {
+		return b, err
+	}
+	if r.Results == nil {
+		b = appendU32(b, null)
+	} else {
+		b = appendU32(b, uint32(len(r.Results)))
+		for _, res := range r.Results {
+			if res == nil {
+				continue // a nil struct pointer writes nothing
+			}
+			b = appendByteString(appendU32(b, uint32(res.StatusCode)), res.ContinuationPoint)
+			if b, err = appendExtensionObject(b, res.HistoryData); err != nil {
+				return b, err
+			}
+		}
+	}
+	return appendDiagnosticInfos(b, r.DiagnosticInfos)
+}
+
 func appendResponseHeader(b []byte, h *ua.ResponseHeader) ([]byte, error) {
 	if h == nil {
 		return b, nil
@@ -127,7 +159,8 @@ func appendNotificationMessage(b []byte, m *ua.NotificationMessage) ([]byte, err
 }
 
 // appendExtensionObject writes eo; a DataChangeNotification,
-// StatusChangeNotification or EventNotificationList body is written here,
+// StatusChangeNotification, EventNotificationList or HistoryData body is
+// written here,
 // anything else by eo.Encode.
 func appendExtensionObject(b []byte, eo *ua.ExtensionObject) ([]byte, error) {
 	if eo == nil {
@@ -155,6 +188,11 @@ func appendExtensionObject(b []byte, eo *ua.ExtensionObject) ([]byte, error) {
 			break
 		}
 		return appendBody(b, eo, func(b []byte) ([]byte, error) { return appendEventList(b, v) })
+	case *ua.HistoryData:
+		if v == nil || eo.EncodingMask != ua.ExtensionObjectBinary {
+			break
+		}
+		return appendBody(b, eo, func(b []byte) ([]byte, error) { return appendDataValues(b, v.DataValues) })
 	}
 	enc, err := eo.Encode()
 	if err != nil {
@@ -197,6 +235,21 @@ func appendDataChange(b []byte, d *ua.DataChangeNotification) ([]byte, error) {
 		}
 	}
 	return appendDiagnosticInfos(b, d.DiagnosticInfos)
+}
+
+// appendDataValues writes an array of DataValues.
+func appendDataValues(b []byte, dvs []*ua.DataValue) ([]byte, error) {
+	if dvs == nil {
+		return appendU32(b, null), nil
+	}
+	b = appendU32(b, uint32(len(dvs)))
+	var err error
+	for _, dv := range dvs {
+		if b, err = AppendDataValue(b, dv); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // appendEventList writes an EventNotificationList body: its EventFieldLists,

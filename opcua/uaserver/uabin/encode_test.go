@@ -413,6 +413,37 @@ func TestPublishResponseMatchesUAEncode(t *testing.T) {
 	rapid.Check(t, publishProperty)
 }
 
+// genHistoryData is a raw read's result body: DataValues (nil, empty or
+// some), or another ExtensionObject (an event read's, or none).
+var genHistoryData = rapid.Custom(func(t *rapid.T) *ua.ExtensionObject {
+	switch rapid.IntRange(0, 5).Draw(t, "historyKind") {
+	case 0:
+		return nil
+	case 1:
+		return ua.NewExtensionObject(&ua.HistoryEvent{Events: []*ua.HistoryEventFieldList{{EventFields: []*ua.Variant{genVariant.Draw(t, "field")}}}})
+	case 2:
+		return ua.NewExtensionObject(&ua.HistoryData{})
+	}
+	return ua.NewExtensionObject(&ua.HistoryData{DataValues: rapid.SliceOfN(genDataValue, 0, 20).Draw(t, "values")})
+})
+
+// TestHistoryReadResponseMatchesUAEncode: for any HistoryReadResponse
+// (values, events, statuses, continuation points), AppendResponse writes
+// what ua.Encode writes.
+func TestHistoryReadResponseMatchesUAEncode(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := &ua.HistoryReadResponse{ResponseHeader: genHeader.Draw(t, "header"), DiagnosticInfos: genDiagnosticInfos.Draw(t, "diags")}
+		if rapid.IntRange(0, 9).Draw(t, "nilResults") > 0 {
+			r.Results = []*ua.HistoryReadResult{}
+			for range rapid.IntRange(0, 4).Draw(t, "results") {
+				r.Results = append(r.Results, &ua.HistoryReadResult{StatusCode: genStatus.Draw(t, "status"),
+					ContinuationPoint: genBytes.Draw(t, "cp"), HistoryData: genHistoryData.Draw(t, "data")})
+			}
+		}
+		checkSame(t, r)
+	})
+}
+
 func TestServiceFaultMatchesUAEncode(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		checkSame(t, &ua.ServiceFault{ResponseHeader: genHeader.Draw(t, "header")})
