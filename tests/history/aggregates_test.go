@@ -1,18 +1,15 @@
 package history_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 
-	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
@@ -53,20 +50,9 @@ type aggResult struct {
 // interval holding the Bad sample the device's failure left, and one inside
 // the failure with no value at all.
 func TestAggregatesOfARealDevice(t *testing.T) {
-	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
-	dev, err := fielddevice.Start(devAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dev.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go dev.RunCounter(ctx, fielddevice.PressFastCounter, fielddevice.FastCounterPeriod)
+	dev, devAddr := startDevice(t, true)
 
-	cfg := procs.BaseConfig("h", procs.NewPorts(t))
-	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(t.TempDir(), "config.db")}
-	cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
+	cfg := singleNode(t)
 	n := procs.Start(t, "h", cfg)
 	n.WaitReady(30 * time.Second)
 	procs.Deploy(t, cfg, deployment(devAddr))

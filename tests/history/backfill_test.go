@@ -1,7 +1,6 @@
 package history_test
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -87,15 +86,7 @@ func metricValue(body, series string) (float64, bool) {
 // and then holds, over the gap, exactly the survivor's samples (value and
 // source timestamp), and every counter value over the whole window.
 func TestBackfillAfterAPrimaryIsKilled(t *testing.T) {
-	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
-	dev, err := fielddevice.Start(devAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dev.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go dev.RunCounter(ctx, fielddevice.PressFastCounter, fielddevice.FastCounterPeriod)
+	_, devAddr := startDevice(t, true)
 
 	a, b := startPair(t, devAddr)
 	ca, cb := connect(t, a), connect(t, b)

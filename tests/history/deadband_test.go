@@ -2,13 +2,11 @@ package history_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
 
-	"github.com/otopcua/otopcua/internal/fielddevice"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -27,17 +25,9 @@ type step struct {
 // a deadband of 10 % of its range; HistoryRead returns exactly the samples
 // the rules keep.
 func TestDeadbandAndMaxIntervalOnARealNode(t *testing.T) {
-	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
-	dev, err := fielddevice.Start(devAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dev.Close)
+	dev, devAddr := startDevice(t, false)
 
-	cfg := procs.BaseConfig("h", procs.NewPorts(t))
-	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(t.TempDir(), "config.db")}
-	cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
+	cfg := singleNode(t)
 	n := procs.Start(t, "h", cfg)
 	n.WaitReady(30 * time.Second)
 	procs.Deploy(t, cfg, fmt.Sprintf(`{"clusterId": %q, "devices": [

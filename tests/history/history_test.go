@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,20 +130,9 @@ func counters(t *testing.T, dvs []*ua.DataValue) []uint16 {
 // history survives a SIGKILL of the node and recording goes on after the
 // restart.
 func TestHistoryOfARealDevice(t *testing.T) {
-	devAddr := fmt.Sprintf("127.0.0.1:%d", procs.UniquePort(t))
-	dev, err := fielddevice.Start(devAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dev.Close)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go dev.RunCounter(ctx, fielddevice.PressFastCounter, fielddevice.FastCounterPeriod)
+	_, devAddr := startDevice(t, true)
 
-	cfg := procs.BaseConfig("h", procs.NewPorts(t))
-	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(t.TempDir(), "config.db")}
-	cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
+	cfg := singleNode(t)
 	cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 	n := procs.Start(t, "h", cfg)
 	n.WaitReady(30 * time.Second)

@@ -55,10 +55,7 @@ func TestHostileHistoryReads(t *testing.T) {
 	}
 	t.Logf("store filled with %d values in %v", hostileValues, time.Since(began).Round(time.Millisecond))
 
-	cfg := procs.BaseConfig("h", procs.NewPorts(t))
-	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
-	cfg["ConfigDb"] = map[string]any{"Provider": "sqlite", "ConnectionString": "file:" + filepath.Join(t.TempDir(), "config.db")}
-	cfg["Deployment"] = map[string]any{"PollInterval": "200ms"}
+	cfg := singleNode(t)
 	cfg["History"] = map[string]any{"Path": dir}
 	n := procs.Start(t, "h", cfg)
 	n.WaitReady(30 * time.Second)
