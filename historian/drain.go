@@ -29,6 +29,11 @@ func (h *Historian) tick(ctx context.Context) {
 		// The Config DB refused this epoch: a newer Primary drains. Queue
 		// and trim like a Secondary until the gate names a newer epoch.
 		ok, reason = false, fmt.Sprintf("stale epoch %d: the Config DB holds epoch %d", epoch, h.fenced)
+		if h.opts.OnNewerEpoch != nil {
+			// Told again every tick: the Primary takes a new epoch once
+			// no other can rival it, which may be long after the refusal.
+			h.opts.OnNewerEpoch(h.fenced)
+		}
 	}
 	h.epoch = epoch
 	if !ok {

@@ -127,8 +127,9 @@ type Options struct {
 	// discard.
 	Logger *slog.Logger
 	// OnNewerEpoch, when set, is told the newest epoch the Config DB named
-	// when it refused a drain (configdb.StaleEpochError), on the drain's
-	// goroutine; it must not block. A node that is still the Primary of its
+	// when it refused a drain (configdb.StaleEpochError), then again at
+	// every tick the gate admits this node under an older epoch, on the
+	// drain's goroutine; it must not block. A node that is still the Primary of its
 	// set after a split (the other side's Primary stored a newer epoch and
 	// has since rejoined as Secondary, or is gone under the lease) takes a
 	// new epoch above it through this call; until then it drains nothing.

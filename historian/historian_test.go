@@ -306,7 +306,11 @@ func testReadEvents(t *testing.T, central *configdb.DB) {
 // under a newer epoch, it drains again.
 func testStaleEpoch(t *testing.T, open centralOpener) {
 	central := open(t)
-	a := newNode(t, "a", tempPath(t, "a"), central, true)
+	var told []uint64 // what a's OnNewerEpoch heard; a's drain goroutine, read after each tick
+	var toldMu sync.Mutex
+	a := newNode(t, "a", tempPath(t, "a"), central, true, func(o *Options) {
+		o.OnNewerEpoch = func(newest uint64) { toldMu.Lock(); told = append(told, newest); toldMu.Unlock() }
+	})
 	a.epoch.Store(5)
 	b := newNode(t, "b", tempPath(t, "b"), open(t), false)
 	a.enqueue(evs(0, 5)...)
@@ -335,6 +339,15 @@ func testStaleEpoch(t *testing.T, open centralOpener) {
 		t.Fatalf("after the trim: %+v; want no retry under epoch 5, NotPrimary (stale epoch), the queue trimmed", st)
 	}
 	wantExactlyOnce(t, central, evs(0, 20))
+	// OnNewerEpoch heard of epoch 7 at the refusal and at every tick since
+	// under epoch 5 (the host makes a Primary that no other can rival
+	// take a new epoch above it, which may be long after the refusal).
+	toldMu.Lock()
+	heard := slices.Clone(told)
+	toldMu.Unlock()
+	if len(heard) < 2 || slices.ContainsFunc(heard, func(e uint64) bool { return e != 7 }) {
+		t.Fatalf("OnNewerEpoch heard %v; want 7 at the refusal and again at the ticks after it", heard)
+	}
 
 	// a is Primary again under a newer epoch: it drains again.
 	b.primary.Store(false)
