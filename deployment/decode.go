@@ -87,8 +87,8 @@ var (
 	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "samplingInterval", "deadband"}
 
 	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval"}
-	tagFields      = slices.Concat(tagDataFields, historyFields)
-	alarmFields    = []string{"name", "source", "condition", "severity", "message"}
+	tagFields         = slices.Concat(tagDataFields, historyFields)
+	alarmFields       = []string{"name", "source", "condition", "severity", "message"}
 )
 
 func (d *decoder) document(n *node) *Document {
