@@ -309,9 +309,12 @@ func (d *Driver) logConnectFailure(err error) {
 	var ae *uaclient.ActivationError
 	switch {
 	case errors.As(err, &ae):
-		msg, lvl = "opcua: the upstream refused the session's user; its tags stay Bad", slog.LevelError
-	case strings.Contains(err.Error(), "certificate") || strings.Contains(err.Error(), "trust"):
-		msg, lvl = "opcua: the upstream's certificate is not trusted by this node's PKI (trust it with `otopcua pki trust`); its tags stay Bad", slog.LevelError
+		msg = "opcua: the upstream refused the session's user; its tags stay Bad"
+	case strings.Contains(err.Error(), "not trusted"):
+		msg = "opcua: the upstream's certificate is not trusted by this node's PKI (trust it with `otopcua pki trust`); its tags stay Bad"
+	}
+	if first && msg != "opcua: upstream unreachable; its tags are Bad until it answers" {
+		lvl = slog.LevelError
 	}
 	d.log.Log(context.Background(), lvl, msg, "endpoints", strings.Join(d.dev.EndpointURLs(), ","), "err", err)
 }
