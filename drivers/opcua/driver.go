@@ -264,8 +264,13 @@ func (d *Driver) session(ctx context.Context, sink drivers.ChangeSink) error {
 // clientOptions are the client's options for this device.
 func (d *Driver) clientOptions(sink drivers.ChangeSink) (client.Options, error) {
 	o := client.Options{
-		URLs:            d.dev.EndpointURLs(),
-		Timeout:         drivers.Timeout(d.dev),
+		URLs: d.dev.EndpointURLs(),
+		// A request that outlives the client's Timeout marks the
+		// connection lost (and every tag Bad): that bound is for a dead
+		// connection, 5× the device's timeout (at least 5 s). One slow
+		// answer is bounded by the device's timeout on its own request
+		// (Write), which leaves the connection alone.
+		Timeout:         max(5*time.Second, 5*drivers.Timeout(d.dev)),
 		Mode:            client.ModeWarm,
 		NoDiscovery:     true,
 		Logger:          d.log,

@@ -142,7 +142,7 @@ func (d *Driver) Write(ctx context.Context, tag string, value any) (err error) {
 		Value: &ua.DataValue{EncodingMask: ua.DataValueValue, Value: variant}})
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: upstream write: %w", drivers.ErrCommunication, err)
+		return &drivers.StatusError{Code: ua.StatusBadTimeout, Err: fmt.Errorf("upstream write: no answer within the device timeout %v", drivers.Timeout(d.dev))}
 	case err != nil:
 		return fmt.Errorf("%w: upstream write: %w", drivers.ErrCommunication, err)
 	case len(res) != 1:

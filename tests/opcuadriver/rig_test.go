@@ -420,10 +420,19 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // endpoint is the device fields naming one upstream server.
 func endpoint(url string) string { return fmt.Sprintf(`"endpoint": %q,`, url) }
 
-// deviceDoc is a deployment with one opcua device (where: its endpoint
-// fields, security and user) mirroring nVars of the upstream's changing
-// variables and its special ones.
-func deviceDoc(where string, nVars int) string {
+// deviceDoc is a deployment with one opcua device "up" (where: its
+// endpoint fields, security and user) mirroring nVars of the upstream's
+// changing variables and its special ones.
+func deviceDoc(where string, nVars int) string { return doc(device("up", where, nVars)) }
+
+// doc is a deployment of devices.
+func doc(devices ...string) string {
+	return fmt.Sprintf(`{"clusterId": %q, "devices": [%s]}`, clusterID, strings.Join(devices, ",\n"))
+}
+
+// device is one opcua device's JSON: nVars changing variables (every
+// change sampled) and the upstream's special ones.
+func device(name, where string, nVars int) string {
 	var tags []string
 	for i := 0; i < nVars; i++ {
 		tags = append(tags, fmt.Sprintf(`{"name": "V%d", "nodeId": "ns=2;s=V%d", "type": "float64", "samplingInterval": "0s"}`, i, i))
@@ -436,7 +445,7 @@ func deviceDoc(where string, nVars int) string {
 		`{"name": "WrongType", "nodeId": "ns=2;s=V0", "type": "int32"}`,
 		`{"name": "Missing", "nodeId": "ns=2;s=Nope", "type": "float64"}`,
 	)
-	return fmt.Sprintf(`{"clusterId": %q, "devices": [{"name": "up", "driver": "opcua", %s "publishingInterval": "100ms", "timeout": "2s", "tags": [
+	return fmt.Sprintf(`{"name": %q, "driver": "opcua", %s "publishingInterval": "100ms", "timeout": "1s", "tags": [
 %s
-]}]}`, clusterID, where, strings.Join(tags, ",\n"))
+]}`, name, where, strings.Join(tags, ",\n"))
 }
