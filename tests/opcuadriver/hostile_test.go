@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -17,8 +18,8 @@ import (
 // the same node still reaches our subscriber with every change, on time,
 // and our node answers reads at once.
 func TestFloodingUpstreamStallsNoOtherDevice(t *testing.T) {
-	flood := startUpstream(t, map[string]any{"vars": 200, "floodEvery": 20, "floodBurst": 20})
-	calm := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100})
+	flood := nodescript.StartUpstream(t, map[string]any{"vars": 200, "floodEvery": 20, "floodBurst": 20})
+	calm := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100})
 	node, cfg := startSingle(t)
 	procs.Deploy(t, cfg, doc(device("flood", endpoint(flood.URL), 200), device("calm", endpoint(calm.URL), 5)))
 	node.WaitDeployed(1)
@@ -60,7 +61,7 @@ func TestFloodingUpstreamStallsNoOtherDevice(t *testing.T) {
 // answer is not a dead connection) and the device's values keep arriving
 // meanwhile, every one.
 func TestSlowUpstreamWriteIsBounded(t *testing.T) {
-	up := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "slowMs": 5000})
+	up := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "slowMs": 5000})
 	node, cfg := startSingle(t)
 	procs.Deploy(t, cfg, deviceDoc(endpoint(up.URL), 5))
 	node.WaitDeployed(1)

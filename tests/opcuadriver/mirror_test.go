@@ -8,6 +8,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -30,7 +31,7 @@ const mirroredVars = 300
 //     (BadCommunicationError), then Good again without restarting
 //     otopcua, and our subscription keeps its id.
 func TestMirrorsAnUpstreamServer(t *testing.T) {
-	up := startUpstream(t, map[string]any{"vars": mirroredVars, "periodMs": 100})
+	up := nodescript.StartUpstream(t, map[string]any{"vars": mirroredVars, "periodMs": 100})
 	node, cfg := startSingle(t)
 	procs.Deploy(t, cfg, deviceDoc(endpoint(up.URL), mirroredVars))
 	node.WaitDeployed(1)

@@ -9,6 +9,7 @@ import (
 	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -25,7 +26,7 @@ func TestPairWritesUpstreamOnlyFromThePrimary(t *testing.T) {
 }
 
 func pairWrites(t *testing.T, mode string) {
-	up := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100})
+	up := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100})
 	a, b, cfgA := startPair(t, mode)
 	procs.Deploy(t, cfgA, deviceDoc(endpoint(up.URL), 5))
 	a.WaitDeployed(1)

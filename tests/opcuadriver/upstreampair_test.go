@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopcua/opcua/ua"
 
+	"github.com/otopcua/otopcua/tests/nodescript"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -19,8 +20,8 @@ import (
 // when that one leaves the healthy band while the first is back at 250 the
 // driver moves back at once.
 func TestFollowsAnUpstreamRedundantPair(t *testing.T) {
-	u1 := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "level": 250})
-	u2 := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "level": 240})
+	u1 := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "level": 250})
+	u2 := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "level": 240})
 	node, cfg := startSingle(t)
 	procs.Deploy(t, cfg, deviceDoc(fmt.Sprintf(`"endpoints": [%q, %q],`, u1.URL, u2.URL), 5))
 	node.WaitDeployed(1)
@@ -37,7 +38,7 @@ func TestFollowsAnUpstreamRedundantPair(t *testing.T) {
 		})
 	}
 	// writeLands writes v and checks that exactly u took it.
-	writeLands := func(v int32, want, other *upstream) {
+	writeLands := func(v int32, want, other *nodescript.Upstream) {
 		t.Helper()
 		procs.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() error {
 			if st := c.write(setpoint, v); st != ua.StatusOK {
@@ -84,7 +85,7 @@ func TestFollowsAnUpstreamRedundantPair(t *testing.T) {
 // pki trust` does) the driver connects by itself, signs and encrypts,
 // activates the session as the configured user, mirrors and writes.
 func TestSecuredUpstream(t *testing.T) {
-	up := startUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "secure": true, "users": map[string]string{"operator": "s3cret"}})
+	up := nodescript.StartUpstream(t, map[string]any{"vars": 5, "periodMs": 100, "secure": true, "users": map[string]string{"operator": "s3cret"}})
 	p := procs.NewPorts(t)
 	pki := t.TempDir()
 	cfg := nodeConfig("a", p, t.TempDir(), []string{fmt.Sprintf("127.0.0.1:%d", p.Cluster)}, nil, "confirmed")
