@@ -63,16 +63,23 @@ type Config struct {
 
 // Result is one case's figures.
 type Result struct {
-	Items          int     `json:"items"`
-	PeriodMs       int64   `json:"period_ms"`
-	PublishingMs   int64   `json:"publishing_ms"`
-	Expected       int64   `json:"changes_expected"`
-	Notified       int64   `json:"notified"`
-	Lost           int64   `json:"lost"`
-	Repeated       int64   `json:"repeated"`
-	P50Ms          float64 `json:"p50_ms"`
-	P99Ms          float64 `json:"p99_ms"`
-	MaxMs          float64 `json:"max_ms"`
+	Items        int     `json:"items"`
+	PeriodMs     int64   `json:"period_ms"`
+	PublishingMs int64   `json:"publishing_ms"`
+	Expected     int64   `json:"changes_expected"`
+	Notified     int64   `json:"notified"`
+	Lost         int64   `json:"lost"`
+	Repeated     int64   `json:"repeated"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	MaxMs        float64 `json:"max_ms"`
+	// UpP50Ms, UpP99Ms: upstream SourceTimestamp → our ServerTimestamp
+	// (the upstream's publishing and the driver); OurP50Ms, OurP99Ms: our
+	// ServerTimestamp → receipt (our server's publishing and the client).
+	UpP50Ms        float64 `json:"upstream_leg_p50_ms"`
+	UpP99Ms        float64 `json:"upstream_leg_p99_ms"`
+	OurP50Ms       float64 `json:"our_leg_p50_ms"`
+	OurP99Ms       float64 `json:"our_leg_p99_ms"`
 	HostIdleCPU    float64 `json:"host_cpu_pct_mirroring"`
 	HostCPU        float64 `json:"host_cpu_pct_with_client"`
 	HostRSSMiB     float64 `json:"host_rss_mib"`
@@ -113,12 +120,12 @@ func main() {
 	fmt.Printf("bench/opcuamirror, %s\n", measure.Machine(time.Now()))
 	fmt.Printf("upstream: node-opcua, every variable changes every %v; driver and client publishing %v, sampling 0; %v warm-up, %v measured\n\n",
 		c.Period, c.Publishing, c.Warmup, c.Duration)
-	fmt.Println("| items | changes/s | notified of expected | lost | repeated | p50 ms | p99 ms | max ms | host CPU % mirroring | host CPU % with client | host RSS MiB | upstream CPU % |")
-	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Println("| items | changes/s | notified of expected | lost | repeated | p50 ms | p99 ms | max ms | upstream leg p50 / p99 ms | our leg p50 / p99 ms | host CPU % mirroring | host CPU % with client | host RSS MiB | upstream CPU % |")
+	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
-		fmt.Printf("| %d | %.0f | %d of %d | %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+		fmt.Printf("| %d | %.0f | %d of %d | %d | %d | %.1f | %.1f | %.1f | %.0f / %.0f | %.0f / %.0f | %.1f | %.1f | %.1f | %.1f |\n",
 			r.Items, float64(r.Items)*float64(time.Second)/float64(c.Period), r.Notified, r.Expected, r.Lost, r.Repeated,
-			r.P50Ms, r.P99Ms, r.MaxMs, r.HostIdleCPU, r.HostCPU, r.HostRSSMiB, r.UpstreamCPU)
+			r.P50Ms, r.P99Ms, r.MaxMs, r.UpP50Ms, r.UpP99Ms, r.OurP50Ms, r.OurP99Ms, r.HostIdleCPU, r.HostCPU, r.HostRSSMiB, r.UpstreamCPU)
 	}
 	fmt.Println()
 	for _, r := range results {
@@ -170,8 +177,12 @@ func run(t testing.TB, c Config) Result {
 	m.stop()
 	r.HostCPU, r.HostRSSMiB, r.UpstreamCPU = w.host, w.rss, w.upstream
 	r.Expected = int64(c.Items) * int64(c.Duration/c.Period)
+	m.mu.Lock()
 	r.Notified, r.Lost, r.Repeated = m.notified, m.lost, m.repeated
 	r.P50Ms, r.P99Ms, r.MaxMs = ms(m.hist.Quantile(0.5)), ms(m.hist.Quantile(0.99)), ms(m.hist.Max())
+	r.UpP50Ms, r.UpP99Ms = ms(m.upHist.Quantile(0.5)), ms(m.upHist.Quantile(0.99))
+	r.OurP50Ms, r.OurP99Ms = ms(m.ourHist.Quantile(0.5)), ms(m.ourHist.Quantile(0.99))
+	m.mu.Unlock()
 	return r
 }
 
@@ -216,29 +227,67 @@ func watch(t testing.TB, host, upstream int, d time.Duration) window {
 }
 
 // matcher checks every notification by value: variable i's ticks must
-// come one after the other.
+// come one after the other. Messages are taken in sequence-number order
+// (several Publish loops receive them; two may hand theirs over out of
+// order).
 type matcher struct {
 	mu                       sync.Mutex
 	on                       bool
 	last                     []float64
 	notified, lost, repeated int64
-	hist                     *measure.Histogram
+	// hist: upstream SourceTimestamp → receipt; upHist: SourceTimestamp →
+	// our ServerTimestamp (the upstream and the driver); ourHist: our
+	// ServerTimestamp → receipt (our server and the client).
+	hist, upHist, ourHist *measure.Histogram
+
+	next    uint32             // the next sequence number to take; 0 before the first
+	pending map[uint32]message // received ahead of next
+}
+
+// message is one NotificationMessage's data changes.
+type message struct {
+	at    time.Time
+	items []*ua.MonitoredItemNotification
 }
 
 func newMatcher(n int) *matcher {
-	return &matcher{last: make([]float64, n), hist: measure.NewHistogram(time.Millisecond, 30*time.Second)}
+	h := func() *measure.Histogram { return measure.NewHistogram(time.Millisecond, 30*time.Second) }
+	return &matcher{last: make([]float64, n), hist: h(), upHist: h(), ourHist: h(), pending: map[uint32]message{}}
+}
+
+// message takes one message: in order, or kept until its turn.
+func (m *matcher) message(seq uint32, msg message) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.next == 0 {
+		m.next = seq
+	}
+	m.pending[seq] = msg
+	for {
+		p, ok := m.pending[m.next]
+		if !ok {
+			return
+		}
+		delete(m.pending, m.next)
+		m.next++
+		for _, it := range p.items {
+			m.offer(it.ClientHandle, it.Value, p.at)
+		}
+	}
 }
 
 func (m *matcher) start() { m.mu.Lock(); m.on = true; m.mu.Unlock() }
 func (m *matcher) stop()  { m.mu.Lock(); m.on = false; m.mu.Unlock() }
 
+// offer matches one value. mu must be held.
 func (m *matcher) offer(handle uint32, dv *ua.DataValue, at time.Time) {
+	if dv == nil || dv.Value == nil {
+		return
+	}
 	v, ok := dv.Value.Value().(float64)
 	if !ok || int(handle) >= len(m.last) {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	prev := m.last[handle]
 	m.last[handle] = v
 	if !m.on || prev == 0 {
@@ -253,6 +302,10 @@ func (m *matcher) offer(handle uint32, dv *ua.DataValue, at time.Time) {
 	}
 	if !dv.SourceTimestamp.IsZero() {
 		m.hist.Add(at.Sub(dv.SourceTimestamp))
+		if !dv.ServerTimestamp.IsZero() {
+			m.upHist.Add(dv.ServerTimestamp.Sub(dv.SourceTimestamp))
+			m.ourHist.Add(at.Sub(dv.ServerTimestamp))
+		}
 	}
 }
 
@@ -329,12 +382,14 @@ func (s *session) subscribe(t testing.TB, ctx context.Context, nodes []*ua.NodeI
 				if len(pr.NotificationMessage.NotificationData) > 0 {
 					acks = []*ua.SubscriptionAcknowledgement{{SubscriptionID: pr.SubscriptionID, SequenceNumber: pr.NotificationMessage.SequenceNumber}}
 				}
+				msg := message{at: at}
 				for _, eo := range pr.NotificationMessage.NotificationData {
 					if dcn, ok := eo.Value.(*ua.DataChangeNotification); ok {
-						for _, it := range dcn.MonitoredItems {
-							m.offer(it.ClientHandle, it.Value, at)
-						}
+						msg.items = append(msg.items, dcn.MonitoredItems...)
 					}
+				}
+				if len(msg.items) > 0 {
+					m.message(pr.NotificationMessage.SequenceNumber, msg)
 				}
 			}
 		}()

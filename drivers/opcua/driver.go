@@ -49,6 +49,10 @@ type Driver struct {
 
 var _ drivers.Pusher = (*Driver)(nil)
 
+// publishRequests is how many Publish requests the driver keeps queued at
+// the upstream.
+const publishRequests = 6
+
 // New returns the driver of dev, an opcua device.
 func New(dev deployment.Device, opts drivers.Options) (*Driver, error) {
 	if dev.Driver != deployment.DriverOPCUA {
@@ -270,9 +274,14 @@ func (d *Driver) clientOptions(sink drivers.ChangeSink) (client.Options, error) 
 		// connection, 5× the device's timeout (at least 5 s). One slow
 		// answer is bounded by the device's timeout on its own request
 		// (Write), which leaves the connection alone.
-		Timeout:         max(5*time.Second, 5*drivers.Timeout(d.dev)),
-		Mode:            client.ModeWarm,
-		NoDiscovery:     true,
+		Timeout:     max(5*time.Second, 5*drivers.Timeout(d.dev)),
+		Mode:        client.ModeWarm,
+		NoDiscovery: true,
+		// node-opcua answers at most 1,000 notifications per Publish
+		// response; 10,000 items changing every 100 ms need more than
+		// two requests queued (bench/opcuamirror: 2 lose changes at the
+		// upstream's queues, 6 keep up).
+		PublishRequests: publishRequests,
 		Logger:          d.log,
 		ApplicationName: "otopcua opcua driver " + d.dev.Name,
 		OnEvent:         func(ev client.Event) { d.onEvent(ev, sink) },
