@@ -1,6 +1,10 @@
 package deployment
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 func TestOPCUADeviceRules(t *testing.T) {
 	dev := func(fields, tags string) string {
@@ -64,5 +68,26 @@ func TestParseNodeRef(t *testing.T) {
 		if _, err := ParseNodeRef(in); err == nil {
 			t.Errorf("ParseNodeRef(%q) accepted", in)
 		}
+	}
+}
+
+// The opcua device shown in docs/deployments.md is valid.
+func TestOPCUADocumentedDevice(t *testing.T) {
+	text, err := os.ReadFile("../docs/deployments.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(text), "## OPC UA devices (driver opcua)")
+	if !ok {
+		t.Fatal("docs/deployments.md has no opcua section")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	dev, _, _ := strings.Cut(rest, "```")
+	d, err := Decode([]byte(`{"clusterId": "site-a", "devices": [` + dev + `]}`))
+	if err != nil {
+		t.Fatalf("the documented device: %v", err)
+	}
+	if got := d.Devices[0]; got.Driver != DriverOPCUA || len(got.Tags) != 3 || got.PasswordEnv != "LINE1_PASSWORD" {
+		t.Fatalf("decoded %+v", got)
 	}
 }
