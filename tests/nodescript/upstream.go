@@ -181,3 +181,19 @@ func (u *Upstream) Lines(prefix string) []string {
 	}
 	return out
 }
+
+// WaitCount waits until line was printed want times (at most 10 s: a
+// line printed before the upstream answered may reach us after the
+// answer), then checks that it stays want for 300 ms; it fails the test
+// otherwise. want 0 checks that the line does not appear for 300 ms.
+func (u *Upstream) WaitCount(line string, want int) {
+	u.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for u.Count(line) < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if got := u.Count(line); got != want {
+		u.t.Fatalf("upstream %s printed %q %d times, want %d", u.URL, line, got, want)
+	}
+}
