@@ -1,14 +1,16 @@
 // Package opcua is the OPC UA client driver ("driver": "opcua"): it
 // mirrors the variables of an upstream OPC UA server, or of an upstream
 // redundant set followed by its ServiceLevel, into the pair's namespace.
-// It is built on the project's own client (opcua/client) in its Warm mode.
+// It is built on the project's own client (opcua/client) in its Mirrored
+// mode.
 //
 // # Data path
 //
 // The driver is a drivers.Pusher: one subscription per device on the
 // active upstream server, one monitored item per tag with the tag's
 // sampling interval (default: the device's publishingInterval; 0 = every
-// change) and absolute deadband, queue size 10, DiscardOldest. Every
+// change) and absolute deadband, queue size 100 (opcua/client's
+// HotQueueSize: what waits upstream during a break), DiscardOldest. Every
 // notification is handed to the sink as it arrives (in batches of at most
 // maxBatch), so no change is coalesced on our side.
 //
@@ -29,12 +31,16 @@
 //
 // # Reconnects
 //
-// opcua/client reconnects by itself: a server that comes back gets a new
-// session and the subscription is transferred there
-// (TransferSubscriptions) or, when the server lost it (a restart),
+// opcua/client reconnects by itself: after a network break the same
+// session is activated on a new channel and the upstream republishes what
+// it sent meanwhile (no change lost, no orphan session upstream); a
+// server that refuses — it restarted, or it is another server of an
+// upstream set — gets a new session, to which the subscription is
+// transferred (TransferSubscriptions) or, when the server lost it,
 // re-created; its initial values make the tags Good. In an upstream
 // redundant set the client moves to the best ServiceLevel (Part 4
-// §6.6.2.4). A device with no server reachable at start retries with
+// §6.6.2.4); a planned move leaves the old session to expire there
+// (60 s). A device with no server reachable at start retries with
 // drivers.Backoff.
 //
 // # Bounds

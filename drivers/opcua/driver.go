@@ -274,8 +274,14 @@ func (d *Driver) clientOptions(sink drivers.ChangeSink) (client.Options, error) 
 		// connection, 5× the device's timeout (at least 5 s). One slow
 		// answer is bounded by the device's timeout on its own request
 		// (Write), which leaves the connection alone.
-		Timeout:     max(5*time.Second, 5*drivers.Timeout(d.dev)),
-		Mode:        client.ModeWarm,
+		Timeout: max(5*time.Second, 5*drivers.Timeout(d.dev)),
+		// Mirrored: after a break the session is activated again on a
+		// new channel and what the upstream sent meanwhile is
+		// republished (no change lost, no orphan session upstream); a
+		// server that refuses (it restarted, or it is the other server
+		// of an upstream set) gets TransferSubscriptions, else a new
+		// subscription (the Warm path).
+		Mode:        client.ModeMirrored,
 		NoDiscovery: true,
 		// node-opcua answers at most 1,000 notifications per Publish
 		// response; 10,000 items changing every 100 ms need more than
@@ -348,8 +354,21 @@ func (d *Driver) onEvent(ev client.Event, sink drivers.ChangeSink) {
 		d.mu.Lock()
 		d.setStateLocked(drivers.StateConnected, nil)
 		d.mu.Unlock()
-		d.log.Info("opcua: upstream reconnected", "from", ev.From.String(), "to", ev.To.String(), "transferred", ev.Transferred, "reason", ev.Reason)
+		d.log.Info("opcua: upstream reconnected", "from", ev.From.String(), "to", ev.To.String(), "session", howResumed(ev), "fallback", ev.Fallback, "reason", ev.Reason)
 	}
+}
+
+// howResumed says how a failover took the subscription along:
+// "reactivated" (the same session on a new channel), "transferred"
+// (TransferSubscriptions to a new session) or "re-created".
+func howResumed(ev client.Event) string {
+	switch {
+	case ev.Mode == client.ModeMirrored && ev.Fallback == "":
+		return "reactivated"
+	case ev.Transferred:
+		return "transferred"
+	}
+	return "re-created"
 }
 
 // allBad marks every mirrored tag Bad with code (the refused ones keep

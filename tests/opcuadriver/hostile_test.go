@@ -45,7 +45,7 @@ func TestFloodingUpstreamStallsNoOtherDevice(t *testing.T) {
 		slowest = max(slowest, time.Since(start))
 	}
 	floodAfter := c.read(ua.NewStringNodeID(ns, "flood/V0"))[0].Value.Value().(float64)
-	checkEveryTick(t, mon.take(), 5, 30)
+	checkEveryTick(t, mon.take(), 5, 30, onTime)
 	t.Logf("flooding upstream advanced %v ticks in 4 s; slowest Read on our node %v", floodAfter-floodBefore, slowest.Round(time.Millisecond))
 	if floodAfter <= floodBefore {
 		t.Fatalf("the flooding device stopped: V0 %v then %v", floodBefore, floodAfter)
@@ -90,7 +90,7 @@ func TestSlowUpstreamWriteIsBounded(t *testing.T) {
 		t.Fatalf("write answered %v after %v; want BadTimeout within the 1 s device timeout (+ margin)", st, took)
 	}
 	time.Sleep(4 * time.Second)
-	checkEveryTick(t, mon.take(), 5, 40)
+	checkEveryTick(t, mon.take(), 5, 40, onTime)
 	if strings.Contains(node.Log(), "opcua: upstream lost") {
 		t.Fatalf("the slow write dropped the upstream connection")
 	}

@@ -12,6 +12,11 @@ import (
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
+// onTime bounds the p99 upstream → client latency in the tests: the
+// upstream's publishing interval (100 ms) + ours (100 ms) + 50 ms (issue
+// 30), doubled for a loaded 2-core CI machine.
+const onTime = 500 * time.Millisecond
+
 // mirroredVars is how many upstream variables change every 100 ms in the
 // mirror test.
 const mirroredVars = 300
@@ -57,7 +62,9 @@ func TestMirrorsAnUpstreamServer(t *testing.T) {
 	mon := c.monitor(nodes)
 	time.Sleep(4 * time.Second) // 40 upstream ticks of every variable
 	samples := mon.take()
-	checkEveryTick(t, samples, mirroredVars, 30)
+	// Upstream publishing 100 ms + ours 100 ms + 50 ms (issue 30), with
+	// room for a loaded 2-core CI machine.
+	checkEveryTick(t, samples, mirroredVars, 30, onTime)
 
 	// Mismatches are Bad with their own code and named in the log.
 	got := c.read(tag("WrongType"), tag("Missing"), tag("Flag"))
@@ -146,8 +153,9 @@ func TestMirrorsAnUpstreamServer(t *testing.T) {
 // checkEveryTick checks that each of n variables (client handle = index)
 // delivered at least min ticks, consecutive (every upstream value, none
 // lost or repeated), and logs the latency from the upstream's
-// SourceTimestamp to the Publish response.
-func checkEveryTick(t *testing.T, samples []sample, n, min int) {
+// SourceTimestamp to the Publish response; with maxP99 > 0 its p99 must
+// not exceed it.
+func checkEveryTick(t *testing.T, samples []sample, n, min int, maxP99 time.Duration) {
 	t.Helper()
 	last := make([]float64, n)
 	count := make([]int, n)
@@ -175,9 +183,7 @@ func checkEveryTick(t *testing.T, samples []sample, n, min int) {
 	p50, p99, pmax := percentile(lat, 50), percentile(lat, 99), percentile(lat, 100)
 	t.Logf("%d changes of %d variables, every tick matched; upstream → client latency p50 %v p99 %v max %v",
 		len(samples), n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), pmax.Round(time.Millisecond))
-	// Upstream publishing 100 ms + ours 100 ms + 50 ms (issue 30), with
-	// room for a loaded 2-core CI machine.
-	if p99 > 500*time.Millisecond {
-		t.Fatalf("p99 latency %v above 500 ms", p99)
+	if maxP99 > 0 && p99 > maxP99 {
+		t.Fatalf("p99 latency %v above %v", p99, maxP99)
 	}
 }
