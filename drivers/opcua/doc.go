@@ -37,7 +37,10 @@
 // server that refuses — it restarted, or it is another server of an
 // upstream set — gets a new session, to which the subscription is
 // transferred (TransferSubscriptions) or, when the server lost it,
-// re-created; its initial values make the tags Good. In an upstream
+// re-created; its initial values make the tags Good. A re-created
+// subscription means a server that lost ours (restarted, or another of
+// the set): the driver then connects anew and checks every tag again
+// (namespace indexes, DataTypes) before subscribing. In an upstream
 // redundant set the client moves to the best ServiceLevel (Part 4
 // §6.6.2.4); a planned move leaves the old session to expire there
 // (60 s). A device with no server reachable at start retries with

@@ -44,6 +44,7 @@ type Driver struct {
 	closed    bool // Close was called
 	running   bool // Run is running
 	closing   chan struct{}
+	recheck   chan struct{}  // a failover re-created the subscription: check the tags again (capacity 1)
 	problemed map[int]string // tags refused at the last connect, and why
 }
 
@@ -68,6 +69,7 @@ func New(dev deployment.Device, opts drivers.Options) (*Driver, error) {
 		readings: drivers.NewReadings(len(dev.Tags)),
 		nodes:    make([]*ua.NodeID, len(dev.Tags)),
 		closing:  make(chan struct{}),
+		recheck:  make(chan struct{}, 1),
 	}
 	for i, t := range dev.Tags {
 		if _, dup := d.byName[t.Name]; dup {
@@ -185,6 +187,9 @@ func (d *Driver) Run(ctx context.Context, sink drivers.ChangeSink) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if errors.Is(err, errRecheck) {
+			continue // connect again at once: the values stay meanwhile
+		}
 		d.mu.Lock()
 		d.failures++
 		wait := drivers.Backoff(d.failures)
@@ -211,9 +216,42 @@ func (d *Driver) isClosed() bool {
 	return d.closed
 }
 
+// errRecheck ends a session whose subscription a failover re-created.
+var errRecheck = errors.New("the upstream subscription was re-created: checking the tags again")
+
 // session is one client's life: dial, check, subscribe, pump. It returns
-// when the subscription ends (ctx, Close) or setting up failed.
+// when the subscription ends (ctx, Close), setting up failed, or
+// (errRecheck) the client re-created the subscription on a server that
+// had lost it — a restarted upstream or another server of its set, whose
+// namespace indexes and DataTypes are checked again with a new session.
 func (d *Driver) session(ctx context.Context, sink drivers.ChangeSink) error {
+	select {
+	case <-d.recheck: // left from the session before
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rechecked := make(chan struct{})
+	go func() {
+		select {
+		case <-d.recheck:
+			close(rechecked)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := d.serve(ctx, sink)
+	select {
+	case <-rechecked:
+		d.log.Info("opcua: the upstream lost our subscription (a restarted server, or another of its set): checking the tags again with a new session")
+		return errRecheck
+	default:
+		return err
+	}
+}
+
+// serve is session's work.
+func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 	d.mu.Lock()
 	d.setStateLocked(drivers.StateConnecting, nil)
 	d.mu.Unlock()
@@ -354,7 +392,14 @@ func (d *Driver) onEvent(ev client.Event, sink drivers.ChangeSink) {
 		d.mu.Lock()
 		d.setStateLocked(drivers.StateConnected, nil)
 		d.mu.Unlock()
-		d.log.Info("opcua: upstream reconnected", "from", ev.From.String(), "to", ev.To.String(), "session", howResumed(ev), "fallback", ev.Fallback, "reason", ev.Reason)
+		how := howResumed(ev)
+		d.log.Info("opcua: upstream reconnected", "from", ev.From.String(), "to", ev.To.String(), "session", how, "fallback", ev.Fallback, "reason", ev.Reason)
+		if how == "re-created" {
+			select {
+			case d.recheck <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

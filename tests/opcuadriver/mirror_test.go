@@ -34,7 +34,8 @@ const mirroredVars = 300
 //     refusal is the client's result (confirmed mode);
 //   - the upstream SIGKILLed and restarted: tags Bad
 //     (BadCommunicationError), then Good again without restarting
-//     otopcua, and our subscription keeps its id.
+//     otopcua (the restarted upstream's nodes checked again), and our
+//     subscription keeps its id.
 func TestMirrorsAnUpstreamServer(t *testing.T) {
 	up := nodescript.StartUpstream(t, map[string]any{"vars": mirroredVars, "periodMs": 100})
 	node, cfg := startSingle(t)
@@ -144,6 +145,9 @@ func TestMirrorsAnUpstreamServer(t *testing.T) {
 	}
 	if good < mirroredVars {
 		t.Fatalf("after the restart our subscription delivered %d good values, want ≥ %d", good, mirroredVars)
+	}
+	if !strings.Contains(node.Log(), "checking the tags again with a new session") {
+		t.Fatalf("the restarted upstream's tags were not checked again")
 	}
 	if got := mon.subscriptionIDs(); len(got) != 1 || len(ids) != 1 || got[0] != ids[0] {
 		t.Fatalf("subscription ids %v before, %v after the upstream restart; want one id throughout", ids, got)
