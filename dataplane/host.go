@@ -17,6 +17,7 @@ import (
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/drivers/modbus"
+	"github.com/otopcua/otopcua/drivers/opcua"
 	"github.com/otopcua/otopcua/drivers/simulated"
 )
 
@@ -34,6 +35,8 @@ func NewDriver(dev deployment.Device, opts drivers.Options) (drivers.Driver, err
 		return modbus.New(dev, opts)
 	case deployment.DriverSimulated:
 		return simulated.New(dev, opts)
+	case deployment.DriverOPCUA:
+		return opcua.New(dev, opts)
 	}
 	return nil, fmt.Errorf("dataplane: device %s: unknown driver %q", dev.Name, dev.Driver)
 }
@@ -60,6 +63,10 @@ type HostOptions struct {
 	// degraded (drivers.Condition). Default drivers.DefaultDegraded; a
 	// zero field takes its default.
 	Degraded drivers.DegradedRule
+	// Identity is handed to every driver (drivers.Options.Identity): the
+	// node's certificate and PKI for secured upstream channels. nil:
+	// devices with security cannot connect.
+	Identity *drivers.Identity
 	Clock    clockwork.Clock
 	Logger   *slog.Logger
 }
@@ -227,7 +234,7 @@ func (a *hostActor) apply(ctx actor.Context, doc *deployment.Document) (ApplyRep
 	for _, def := range doc.Devices {
 		d := h.devices[def.Name]
 		if d == nil {
-			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger})
+			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger, Identity: h.o.Identity})
 			if err != nil {
 				failed = append(failed, err)
 				continue
@@ -275,11 +282,16 @@ func specOf(d deployment.Device) string {
 }
 
 // deviceActor polls one device: a pollTick message starts a poll; the
-// next tick is scheduled on the injected clock from the poll's start.
+// next tick is scheduled on the injected clock from the poll's start. A
+// device whose driver pushes its changes (drivers.Pusher) is not polled:
+// the actor runs the driver's Run on a goroutine of its own, whose sink
+// stores each change in the Space as it arrives, and stops it with the
+// actor.
 type deviceActor struct {
-	h     *Host
-	d     *device
-	timer clockwork.Timer
+	h      *Host
+	d      *device
+	timer  clockwork.Timer
+	cancel context.CancelFunc // a Pusher's Run; nil when polled
 }
 
 type pollTick struct{}
@@ -287,6 +299,10 @@ type pollTick struct{}
 func (a *deviceActor) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
+		if p, ok := a.d.driver.(drivers.Pusher); ok {
+			a.runPusher(p)
+			return
+		}
 		ctx.Send(ctx.Self(), pollTick{})
 	case pollTick:
 		a.poll(ctx)
@@ -294,8 +310,51 @@ func (a *deviceActor) Receive(ctx actor.Context) {
 		if a.timer != nil {
 			a.timer.Stop()
 		}
+		if a.cancel != nil {
+			a.cancel()
+		}
 		_ = a.d.driver.Close()
 	}
+}
+
+// runPusher starts p's Run; its sink writes each change into the Space
+// (short locks, never waiting for a client) and hands the changed tags to
+// OnReadings.
+func (a *deviceActor) runPusher(p drivers.Pusher) {
+	h, def := a.h, a.d.def
+	runCtx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	sink := func(changes []drivers.Change) {
+		var part deployment.Device
+		var rs []drivers.Reading
+		if h.o.OnReadings != nil {
+			part = def
+			part.Tags = make([]deployment.Tag, 0, len(changes))
+			rs = make([]drivers.Reading, 0, len(changes))
+		}
+		for _, c := range changes {
+			if c.Index < 0 || c.Index >= len(def.Tags) {
+				continue
+			}
+			r := c.Reading
+			if err := h.o.Space.SetReading(def.Name, def.Tags[c.Index].Name, r.Value, r.Status, r.SourceTime); err != nil {
+				h.o.Logger.Debug("dataplane: reading of a tag not in the space", "device", def.Name, "err", err)
+			}
+			if h.o.OnReadings != nil {
+				part.Tags = append(part.Tags, def.Tags[c.Index])
+				rs = append(rs, r)
+			}
+		}
+		if h.o.OnReadings != nil && len(rs) > 0 {
+			h.o.OnReadings(part, rs)
+		}
+	}
+	go func() {
+		err := p.Run(runCtx, sink)
+		if err != nil && !errors.Is(err, drivers.ErrClosed) && !errors.Is(err, context.Canceled) {
+			h.o.Logger.Warn("dataplane: device subscription ended", "device", def.Name, "err", err)
+		}
+	}()
 }
 
 func (a *deviceActor) poll(ctx actor.Context) {

@@ -83,10 +83,12 @@ type decoder struct {
 var (
 	documentFields = []string{"clusterId", "devices", "alarms"}
 	historyFields  = []string{"historize", "historyDeadband", "historyMaxInterval", "historyRetention"}
-	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, historyFields, []string{"tags"})
-	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max"}
-	tagFields      = slices.Concat(tagDataFields, historyFields)
-	alarmFields    = []string{"name", "source", "condition", "severity", "message"}
+	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, opcuaDeviceFields, historyFields, []string{"tags"})
+	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "samplingInterval", "deadband"}
+
+	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval"}
+	tagFields         = slices.Concat(tagDataFields, historyFields)
+	alarmFields       = []string{"name", "source", "condition", "severity", "message"}
 )
 
 func (d *decoder) document(n *node) *Document {
@@ -132,6 +134,23 @@ func (d *decoder) device(n *node, p string, dev *Device) {
 			d.duration(v, fp, &dev.PollInterval, acceptPollInterval)
 		case "timeout":
 			d.duration(v, fp, &dev.Timeout, acceptTimeout)
+		case "endpoint":
+			d.str(v, fp, &dev.Endpoint, acceptEndpoint)
+		case "endpoints":
+			for i, e := range d.list(v, fp, acceptEndpoints) {
+				dev.Endpoints = append(dev.Endpoints, "")
+				d.str(e, fmt.Sprintf("%s[%d]", fp, i), &dev.Endpoints[i], acceptEndpoint)
+			}
+		case "securityPolicy":
+			d.str(v, fp, &dev.SecurityPolicy, oneOf(Policies))
+		case "securityMode":
+			d.str(v, fp, &dev.SecurityMode, oneOf(Modes))
+		case "username":
+			d.str(v, fp, &dev.Username, acceptUsername)
+		case "passwordEnv":
+			d.str(v, fp, &dev.PasswordEnv, acceptPasswordEnv)
+		case "publishingInterval":
+			d.duration(v, fp, &dev.PublishingInterval, acceptPublishingInterval)
 		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
 			d.history(key, v, fp, &dev.History)
 		case "tags":
@@ -173,6 +192,15 @@ func (d *decoder) tag(n *node, p string, t *Tag) {
 			d.floatPtr(v, fp, &t.Min, acceptNumber)
 		case "max":
 			d.floatPtr(v, fp, &t.Max, acceptNumber)
+		case "nodeId":
+			d.str(v, fp, &t.NodeId, acceptNodeID)
+		case "samplingInterval":
+			var x Duration
+			if d.duration(v, fp, &x, acceptSamplingInterval); d.o.written[fp] != "" {
+				t.SamplingInterval = &x
+			}
+		case "deadband":
+			d.floatPtr(v, fp, &t.Deadband, acceptUADeadband)
 		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
 			d.history(key, v, fp, &t.History)
 		}

@@ -246,7 +246,7 @@ func p(path, value, accepted string) []Problem {
 }
 
 func TestDecodeStrictJSON(t *testing.T) {
-	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, historize, historyDeadband, historyMaxInterval, historyRetention"
+	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"
 	runRuleCases(t, []ruleCase{
 		{"the document is not an object", `[1, 2]`,
 			p("$", "[1,2]", "accepted values are a JSON object with the fields clusterId, devices, alarms")},
@@ -256,12 +256,12 @@ func TestDecodeStrictJSON(t *testing.T) {
 			p("devices[0].tags[0].bits", `{"x":[1,2]}`, "unknown field; accepted fields are "+tagFieldList)},
 		{"unknown device field, misspelt", doc(`{"name": "press1", "driver": "modbus-tcp", "adress": "10.0.0.1:502", "tags": []}`),
 			[]Problem{
-				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].address", "", acceptHostPort},
 			}},
 		{"field names are case-sensitive", doc(`{"Name": "press1", "driver": "simulated", "tags": []}`),
 			[]Problem{
-				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].name", "", acceptName},
 			}},
 		{"unknown fields that are not identifiers", `{"clusterId": "site-a", "": 1, "a b": 2, "dev.ices": 3}`,
@@ -292,7 +292,7 @@ func TestDecodeStrictJSON(t *testing.T) {
 		{"an object where a list belongs", doc(`{"name": "sim", "driver": "simulated", "tags": {"name": "a"}}`),
 			p("devices[0].tags", `{"name":"a"}`, `accepted values are lists of tags: [{"name": …, "type": …}]`)},
 		{"a list element that is not an object", `{"clusterId": "site-a", "devices": ["press1"]}`,
-			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags")},
+			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, historize, historyDeadband, historyMaxInterval, historyRetention, tags")},
 		{"a duration written as a number", doc(`{"name": "sim", "driver": "simulated", "pollInterval": 100, "tags": []}`),
 			p("devices[0].pollInterval", "100", acceptPollInterval)},
 		{"a duration neither form reads", doc(`{"name": "sim", "driver": "simulated", "pollInterval": "100 ms", "tags": []}`),
@@ -307,7 +307,7 @@ func TestDecodeStrictJSON(t *testing.T) {
 			p("devices", `{"name":"x y"}`, `accepted values are lists of devices: [{"name": …, "driver": …, "tags": […]}]`)},
 		{"fields of a tag of an unknown driver still report their type", doc(`{"name": "d", "driver": "opc", "tags": [{"name": "a", "address": "x", "type": 1}]}`),
 			[]Problem{
-				{"devices[0].driver", `"opc"`, "accepted values are modbus-tcp, simulated"},
+				{"devices[0].driver", `"opc"`, "accepted values are modbus-tcp, simulated, opcua (did you mean opcua?)"},
 				{"devices[0].tags[0].address", `"x"`, acceptRegister},
 				{"devices[0].tags[0].type", "1", "accepted values are bool, int16, uint16, int32, uint32, float32, float64"},
 			}},
@@ -335,11 +335,11 @@ func TestDocumentRules(t *testing.T) {
 			p("devices[2].name", `"sim"`, "accepted values are device names used once in the document; devices[0] already has this name")},
 		{"device names are case-sensitive", doc(sm(), `{"name": "SIM", "driver": "simulated", "tags": []}`), nil},
 
-		{"driver missing", doc(`{"name": "d", "tags": []}`), p("devices[0].driver", "", "accepted values are modbus-tcp, simulated")},
+		{"driver missing", doc(`{"name": "d", "tags": []}`), p("devices[0].driver", "", "accepted values are modbus-tcp, simulated, opcua")},
 		{"driver unknown", doc(`{"name": "d", "driver": "opc-ua", "tags": []}`),
-			p("devices[0].driver", `"opc-ua"`, "accepted values are modbus-tcp, simulated")},
+			p("devices[0].driver", `"opc-ua"`, "accepted values are modbus-tcp, simulated, opcua (did you mean opcua?)")},
 		{"driver in the wrong case", doc(`{"name": "d", "driver": "Simulated", "tags": []}`),
-			p("devices[0].driver", `"Simulated"`, "accepted values are modbus-tcp, simulated (did you mean simulated?)")},
+			p("devices[0].driver", `"Simulated"`, "accepted values are modbus-tcp, simulated, opcua (did you mean simulated?)")},
 
 		{"pollInterval below 10ms", doc(`{"name": "sim", "driver": "simulated", "pollInterval": "00:00:00.005", "tags": []}`),
 			p("devices[0].pollInterval", `"00:00:00.005"`, "accepted values are durations of at least 10ms, as a TimeSpan such as 00:00:10, 1.02:03:04 or 00:00:00.250, or a Go duration such as 10s or 250ms (default 1s)")},
@@ -608,7 +608,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
       {"name": "Ramp", "type": "float64", "signal": "ramp", "min": 10, "max": 1},
       {"name": "Flag", "type": "bool", "signal": "sine", "period": "1s", "min": 0, "max": 2}
     ]},
-    {"name": "x", "driver": "opcua", "tags": []},
+    {"name": "x", "driver": "opc-ua", "tags": []},
     7
   ],
   "alarms": [
@@ -632,7 +632,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d0 + ".tags[3].writable", "true", acceptNotWritable},
 		{d0 + ".tags[4].type", `"int16"`, "accepted values for a coil tag are bool"},
 		{d0 + ".tags[4].wordOrder", `"little"`, "accepted only for the 32- and 64-bit types int32, uint32, float32, float64; remove it for an int16 tag"},
-		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, historize, historyDeadband, historyMaxInterval, historyRetention"},
+		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"},
 		{d0 + ".tags[5].address", "0", `accepted values are addresses not overlapping devices[0].tags[0] "Setpoint" (holding register 0)`},
 		{d0 + ".tags[5].signal", `"ramp"`, onlySimulatedTag},
 		{d1 + ".name", `"press1"`, "accepted values are device names used once in the document; devices[0] already has this name"},
@@ -641,8 +641,8 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d1 + ".tags[0].max", "1", "accepted values are numbers greater than min (10)"},
 		{d1 + ".tags[1].signal", `"sine"`, "accepted values for a bool tag are square, constant"},
 		{d1 + ".tags[1].max", "2", "accepted values are 0 (false) or 1 (true) for a bool tag"},
-		{"devices[2].driver", `"opcua"`, "accepted values are modbus-tcp, simulated"},
-		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+		{"devices[2].driver", `"opc-ua"`, "accepted values are modbus-tcp, simulated, opcua (did you mean opcua?)"},
+		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 		{"alarms[0].source", `"press1/Nope"`, acceptSource + `; device "press1" has no tag "Nope"`},
 		{"alarms[0].condition", `""`, acceptCondition},
 		{"alarms[0].severity", "0", acceptSeverity},

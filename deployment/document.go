@@ -54,6 +54,34 @@ type Document struct {
 const (
 	DriverModbusTCP = "modbus-tcp"
 	DriverSimulated = "simulated"
+	// DriverOPCUA mirrors the variables of an upstream OPC UA server
+	// (drivers/opcua) by subscription.
+	DriverOPCUA = "opcua"
+)
+
+// Security policies and modes accepted by an opcua device's
+// securityPolicy and securityMode (OPC UA Part 7 names).
+const (
+	PolicyNone                = "None"
+	PolicyBasic256Sha256      = "Basic256Sha256"
+	PolicyAes128Sha256RsaOaep = "Aes128_Sha256_RsaOaep"
+	PolicyAes256Sha256RsaPss  = "Aes256_Sha256_RsaPss"
+
+	ModeNone           = "None"
+	ModeSign           = "Sign"
+	ModeSignAndEncrypt = "SignAndEncrypt"
+)
+
+// Defaults and bounds of the opcua driver's fields (docs/deployments.md).
+const (
+	// DefaultPublishingInterval is an opcua device's upstream publishing
+	// interval when publishingInterval is absent.
+	DefaultPublishingInterval = 250 * time.Millisecond
+	// MinPublishingInterval is the shortest accepted publishingInterval
+	// and the shortest samplingInterval other than 0.
+	MinPublishingInterval = 10 * time.Millisecond
+	// MaxEndpoints is the most URLs of an opcua device's endpoints.
+	MaxEndpoints = 8
 )
 
 // Device is one field device and the tags read from it.
@@ -61,10 +89,30 @@ type Device struct {
 	// Name is the device's folder under Objects and the first part of its
 	// tags' NodeIds: 1–64 of A-Z a-z 0-9 _ - .
 	Name string `json:"name"`
-	// Driver is DriverModbusTCP or DriverSimulated.
+	// Driver is DriverModbusTCP, DriverSimulated or DriverOPCUA.
 	Driver string `json:"driver"`
 	// Address is host:port of a Modbus TCP device.
 	Address string `json:"address,omitempty"`
+	// Endpoint is the opc.tcp:// URL of an opcua device's upstream
+	// server; Endpoints, instead, the URLs of an upstream redundant set,
+	// followed by ServiceLevel (exactly one of the two).
+	Endpoint  string   `json:"endpoint,omitempty"`
+	Endpoints []string `json:"endpoints,omitempty"`
+	// SecurityPolicy and SecurityMode secure an opcua device's channel:
+	// PolicyNone/ModeNone (default) or a signing policy with Sign or
+	// SignAndEncrypt. The upstream's certificate must be trusted by the
+	// node's PKI (OpcUa:Security).
+	SecurityPolicy string `json:"securityPolicy,omitempty"`
+	SecurityMode   string `json:"securityMode,omitempty"`
+	// Username activates the upstream session with a UserName token
+	// whose password is read, on each node, from the environment
+	// variable PasswordEnv (never stored in the document). Default:
+	// anonymous.
+	Username    string `json:"username,omitempty"`
+	PasswordEnv string `json:"passwordEnv,omitempty"`
+	// PublishingInterval is an opcua device's upstream subscription
+	// publishing interval. Default DefaultPublishingInterval.
+	PublishingInterval Duration `json:"publishingInterval,omitempty"`
 	// UnitId is the Modbus unit (slave) id, 0–255. Default 1.
 	UnitId *int `json:"unitId,omitempty"`
 	// PollInterval is how often the tags are read. Default 1 s.
@@ -128,6 +176,24 @@ func (d *Device) EffectivePollInterval() time.Duration {
 	return d.PollInterval.Std()
 }
 
+// EffectivePublishingInterval is PublishingInterval, or
+// DefaultPublishingInterval when zero.
+func (d *Device) EffectivePublishingInterval() time.Duration {
+	if d.PublishingInterval == 0 {
+		return DefaultPublishingInterval
+	}
+	return d.PublishingInterval.Std()
+}
+
+// EndpointURLs are an opcua device's upstream URLs: Endpoint, or
+// Endpoints.
+func (d *Device) EndpointURLs() []string {
+	if d.Endpoint != "" {
+		return []string{d.Endpoint}
+	}
+	return d.Endpoints
+}
+
 // EffectiveTimeout is Timeout, or DefaultTimeout when zero.
 func (d *Device) EffectiveTimeout() time.Duration {
 	if d.Timeout == 0 {
@@ -151,9 +217,18 @@ type Tag struct {
 	// set the OPC UA DataType is Double.
 	Scale  *float64 `json:"scale,omitempty"`
 	Offset *float64 `json:"offset,omitempty"`
-	// Writable tags (holding registers and coils only) accept OPC UA
-	// writes on the Primary.
+	// Writable tags (holding registers and coils, opcua tags) accept OPC
+	// UA writes on the Primary.
 	Writable bool `json:"writable,omitempty"`
+	// NodeId is an opcua tag's upstream Variable: "ns=<index>;<id>" or
+	// "nsu=<namespace URI>;<id>" with id i=, s=, g= or b=.
+	NodeId string `json:"nodeId,omitempty"`
+	// SamplingInterval of an opcua tag's upstream monitored item: 0 asks
+	// for every change. Default: the device's publishingInterval.
+	SamplingInterval *Duration `json:"samplingInterval,omitempty"`
+	// Deadband of an opcua tag's upstream monitored item (absolute, a
+	// number ≥ 0; numeric tags only). Default: every change.
+	Deadband *float64 `json:"deadband,omitempty"`
 	// Signal, Period, Min, Max shape a simulated tag.
 	Signal string   `json:"signal,omitempty"`
 	Period Duration `json:"period,omitempty"`

@@ -3,7 +3,9 @@ package deployment
 // The accepted values of the enumerated fields, in the order the
 // documentation lists them.
 var (
-	Drivers    = []string{DriverModbusTCP, DriverSimulated}
+	Drivers    = []string{DriverModbusTCP, DriverSimulated, DriverOPCUA}
+	Policies   = []string{PolicyNone, PolicyBasic256Sha256, PolicyAes128Sha256RsaOaep, PolicyAes256Sha256RsaPss}
+	Modes      = []string{ModeNone, ModeSign, ModeSignAndEncrypt}
 	Tables     = []string{TableHolding, TableInput, TableCoil, TableDiscrete}
 	Types      = []string{TypeBool, TypeInt16, TypeUint16, TypeInt32, TypeUint32, TypeFloat32, TypeFloat64}
 	WordOrders = []string{WordOrderBig, WordOrderLittle}

@@ -219,36 +219,50 @@ func (v *validator) name(p, name string, seen map[string]string, owner, what str
 
 func (v *validator) device(d *Device, p string, names map[string]string) {
 	v.name(p+".name", d.Name, names, p, "device names used once in the document")
-	modbus, sim := d.Driver == DriverModbusTCP, d.Driver == DriverSimulated
-	if fp := p + ".driver"; v.enter(fp) && !modbus && !sim {
+	modbus, sim, upstream := d.Driver == DriverModbusTCP, d.Driver == DriverSimulated, d.Driver == DriverOPCUA
+	if fp := p + ".driver"; v.enter(fp) && !modbus && !sim && !upstream {
 		v.add(fp, d.Driver, oneOf(Drivers)+suggest(Drivers, d.Driver))
+	}
+	notModbus := "accepted only with driver modbus-tcp; remove it for driver " + d.Driver
+	if sim {
+		notModbus = onlyModbusDevice
 	}
 	if fp := p + ".address"; v.enter(fp) {
 		switch {
 		case modbus && !validHostPort(d.Address):
 			v.add(fp, d.Address, acceptHostPort)
-		case sim && v.set(fp, d.Address != ""):
-			v.add(fp, d.Address, onlyModbusDevice)
+		case (sim || upstream) && v.set(fp, d.Address != ""):
+			v.add(fp, d.Address, notModbus)
 		}
 	}
 	if fp := p + ".unitId"; v.enter(fp) && d.UnitId != nil {
 		switch {
-		case sim:
-			v.add(fp, d.UnitId, onlyModbusDevice)
+		case sim || upstream:
+			v.add(fp, d.UnitId, notModbus)
 		case modbus && (*d.UnitId < 0 || *d.UnitId > 255):
 			v.add(fp, d.UnitId, acceptUnitID)
 		}
 	}
-	if fp := p + ".pollInterval"; v.enter(fp) && v.set(fp, d.PollInterval != 0) && d.PollInterval.Std() < MinPollInterval {
-		v.add(fp, d.PollInterval, acceptPollInterval)
+	if fp := p + ".pollInterval"; v.enter(fp) && v.set(fp, d.PollInterval != 0) {
+		switch {
+		case upstream:
+			v.add(fp, d.PollInterval, acceptNoPollOPCUA)
+		case d.PollInterval.Std() < MinPollInterval:
+			v.add(fp, d.PollInterval, acceptPollInterval)
+		}
 	}
 	if fp := p + ".timeout"; v.enter(fp) && v.set(fp, d.Timeout != 0) {
 		switch {
 		case sim:
 			v.add(fp, d.Timeout, onlyModbusDevice)
-		case modbus && d.Timeout <= 0:
+		case (modbus || upstream) && d.Timeout <= 0:
 			v.add(fp, d.Timeout, acceptTimeout)
 		}
+	}
+	if upstream {
+		v.opcuaDevice(d, p)
+	} else {
+		v.notOPCUADevice(d, p)
 	}
 	v.historyFields(&d.History, p, nil)
 	if !v.enter(p + ".tags") {
@@ -270,6 +284,8 @@ func (v *validator) device(d *Device, p string, names map[string]string) {
 			v.modbusTag(t, j, tp, sc)
 		case sim:
 			v.simulatedTag(t, tp)
+		case upstream:
+			v.opcuaTag(t, tp)
 		default: // the driver is reported; only the type can be judged
 			v.unknownDriverTag(t, tp)
 		}
@@ -406,6 +422,7 @@ func (v *validator) modbusTag(t *Tag, j int, p string, sc *tagScope) {
 	v.refuse(p+".period", t.Period, t.Period != 0, onlySimulatedTag)
 	v.refuse(p+".min", t.Min, t.Min != nil, onlySimulatedTag)
 	v.refuse(p+".max", t.Max, t.Max != nil, onlySimulatedTag)
+	v.notOPCUATag(t, p)
 }
 
 // refuse reports a field that must be absent.
@@ -493,6 +510,7 @@ func (v *validator) simulatedTag(t *Tag, p string) {
 	if fp := p + ".writable"; v.enter(fp) && t.Writable {
 		v.add(fp, t.Writable, acceptSimNoWritable)
 	}
+	v.notOPCUATag(t, p)
 	signalKnown := contains(Signals, t.Signal)
 	if fp := p + ".signal"; v.enter(fp) {
 		switch {

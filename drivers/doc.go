@@ -5,7 +5,10 @@
 // range-checked conversion of a written value (Convert), the reconnect
 // back-off (Backoff), the counters behind Stats, and the Poller that reads a
 // driver at its poll interval on an injected clock. The drivers are
-// drivers/modbus (Modbus TCP) and drivers/simulated (signals for the demo).
+// drivers/modbus (Modbus TCP), drivers/simulated (signals for the demo) and
+// drivers/opcua (an upstream OPC UA server mirrored by subscription: a
+// Pusher, run by the driver host instead of polled; its tags carry the
+// upstream's own status codes, see that package).
 //
 // # Status of a tag
 //

@@ -2,8 +2,10 @@ package drivers
 
 import (
 	"context"
+	"crypto/rsa"
 	"errors"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -177,6 +179,27 @@ type Options struct {
 	// Seed makes the simulated driver's random walks reproducible. Default
 	// 0: derived from the device's name, so every node draws the same walk.
 	Seed uint64
+	// Identity is the node's application instance certificate and PKI,
+	// for a driver that opens secured channels (opcua with a security
+	// policy other than None). Default nil: such a device cannot connect
+	// and says so.
+	Identity *Identity
+	// Getenv reads the environment (an opcua device's passwordEnv).
+	// Default os.Getenv.
+	Getenv func(string) string
+}
+
+// Identity is what a driver needs to open a secured channel: the node's
+// certificate and key, and its PKI's verdict on a server certificate.
+type Identity struct {
+	// Certificate is the node's application instance certificate (DER).
+	Certificate []byte
+	// PrivateKey is Certificate's key.
+	PrivateKey *rsa.PrivateKey
+	// TrustServer returns nil when the node's PKI trusts cert (DER, leaf
+	// first), presented by the server at url, else why not. Safe for
+	// concurrent use.
+	TrustServer func(url string, cert []byte) error
 }
 
 // WithDefaults returns o with its zero fields set to their defaults and the
@@ -187,6 +210,9 @@ func (o Options) WithDefaults(dev deployment.Device) Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
 	}
 	o.Logger = o.Logger.With("device", dev.Name)
 	return o

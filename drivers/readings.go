@@ -66,3 +66,6 @@ func (rs *Readings) Snapshot() []Reading {
 	copy(out, rs.r)
 	return out
 }
+
+// At returns tag i's reading.
+func (rs *Readings) At(i int) Reading { return rs.r[i] }

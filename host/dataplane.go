@@ -67,6 +67,9 @@ type dataPlaneWiring struct {
 	log     *slog.Logger
 	mut     mutation.Set
 	newer   *newerEpochs // nil without a cluster
+	// identity is the node's certificate and PKI for the drivers' secured
+	// upstream channels (opcua devices); nil when the node has none.
+	identity *drivers.Identity
 
 	dp     *dataPlane
 	guard  *gate.Guard // the Primary gate every site of the data plane asks
@@ -82,11 +85,11 @@ type dataPlaneWiring struct {
 //
 // A node without the driver role serves no devices: it returns nil.
 func startDataPlane(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, db *configdb.DB, space *dataplane.Space,
-	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger, mut mutation.Set, newer *newerEpochs) (*dataPlane, error) {
+	view *redundancy.RoleView, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics, logger *slog.Logger, mut mutation.Set, newer *newerEpochs, identity *drivers.Identity) (*dataPlane, error) {
 	if !cfg.Cluster.HasRole(config.RoleDriver) {
 		return nil, nil
 	}
-	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger, mut: mut, newer: newer,
+	w := &dataPlaneWiring{cfg: cfg, tree: tree, srv: srv, db: db, view: view, med: med, self: self, metrics: metrics, log: logger, mut: mut, newer: newer, identity: identity,
 		dp: &dataPlane{space: space, parts: newParts(logger)}}
 	if err := w.dp.parts.startAll(w.partList()); err != nil {
 		return nil, err
@@ -156,7 +159,7 @@ func (w *dataPlaneWiring) newHistory() (func() error, error) {
 
 func (w *dataPlaneWiring) startHost() (func() error, error) {
 	host, err := dataplane.StartHost(dataplane.HostOptions{Root: w.tree.Root(), Parent: w.tree, Space: w.dp.space, Writes: w.writes,
-		OnPoll: w.dm.OnPoll, OnReadings: w.dp.hist.offer, Logger: w.log})
+		OnPoll: w.dm.OnPoll, OnReadings: w.dp.hist.offer, Identity: w.identity, Logger: w.log})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/otopcua/otopcua/admin"
 	"github.com/otopcua/otopcua/admin/auth"
 	"github.com/otopcua/otopcua/config"
+	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/opcua/pki"
 	"github.com/otopcua/otopcua/opcua/uaserver"
 )
@@ -38,6 +39,19 @@ type opcuaSecurity struct {
 	authorization map[string]uaserver.Rights
 	// identities: the floating address's shared identity, when loaded.
 	identities []uaserver.AddressIdentity
+	// trustServer checks an upstream server's certificate against the
+	// node's trust store (the opcua driver's secured channels); nil
+	// without an identity.
+	trustServer func(url string, der []byte) error
+}
+
+// driverIdentity is the node's certificate and PKI as the drivers take
+// them; nil when the node has no certificate.
+func (s opcuaSecurity) driverIdentity() *drivers.Identity {
+	if len(s.channel.Certificate) == 0 || s.trustServer == nil {
+		return nil
+	}
+	return &drivers.Identity{Certificate: s.channel.Certificate, PrivateKey: s.channel.PrivateKey, TrustServer: s.trustServer}
 }
 
 // needsIdentity reports whether the node needs its application instance
@@ -95,6 +109,12 @@ func newOpcuaSecurity(cfg *config.Config, users *auth.Service, logger *slog.Logg
 		"applicationUri", cfg.OpcUa.ApplicationUri, "pkiDir", store.Dir())
 	out.channel.Certificate, out.channel.PrivateKey = id.Certificate, id.Key
 	out.channel.ValidateClientCertificate = store.Validate
+	out.trustServer = func(url string, der []byte) error {
+		if err := store.Validate(der, ""); err != nil {
+			return fmt.Errorf("the certificate of %s is not trusted by this node's PKI (%s): %w", url, store.Dir(), err)
+		}
+		return nil
+	}
 	userStore, err := pki.Open(filepath.Join(sc.PkiDir, UsersPkiDir), pki.Options{Logger: logger.With("part", "pki-users")})
 	if err != nil {
 		return out, fmt.Errorf("OpcUa:Security:PkiDir %s: %w", sc.PkiDir, err)

@@ -282,7 +282,7 @@ func (n *wiring) startRedundancy() (func() error, error) {
 
 func (n *wiring) startDataPlane() (func() error, error) {
 	newer := newNewerEpochs(n.cfg, n.red.view, n.cluster.d, n.red.tracker, n.keeper, n.log)
-	dp, err := startDataPlane(n.cfg, n.tree, n.srv, n.db, n.space, n.red.view, n.red.med, n.cluster.d.Self().UID, n.metrics, n.log, n.opts.Mutations, newer)
+	dp, err := startDataPlane(n.cfg, n.tree, n.srv, n.db, n.space, n.red.view, n.red.med, n.cluster.d.Self().UID, n.metrics, n.log, n.opts.Mutations, newer, n.sec.driverIdentity())
 	if err != nil {
 		return nil, fmt.Errorf("data plane: %w", err)
 	}

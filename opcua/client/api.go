@@ -86,6 +86,12 @@ type Options struct {
 	// one by more than this is dropped. Default 1 s.
 	DedupWindow time.Duration
 
+	// PublishRequests is how many Publish requests each session keeps
+	// queued at its server. Default 2; a subscriber of many fast items
+	// needs more, as a server caps the notifications of one response
+	// (node-opcua: 1,000) and answers only as many as it holds requests.
+	PublishRequests int
+
 	// User activates every session (on every server of the set, and again
 	// after each reconnect and failover) with this user's UserName token,
 	// the password encrypted with each server's own certificate and nonce.

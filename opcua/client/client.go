@@ -113,6 +113,9 @@ func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.PublishRequests <= 0 {
+		o.PublishRequests = publishesInFlight
+	}
 	if o.LostAfter <= 0 {
 		o.LostAfter = DefaultLostAfter
 	}

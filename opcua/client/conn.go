@@ -21,7 +21,8 @@ var serviceLevelNode = ua.NewNumericNodeID(0, id.Server_ServiceLevel)
 const watchInterval = 100 * time.Millisecond
 
 // publishesInFlight is how many Publish requests each session keeps
-// queued at its server, so a response never waits for the next request.
+// queued at its server, so a response never waits for the next request
+// (Options.PublishRequests' default).
 const publishesInFlight = 2
 
 // conn is one open session to one server: the secure channel, the
@@ -90,7 +91,7 @@ func openConn(ctx context.Context, c *Client, srv *server, url string) (*conn, e
 // start runs cn's Publish loops and its watchdog.
 func (cn *conn) start() {
 	cn.lastReply.Store(time.Now().UnixNano())
-	for range publishesInFlight {
+	for range cn.c.opts.PublishRequests {
 		go cn.publishLoop()
 	}
 	go cn.watchdog()

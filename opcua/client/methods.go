@@ -264,13 +264,17 @@ func (c *Client) Subscribe(ctx context.Context, nodes []*ua.NodeID, interval tim
 // publishing interval: sampling 0 asks the server to queue every change
 // (what a client that must see every value of a fast counter needs).
 func (c *Client) SubscribeSampled(ctx context.Context, nodes []*ua.NodeID, interval, sampling time.Duration) (*Subscription, error) {
+	return c.subscribe(ctx, nodes, interval, sampling, nil)
+}
+
+func (c *Client) subscribe(ctx context.Context, nodes []*ua.NodeID, interval, sampling time.Duration, params []Item) (*Subscription, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("client: Subscribe needs at least one node")
 	}
 	if interval <= 0 {
 		interval = 500 * time.Millisecond
 	}
-	s := &userSub{c: c, nodes: nodes, interval: interval, sampling: max(sampling, 0), out: make(chan Notification, 1024),
+	s := &userSub{c: c, nodes: nodes, interval: interval, sampling: max(sampling, 0), itemSpec: params, out: make(chan Notification, 1024),
 		dedup: Dedup{Window: int64(c.opts.DedupWindow)}}
 	reply := make(chan error, 1)
 	select {
@@ -289,6 +293,47 @@ func (c *Client) SubscribeSampled(ctx context.Context, nodes []*ua.NodeID, inter
 	case <-c.ctx.Done():
 		return nil, ErrClosed
 	}
+}
+
+// Item is one node of SubscribeItems with its own monitoring parameters.
+type Item struct {
+	// Node is the monitored node (its Value attribute).
+	Node *ua.NodeID
+	// Sampling is the item's sampling interval: 0 asks for every change,
+	// below 0 for the publishing interval.
+	Sampling time.Duration
+	// Deadband, when above 0, is an absolute deadband: a DataChangeFilter
+	// (StatusValue) on the item.
+	Deadband float64
+}
+
+// SubscribeItems is Subscribe with each node's own sampling interval and
+// deadband.
+func (c *Client) SubscribeItems(ctx context.Context, items []Item, interval time.Duration) (*Subscription, error) {
+	nodes := make([]*ua.NodeID, len(items))
+	for i, it := range items {
+		nodes[i] = it.Node
+	}
+	return c.subscribe(ctx, nodes, interval, 0, items)
+}
+
+// ReadAttributes reads any attributes on the active server, moving to
+// the next best server once when the active one fails mid-request. The
+// results are the server's, one per ReadValueID.
+func (c *Client) ReadAttributes(ctx context.Context, ids []*ua.ReadValueID) ([]*ua.DataValue, error) {
+	var out []*ua.DataValue
+	err := c.do(ctx, true, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.ReadRequest{NodesToRead: ids, TimestampsToReturn: ua.TimestampsToReturnBoth})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.ReadResponse).Results
+		if len(out) != len(ids) {
+			return fmt.Errorf("Read: %d results for %d attributes", len(out), len(ids))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Close ends every session and stops the client. Notification channels

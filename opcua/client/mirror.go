@@ -185,6 +185,12 @@ func (c *Client) republish(ctx context.Context, cn *conn, subs []*userSub) (n in
 // delivered: after a reactivation on the same server the Publish
 // requests of the dead channel were answered into the void. Called from a
 // Publish loop, before the message with seq is delivered.
+//
+// Several Publish loops hand their messages over in any order, so a gap
+// is most often a message another loop is delivering right now: each
+// missing number gets reorderWait to arrive before it is asked for. The
+// wait also keeps the messages in order: the message with seq is
+// delivered after the ones before it.
 func (c *Client) fillGap(cn *conn, s *userSub, id, seq uint32) {
 	s.mu.Lock()
 	known := s.host == cn && s.id == id && s.seqs.seen != nil
@@ -196,10 +202,7 @@ func (c *Client) fillGap(cn *conn, s *userSub, id, seq uint32) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
 	for n := from; int32(seq-n) > 0 && n-from < maxRepublish; n++ {
-		s.mu.Lock()
-		_, seen := s.seqs.seen[n]
-		s.mu.Unlock()
-		if seen {
+		if s.awaitSeq(n, reorderWait) {
 			continue
 		}
 		resp, err := cn.call(ctx, &ua.RepublishRequest{SubscriptionID: id, RetransmitSequenceNumber: n})
@@ -215,6 +218,25 @@ func (c *Client) fillGap(cn *conn, s *userSub, id, seq uint32) {
 			cn.mu.Unlock()
 			s.deliverMessage(cn, id, time.Now(), msg)
 		}
+	}
+}
+
+// reorderWait is how long fillGap waits for a missing message that
+// another Publish loop may be delivering before it asks for it again.
+const reorderWait = 100 * time.Millisecond
+
+// awaitSeq reports whether message n was delivered, waiting up to d for
+// it (another Publish loop's).
+func (s *userSub) awaitSeq(n uint32, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		_, seen := s.seqs.seen[n]
+		s.mu.Unlock()
+		if seen || !time.Now().Before(deadline) {
+			return seen
+		}
+		time.Sleep(200 * time.Microsecond)
 	}
 }
 

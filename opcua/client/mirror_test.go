@@ -155,3 +155,26 @@ func TestMirroredSecuredUserSessionIsActivatedAgain(t *testing.T) {
 		t.Fatalf("password checks %q, want otto's three times (Dial, the new watch session, the reactivation)", checked)
 	}
 }
+
+// A gap that another Publish loop is about to fill is waited for, not
+// republished; one that stays is reported after the wait.
+func TestAwaitSeqWaitsForAnotherLoop(t *testing.T) {
+	s := &userSub{}
+	s.seqs.add(1)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		s.mu.Lock()
+		s.seqs.add(2)
+		s.mu.Unlock()
+	}()
+	if !s.awaitSeq(2, time.Second) {
+		t.Fatal("message 2, delivered 10 ms later, was not waited for")
+	}
+	start := time.Now()
+	if s.awaitSeq(3, 20*time.Millisecond) {
+		t.Fatal("message 3 was never delivered")
+	}
+	if d := time.Since(start); d < 20*time.Millisecond {
+		t.Fatalf("gave up on message 3 after %v, before the 20 ms wait", d)
+	}
+}

@@ -24,6 +24,7 @@ type userSub struct {
 	nodes    []*ua.NodeID
 	interval time.Duration // publishing interval
 	sampling time.Duration // sampling interval; 0: every change
+	itemSpec []Item        // per-node sampling and deadband (SubscribeItems); nil: sampling for all
 	out      chan Notification
 
 	opMu sync.Mutex
@@ -355,12 +356,13 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 	s.mu.Unlock()
 	items := make([]*ua.MonitoredItemCreateRequest, len(s.nodes))
 	for i, n := range s.nodes {
+		sampling, filter := s.itemParams(i)
 		items[i] = &ua.MonitoredItemCreateRequest{
 			ItemToMonitor:  &ua.ReadValueID{NodeID: n, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
 			MonitoringMode: mode,
 			RequestedParameters: &ua.MonitoringParameters{
-				ClientHandle: uint32(i), SamplingInterval: float64(s.sampling) / float64(time.Millisecond),
-				QueueSize: queue, DiscardOldest: true, Filter: ua.NewExtensionObject(nil),
+				ClientHandle: uint32(i), SamplingInterval: sampling,
+				QueueSize: queue, DiscardOldest: true, Filter: filter,
 			},
 		}
 	}
@@ -391,6 +393,26 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 	}
 	record(id, ids)
 	return id, ids, nil
+}
+
+// itemParams are the sampling interval (ms) and filter of node i: its
+// Item's (SubscribeItems), else the subscription's sampling interval and
+// no filter.
+func (s *userSub) itemParams(i int) (float64, *ua.ExtensionObject) {
+	if i >= len(s.itemSpec) {
+		return float64(s.sampling) / float64(time.Millisecond), ua.NewExtensionObject(nil)
+	}
+	it := s.itemSpec[i]
+	ms := float64(it.Sampling) / float64(time.Millisecond)
+	if it.Sampling < 0 {
+		ms = -1
+	}
+	if it.Deadband <= 0 {
+		return ms, ua.NewExtensionObject(nil)
+	}
+	return ms, ua.NewExtensionObject(&ua.DataChangeFilter{
+		Trigger: ua.DataChangeTriggerStatusValue, DeadbandType: uint32(ua.DeadbandTypeAbsolute), DeadbandValue: it.Deadband,
+	})
 }
 
 // deliverRefusal reports a refused item to the subscriber once.

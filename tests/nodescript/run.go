@@ -1,5 +1,7 @@
 // Package nodescript runs the node-opcua scripts of tests/interop from
-// Go tests: one run, its JSON lines back.
+// Go tests and benchmarks: Run is one run with its JSON lines back;
+// StartUpstream keeps upstream.mjs (an upstream device for the opcua
+// driver) running, restartable on its port.
 package nodescript
 
 import (

@@ -1,0 +1,93 @@
+package deployment
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestOPCUADeviceRules(t *testing.T) {
+	dev := func(fields, tags string) string {
+		return doc(`{"name": "up", "driver": "opcua", ` + fields + `"tags": [` + tags + `]}`)
+	}
+	const tag = `{"name": "Speed", "nodeId": "ns=2;s=Line1.Speed", "type": "float64"}`
+	runRuleCases(t, []ruleCase{
+		{"one endpoint", dev(`"endpoint": "opc.tcp://10.0.0.9:4840", `, tag), nil},
+		{"a redundant pair", dev(`"endpoints": ["opc.tcp://a:4840", "opc.tcp://b:4840/ua"], `, tag), nil},
+		{"every field", dev(`"endpoint": "opc.tcp://a:4840", "securityPolicy": "Basic256Sha256", "securityMode": "SignAndEncrypt", "username": "op", "passwordEnv": "UP_PASSWORD", "publishingInterval": "100ms", "timeout": "2s", `,
+			`{"name": "S", "nodeId": "nsu=urn:plc;s=A;B", "type": "int32", "writable": true, "samplingInterval": "0s", "deadband": 0.5}`), nil},
+		{"no endpoint", dev(``, tag), p("devices[0].endpoint", "", acceptEndpointOne)},
+		{"both endpoint and endpoints", dev(`"endpoint": "opc.tcp://a:1", "endpoints": ["opc.tcp://b:1"], `, tag),
+			p("devices[0].endpoint", `"opc.tcp://a:1"`, acceptEndpointOne)},
+		{"not opc.tcp", dev(`"endpoint": "http://a:1", `, tag), p("devices[0].endpoint", `"http://a:1"`, acceptEndpoint)},
+		{"a URL twice", dev(`"endpoints": ["opc.tcp://a:1", "opc.tcp://a:1"], `, tag),
+			p("devices[0].endpoints[1]", `"opc.tcp://a:1"`, "accepted values are URLs listed once; devices[0].endpoints[0] has it")},
+		{"policy without mode", dev(`"endpoint": "opc.tcp://a:1", "securityPolicy": "Basic256Sha256", `, tag),
+			p("devices[0].securityMode", "", acceptPolicyMode)},
+		{"unknown policy", dev(`"endpoint": "opc.tcp://a:1", "securityPolicy": "Basic256", "securityMode": "Sign", `, tag),
+			p("devices[0].securityPolicy", `"Basic256"`, "accepted values are None, Basic256Sha256, Aes128_Sha256_RsaOaep, Aes256_Sha256_RsaPss")},
+		{"user without password", dev(`"endpoint": "opc.tcp://a:1", "username": "op", `, tag),
+			p("devices[0].username", `"op"`, acceptUserNeedsPassword)},
+		{"poll interval", dev(`"endpoint": "opc.tcp://a:1", "pollInterval": "1s", `, tag),
+			p("devices[0].pollInterval", `"1s"`, acceptNoPollOPCUA)},
+		{"modbus address", dev(`"endpoint": "opc.tcp://a:1", "address": "a:502", `, tag),
+			p("devices[0].address", `"a:502"`, "accepted only with driver modbus-tcp; remove it for driver opcua")},
+		{"no nodeId", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "type": "int32"}`),
+			p("devices[0].tags[0].nodeId", "", acceptNodeID+`; identifier "" is not i=, s=, g= or b= with a value`)},
+		{"bad nodeId", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "ns=x;i=1", "type": "int32"}`),
+			p("devices[0].tags[0].nodeId", `"ns=x;i=1"`, acceptNodeID+`; namespace index "x" is not a number 0..65535`)},
+		{"register on an opcua tag", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "i=2258", "type": "int32", "table": "holding"}`),
+			p("devices[0].tags[0].table", `"holding"`, notForOPCUATag)},
+		{"deadband on a bool", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "i=1", "type": "bool", "deadband": 1}`),
+			p("devices[0].tags[0].deadband", "1", acceptBoolDeadbandUA)},
+		{"sampling too short", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "i=1", "type": "bool", "samplingInterval": "1ms"}`),
+			p("devices[0].tags[0].samplingInterval", `"1ms"`, acceptSamplingInterval)},
+		{"nodeId on a modbus tag", doc(`{"name": "m", "driver": "modbus-tcp", "address": "a:502", "tags": [{"name": "a", "table": "holding", "address": 0, "type": "int16", "nodeId": "i=1"}]}`),
+			p("devices[0].tags[0].nodeId", `"i=1"`, onlyOPCUATag)},
+		{"endpoint on a simulated device", doc(`{"name": "s", "driver": "simulated", "endpoint": "opc.tcp://a:1", "tags": []}`),
+			p("devices[0].endpoint", `"opc.tcp://a:1"`, onlyOPCUADevice)},
+	})
+}
+
+func TestParseNodeRef(t *testing.T) {
+	for in, want := range map[string]NodeRef{
+		"i=2258":                 {ID: "i=2258"},
+		"ns=2;s=Line1.Speed":     {Namespace: 2, ID: "s=Line1.Speed"},
+		"nsu=urn:a;b;s=x;i=1":    {NamespaceURI: "urn:a;b", ID: "s=x;i=1"},
+		"nsu=http://x/UA/;i=100": {NamespaceURI: "http://x/UA/", ID: "i=100"},
+	} {
+		got, err := ParseNodeRef(in)
+		if err != nil || got != want {
+			t.Errorf("ParseNodeRef(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+		if got.String() != in && in != "i=2258" {
+			t.Errorf("String() = %q, want %q", got.String(), in)
+		}
+	}
+	for _, in := range []string{"", "ns=1", "nsu=;s=x", "nsu=urn:x", "ns=70000;i=1", "i=x", "q=1", "s="} {
+		if _, err := ParseNodeRef(in); err == nil {
+			t.Errorf("ParseNodeRef(%q) accepted", in)
+		}
+	}
+}
+
+// The opcua device shown in docs/deployments.md is valid.
+func TestOPCUADocumentedDevice(t *testing.T) {
+	text, err := os.ReadFile("../docs/deployments.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(text), "## OPC UA devices (driver opcua)")
+	if !ok {
+		t.Fatal("docs/deployments.md has no opcua section")
+	}
+	_, rest, _ = strings.Cut(rest, "```\n")
+	dev, _, _ := strings.Cut(rest, "```")
+	d, err := Decode([]byte(`{"clusterId": "site-a", "devices": [` + dev + `]}`))
+	if err != nil {
+		t.Fatalf("the documented device: %v", err)
+	}
+	if got := d.Devices[0]; got.Driver != DriverOPCUA || len(got.Tags) != 3 || got.PasswordEnv != "LINE1_PASSWORD" {
+		t.Fatalf("decoded %+v", got)
+	}
+}
