@@ -54,14 +54,14 @@ func (c *checker) alarmStored() []Violation {
 			covered[tg.ClusterID] = tg.At
 			continue
 		}
-		next := end
+		next, what := end, "none until the run's end at"
 		if i < len(rs) {
-			next = rs[i]
+			next, what = rs[i], "next row at"
 		}
 		covered[tg.ClusterID] = next
 		out = append(out, c.violation(AlarmStored, tg.ClusterID, tg.At, tg.At,
-			"no transition in alarm_history from this toggle (%s) for %s, more than %s (next row at %s)",
-			tg.Source, next.Sub(tg.At).Round(time.Millisecond), c.p.HistoryGap, rel(c.origin, next)))
+			"no transition in alarm_history from this toggle (%s) for %s, more than %s (%s %s)",
+			tg.Source, next.Sub(tg.At).Round(time.Millisecond), c.p.HistoryGap, what, rel(c.origin, next)))
 	}
 	return out
 }
