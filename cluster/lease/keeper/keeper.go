@@ -14,23 +14,23 @@ import (
 type Keeper struct {
 	cfg Config
 
-	holder     string    // last holder seen ("" free or unknown)
+	holder string // last holder seen ("" free or unknown)
 	// elsewhereUntil: another node held the lease when the store last
 	// answered this node (Held), so that node may act as the survivor of
 	// a split until then (the answer's request start + TTL): the set
 	// being whole in this node's eyes licenses nothing before it.
 	elsewhereUntil time.Time
-	validUntil time.Time // this node's grant licenses until then
-	renewedAt  time.Time // start of the last acquire or renewal (paces attempts)
-	busy       bool      // a Take, Renew or Release call runs
-	wantFree   bool      // free the lease once the set is whole
-	holdUntil  time.Time // promotion hold
-	wasPrimary bool
-	downed     map[string]downing // by peer
-	last       gate.Licence       // last licence reported
-	ticks      *woken.Detector    // the gaps between Ticks (from Follow)
-	following  bool               // Follow was stepped
-	obs        Observation
+	validUntil     time.Time // this node's grant licenses until then
+	renewedAt      time.Time // start of the last acquire or renewal (paces attempts)
+	busy           bool      // a Take, Renew or Release call runs
+	wantFree       bool      // free the lease once the set is whole
+	holdUntil      time.Time // promotion hold
+	wasPrimary     bool
+	downed         map[string]downing // by peer
+	last           gate.Licence       // last licence reported
+	ticks          *woken.Detector    // the gaps between Ticks (from Follow)
+	following      bool               // Follow was stepped
+	obs            Observation
 	// leavers are the peers seen leaving gracefully, by ID, with when they
 	// were last heard; forgotten once that is longer ago than WholeWithin.
 	leavers map[string]time.Time
