@@ -105,9 +105,10 @@ type RecorderOptions struct {
 	// them in one synced batch: what a crash of the node may lose (the
 	// peer's back-fill brings it back). Default 100 ms.
 	FlushEvery time.Duration
-	// CompactEvery is how often heads are turned into blocks; a head is
-	// compacted when it holds a block's worth of samples or its oldest
-	// sample is older than HeadAge. Defaults 5 s and 10 min.
+	// CompactEvery is how often heads are turned into blocks and saved
+	// (Store.Due); a head is compacted when it holds a block's worth of
+	// samples, or holds samples not saved yet and its oldest sample is
+	// older than HeadAge. Defaults 5 s and 10 min.
 	CompactEvery, HeadAge time.Duration
 	// TrimEvery is how often retention is enforced, TrimTags how many tags
 	// one turn trims at most. Defaults 1 min and 1,000.
@@ -309,9 +310,15 @@ func (r *Recorder) write(b []Record) {
 	r.recorded.Add(uint64(len(b)))
 }
 
-// compact turns the heads that are due into blocks; it stops early when
-// samples wait, so that recording comes first.
+// compact turns the heads that are due into blocks and saves them, then
+// drops the journal they no longer need; it stops early when samples
+// wait, so that recording comes first.
 func (r *Recorder) compact(ctx context.Context) {
+	defer func() {
+		if err := r.s.DropJournal(); err != nil {
+			r.o.Logger.Error("history: journal not trimmed", "err", err)
+		}
+	}()
 	for _, tag := range r.s.Due(Ticks(r.o.Now().Add(-r.o.HeadAge))) {
 		if ctx.Err() != nil || len(r.q) > cap(r.q)/2 {
 			return
