@@ -4,12 +4,26 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"io"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// The journal: one key per Append, holding every sample of the call, so
-// that a sample is durable once its batch is synced without a key of its
-// own (Store). A journal value is a sequence of records, each
+// The journal: one record per Append, holding every sample of the call,
+// appended to a file of its own and synced, so that a sample is durable
+// without a key of its own in the LSM store (Store), and leaves the disk
+// with a file's removal once every tag saved it. Files are
+// <Dir>/journal/<first batch, 16 hex digits>.journal, each a run of
+// records
+//
+//	crc32c (4, of the rest) ‖ length of data (4) ‖ batch (8) ‖ data
+//
+// where data is a sequence of samples, each
 //
 //	uvarint(tag id) ‖ varint(time − previous record's time) ‖
 //	uvarint(status<<1 | integral) ‖ value
@@ -21,8 +35,6 @@ import (
 
 // errJournal is a journal value that does not decode.
 var errJournal = errors.New("history: journal batch damaged")
-
-func journalKey(n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kindJournal}, n) }
 
 // integral reports whether v is stored as a varint: a whole number whose
 // int64 converts back to the same bits (not -0, NaN or beyond ±2⁶²).
@@ -90,33 +102,196 @@ func decodeJournal(v []byte, fn func(id uint32, x Sample)) error {
 	return nil
 }
 
-// replay adds the samples of the journal keys left to the heads (Open),
-// each batch's tags marked unsaved from it.
-func (s *Store) replay() error {
-	return s.scan([]byte{kindJournal}, []byte{kindJournal + 1}, func(k, v []byte) error {
-		if len(k) != 9 {
-			return fmt.Errorf("journal key %x: damaged", k)
+// journalFileBytes is the size after which the journal starts a new file.
+const journalFileBytes = 4 << 20
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// journal is the store's journal files; Store.wmu must be held.
+type journal struct {
+	fs    vfs.FS
+	dir   string
+	f     vfs.File // the file appended to; nil: the next append starts one
+	size  int64
+	files []uint64 // the first batch of each file, in order, f's last
+}
+
+// openJournal opens the journal in dir and calls fn for each record of
+// its files, in order. A record that does not read back whole (the last
+// one, cut by a crash before its sync) ends its file's replay.
+func openJournal(fs vfs.FS, dir string, log func(msg string, args ...any), fn func(n uint64, data []byte) error) (*journal, error) {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// The directory's own entry is made durable before a file in it is.
+	if err := (&journal{fs: fs, dir: fs.PathDir(dir)}).syncDir(); err != nil {
+		return nil, err
+	}
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{fs: fs, dir: dir}
+	for _, name := range names {
+		hex, ok := strings.CutSuffix(name, ".journal")
+		n, err := strconv.ParseUint(hex, 16, 64)
+		if ok && err == nil && len(hex) == 16 {
+			j.files = append(j.files, n)
 		}
-		n := binary.BigEndian.Uint64(k[1:])
-		if s.dropped == 1 || n < s.dropped {
-			s.dropped = n
+	}
+	slices.Sort(j.files)
+	for _, first := range j.files {
+		if err := j.replay(first, log, fn); err != nil {
+			return nil, err
 		}
-		s.batch = max(s.batch, n+1)
-		var ids []uint32
-		var recs []Record
-		err := decodeJournal(v, func(id uint32, x Sample) {
-			ids = append(ids, id)
-			recs = append(recs, Record{Sample: x})
-		})
-		for _, id := range ids {
-			if s.tags[id] == nil {
-				err = errors.Join(err, fmt.Errorf("tag id %d not named", id))
-			}
+	}
+	return j, nil
+}
+
+func (j *journal) path(first uint64) string {
+	return j.fs.PathJoin(j.dir, fmt.Sprintf("%016x.journal", first))
+}
+
+// replay calls fn for the records of the file that starts at first.
+func (j *journal) replay(first uint64, log func(msg string, args ...any), fn func(n uint64, data []byte) error) error {
+	f, err := j.fs.Open(j.path(first))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		if len(b) < 16 || uint64(len(b)-16) < uint64(binary.BigEndian.Uint32(b[4:])) {
+			log("history: the journal's last record is cut; it was not acknowledged", "file", j.path(first))
+			return nil
 		}
+		end := 16 + int(binary.BigEndian.Uint32(b[4:]))
+		if crc32.Checksum(b[4:end], crcTable) != binary.BigEndian.Uint32(b) {
+			log("history: a journal record does not match its checksum; the rest of its file is skipped", "file", j.path(first))
+			return nil
+		}
+		if err := fn(binary.BigEndian.Uint64(b[8:]), b[16:end]); err != nil {
+			return err
+		}
+		b = b[end:]
+	}
+	return nil
+}
+
+// append writes batch n's data and syncs it, starting a file when needed.
+func (j *journal) append(n uint64, data []byte) error {
+	if j.f != nil && j.size >= journalFileBytes {
+		if err := j.f.Close(); err != nil {
+			return err
+		}
+		j.f = nil
+	}
+	if j.f == nil {
+		f, err := j.fs.Create(j.path(n), vfs.WriteCategoryUnspecified)
 		if err != nil {
-			return fmt.Errorf("journal batch %d: %w", n, err)
+			return err
 		}
-		s.apply(n, ids, recs)
+		if err := j.syncDir(); err != nil {
+			_ = f.Close()
+			return err
+		}
+		j.f, j.size = f, 0
+		j.files = append(j.files, n)
+	}
+	rec := make([]byte, 16, 16+len(data))
+	binary.BigEndian.PutUint32(rec[4:], uint32(len(data)))
+	binary.BigEndian.PutUint64(rec[8:], n)
+	rec = append(rec, data...)
+	binary.BigEndian.PutUint32(rec, crc32.Checksum(rec[4:], crcTable))
+	if _, err := j.f.Write(rec); err != nil {
+		return err
+	}
+	j.size += int64(len(rec))
+	return j.f.Sync()
+}
+
+// drop removes the files whose every batch is before upTo; next is the
+// number the next append will take. The saves the caller relies on must
+// be durable first.
+func (j *journal) drop(upTo, next uint64) error {
+	k := 0
+	for k < len(j.files) {
+		end := next // the first batch after file k
+		if k+1 < len(j.files) {
+			end = j.files[k+1]
+		}
+		if end > upTo {
+			break
+		}
+		if k == len(j.files)-1 && j.f != nil {
+			if err := j.f.Close(); err != nil {
+				return err
+			}
+			j.f = nil
+		}
+		if err := j.fs.Remove(j.path(j.files[k])); err != nil {
+			return err
+		}
+		k++
+	}
+	j.files = j.files[k:]
+	if k == 0 {
 		return nil
+	}
+	return j.syncDir()
+}
+
+// droppable reports whether drop(upTo, next) would remove a file.
+func (j *journal) droppable(upTo, next uint64) bool {
+	if len(j.files) == 0 {
+		return false
+	}
+	end := next
+	if len(j.files) > 1 {
+		end = j.files[1]
+	}
+	return end <= upTo
+}
+
+func (j *journal) syncDir() error {
+	d, err := j.fs.OpenDir(j.dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+func (j *journal) close() error {
+	if j.f == nil {
+		return nil
+	}
+	err := j.f.Close()
+	j.f = nil
+	return err
+}
+
+// replay adds the samples of journal batch n to the heads (Open), its
+// tags marked unsaved from it.
+func (s *Store) replay(n uint64, data []byte) error {
+	s.batch = max(s.batch, n+1)
+	var ids []uint32
+	var recs []Record
+	err := decodeJournal(data, func(id uint32, x Sample) {
+		ids = append(ids, id)
+		recs = append(recs, Record{Sample: x})
 	})
+	for _, id := range ids {
+		if s.tags[id] == nil {
+			err = errors.Join(err, fmt.Errorf("tag id %d not named", id))
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("journal batch %d: %w", n, err)
+	}
+	s.apply(n, ids, recs)
+	return nil
 }

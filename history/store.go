@@ -62,21 +62,20 @@ var ErrClosed = errors.New("history: store closed")
 // same samples in any order hold the same history.
 //
 // Each tag's open head is held in memory. What makes it durable is the
-// journal: each Append is one key holding every sample of the call
-// (written once, synced). A tag's head is saved — its full blocks
+// journal (journal.go): each Append is one record holding every sample of
+// the call, appended to a file beside the LSM store and synced. A tag's head is saved — its full blocks
 // written, the rest as the tag's head key — when Compact is called for
 // it (Due: a block's worth, an old head, or a head the journal has held
 // for JournalBatches calls); DropJournal then removes the journal keys
-// whose every sample is saved. Open reads the head keys and replays the
-// journal keys left. A sample is thus written about once in the
-// journal and once in its block, instead of once as a key of its own
-// and again in a block.
+// files whose every sample is saved. Open reads the head keys and replays
+// the journal left. A sample is thus written once to the journal and once
+// in its block, and the LSM store compacts blocks only — instead of a key
+// of its own per sample, deleted again when its block is written.
 //
 // Key layout (one byte of kind, then big-endian fields; a time is its
 // int64 with the sign bit flipped, so that keys sort by time):
 //
 //	'n' ‖ name          → tag id (4 bytes)
-//	'j' ‖ batch (8)     → journal: the samples of one Append (journal.go)
 //	'o' ‖ id            → the head saved (last time ‖ block.Encode)
 //	'b' ‖ id ‖ first    → block (last time ‖ block.Encode)
 //	'h' ‖ id ‖ time ‖ status (4) ‖ value bits (8) → nothing: the head of
@@ -102,13 +101,13 @@ type Store struct {
 	open   sync.RWMutex
 	closed bool // open must be held
 	wmu    sync.Mutex
-	// batch is the next journal key's number, dropped the first one not
-	// yet removed; wmu must be held.
-	batch, dropped uint64
-	mu             sync.Mutex        // the maps and tag states below
-	ids            map[string]uint32 // tag name → id
-	tags           map[uint32]*tagState
-	next           uint32
+	// batch is the next journal record's number; wmu must be held.
+	batch uint64
+	j     *journal          // wmu must be held
+	mu    sync.Mutex        // the maps and tag states below
+	ids   map[string]uint32 // tag name → id
+	tags  map[uint32]*tagState
+	next  uint32
 }
 
 // tagState is what the store keeps in memory of one tag. mu must be held
@@ -141,7 +140,6 @@ func (st *tagState) add(xs []Sample) {
 
 const (
 	kindName       = 'n'
-	kindJournal    = 'j'
 	kindHead       = 'o'
 	kindLegacyHead = 'h'
 	kindBlock      = 'b'
@@ -168,6 +166,9 @@ func Open(o StoreOptions) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.fs == nil {
+		o.fs = vfs.Default
+	}
 	cache := pebble.NewCache(o.CacheBytes)
 	defer cache.Unref()
 	db, err := pebble.Open(o.Dir, &pebble.Options{
@@ -177,16 +178,21 @@ func Open(o StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("history: open store %s: %w", o.Dir, err)
 	}
 	s := &Store{db: db, per: o.BlockSamples, keep: uint64(o.JournalBatches), log: o.Logger,
-		ids: map[string]uint32{}, tags: map[uint32]*tagState{}, batch: 1, dropped: 1}
+		ids: map[string]uint32{}, tags: map[uint32]*tagState{}, batch: 1}
 	if err := s.load(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("history: open store %s: %w", o.Dir, err)
 	}
+	s.j, err = openJournal(o.fs, o.fs.PathJoin(o.Dir, "journal"), o.Logger.Warn, s.replay)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("history: open store %s: journal: %w", o.Dir, err)
+	}
 	return s, nil
 }
 
-// load reads the tag names, the saved heads, the journal and the last
-// block of every tag.
+// load reads the tag names, the saved heads and the last block of every
+// tag.
 func (s *Store) load() error {
 	err := s.scan([]byte{kindName}, []byte{kindName + 1}, func(k, v []byte) error {
 		if len(v) != 4 {
@@ -227,9 +233,6 @@ func (s *Store) load() error {
 		return nil
 	})
 	if err != nil {
-		return err
-	}
-	if err := s.replay(); err != nil {
 		return err
 	}
 	for id, st := range s.tags {
@@ -293,13 +296,15 @@ func (s *Store) Append(recs []Record) error {
 		ids[i] = id
 	}
 	s.mu.Unlock()
-	if err := b.Set(journalKey(s.batch), encodeJournal(ids, recs), nil); err != nil {
-		s.forgetLocked(named)
-		return err
+	// New names are stored before the journal record that uses them.
+	if len(named) > 0 {
+		if err := b.Commit(pebble.Sync); err != nil {
+			s.forgetLocked(named)
+			return fmt.Errorf("history: append: %w", err)
+		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		s.forgetLocked(named)
-		return fmt.Errorf("history: append: %w", err)
+	if err := s.j.append(s.batch, encodeJournal(ids, recs)); err != nil {
+		return fmt.Errorf("history: append: journal: %w", err)
 	}
 	s.mu.Lock()
 	s.apply(s.batch, ids, recs)
@@ -482,10 +487,8 @@ func (s *Store) saveHead(b *pebble.Batch, id uint32, st *tagState, rest []Sample
 // be held.
 func (st *tagState) saved() { st.unsaved, st.legacy = 0, false }
 
-// DropJournal removes the journal keys whose every sample is saved in a
-// head key or a block (Compact). Its batch is not synced itself: the next
-// synced Append makes it durable, after the saves it relies on (the
-// log is written in order).
+// DropJournal removes the journal files whose every sample is saved in a
+// head key or a block (Compact), once the LSM store has synced the saves.
 func (s *Store) DropJournal() error {
 	s.open.RLock()
 	defer s.open.RUnlock()
@@ -507,13 +510,15 @@ func (s *Store) dropJournal() error {
 		}
 	}
 	s.mu.Unlock()
-	if upTo <= s.dropped {
+	if !s.j.droppable(upTo, s.batch) {
 		return nil
 	}
-	if err := s.db.DeleteRange(journalKey(s.dropped), journalKey(upTo), pebble.NoSync); err != nil {
+	if err := s.db.LogData(nil, pebble.Sync); err != nil {
 		return fmt.Errorf("history: journal: %w", err)
 	}
-	s.dropped = upTo
+	if err := s.j.drop(upTo, s.batch); err != nil {
+		return fmt.Errorf("history: journal: %w", err)
+	}
 	return nil
 }
 
@@ -700,10 +705,7 @@ func (s *Store) saveAll() error {
 			return err
 		}
 	}
-	if err := s.dropJournal(); err != nil {
-		return err
-	}
-	return s.db.Flush()
+	return errors.Join(s.dropJournal(), s.j.close())
 }
 
 // headOf returns tag's id and a copy of its head samples with from ≤
