@@ -121,6 +121,7 @@ type tagState struct {
 	// tag's next save.
 	legacy    bool
 	lastBlock int64 // last time of the last block; math.MinInt64 when none
+	unsorted  bool  // within apply: head is to be sorted again
 }
 
 // add puts xs into the head, keeping it in time order with one sample a
@@ -315,21 +316,23 @@ func (s *Store) Append(recs []Record) error {
 
 // apply adds the samples of journal batch n to the heads; mu must be held.
 func (s *Store) apply(n uint64, ids []uint32, recs []Record) {
-	for i := 0; i < len(recs); {
+	var late []*tagState // heads to sort again
+	for i, r := range recs {
 		st := s.tags[ids[i]]
-		j := i + 1
-		for j < len(recs) && ids[j] == ids[i] {
-			j++
+		if k := len(st.head); k > 0 && r.At <= st.head[k-1].At && !st.unsorted {
+			st.unsorted = true
+			late = append(late, st)
 		}
-		xs := make([]Sample, 0, j-i)
-		for _, r := range recs[i:j] {
-			xs = append(xs, r.Sample)
+		if st.head == nil {
+			st.head = make([]Sample, 0, s.per)
 		}
-		st.add(xs)
+		st.head = append(st.head, r.Sample)
 		if st.unsaved == 0 {
 			st.unsaved = n
 		}
-		i = j
+	}
+	for _, st := range late {
+		st.head, st.unsorted = mergeSamples(nil, st.head), false
 	}
 }
 
