@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -114,6 +115,9 @@ type journal struct {
 	f     vfs.File // the file appended to; nil: the next append starts one
 	size  int64
 	files []uint64 // the first batch of each file, in order, f's last
+	sizes []int64  // the bytes of each file
+	// bytes is the sum of sizes, read by Store.Size without wmu.
+	bytes atomic.Int64
 }
 
 // openJournal opens the journal in dir and calls fn for each record of
@@ -141,9 +145,12 @@ func openJournal(fs vfs.FS, dir string, log func(msg string, args ...any), fn fu
 	}
 	slices.Sort(j.files)
 	for _, first := range j.files {
-		if err := j.replay(first, log, fn); err != nil {
+		n, err := j.replay(first, log, fn)
+		if err != nil {
 			return nil, err
 		}
+		j.sizes = append(j.sizes, n)
+		j.bytes.Add(n)
 	}
 	return j, nil
 }
@@ -152,33 +159,35 @@ func (j *journal) path(first uint64) string {
 	return j.fs.PathJoin(j.dir, fmt.Sprintf("%016x.journal", first))
 }
 
-// replay calls fn for the records of the file that starts at first.
-func (j *journal) replay(first uint64, log func(msg string, args ...any), fn func(n uint64, data []byte) error) error {
+// replay calls fn for the records of the file that starts at first and
+// returns the file's size.
+func (j *journal) replay(first uint64, log func(msg string, args ...any), fn func(n uint64, data []byte) error) (int64, error) {
 	f, err := j.fs.Open(j.path(first))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	size := int64(len(b))
 	for len(b) > 0 {
 		if len(b) < 16 || uint64(len(b)-16) < uint64(binary.BigEndian.Uint32(b[4:])) {
 			log("history: the journal's last record is cut; it was not acknowledged", "file", j.path(first))
-			return nil
+			return size, nil
 		}
 		end := 16 + int(binary.BigEndian.Uint32(b[4:]))
 		if crc32.Checksum(b[4:end], crcTable) != binary.BigEndian.Uint32(b) {
 			log("history: a journal record does not match its checksum; the rest of its file is skipped", "file", j.path(first))
-			return nil
+			return size, nil
 		}
 		if err := fn(binary.BigEndian.Uint64(b[8:]), b[16:end]); err != nil {
-			return err
+			return 0, err
 		}
 		b = b[end:]
 	}
-	return nil
+	return size, nil
 }
 
 // append writes batch n's data and syncs it, starting a file when needed.
@@ -200,6 +209,7 @@ func (j *journal) append(n uint64, data []byte) error {
 		}
 		j.f, j.size = f, 0
 		j.files = append(j.files, n)
+		j.sizes = append(j.sizes, 0)
 	}
 	rec := make([]byte, 16, 16+len(data))
 	binary.BigEndian.PutUint32(rec[4:], uint32(len(data)))
@@ -210,6 +220,8 @@ func (j *journal) append(n uint64, data []byte) error {
 		return err
 	}
 	j.size += int64(len(rec))
+	j.sizes[len(j.sizes)-1] += int64(len(rec))
+	j.bytes.Add(int64(len(rec)))
 	return j.f.Sync()
 }
 
@@ -235,9 +247,10 @@ func (j *journal) drop(upTo, next uint64) error {
 		if err := j.fs.Remove(j.path(j.files[k])); err != nil {
 			return err
 		}
+		j.bytes.Add(-j.sizes[k])
 		k++
 	}
-	j.files = j.files[k:]
+	j.files, j.sizes = j.files[k:], j.sizes[k:]
 	if k == 0 {
 		return nil
 	}

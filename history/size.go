@@ -27,10 +27,11 @@ type Shrunk struct {
 // Shrink removes the store's oldest blocks — of every tag, oldest first
 // by their first sample — until the blocks removed add up to how far the
 // store is over maxBytes, at most limit blocks a call (the caller calls
-// again while Over stays above 0). The store's size is its size on disk
-// less what the deletions already made will free once the LSM store
-// compacts them, so that a call does not remove again what an earlier
-// one removed. Heads (the newest samples of each tag) are never removed.
+// again while Over stays above 0). The size compared is the LSM store's
+// on disk less what the deletions already made will free once it
+// compacts them, so that a call does not remove again what an earlier one
+// removed; the journal, which blocks do not shrink, is not counted. Heads
+// (the newest samples of each tag) are never removed.
 func (s *Store) Shrink(maxBytes int64, limit int) (Shrunk, error) {
 	s.open.RLock()
 	defer s.open.RUnlock()

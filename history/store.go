@@ -656,7 +656,8 @@ func (s *Store) Extent(tag string) (first, last int64, ok bool, err error) {
 	return first, last, ok, it.Error()
 }
 
-// Size is the store's size on disk, in bytes (0 once closed).
+// Size is the store's size on disk, in bytes (0 once closed): the LSM
+// store's files and the journal's.
 func (s *Store) Size() int64 {
 	s.open.RLock()
 	defer s.open.RUnlock()
@@ -664,7 +665,7 @@ func (s *Store) Size() int64 {
 		return 0
 	}
 	m := s.db.Metrics()
-	return int64(m.DiskSpaceUsage())
+	return int64(m.DiskSpaceUsage()) + s.j.bytes.Load()
 }
 
 // Tags lists the tags the store names, sorted.
