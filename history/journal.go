@@ -144,12 +144,22 @@ func openJournal(fs vfs.FS, dir string, log func(msg string, args ...any), fn fu
 		}
 	}
 	slices.Sort(j.files)
-	for _, first := range j.files {
-		n, err := j.replay(first, log, fn)
+	files := j.files
+	j.files = nil
+	for _, first := range files {
+		n, recs, err := j.replay(first, log, fn)
 		if err != nil {
 			return nil, err
 		}
-		j.sizes = append(j.sizes, n)
+		if recs == 0 {
+			// Created, but nothing in it was acknowledged (a crash before its
+			// first record was synced): its name may be the next file's.
+			if err := fs.Remove(j.path(first)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		j.files, j.sizes = append(j.files, first), append(j.sizes, n)
 		j.bytes.Add(n)
 	}
 	return j, nil
@@ -160,34 +170,35 @@ func (j *journal) path(first uint64) string {
 }
 
 // replay calls fn for the records of the file that starts at first and
-// returns the file's size.
-func (j *journal) replay(first uint64, log func(msg string, args ...any), fn func(n uint64, data []byte) error) (int64, error) {
+// returns the file's size and the records read.
+func (j *journal) replay(first uint64, log func(msg string, args ...any), fn func(n uint64, data []byte) error) (size int64, recs int, err error) {
 	f, err := j.fs.Open(j.path(first))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer f.Close()
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	size := int64(len(b))
+	size = int64(len(b))
 	for len(b) > 0 {
 		if len(b) < 16 || uint64(len(b)-16) < uint64(binary.BigEndian.Uint32(b[4:])) {
 			log("history: the journal's last record is cut; it was not acknowledged", "file", j.path(first))
-			return size, nil
+			break
 		}
 		end := 16 + int(binary.BigEndian.Uint32(b[4:]))
 		if crc32.Checksum(b[4:end], crcTable) != binary.BigEndian.Uint32(b) {
 			log("history: a journal record does not match its checksum; the rest of its file is skipped", "file", j.path(first))
-			return size, nil
+			break
 		}
 		if err := fn(binary.BigEndian.Uint64(b[8:]), b[16:end]); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		recs++
 		b = b[end:]
 	}
-	return size, nil
+	return size, recs, nil
 }
 
 // append writes batch n's data and syncs it, starting a file when needed.

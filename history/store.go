@@ -354,7 +354,8 @@ func (s *Store) forgetLocked(named []string) {
 
 // Due lists the tags whose head holds a block's worth of samples, or
 // holds samples not saved yet of which the oldest is older than olderThan
-// (ticks) or was journaled JournalBatches appends ago.
+// (ticks) or was journaled JournalBatches appends ago, or head keys of the
+// earlier layout.
 func (s *Store) Due(olderThan int64) []string {
 	s.wmu.Lock()
 	batch := s.batch
@@ -368,7 +369,7 @@ func (s *Store) Due(olderThan int64) []string {
 		case len(st.head) >= s.per:
 		case st.unsaved == 0:
 			continue
-		case st.head[0].At < olderThan || batch-st.unsaved >= s.keep:
+		case st.legacy || st.head[0].At < olderThan || batch-st.unsaved >= s.keep:
 		default:
 			continue
 		}
