@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -293,4 +294,48 @@ func TestExtent(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("blocks only")
+}
+
+// TestReadsDuringCompaction: a read running beside appends, compactions
+// and journal drops sees every sample acknowledged before it began, in
+// order, each time once.
+func TestReadsDuringCompaction(t *testing.T) {
+	s := open(t, t.TempDir(), 8)
+	defer s.Close()
+	var acked atomic.Int64
+	done := make(chan error)
+	go func() {
+		var err error
+		for i := 0; i < 400 && err == nil; i++ {
+			err = s.Append(recs("t", i, 1, func(int) float64 { return float64(i) }))
+			acked.Store(int64(i + 1))
+			if err == nil && i%7 == 0 {
+				err = errors.Join(s.Compact("t", i%14 == 0), s.DropJournal())
+			}
+		}
+		done <- err
+	}()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		n := acked.Load()
+		got := readAll(t, s, "t", math.MinInt64, math.MaxInt64)
+		if int64(len(got)) < n {
+			t.Fatalf("%d samples read, %d acknowledged before", len(got), n)
+		}
+		for i, x := range got {
+			if x.At != int64(i)*sec {
+				t.Fatalf("sample %d at %d", i, x.At)
+			}
+		}
+		if x, ok, err := s.Before("t", math.MaxInt64); n > 0 && (err != nil || !ok || x.At < (n-1)*sec) {
+			t.Fatalf("Before: %+v %v %v, %d acknowledged", x, ok, err, n)
+		}
+	}
 }
