@@ -63,12 +63,12 @@ var ErrClosed = errors.New("history: store closed")
 //
 // Each tag's open head is held in memory. What makes it durable is the
 // journal (journal.go): each Append is one record holding every sample of
-// the call, appended to a file beside the LSM store and synced. A tag's head is saved — its full blocks
-// written, the rest as the tag's head key — when Compact is called for
-// it (Due: a block's worth, an old head, or a head the journal has held
-// for JournalBatches calls); DropJournal then removes the journal keys
-// files whose every sample is saved. Open reads the head keys and replays
-// the journal left. A sample is thus written once to the journal and once
+// the call, appended to a file beside the LSM store and synced. A tag's
+// head is saved — its full blocks written, the rest as the tag's head
+// key — when Compact is called for it (Due: a block's worth, an old head,
+// or a head the journal has held for JournalBatches calls); DropJournal
+// then removes the journal files whose every sample is saved. Open reads
+// the head keys and replays the journal left. A sample is thus written once to the journal and once
 // in its block, and the LSM store compacts blocks only — instead of a key
 // of its own per sample, deleted again when its block is written.
 //
