@@ -607,7 +607,19 @@ type HistoryConfig struct {
 	// deployment first historizes a tag. Default "otopcua-history"
 	// (relative to the working directory).
 	Path string
+	// MaxSizeMiB bounds the store's size on disk, in MiB (2^20 bytes):
+	// above it, the oldest blocks of samples are removed in the
+	// background, whatever the tags' historyRetention. 0 (the default):
+	// no limit; otherwise MinHistoryMaxSizeMiB (16 MiB) to
+	// MaxHistoryMaxSizeMiB (16 TiB).
+	MaxSizeMiB int
 }
+
+// The accepted range of History:MaxSizeMiB (besides 0).
+const (
+	MinHistoryMaxSizeMiB = 16
+	MaxHistoryMaxSizeMiB = 16 << 20
+)
 
 // LocalDbConfig is the "LocalDb" section: the node's own SQLite file.
 type LocalDbConfig struct {

@@ -339,6 +339,9 @@ func (c *Config) validateStores(p *problems) {
 	if strings.TrimSpace(c.History.Path) == "" {
 		p.add("History:Path", c.History.Path, "accepted values are directory paths such as otopcua-history")
 	}
+	if m := c.History.MaxSizeMiB; m != 0 && (m < MinHistoryMaxSizeMiB || m > MaxHistoryMaxSizeMiB) {
+		p.add("History:MaxSizeMiB", strconv.Itoa(m), fmt.Sprintf("accepted values are 0 (no limit) or MiB from %d to %d (16 TiB)", MinHistoryMaxSizeMiB, MaxHistoryMaxSizeMiB))
+	}
 	c.validateReplication(p)
 }
 

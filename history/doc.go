@@ -4,8 +4,12 @@
 // recording.
 //
 // Store is the embedded archive: an LSM key-value store (Pebble) in the
-// node's data directory, per tag a head of recent samples and older
-// samples in compact blocks (package history/block, a few bytes a sample).
+// node's data directory holding each tag's samples in compact blocks
+// (package history/block, a few bytes a sample), and each tag's open head
+// of recent samples in memory, made durable by a journal of the recorder's
+// batches beside it (one synced record a batch; journal.go) until the
+// head is packed. Store.Shrink enforces a size limit (History:MaxSizeMiB)
+// by removing the oldest blocks.
 // Pebble was chosen over SQLite, which otopcua uses elsewhere, from
 // bench/historystore's measurements (docs/benchmarks.md, "History
 // store"): SQLite through the pure-Go driver recorded 30,000–63,000

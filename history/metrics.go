@@ -14,10 +14,12 @@ const (
 	DroppedMetric  = "otopcua.history.samples.dropped"
 	TagsMetric     = "otopcua.history.tags"
 	StoreMetric    = "otopcua.history.store.bytes"
+	RemovedMetric  = "otopcua.history.samples.removed_by_size"
 )
 
-// RegisterMetrics observes r and its store on meter: samples recorded and
-// dropped, the tags recorded now and the store's size on disk.
+// RegisterMetrics observes r and its store on meter: samples recorded,
+// dropped and removed by the size limit, the tags recorded now and the
+// store's size on disk.
 func RegisterMetrics(meter metric.Meter, r *Recorder) (metric.Registration, error) {
 	rec, e1 := meter.Int64ObservableCounter(RecordedMetric, metric.WithUnit("{sample}"),
 		metric.WithDescription("Samples the process history recorded (after each tag's deadband)."))
@@ -27,7 +29,9 @@ func RegisterMetrics(meter metric.Meter, r *Recorder) (metric.Registration, erro
 		metric.WithDescription("Tags the process history records under the current deployment."))
 	size, e4 := meter.Int64ObservableGauge(StoreMetric, metric.WithUnit("By"),
 		metric.WithDescription("Size of the process history store on disk."))
-	if err := errors.Join(e1, e2, e3, e4); err != nil {
+	removed, e5 := meter.Int64ObservableCounter(RemovedMetric, metric.WithUnit("{sample}"),
+		metric.WithDescription("Samples the process history removed to keep its store under History:MaxSize."))
+	if err := errors.Join(e1, e2, e3, e4, e5); err != nil {
 		return nil, fmt.Errorf("history: metrics: %w", err)
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -36,8 +40,9 @@ func RegisterMetrics(meter metric.Meter, r *Recorder) (metric.Registration, erro
 		o.ObserveInt64(drop, int64(st.Dropped))
 		o.ObserveInt64(tags, int64(st.Tags))
 		o.ObserveInt64(size, r.s.Size())
+		o.ObserveInt64(removed, int64(st.RemovedBySize))
 		return nil
-	}, rec, drop, tags, size)
+	}, rec, drop, tags, size, removed)
 }
 
 // Back-fill instrument names.

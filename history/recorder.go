@@ -105,15 +105,22 @@ type RecorderOptions struct {
 	// them in one synced batch: what a crash of the node may lose (the
 	// peer's back-fill brings it back). Default 100 ms.
 	FlushEvery time.Duration
-	// CompactEvery is how often heads are turned into blocks; a head is
-	// compacted when it holds a block's worth of samples or its oldest
-	// sample is older than HeadAge. Defaults 5 s and 10 min.
+	// CompactEvery is how often heads are turned into blocks and saved
+	// (Store.Due); a head is compacted when it holds a block's worth of
+	// samples, or holds samples not saved yet and its oldest sample is
+	// older than HeadAge. Defaults 5 s and 10 min.
 	CompactEvery, HeadAge time.Duration
 	// TrimEvery is how often retention is enforced, TrimTags how many tags
 	// one turn trims at most. Defaults 1 min and 1,000.
 	TrimEvery time.Duration
 	TrimTags  int
-	Logger    *slog.Logger
+	// MaxSize bounds the store's size on disk, in bytes (History:MaxSize):
+	// every CompactEvery, while the store is over it, its oldest blocks
+	// are removed (Store.Shrink), at most SizeBlocks blocks a turn. 0: no
+	// limit. SizeBlocks default 10,000 (about 10 MB of blocks).
+	MaxSize    int64
+	SizeBlocks int
+	Logger     *slog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 }
@@ -130,7 +137,10 @@ type Recorder struct {
 	pol map[string]map[string]Policy // mu must be held
 	fil map[string]*filter           // "device/tag" → filter; mu must be held
 
-	recorded, dropped atomic.Uint64
+	recorded, dropped, removed atomic.Uint64
+	// shrinking: the store was over MaxSize at the last turn; Run's
+	// goroutine only.
+	shrinking bool
 }
 
 // RecorderStatus is what a Recorder has done since it started.
@@ -138,6 +148,9 @@ type RecorderStatus struct {
 	Recorded uint64 // samples written to the store
 	Dropped  uint64 // samples dropped because the queue was full
 	Tags     int    // tags recorded under the current policies
+	// RemovedBySize is the samples removed to keep the store under
+	// MaxSize.
+	RemovedBySize uint64
 }
 
 // NewRecorder returns a recorder into s; Run starts it.
@@ -159,6 +172,9 @@ func NewRecorder(s *Store, o RecorderOptions) *Recorder {
 	}
 	if o.TrimTags <= 0 {
 		o.TrimTags = 1000
+	}
+	if o.SizeBlocks <= 0 {
+		o.SizeBlocks = 10_000
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -248,7 +264,7 @@ func (r *Recorder) Status() RecorderStatus {
 		n += len(tags)
 	}
 	r.mu.Unlock()
-	return RecorderStatus{Recorded: r.recorded.Load(), Dropped: r.dropped.Load(), Tags: n}
+	return RecorderStatus{Recorded: r.recorded.Load(), Dropped: r.dropped.Load(), Tags: n, RemovedBySize: r.removed.Load()}
 }
 
 // Run writes the queued samples, compacts heads and enforces retention
@@ -287,6 +303,7 @@ func (r *Recorder) Run(ctx context.Context) {
 			pending, flush = nil, nil
 		case <-compact.C:
 			r.compact(ctx)
+			r.shrink()
 		case <-trim.C:
 			trimFrom = r.trim(ctx, trimFrom)
 		}
@@ -309,9 +326,15 @@ func (r *Recorder) write(b []Record) {
 	r.recorded.Add(uint64(len(b)))
 }
 
-// compact turns the heads that are due into blocks; it stops early when
-// samples wait, so that recording comes first.
+// compact turns the heads that are due into blocks and saves them, then
+// drops the journal they no longer need; it stops early when samples
+// wait, so that recording comes first.
 func (r *Recorder) compact(ctx context.Context) {
+	defer func() {
+		if err := r.s.DropJournal(); err != nil {
+			r.o.Logger.Error("history: journal not trimmed", "err", err)
+		}
+	}()
 	for _, tag := range r.s.Due(Ticks(r.o.Now().Add(-r.o.HeadAge))) {
 		if ctx.Err() != nil || len(r.q) > cap(r.q)/2 {
 			return
@@ -319,6 +342,29 @@ func (r *Recorder) compact(ctx context.Context) {
 		if err := r.s.Compact(tag, false); err != nil {
 			r.o.Logger.Error("history: compaction failed", "tag", tag, "err", err)
 		}
+	}
+}
+
+// shrink removes the store's oldest blocks while it is over MaxSize, one
+// slice a turn, and logs when that starts and ends.
+func (r *Recorder) shrink() {
+	if r.o.MaxSize <= 0 {
+		return
+	}
+	res, err := r.s.Shrink(r.o.MaxSize, r.o.SizeBlocks)
+	if err != nil {
+		r.o.Logger.Error("history: History:MaxSize not enforced", "err", err)
+		return
+	}
+	r.removed.Add(uint64(res.Samples))
+	switch {
+	case res.Blocks > 0 && !r.shrinking:
+		r.shrinking = true
+		r.o.Logger.Warn("history: the store is over History:MaxSize; its oldest samples are removed (counted in otopcua_history_samples_removed_by_size_total)",
+			"max_bytes", r.o.MaxSize, "over_bytes", res.Over, "removed_up_to", TimeOf(res.Before))
+	case res.Over <= 0 && r.shrinking:
+		r.shrinking = false
+		r.o.Logger.Info("history: the store is within History:MaxSize again", "max_bytes", r.o.MaxSize)
 	}
 }
 

@@ -90,7 +90,7 @@ func TestTrim(t *testing.T) {
 	if len(got) != 1 || got[0].At != 9*sec {
 		t.Fatalf("after trimming at 9 s: %v", got)
 	}
-	if st := s.tags[s.ids["t"]]; st.head != 1 || st.oldest != 9*sec {
+	if st := s.tags[s.ids["t"]]; len(st.head) != 1 || st.head[0].At != 9*sec {
 		t.Fatalf("head after trimming: %+v", st)
 	}
 }

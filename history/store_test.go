@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 const sec = 10_000_000 // ticks
@@ -54,8 +57,8 @@ func TestAppendCompactRead(t *testing.T) {
 	if err := s.Compact("press1/Temperature", false); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.tags[s.ids["press1/Temperature"]]; st.head != 2 || st.lastBlock != 7*sec {
-		t.Fatalf("after compaction: head %d, last block %d", st.head, st.lastBlock)
+	if st := s.tags[s.ids["press1/Temperature"]]; len(st.head) != 2 || st.lastBlock != 7*sec {
+		t.Fatalf("after compaction: head %d, last block %d", len(st.head), st.lastBlock)
 	}
 	if got := readAll(t, s, "press1/Temperature", math.MinInt64, math.MaxInt64); !slices.Equal(got, want) {
 		t.Fatalf("after compaction: %v, want %v", got, want)
@@ -137,7 +140,7 @@ func TestReopen(t *testing.T) {
 	if !slices.Equal(s.Tags(), []string{"a", "b"}) {
 		t.Fatalf("tags %v", s.Tags())
 	}
-	if st := s.tags[s.ids["a"]]; st.head != 1 || st.oldest != 8*sec || st.lastBlock != 7*sec {
+	if st := s.tags[s.ids["a"]]; len(st.head) != 1 || st.head[0].At != 8*sec || st.lastBlock != 7*sec {
 		t.Fatalf("state of a after reopening: %+v", st)
 	}
 	if err := s.Append(recs("c", 0, 1, func(int) float64 { return 0 })); err != nil || s.ids["c"] == s.ids["a"] || s.ids["c"] == s.ids["b"] {
@@ -150,14 +153,21 @@ func TestReopen(t *testing.T) {
 // per identity, the sample sorting first.
 func TestStoreMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		dir := t.TempDir()
+		fs := vfs.NewCrashableMem()
 		per := rapid.IntRange(1, 6).Draw(rt, "per")
-		s := open(t, dir, per)
+		reopen := func() *Store {
+			s, err := Open(StoreOptions{Dir: "h", BlockSamples: per, JournalBatches: 3, fs: fs})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			return s
+		}
+		s := reopen()
 		defer func() { s.Close() }()
 		model := map[string]map[int64]Sample{}
 		tags := []string{"x", "y"}
 		for range rapid.IntRange(1, 40).Draw(rt, "steps") {
-			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			switch rapid.IntRange(0, 7).Draw(rt, "op") {
 			case 0, 1, 2:
 				var batch []Record
 				for range rapid.IntRange(1, 8).Draw(rt, "n") {
@@ -187,7 +197,16 @@ func TestStoreMatchesModel(t *testing.T) {
 				if err := s.Close(); err != nil {
 					rt.Fatal(err)
 				}
-				s = open(t, dir, per)
+				s = reopen()
+			case 6:
+				if err := s.DropJournal(); err != nil {
+					rt.Fatal(err)
+				}
+			case 7: // a crash: only what was synced is left
+				crashed := fs.CrashClone(vfs.CrashCloneCfg{})
+				_ = s.Close()
+				fs = crashed
+				s = reopen()
 			}
 			for _, tag := range tags {
 				var want []Sample
@@ -275,4 +294,48 @@ func TestExtent(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("blocks only")
+}
+
+// TestReadsDuringCompaction: a read running beside appends, compactions
+// and journal drops sees every sample acknowledged before it began, in
+// order, each time once.
+func TestReadsDuringCompaction(t *testing.T) {
+	s := open(t, t.TempDir(), 8)
+	defer s.Close()
+	var acked atomic.Int64
+	done := make(chan error)
+	go func() {
+		var err error
+		for i := 0; i < 400 && err == nil; i++ {
+			err = s.Append(recs("t", i, 1, func(int) float64 { return float64(i) }))
+			acked.Store(int64(i + 1))
+			if err == nil && i%7 == 0 {
+				err = errors.Join(s.Compact("t", i%14 == 0), s.DropJournal())
+			}
+		}
+		done <- err
+	}()
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		n := acked.Load()
+		got := readAll(t, s, "t", math.MinInt64, math.MaxInt64)
+		if int64(len(got)) < n {
+			t.Fatalf("%d samples read, %d acknowledged before", len(got), n)
+		}
+		for i, x := range got {
+			if x.At != int64(i)*sec {
+				t.Fatalf("sample %d at %d", i, x.At)
+			}
+		}
+		if x, ok, err := s.Before("t", math.MaxInt64); n > 0 && (err != nil || !ok || x.At < (n-1)*sec) {
+			t.Fatalf("Before: %+v %v %v, %d acknowledged", x, ok, err, n)
+		}
+	}
 }

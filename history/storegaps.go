@@ -1,9 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -22,37 +24,21 @@ func (s *Store) Before(tag string, t int64) (Sample, bool, error) {
 	if s.closed {
 		return Sample{}, false, ErrClosed
 	}
+	var best Sample
+	found := false
+	// The head first (see Read): its last sample before t.
 	s.mu.Lock()
 	id, ok := s.ids[tag]
+	if ok {
+		h := s.tags[id].head
+		i, _ := slices.BinarySearchFunc(h, t, func(x Sample, t int64) int { return cmp.Compare(x.At, t) })
+		if i > 0 {
+			best, found = h[i-1], true
+		}
+	}
 	s.mu.Unlock()
 	if !ok {
 		return Sample{}, false, nil
-	}
-	var best Sample
-	found := false
-	// The head: its last key before t (of the candidates at one time, the
-	// last key is not the one kept, so the time's first key is read again).
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: headKey(id, math.MinInt64), UpperBound: headKey(id, t)})
-	if err != nil {
-		return Sample{}, false, err
-	}
-	if it.Last() {
-		x, err := headSample(it.Key(), it.Value())
-		if err != nil {
-			_ = it.Close()
-			return Sample{}, false, err
-		}
-		if it.SeekGE(headKey(id, x.At)) {
-			x, err = headSample(it.Key(), it.Value())
-		}
-		if err != nil {
-			_ = it.Close()
-			return Sample{}, false, err
-		}
-		best, found = x, true
-	}
-	if err := it.Close(); err != nil {
-		return Sample{}, false, err
 	}
 	// The blocks: the last one that starts before t holds the latest
 	// block sample before t (blocks do not overlap).
@@ -147,13 +133,15 @@ func (s *Store) gapBatch(gs []Gap, fn func(b *pebble.Batch, k []byte, g Gap) err
 	if s.closed {
 		return ErrClosed
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
 	var named []string
 	for _, g := range gs {
+		s.mu.Lock()
 		id, isNew, err := s.name(b, g.Tag)
+		s.mu.Unlock()
 		if isNew {
 			named = append(named, g.Tag)
 		}
@@ -161,19 +149,19 @@ func (s *Store) gapBatch(gs []Gap, fn func(b *pebble.Batch, k []byte, g Gap) err
 			err = fn(b, timeKey(kindGap, id, g.Start), g)
 		}
 		if err != nil {
-			s.forget(named)
+			s.forgetLocked(named)
 			return err
 		}
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		s.forget(named)
+		s.forgetLocked(named)
 		return fmt.Errorf("history: back-fill gaps: %w", err)
 	}
 	return nil
 }
 
 // name returns tag's id, naming it in b when the store does not know it
-// (named); mu must be held. The caller forgets a name given when b is not
+// (named); wmu and mu must be held. The caller forgets a name given when b is not
 // committed.
 func (s *Store) name(b *pebble.Batch, tag string) (id uint32, named bool, err error) {
 	if id, ok := s.ids[tag]; ok {

@@ -121,7 +121,7 @@ func (h *historyPlane) open() error {
 		return fmt.Errorf("history store (History:Path %s): back-fill gaps: %w", h.cfg.History.Path, err)
 	}
 	bf.SetPeers(h.peers)
-	h.store, h.rec, h.bf = s, history.NewRecorder(s, history.RecorderOptions{Logger: h.log}), bf
+	h.store, h.rec, h.bf = s, history.NewRecorder(s, history.RecorderOptions{MaxSize: int64(h.cfg.History.MaxSizeMiB) << 20, Logger: h.log}), bf
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.done.Add(2)

@@ -162,7 +162,7 @@ func TestHistoryOfARealDevice(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for _, want := range []string{"otopcua_history_tags 1", "otopcua_history_samples_dropped_total 0", "otopcua_history_samples_recorded_total "} {
+		for _, want := range []string{"otopcua_history_tags 1", "otopcua_history_samples_dropped_total 0", "otopcua_history_samples_recorded_total ", "otopcua_history_samples_removed_by_size_total 0"} {
 			if !strings.Contains(body, want) {
 				return fmt.Errorf("no %q in /metrics", want)
 			}
