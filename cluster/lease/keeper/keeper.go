@@ -2,6 +2,7 @@ package keeper
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/otopcua/otopcua/cluster/woken"
@@ -20,6 +21,7 @@ type Keeper struct {
 	// a split until then (the answer's request start + TTL): the set
 	// being whole in this node's eyes licenses nothing before it.
 	elsewhereUntil time.Time
+	elsewhere      string    // the holder that answer named
 	validUntil     time.Time // this node's grant licenses until then
 	renewedAt      time.Time // start of the last acquire or renewal (paces attempts)
 	busy           bool      // a Take, Renew or Release call runs
@@ -65,7 +67,7 @@ func (k *Keeper) Licence(now time.Time) gate.Licence {
 	}
 	return gate.LicenceOf(gate.LicenceInput{
 		LeaseMajority: true,
-		Whole:         k.whole(now) && !now.Before(k.elsewhereUntil),
+		Whole:         k.whole(now) && !k.heldElsewhere(now),
 		LeaseValid:    k.holder == k.cfg.Owner && now.Before(k.validUntil),
 		HoldLeft:      k.holdUntil.Sub(now),
 	})
@@ -181,7 +183,7 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 			effs = append(effs, Note{Kind: NoteLost, Peer: r.Holder, Epoch: r.Epoch})
 		}
 		k.holder, k.validUntil = r.Holder, time.Time{}
-		k.elsewhereUntil = r.Start.Add(k.cfg.TTL)
+		k.elsewhereUntil, k.elsewhere = r.Start.Add(k.cfg.TTL), r.Holder
 	default:
 		effs = append(effs, Note{Kind: NoteStoreSilent, Err: r.Err})
 	}
@@ -189,6 +191,28 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 		k.busy = false
 	}
 	return effs
+}
+
+// heldElsewhere reports whether another node held the lease at the store's
+// last answer to this node, less than a TTL ago, and may act on it: a
+// peer leaving gracefully never acts as Primary again (its lease is one it
+// took while this node was away, and it frees it or lets it run out), so
+// its hold fences nothing — the new Primary of a graceful hand-over is
+// not shown at 100 while the leaver's lease runs out.
+func (k *Keeper) heldElsewhere(now time.Time) bool {
+	if !now.Before(k.elsewhereUntil) {
+		return false
+	}
+	id, _, _ := strings.Cut(k.elsewhere, "#")
+	if _, leaving := k.leavers[id]; leaving {
+		return false
+	}
+	for _, p := range k.obs.Peers {
+		if p.ID == id && p.Leaving {
+			return false
+		}
+	}
+	return true
 }
 
 // lost reports whether effs say this node lost the lease it held.
