@@ -153,7 +153,11 @@ func TestConfigDBPostgresOutage(t *testing.T) {
 		if errors.Is(err, lease.ErrHeld) {
 			t.Fatalf("%s: a down database answered HeldError: %v", stop.name, err)
 		}
-		if took > stop.deadline+500*time.Millisecond {
+		// The bound is the caller's context, not a TCP timeout (minutes
+		// for a frozen server): 2 s of slack absorb a loaded machine's
+		// scheduling (1.55 s seen under -race at load 10) and still
+		// fail an Acquire that ignores its context.
+		if took > stop.deadline+2*time.Second {
 			t.Fatalf("%s: Acquire took %v, deadline %v", stop.name, took, stop.deadline)
 		}
 		t.Logf("%s: Acquire failed after %v: %v", stop.name, took, err)
