@@ -23,6 +23,9 @@ type UpstreamCondition struct {
 	// Severity is 1..1000.
 	Severity int
 	Message  string
+	// Comment and User are those of the last Acknowledge, Confirm or
+	// AddComment upstream (Comment, ClientUserId).
+	Comment, User string
 	// Time is the upstream event's Time.
 	Time time.Time
 	// EventID is the upstream EventId of its last event: what an

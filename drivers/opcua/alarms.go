@@ -38,6 +38,8 @@ const (
 	fActive
 	fAcked
 	fConfirmed
+	fComment
+	fClientUserID
 	nFields
 )
 
@@ -68,6 +70,8 @@ func eventFilter() *ua.EventFilter {
 	sel[fActive] = op(id.AlarmConditionType, v, "ActiveState", "Id")
 	sel[fAcked] = op(id.AcknowledgeableConditionType, v, "AckedState", "Id")
 	sel[fConfirmed] = op(id.AcknowledgeableConditionType, v, "ConfirmedState", "Id")
+	sel[fComment] = op(id.ConditionType, v, "Comment")
+	sel[fClientUserID] = op(id.ConditionType, v, "ClientUserId")
 	ofType := func(typ uint32) *ua.ContentFilterElement {
 		lit := &ua.LiteralOperand{Value: ua.MustVariant(ua.NewNumericNodeID(0, typ))}
 		return &ua.ContentFilterElement{FilterOperator: ua.FilterOperatorOfType, FilterOperands: []*ua.ExtensionObject{ua.NewExtensionObject(lit)}}
@@ -141,6 +145,10 @@ func parseEvent(f []*ua.Variant, tagOf func(*ua.NodeID) string) (drivers.Upstrea
 	c.Active, _ = value[bool](f[fActive])
 	acked, aok := value[bool](f[fAcked])
 	c.Acked = acked || !aok // not acknowledgeable: nothing to acknowledge
+	if m, ok := value[*ua.LocalizedText](f[fComment]); ok && m != nil {
+		c.Comment = m.Text
+	}
+	c.User, _ = value[string](f[fClientUserID])
 	confirmed, cok := value[bool](f[fConfirmed])
 	c.Confirmed = confirmed || !cok // ConfirmedState is optional
 	return c, evCondition
