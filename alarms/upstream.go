@@ -182,6 +182,7 @@ func (c *core) defineUpstream(name, device string, uc drivers.UpstreamCondition,
 	a.st.Condition = NewCondition(def.Severity, def.Message)
 	a.rec.TTL = int64(c.e.o.CreditTTL)
 	c.alarms[name] = a
+	c.e.o.Logger.Info("upstream condition mirrored", "alarm", name, "device", device, "source", source)
 	c.safely("Sink.Define", func() { c.e.o.Sink.Define(def) })
 	c.stamp(a, ChangeDefined, now)
 	return a

@@ -246,6 +246,7 @@ func (d *Driver) onEvents(batch []client.Notification) {
 			for _, c := range m.batch {
 				m.known[c.ID] = c
 			}
+			d.log.Info("opcua: upstream conditions refreshed", "retained", len(m.batch))
 			d.opts.OnConditions(drivers.ConditionUpdate{Device: d.dev.Name, Refresh: true, Conditions: m.batch})
 			m.batch = nil
 		case evCondition:
