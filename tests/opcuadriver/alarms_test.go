@@ -35,6 +35,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 	start := time.Now()
 	opts := map[string]any{"vars": 1, "periodMs": 500, "alarm": map[string]any{}}
 	up := nodescript.StartUpstream(t, opts)
+	t.Logf("%v: upstream started", time.Since(start).Round(time.Millisecond))
 	a, b, cfgA := startPair(t, "forward")
 	procs.Deploy(t, cfgA, doc(alarmDevice(up.URL)))
 	a.WaitDeployed(1)
@@ -56,6 +57,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 			return nil
 		})
 	}
+	t.Logf("%v: pair deployed", time.Since(start).Round(time.Millisecond))
 	ea, eb := ca.events(), cb.events()
 
 	// Active upstream → active here, on both nodes.
@@ -74,6 +76,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 		t.Fatalf("a's ConditionRefresh: %+v, want active, unacknowledged, source up/Level", ev)
 	}
 
+	t.Logf("%v: active on both", time.Since(start).Round(time.Millisecond))
 	// Acknowledge through the Primary: once upstream, acknowledged here.
 	if st := ca.acknowledge(cond, last["a"].eventID, "via a"); st != ua.StatusOK {
 		t.Fatalf("Acknowledge through the Primary: %v", st)
@@ -102,6 +105,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 		e.waitFor(t, cond, func(ev condEvent) bool { return ev.active && ev.acked })
 	}
 
+	t.Logf("%v: acks done", time.Since(start).Round(time.Millisecond))
 	// Active and unacknowledged once more; every transition in
 	// alarm_history once.
 	up.Send("alarm off")
@@ -110,6 +114,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 	want := []string{"active", "acked", "inactive", "active", "acked", "inactive", "active"}
 	checkHistory(t, cfgA, want)
 
+	t.Logf("%v: history checked", time.Since(start).Round(time.Millisecond))
 	// The upstream restarts with the alarm active: its ConditionRefresh
 	// says what we hold; no row. The next ack carries its new EventId.
 	opts["alarm"] = map[string]any{"active": true}
@@ -121,6 +126,7 @@ func TestUpstreamAlarmsOnAPair(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("%v: upstream restarted", time.Since(start).Round(time.Millisecond))
 	var ev condEvent
 	procs.CheckFor(t, 10*time.Second, 200*time.Millisecond, func() error {
 		ev = refreshed(t, a.Endpoint(), cond)
@@ -230,8 +236,8 @@ func checkHistory(t *testing.T, cfg map[string]any, want []string) {
 // condEvent is one condition event our client received.
 type condEvent struct {
 	condition, source, eventType string
-	eventID           []byte
-	active, acked     bool
+	eventID                      []byte
+	active, acked                bool
 }
 
 // Select clauses of eventMonitor's item.
