@@ -70,7 +70,9 @@ func TestParseEvent(t *testing.T) {
 		{"active, unacknowledged", fields(alarm(nil)), evCondition, base},
 		{"acknowledged", fields(alarm(map[int]any{fAcked: true})), evCondition, with(func(c *drivers.UpstreamCondition) { c.Acked = true })},
 		{"inactive, confirmed", fields(alarm(map[int]any{fActive: false, fAcked: true, fConfirmed: true, fRetain: false})), evCondition,
-			with(func(c *drivers.UpstreamCondition) { c.Active, c.Acked, c.Confirmed, c.Retain = false, true, true, false })},
+			with(func(c *drivers.UpstreamCondition) {
+				c.Active, c.Acked, c.Confirmed, c.Retain = false, true, true, false
+			})},
 		{"source not mirrored", fields(alarm(map[int]any{fSourceNode: ua.NewStringNodeID(2, "Pump")})), evCondition,
 			with(func(c *drivers.UpstreamCondition) { c.Tag = "" })},
 		{"no ConfirmedState: confirmed", fields(func() map[int]any { m := alarm(nil); delete(m, fConfirmed); return m }()), evCondition,
