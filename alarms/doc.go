@@ -87,10 +87,10 @@
 //     into telemetry's PrimaryGateDenied) as Gate and the pub/sub mediator
 //     as PubSub; link wrapperspb.BytesValue into the binary.
 //  4. Pass telemetry's Meter as Metrics.Meter.
-//  4a. Hand every device's condition updates to Upstream (it never
+//  5. Hand every device's condition updates to Upstream (it never
 //     blocks), and pass an Options.Upstream that reaches the device's
 //     driver.
-//  5. Call Stop before the actor system shuts down.
+//  6. Call Stop before the actor system shuts down.
 //
 // Concurrency: the engine's state lives on its actor goroutine; Sink and
 // OnTransition callbacks run there and must not block. Alerts and State
