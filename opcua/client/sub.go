@@ -105,6 +105,9 @@ func (s *userSub) deliverMessage(cn *conn, id uint32, at time.Time, msg *ua.Noti
 				s.deliverLocked(cn, at, it.ClientHandle, it.Value)
 			}
 		case *ua.EventNotificationList:
+			if s.host != cn {
+				continue // an event is delivered from the active server only (a Hot placement's would repeat it)
+			}
 			for _, ev := range n.Events {
 				s.deliverEventLocked(cn, at, ev)
 			}
