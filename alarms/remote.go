@@ -24,6 +24,9 @@ func (c *core) onAlert(t Transition) {
 	}
 	a := c.alarms[t.Alarm]
 	if a == nil {
+		a = c.upstreamOf(t) // an upstream condition this node's session has not reported yet
+	}
+	if a == nil {
 		return // not deployed here (yet, or any more)
 	}
 	if c.refreshRole() {

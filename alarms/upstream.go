@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -185,6 +186,25 @@ func (c *core) defineUpstream(name, device string, uc drivers.UpstreamCondition,
 	c.e.o.Logger.Info("upstream condition mirrored", "alarm", name, "device", device, "source", source)
 	c.safely("Sink.Define", func() { c.e.o.Sink.Define(def) })
 	c.stamp(a, ChangeDefined, now)
+	return a
+}
+
+// upstreamOf defines, in the rest state, the upstream condition a
+// transition of the Primary names when this node's own session has not
+// reported it yet, so that the transition is paired with this node's later
+// detection (a credit) instead of being lost. nil when t names no upstream
+// condition of a mirrored device (or a hashed name, whose ConditionId it
+// cannot tell).
+func (c *core) upstreamOf(t Transition) *alarm {
+	device, id, ok := strings.Cut(t.Alarm, "/")
+	if !ok || !c.upDevices[device] || strings.HasPrefix(id, "sha256:") || UpstreamName(device, id) != t.Alarm {
+		return nil
+	}
+	_, tag, _ := strings.Cut(t.Source, "/")
+	a := c.defineUpstream(t.Alarm, device, drivers.UpstreamCondition{ID: id, Tag: tag, Severity: t.Severity, Message: t.Message},
+		c.e.o.Clock.Now())
+	a.evaluated = true // the rest state is what this node holds: its next report is a detection
+	c.sortOrder()
 	return a
 }
 

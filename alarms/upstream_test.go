@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/gopcua/opcua/ua"
+	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/deployment"
 	"github.com/otopcua/otopcua/drivers"
+	"github.com/otopcua/otopcua/gate"
 )
 
 // upMethods records the methods the engine sends upstream.
@@ -68,16 +70,16 @@ func refresh(cs ...drivers.UpstreamCondition) drivers.ConditionUpdate {
 
 // upPair is pair with the opcua device applied and the upstream methods
 // recorded.
-func upPair(t *testing.T) (p, s *node, up *upMethods) {
+func upPair(t *testing.T) (p, s *node, up *upMethods, clock *clockwork.FakeClock) {
 	up = &upMethods{st: ua.StatusOK}
-	p, s, _, _ = pair(t, func(o *Options) { o.Upstream = up })
+	p, s, _, clock = pair(t, func(o *Options) { o.Upstream = up })
 	for _, n := range []*node{p, s} {
 		if err := n.e.Apply(upDoc(t, true)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	settle(t, p, s)
-	return p, s, up
+	return p, s, up, clock
 }
 
 func both(t *testing.T, u drivers.ConditionUpdate, nodes ...*node) {
@@ -89,7 +91,7 @@ func both(t *testing.T, u drivers.ConditionUpdate, nodes ...*node) {
 }
 
 func TestUpstreamConditionTransitionsOnce(t *testing.T) {
-	p, s, up := upPair(t)
+	p, s, up, _ := upPair(t)
 	name := UpstreamName("up", tankHigh)
 	if name != "up/ns=1;s=TankHigh" {
 		t.Fatalf("name %q", name)
@@ -118,7 +120,7 @@ func TestUpstreamConditionTransitionsOnce(t *testing.T) {
 }
 
 func TestUpstreamAcknowledgeGoesUpstreamFromThePrimary(t *testing.T) {
-	p, s, up := upPair(t)
+	p, s, up, _ := upPair(t)
 	name := UpstreamName("up", tankHigh)
 	both(t, upEvent(cond(true, false)), p, s)
 	if st := s.e.Acknowledge(name, nil, "seen", "alice"); st != ua.StatusBadInvalidState {
@@ -148,7 +150,7 @@ func TestUpstreamAcknowledgeGoesUpstreamFromThePrimary(t *testing.T) {
 }
 
 func TestUpstreamRefresh(t *testing.T) {
-	p, s, _ := upPair(t)
+	p, s, _, _ := upPair(t)
 	name := UpstreamName("up", tankHigh)
 	// The first refresh after start: the state without a transition.
 	both(t, refresh(cond(true, false)), p, s)
@@ -203,5 +205,32 @@ func TestUpstreamNameOfALongConditionID(t *testing.T) {
 	n := UpstreamName("dev", long)
 	if len(n) > maxUpstreamName || n != UpstreamName("dev", long) || n[:4] != "dev/" {
 		t.Fatalf("name %q", n)
+	}
+}
+
+// TestUpstreamPrimaryFirst: the Primary's session reports the condition
+// before the Secondary's: the Secondary defines it from the transition, and
+// its own later report is paired with it (no pending detection a failover
+// would publish again).
+func TestUpstreamPrimaryFirst(t *testing.T) {
+	p, s, _, clock := upPair(t)
+	name := UpstreamName("up", tankHigh)
+	both(t, upEvent(cond(true, false)), p)
+	settle(t, p, s)
+	if _, ok := s.e.State(name); !ok {
+		t.Fatal("the secondary did not define the condition from the Primary's transition")
+	}
+	both(t, upEvent(cond(true, false)), s)
+	settle(t, p, s)
+	if st, _ := s.e.State(name); !st.Active {
+		t.Fatalf("secondary %+v", st.Condition)
+	}
+	// The Secondary takes over: it has nothing pending to publish.
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, time.Second, s)
+	ps := kinds(s.transitions())
+	if want := []string{"active@p"}; !slices.Equal(ps, want) {
+		t.Fatalf("received %v, want %v (nothing republished)", ps, want)
 	}
 }
