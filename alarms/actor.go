@@ -68,6 +68,8 @@ func (a *engineActor) Receive(ctx actor.Context) {
 		ctx.Respond(c.op(m))
 	case eventMsg:
 		ctx.Respond(c.checkEvent(m))
+	case upstreamMsg:
+		c.onUpstream(m.u)
 	case roleTick:
 		c.onRoleTick()
 	case snapTick:

@@ -3,7 +3,6 @@ package alarms
 import (
 	"encoding/binary"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/gate"
 )
 
@@ -40,6 +40,13 @@ type core struct {
 	seqs        map[string]uint64
 	idPrefix    string // "<uid>/" of this node's TransitionIDs
 	incarnation string // the uid as 16 hex digits
+
+	// upDevices are the devices whose upstream conditions are mirrored
+	// (upstream.go); upPending the updates of other devices, held until
+	// an apply; upRefreshed the devices whose first refresh came.
+	upDevices   map[string]bool
+	upPending   []drivers.ConditionUpdate
+	upRefreshed map[string]bool
 
 	roleTimer, snapTimer clockwork.Timer
 	unsubs               []func()
@@ -69,6 +76,9 @@ type alarm struct {
 	events [][]byte
 	// inputs are the watched tags of ca.Refs, in order.
 	inputs []*tagState
+	// up is the upstream condition the alarm mirrors; nil for a deployed
+	// alarm (then ca is set).
+	up *upstream
 }
 
 const maxEventIDs = 16
@@ -86,7 +96,7 @@ func newCore(e *Engine) *core {
 	return &core{
 		e: e, alarms: map[string]*alarm{}, tags: map[string]*tagState{}, env: deployment.Env{}, seqs: map[string]uint64{},
 		idPrefix: fmt.Sprintf("%016x/", e.o.UID), incarnation: fmt.Sprintf("%016x", e.o.UID),
-		otherPrimary: map[string]bool{},
+		otherPrimary: map[string]bool{}, upDevices: map[string]bool{}, upRefreshed: map[string]bool{},
 	}
 }
 
@@ -137,7 +147,7 @@ func (c *core) apply(doc *deployment.Document, compiled []*deployment.CompiledAl
 		want[ca.Alarm.Name] = ca
 	}
 	for _, name := range c.order {
-		if want[name] == nil {
+		if want[name] == nil && c.alarms[name].up == nil {
 			c.e.view.remove(name)
 			c.safely("Sink.Remove", func() { c.e.o.Sink.Remove(name) })
 			delete(c.alarms, name)
@@ -154,11 +164,8 @@ func (c *core) apply(doc *deployment.Document, compiled []*deployment.CompiledAl
 			c.redefine(a, ca, doc, now)
 		}
 	}
-	c.order = c.order[:0]
-	for name := range c.alarms {
-		c.order = append(c.order, name)
-	}
-	sort.Strings(c.order)
+	c.sortOrder()
+	c.applyUpstream(doc)
 	c.watch()
 	for _, a := range fresh {
 		c.evaluate(a, now)
@@ -212,6 +219,9 @@ func (c *core) creditTTL(ca *deployment.CompiledAlarm, doc *deployment.Document)
 func (c *core) watch() {
 	need := map[string]deployment.TagRef{}
 	for _, a := range c.alarms {
+		if a.ca == nil {
+			continue // an upstream condition reads no tag
+		}
 		for _, r := range a.ca.Refs {
 			need[r.Key()] = r
 		}
@@ -238,6 +248,9 @@ func (c *core) watch() {
 	for _, name := range c.order {
 		a := c.alarms[name]
 		a.inputs = a.inputs[:0]
+		if a.ca == nil {
+			continue
+		}
 		for _, r := range a.ca.Refs {
 			ts := c.tags[r.Key()]
 			ts.alarms = append(ts.alarms, a)
@@ -283,7 +296,7 @@ func isGood(s ua.StatusCode) bool { return s&0x80000000 == 0 }
 // evaluate runs one alarm's condition on the current readings and applies
 // the result; at is the time of the reading that caused it.
 func (c *core) evaluate(a *alarm, at time.Time) {
-	if !a.st.Enabled {
+	if !a.st.Enabled || a.ca == nil { // an upstream condition is not evaluated
 		return
 	}
 	for _, ts := range a.inputs {

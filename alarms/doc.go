@@ -20,6 +20,15 @@
 //     watches the tags they read, evaluates an alarm on every reading of
 //     one of them, and talks to the cluster through PubSub.
 //
+// Inputs: the tags a scripted alarm's condition reads (ValueSource), and
+// the conditions of upstream OPC UA servers (Engine.Upstream, upstream.go:
+// an opcua device with "alarms"). An upstream condition is an alarm named
+// "<device>/<ConditionId>" (UpstreamName) that is not evaluated: its
+// ActiveState changes are detections that go through the same chain; its
+// acknowledgements come from the upstream on every node and are published
+// by the Primary; Acknowledge and Confirm on it are sent upstream
+// (Options.Upstream) by the Primary, off the actor.
+//
 // The exactly-once chain:
 //
 //  1. Evaluation. A reading of a tag evaluates the alarms that read it. An
@@ -78,7 +87,10 @@
 //     into telemetry's PrimaryGateDenied) as Gate and the pub/sub mediator
 //     as PubSub; link wrapperspb.BytesValue into the binary.
 //  4. Pass telemetry's Meter as Metrics.Meter.
-//  5. Call Stop before the actor system shuts down.
+//  5. Hand every device's condition updates to Upstream (it never
+//     blocks), and pass an Options.Upstream that reaches the device's
+//     driver.
+//  6. Call Stop before the actor system shuts down.
 //
 // Concurrency: the engine's state lives on its actor goroutine; Sink and
 // OnTransition callbacks run there and must not block. Alerts and State

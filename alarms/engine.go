@@ -114,6 +114,10 @@ type Options struct {
 	CreditTTL time.Duration
 	// AskTimeout bounds Apply and the methods. Default 5 s.
 	AskTimeout time.Duration
+	// Upstream sends Acknowledge and Confirm of an upstream condition
+	// (Engine.Upstream) back to its device. Default nil: they answer
+	// BadNotSupported.
+	Upstream UpstreamMethods
 }
 
 func (o *Options) defaults() error {
@@ -278,12 +282,22 @@ func (e *Engine) CheckEvent(name string, eventID []byte) ua.StatusCode {
 }
 
 func (e *Engine) call(kind Kind, name string, eventID []byte, comment, user string) ua.StatusCode {
-	st, err := actors.Ask[ua.StatusCode](e.o.Root, e.pid,
+	res, err := actors.Ask[opResult](e.o.Root, e.pid,
 		opMsg{kind: kind, name: name, eventID: append([]byte(nil), eventID...), comment: comment, user: user}, e.o.AskTimeout)
 	if err != nil {
 		e.o.Logger.Warn("alarm method not answered", "alarm", name, "method", string(kind), "err", err)
 		return ua.StatusBadTimeout
 	}
+	if res.up == nil {
+		return res.status
+	}
+	if e.o.Upstream == nil {
+		return ua.StatusBadNotSupported
+	}
+	// An upstream condition's Acknowledge or Confirm: the upstream
+	// decides; its event brings the new state to every node.
+	st := e.o.Upstream.AckCondition(res.up.device, res.up.id, res.up.confirm, comment)
+	e.o.Logger.Info("alarm method sent upstream", "alarm", name, "method", string(kind), "user", user, "status", statusName(st))
 	return st
 }
 

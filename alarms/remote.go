@@ -24,6 +24,9 @@ func (c *core) onAlert(t Transition) {
 	}
 	a := c.alarms[t.Alarm]
 	if a == nil {
+		a = c.upstreamOf(t) // an upstream condition this node's session has not reported yet
+	}
+	if a == nil {
 		return // not deployed here (yet, or any more)
 	}
 	if c.refreshRole() {
@@ -83,22 +86,39 @@ func (c *core) onSnapshot(s StateSnapshot) {
 
 // op is a method call (Acknowledge, Confirm, Enable, Disable, AddComment)
 // on the actor.
-func (c *core) op(m opMsg) ua.StatusCode {
+func (c *core) op(m opMsg) opResult {
 	if d := c.e.o.Gate.Check(gate.SiteAck); !c.take(d) {
 		c.e.o.Logger.Debug("alarm method refused", "alarm", m.name, "method", string(m.kind), "user", m.user, "reason", d.Reason.String())
-		return ua.StatusBadInvalidState
+		return opResult{status: ua.StatusBadInvalidState}
 	}
 	a := c.alarms[m.name]
 	if a == nil {
-		return ua.StatusBadNodeIDUnknown
+		return opResult{status: ua.StatusBadNodeIDUnknown}
 	}
-	now := c.e.o.Clock.Now()
 	switch m.kind {
 	case KindAcked, KindConfirmed, KindComment:
 		if len(m.eventID) > 0 && !a.knowsEvent(m.eventID) {
-			return ua.StatusBadEventIDUnknown
+			return opResult{status: ua.StatusBadEventIDUnknown}
 		}
 	}
+	if a.up != nil {
+		if r, ok := c.upstreamOp(a, m); ok {
+			return r
+		}
+	}
+	return opResult{status: c.localOp(a, m)}
+}
+
+// opResult is an op's answer: a status, or (up set) a method the caller
+// sends upstream.
+type opResult struct {
+	status ua.StatusCode
+	up     *upCall
+}
+
+// localOp is an op the engine answers itself.
+func (c *core) localOp(a *alarm, m opMsg) ua.StatusCode {
+	now := c.e.o.Clock.Now()
 	var st ua.StatusCode
 	switch m.kind {
 	case KindAcked:

@@ -16,6 +16,11 @@ type Definition struct {
 	Condition                       string
 	Severity                        int
 	Message                         string
+	// Upstream, when not empty, is the upstream ConditionId the alarm
+	// mirrors (an opcua device with "alarms"): SourceDevice is that
+	// device, SourceTag the tag mirroring the condition's SourceNode ("":
+	// none; the source is the device folder), Condition "upstream <id>".
+	Upstream string
 }
 
 func definitionOf(name, source, condition string, severity int, message string) Definition {

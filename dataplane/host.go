@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
 	"github.com/otopcua/otopcua/actors"
@@ -67,8 +68,11 @@ type HostOptions struct {
 	// node's certificate and PKI for secured upstream channels. nil:
 	// devices with security cannot connect.
 	Identity *drivers.Identity
-	Clock    clockwork.Clock
-	Logger   *slog.Logger
+	// OnConditions receives the upstream conditions of every device that
+	// mirrors them (drivers.Options.OnConditions). nil: none.
+	OnConditions drivers.ConditionSink
+	Clock        clockwork.Clock
+	Logger       *slog.Logger
 }
 
 // Host is the driver host: an actor with one child per device of the
@@ -190,6 +194,24 @@ func statusOf(def deployment.Device, hl drivers.Health, st drivers.Stats, now ti
 	return ds
 }
 
+// AckCondition sends Acknowledge (Confirm when confirm) of condition id
+// to device's driver (drivers.ConditionMethods) and returns its status:
+// BadNodeIdUnknown when no applied device of that name mirrors
+// conditions. It blocks up to the device's timeout; any goroutine.
+func (h *Host) AckCondition(device, id string, confirm bool, comment string) ua.StatusCode {
+	h.mu.Lock()
+	d := h.devices[device]
+	h.mu.Unlock()
+	if d == nil {
+		return ua.StatusBadNodeIDUnknown
+	}
+	cm, ok := d.driver.(drivers.ConditionMethods)
+	if !ok {
+		return ua.StatusBadNodeIDUnknown
+	}
+	return cm.AckCondition(context.Background(), id, confirm, comment)
+}
+
 // Stats returns each applied device's counters, by name.
 func (h *Host) Stats() map[string]drivers.Stats {
 	h.mu.Lock()
@@ -234,7 +256,7 @@ func (a *hostActor) apply(ctx actor.Context, doc *deployment.Document) (ApplyRep
 	for _, def := range doc.Devices {
 		d := h.devices[def.Name]
 		if d == nil {
-			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger, Identity: h.o.Identity})
+			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger, Identity: h.o.Identity, OnConditions: h.o.OnConditions})
 			if err != nil {
 				failed = append(failed, err)
 				continue

@@ -86,9 +86,10 @@ var (
 	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, opcuaDeviceFields, historyFields, []string{"tags"})
 	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "samplingInterval", "deadband"}
 
-	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval"}
+	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval", "alarms"}
 	tagFields         = slices.Concat(tagDataFields, historyFields)
 	alarmFields       = []string{"name", "source", "condition", "severity", "message"}
+	upAlarmFields     = []string{"source", "max"}
 )
 
 func (d *decoder) document(n *node) *Document {
@@ -151,6 +152,8 @@ func (d *decoder) device(n *node, p string, dev *Device) {
 			d.str(v, fp, &dev.PasswordEnv, acceptPasswordEnv)
 		case "publishingInterval":
 			d.duration(v, fp, &dev.PublishingInterval, acceptPublishingInterval)
+		case "alarms":
+			d.upstreamAlarms(v, fp, &dev.Alarms)
 		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
 			d.history(key, v, fp, &dev.History)
 		case "tags":
@@ -262,6 +265,38 @@ func (d *decoder) alarm(n *node, p string, a *Alarm) {
 			}
 		case "message":
 			d.str(v, fp, &a.Message, "accepted values are text")
+		}
+	})
+}
+
+// upstreamAlarms reads an opcua device's "alarms": true (the defaults),
+// false (off) or an object {source, max}.
+func (d *decoder) upstreamAlarms(n *node, p string, dst **UpstreamAlarms) {
+	switch n.kind {
+	case kindBool:
+		if n.boolean {
+			*dst = &UpstreamAlarms{}
+		}
+		d.o.written[p] = d.raw(n)
+		return
+	case kindObject:
+	default:
+		d.fail(p, n, acceptUpstreamAlarms)
+		return
+	}
+	a := &UpstreamAlarms{}
+	*dst = a
+	d.o.written[p] = d.raw(n)
+	d.members(n, p, upAlarmFields, func(key string, v *node, fp string) {
+		switch key {
+		case "source":
+			d.str(v, fp, &a.Source, acceptNodeID)
+		case "max":
+			var m *int
+			d.intPtr(v, fp, &m, acceptUpstreamAlarmsMax)
+			if m != nil {
+				a.Max = *m
+			}
 		}
 	})
 }

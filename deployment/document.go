@@ -113,6 +113,10 @@ type Device struct {
 	// PublishingInterval is an opcua device's upstream subscription
 	// publishing interval. Default DefaultPublishingInterval.
 	PublishingInterval Duration `json:"publishingInterval,omitempty"`
+	// Alarms, on an opcua device, mirrors the upstream's alarms and
+	// conditions (Part 9 condition events) as conditions of the pair:
+	// written true or as an object. Default nil: not mirrored.
+	Alarms *UpstreamAlarms `json:"alarms,omitempty"`
 	// UnitId is the Modbus unit (slave) id, 0–255. Default 1.
 	UnitId *int `json:"unitId,omitempty"`
 	// PollInterval is how often the tags are read. Default 1 s.
@@ -124,6 +128,41 @@ type Device struct {
 	History
 	// Tags are the device's values.
 	Tags []Tag `json:"tags"`
+}
+
+// UpstreamAlarms is an opcua device's opt-in to the upstream's conditions
+// ("alarms": true is the zero value).
+type UpstreamAlarms struct {
+	// Source is the upstream notifier whose events are monitored: a NodeId
+	// as a tag's nodeId. Default "" = the Server object (ns=0;i=2253),
+	// which reports every condition of the upstream.
+	Source string `json:"source,omitempty"`
+	// Max bounds the upstream conditions mirrored (1..MaxUpstreamAlarms);
+	// beyond it a new condition is left out and logged. Default 0 =
+	// DefaultUpstreamAlarms.
+	Max int `json:"max,omitempty"`
+}
+
+// Bounds of UpstreamAlarms.Max.
+const (
+	DefaultUpstreamAlarms = 1000
+	MaxUpstreamAlarms     = 10000
+)
+
+// EffectiveMax is Max or its default.
+func (a *UpstreamAlarms) EffectiveMax() int {
+	if a == nil || a.Max <= 0 {
+		return DefaultUpstreamAlarms
+	}
+	return a.Max
+}
+
+// EffectiveSource is Source or the Server object's NodeId.
+func (a *UpstreamAlarms) EffectiveSource() string {
+	if a == nil || a.Source == "" {
+		return "i=2253"
+	}
+	return a.Source
 }
 
 // Register tables accepted by Tag.Table (Modbus).

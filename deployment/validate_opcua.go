@@ -29,6 +29,8 @@ const (
 	acceptPasswordWithUser   = "accepted only with username (the password of that user); remove it, or add username"
 	acceptUserNeedsPassword  = "accepted with passwordEnv naming the environment variable that holds the password on each node"
 	acceptBoolDeadbandUA     = "accepted only for numeric tags; remove it for a bool tag"
+	acceptUpstreamAlarms     = "accepted values are true (the upstream's conditions, reported by its Server object), false, or {\"source\": <upstream NodeId of the notifier>, \"max\": <1..10000, default 1000>}"
+	acceptUpstreamAlarmsMax  = "accepted values are whole numbers 1..10000: the most upstream conditions mirrored (default 1000)"
 )
 
 // maxUsernameLen is the longest upstream user name.
@@ -99,6 +101,23 @@ func (v *validator) opcuaDevice(d *Device, p string) {
 	if fp := p + ".publishingInterval"; v.enter(fp) && v.set(fp, d.PublishingInterval != 0) && d.PublishingInterval.Std() < MinPublishingInterval {
 		v.add(fp, d.PublishingInterval, acceptPublishingInterval)
 	}
+	v.upstreamAlarms(d.Alarms, p+".alarms")
+}
+
+// upstreamAlarms checks an opcua device's "alarms": the notifier's NodeId
+// and the bound.
+func (v *validator) upstreamAlarms(a *UpstreamAlarms, p string) {
+	if !v.object(p) || a == nil {
+		return
+	}
+	if fp := p + ".source"; v.enter(fp) && v.set(fp, a.Source != "") {
+		if _, err := ParseNodeRef(a.Source); err != nil {
+			v.add(fp, a.Source, acceptNodeID+"; "+err.Error())
+		}
+	}
+	if fp := p + ".max"; v.enter(fp) && v.set(fp, a.Max != 0) && (a.Max < 1 || a.Max > MaxUpstreamAlarms) {
+		v.add(fp, a.Max, acceptUpstreamAlarmsMax)
+	}
 }
 
 // notOPCUADevice refuses the opcua fields on another driver's device.
@@ -112,6 +131,9 @@ func (v *validator) notOPCUADevice(d *Device, p string) {
 	v.refuse(p+".username", d.Username, d.Username != "", onlyOPCUADevice)
 	v.refuse(p+".passwordEnv", d.PasswordEnv, d.PasswordEnv != "", onlyOPCUADevice)
 	v.refuse(p+".publishingInterval", d.PublishingInterval, d.PublishingInterval != 0, onlyOPCUADevice)
+	if fp := p + ".alarms"; v.enter(fp) && v.set(fp, d.Alarms != nil) && d.Alarms != nil {
+		v.add(fp, "", onlyOPCUADevice)
+	}
 }
 
 // opcuaTag checks a tag of an opcua device: an upstream nodeId and a

@@ -187,6 +187,10 @@ type Options struct {
 	// Getenv reads the environment (an opcua device's passwordEnv).
 	// Default os.Getenv.
 	Getenv func(string) string
+	// OnConditions receives the conditions of a device that mirrors its
+	// upstream's ("alarms" of an opcua device). Default nil: none are
+	// reported.
+	OnConditions ConditionSink
 }
 
 // Identity is what a driver needs to open a secured channel: the node's

@@ -40,7 +40,7 @@ type alarmPlane struct {
 // historian. Deployments reach the engine through apply.
 func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space *dataplane.Space, db *configdb.DB,
 	local *localdb.DB, g *gate.Guard, med *pubsub.Mediator, self uint64, metrics *telemetry.Metrics,
-	logger *slog.Logger, fwd *forwarding, newer *newerEpochs, silent bool) (*alarmPlane, error) {
+	logger *slog.Logger, fwd *forwarding, newer *newerEpochs, silent bool, up alarms.UpstreamMethods) (*alarmPlane, error) {
 	ap := &alarmPlane{}
 	act := &conditionActions{g: g, fwd: fwd}
 	ap.conds = conditions.NewManager(srv, act)
@@ -50,6 +50,9 @@ func startAlarms(cfg *config.Config, tree *actors.Tree, srv *opcua.Server, space
 		Sink:    conditionSink{m: ap.conds, space: space, log: logger},
 		Logger:  logger.With("component", "alarms"),
 		Metrics: alarms.Metrics{Meter: metrics.Meter()},
+		// Acknowledge and Confirm of an upstream condition go back to
+		// its device (the Primary's driver host).
+		Upstream: up,
 	})
 	if err != nil {
 		ap.conds.Close()
@@ -184,6 +187,10 @@ type conditionSink struct {
 	log   *slog.Logger
 }
 
+// An upstream condition (d.Upstream) is ns=N;s=<alarm name> =
+// <device>/<upstream ConditionId>, under the device folder; its
+// SourceNode is the tag mirroring the upstream SourceNode, else the
+// device folder.
 func (s conditionSink) Define(d alarms.Definition) {
 	spec := conditions.Spec{
 		Name:       d.Name,
@@ -193,6 +200,12 @@ func (s conditionSink) Define(d alarms.Definition) {
 		SourceName: d.Source,
 		Severity:   uint16(d.Severity),
 		Message:    d.Message,
+	}
+	if d.Upstream != "" {
+		spec.NodeID = ua.NewStringNodeID(s.space.Namespace(), d.Name)
+		if d.SourceTag == "" {
+			spec.SourceNode = s.space.DeviceNodeID(d.SourceDevice)
+		}
 	}
 	err := s.m.Define(spec)
 	if errors.Is(err, conditions.ErrConflict) {

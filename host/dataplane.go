@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/otopcua/otopcua/actors"
+	"github.com/otopcua/otopcua/alarms"
 	"github.com/otopcua/otopcua/cluster/membership"
 	"github.com/otopcua/otopcua/cluster/pubsub"
 	"github.com/otopcua/otopcua/config"
@@ -76,6 +78,7 @@ type dataPlaneWiring struct {
 	writes *dataplane.Writes
 	fwd    *forwarding // serves peers' forwarded requests; sends under OpcUa:WriteMode forward; nil without a cluster
 	dm     *dataplane.Metrics
+	engine atomic.Pointer[alarms.Engine] // the alarm engine, once started: where the devices' upstream conditions go
 }
 
 // startDataPlane starts the driver host and follows the ClusterId's
@@ -159,7 +162,14 @@ func (w *dataPlaneWiring) newHistory() (func() error, error) {
 
 func (w *dataPlaneWiring) startHost() (func() error, error) {
 	host, err := dataplane.StartHost(dataplane.HostOptions{Root: w.tree.Root(), Parent: w.tree, Space: w.dp.space, Writes: w.writes,
-		OnPoll: w.dm.OnPoll, OnReadings: w.dp.hist.offer, Identity: w.identity, Logger: w.log})
+		OnPoll: w.dm.OnPoll, OnReadings: w.dp.hist.offer, Identity: w.identity, Logger: w.log,
+		// The engine starts after the host, before any device (the
+		// follower applies the first deployment later).
+		OnConditions: func(u drivers.ConditionUpdate) {
+			if e := w.engine.Load(); e != nil {
+				e.Upstream(u)
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +202,11 @@ func (w *dataPlaneWiring) startReplication() (func() error, error) {
 }
 
 func (w *dataPlaneWiring) startAlarms() (func() error, error) {
-	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd, w.newer, w.mut.HistorianSilent)
+	ap, err := startAlarms(w.cfg, w.tree, w.srv, w.dp.space, w.db, w.dp.cache, w.guard, w.med, w.self, w.metrics, w.log, w.fwd, w.newer, w.mut.HistorianSilent, w.dp.host)
 	if err != nil {
 		return nil, fmt.Errorf("alarms: %w", err)
 	}
+	w.engine.Store(ap.engine)
 	w.dp.alarms = ap
 	return quiet(ap.stop), nil
 }

@@ -55,6 +55,20 @@
 // device or our clients. A write is sent once and waits at most the
 // device's timeout.
 //
+// # Upstream conditions
+//
+// A device with "alarms" (deployment.UpstreamAlarms) also mirrors the
+// upstream's Part 9 conditions (alarms.go): one event item on the notifier
+// (default the Server object) in the same subscription, its filter
+// selecting the condition fields of ConditionType and its subtypes and the
+// RefreshStart/RefreshEnd events; a ConditionRefresh after every subscribe
+// and every failover that kept the subscription. A refresh is reported to
+// Options.OnConditions once, whole, at its RefreshEnd; every other
+// condition event (the trunk only: a branch is left out) at once. At most
+// alarms.max conditions are kept (a new one beyond is left out and logged
+// once per refresh). AckCondition calls Acknowledge or Confirm upstream
+// with the condition's last EventId, once, within the device's timeout.
+//
 // # Duties of the caller
 //
 //  1. Run the driver's Run on a goroutine of its own (dataplane.Host
@@ -63,4 +77,6 @@
 //     drivers.StatusOf: the upstream's own status is returned as a
 //     *drivers.StatusError.
 //  3. Close to end the upstream session; Close never blocks.
+//  4. With "alarms": pass Options.OnConditions (it must not block) and
+//     send condition methods only from the Primary (AckCondition).
 package opcua

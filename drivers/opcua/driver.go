@@ -46,6 +46,8 @@ type Driver struct {
 	closing   chan struct{}
 	recheck   chan struct{}  // a failover re-created the subscription: check the tags again (capacity 1)
 	problemed map[int]string // tags refused at the last connect, and why
+
+	conds condMirror // the upstream's conditions (alarms.go); its own lock
 }
 
 var _ drivers.Pusher = (*Driver)(nil)
@@ -291,6 +293,14 @@ func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 	d.setStateLocked(drivers.StateConnected, nil)
 	d.mu.Unlock()
 	d.log.Info("opcua: upstream connected", "server", cl.Active().String(), "tags", len(items), "refused", len(d.dev.Tags)-len(items))
+	if d.alarmsOn() {
+		ev, err := d.eventItem(ctx, cl)
+		if err != nil {
+			d.log.Error("opcua: the upstream's conditions are not mirrored", "err", err)
+		} else {
+			items, handles = append(items, ev), append(handles, eventHandle)
+		}
+	}
 	if len(items) == 0 {
 		<-ctx.Done()
 		return ctx.Err()
@@ -298,6 +308,9 @@ func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 	sub, err := cl.SubscribeItems(ctx, items, d.dev.EffectivePublishingInterval())
 	if err != nil {
 		return fmt.Errorf("%w: subscribe: %w", drivers.ErrCommunication, err)
+	}
+	if d.alarmsOn() {
+		d.startConditions(ctx, cl, sub)
 	}
 	d.pump(ctx, sub.Notifications(), handles, sink, items)
 	return ctx.Err()
@@ -399,6 +412,11 @@ func (d *Driver) onEvent(ev client.Event, sink drivers.ChangeSink) {
 			case d.recheck <- struct{}{}:
 			default:
 			}
+		} else if d.alarmsOn() {
+			d.mu.Lock()
+			cl := d.cl
+			d.mu.Unlock()
+			go d.refreshConditions(context.Background(), cl) // the upstream's retained conditions, again
 		}
 	}
 }

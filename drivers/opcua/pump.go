@@ -17,6 +17,9 @@ import (
 // that upstream's Publish loop when full, never another device).
 const maxBatch = 1024
 
+// eventHandle is the handle of the event item (alarms.go) among the tags'.
+const eventHandle = -1
+
 // pump hands the subscription's notifications to sink until the channel
 // closes or ctx is done. handles maps each subscribed NodeId (as
 // subscribed) to its tag.
@@ -56,6 +59,12 @@ func (d *Driver) pump(ctx context.Context, ch <-chan client.Notification, handle
 // apply stores one batch of notifications in the readings and reports
 // the changes.
 func (d *Driver) apply(batch []client.Notification, byNode map[*ua.NodeID]int, sink drivers.ChangeSink) {
+	var events []client.Notification
+	defer func() {
+		if len(events) > 0 {
+			d.onEvents(events) // after sinkMu: the conditions have their own lock
+		}
+	}()
 	d.sinkMu.Lock()
 	defer d.sinkMu.Unlock()
 	changes := make([]drivers.Change, 0, len(batch))
@@ -63,6 +72,10 @@ func (d *Driver) apply(batch []client.Notification, byNode map[*ua.NodeID]int, s
 	d.mu.Lock()
 	for _, n := range batch {
 		i, ok := byNode[n.Node]
+		if ok && i == eventHandle {
+			events = append(events, n)
+			continue
+		}
 		if !ok || n.Value == nil {
 			continue
 		}

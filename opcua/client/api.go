@@ -186,8 +186,12 @@ type Notification struct {
 	At time.Time
 	// Node is the node as subscribed.
 	Node *ua.NodeID
-	// Value is the value, status and timestamps the server sent.
+	// Value is the value, status and timestamps the server sent; nil for
+	// an event (a refused event item carries the refusal's status here).
 	Value *ua.DataValue
+	// Event is an event's fields, in the order of the item's select
+	// clauses (Item.Events); nil for a data change.
+	Event []*ua.Variant
 	// Server is the server that sent it.
 	Server ServerRef
 }

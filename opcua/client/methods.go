@@ -305,6 +305,34 @@ type Item struct {
 	// Deadband, when above 0, is an absolute deadband: a DataChangeFilter
 	// (StatusValue) on the item.
 	Deadband float64
+	// Events, when set, makes the item an event item: Node's
+	// EventNotifier is monitored with this filter, and each event arrives
+	// as a Notification with Event set (Sampling and Deadband are not
+	// used). Its queue is EventQueueSize.
+	Events *ua.EventFilter
+}
+
+// EventQueueSize is the queue size of an event item: the events that wait
+// upstream between two Publish responses or during a break.
+const EventQueueSize = 1000
+
+// Call calls methods on the active server, once (a method is never
+// called twice: a connection lost under it is the caller's to judge). The
+// results are the server's, one per request.
+func (c *Client) Call(ctx context.Context, methods ...*ua.CallMethodRequest) ([]*ua.CallMethodResult, error) {
+	var out []*ua.CallMethodResult
+	err := c.do(ctx, false, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.CallRequest{MethodsToCall: methods})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.CallResponse).Results
+		if len(out) != len(methods) {
+			return fmt.Errorf("Call: %d results for %d methods", len(out), len(methods))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // SubscribeItems is Subscribe with each node's own sampling interval and

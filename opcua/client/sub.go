@@ -62,6 +62,14 @@ type Subscription struct{ s *userSub }
 // closed by Client.Close.
 func (s *Subscription) Notifications() <-chan Notification { return s.s.out }
 
+// ID is the subscription's id at the active server (0 before it is
+// created there): what ConditionRefresh names.
+func (s *Subscription) ID() uint32 {
+	s.s.mu.Lock()
+	defer s.s.mu.Unlock()
+	return s.s.id
+}
+
 // accepts reports whether a notification from cn is the application's:
 // from the active server's subscription, or in a Hot mode from any
 // server's. mu must be held.
@@ -91,13 +99,35 @@ func (s *userSub) deliverMessage(cn *conn, id uint32, at time.Time, msg *ua.Noti
 		}
 	}
 	for _, eo := range msg.NotificationData {
-		dc, ok := eo.Value.(*ua.DataChangeNotification)
-		if !ok {
-			continue
+		switch n := eo.Value.(type) {
+		case *ua.DataChangeNotification:
+			for _, it := range n.MonitoredItems {
+				s.deliverLocked(cn, at, it.ClientHandle, it.Value)
+			}
+		case *ua.EventNotificationList:
+			if s.host != cn {
+				continue // an event is delivered from the active server only (a Hot placement's would repeat it)
+			}
+			for _, ev := range n.Events {
+				s.deliverEventLocked(cn, at, ev)
+			}
 		}
-		for _, it := range dc.MonitoredItems {
-			s.deliverLocked(cn, at, it.ClientHandle, it.Value)
-		}
+	}
+}
+
+// deliverEventLocked sends one event of an event item (never
+// de-duplicated: an event is not a sample). mu must be held.
+func (s *userSub) deliverEventLocked(cn *conn, at time.Time, ev *ua.EventFieldList) {
+	if ev == nil || int(ev.ClientHandle) >= len(s.nodes) {
+		return
+	}
+	fields := ev.EventFields
+	if fields == nil {
+		fields = []*ua.Variant{}
+	}
+	select {
+	case s.out <- Notification{At: at, Node: s.nodes[ev.ClientHandle], Event: fields, Server: ServerRef{URI: cn.uri, URL: cn.url}}:
+	case <-s.c.ctx.Done():
 	}
 }
 
@@ -357,12 +387,16 @@ func (s *userSub) create(ctx context.Context, cn *conn, mode ua.MonitoringMode, 
 	items := make([]*ua.MonitoredItemCreateRequest, len(s.nodes))
 	for i, n := range s.nodes {
 		sampling, filter := s.itemParams(i)
+		attr, q := ua.AttributeIDValue, queue
+		if i < len(s.itemSpec) && s.itemSpec[i].Events != nil {
+			attr, q = ua.AttributeIDEventNotifier, EventQueueSize
+		}
 		items[i] = &ua.MonitoredItemCreateRequest{
-			ItemToMonitor:  &ua.ReadValueID{NodeID: n, AttributeID: ua.AttributeIDValue, DataEncoding: &ua.QualifiedName{}},
+			ItemToMonitor:  &ua.ReadValueID{NodeID: n, AttributeID: attr, DataEncoding: &ua.QualifiedName{}},
 			MonitoringMode: mode,
 			RequestedParameters: &ua.MonitoringParameters{
 				ClientHandle: uint32(i), SamplingInterval: sampling,
-				QueueSize: queue, DiscardOldest: true, Filter: filter,
+				QueueSize: q, DiscardOldest: true, Filter: filter,
 			},
 		}
 	}
@@ -403,6 +437,9 @@ func (s *userSub) itemParams(i int) (float64, *ua.ExtensionObject) {
 		return float64(s.sampling) / float64(time.Millisecond), ua.NewExtensionObject(nil)
 	}
 	it := s.itemSpec[i]
+	if it.Events != nil {
+		return 0, ua.NewExtensionObject(it.Events)
+	}
 	ms := float64(it.Sampling) / float64(time.Millisecond)
 	if it.Sampling < 0 {
 		ms = -1

@@ -16,6 +16,9 @@
 //   floodEvery  instead of periodMs, change every variable every
 //               floodEvery ms in bursts of floodBurst values (hostile)
 //   slowMs      answer every Read and Write this many ms late (hostile)
+//   alarm       an AlarmConditionType condition ns=2;s=TankHigh on
+//               ns=2;s=Level (with ConfirmedState), notified by the Server
+//               object; {"active": true} raises it at start
 //
 // Namespace 2 (urn:otopcua:test:upstream) under Objects:
 //   ns=2;s=V<i>       Double, read-only, the tick number
@@ -24,7 +27,11 @@
 //                     with BadOutOfRange (printed `refused <value>`)
 //   ns=2;s=Flaky      Double, Good 1.5, or BadSensorFailure after `bad`
 //   ns=2;s=Flag       Boolean false
-// stdin commands: `bad`, `good` (Flaky's status), `level <n>`.
+//   ns=2;s=Level      Double 10, the alarm's source (with alarm)
+// stdin commands: `bad`, `good` (Flaky's status), `level <n>`; with
+// alarm, `alarm on` and `alarm off` (active, inactive). Every Acknowledge
+// and Confirm the alarm accepts prints `ack <EventId hex> <comment>` and
+// `confirm <EventId hex> <comment>`.
 // Prints `ready opc.tcp://127.0.0.1:<port>` once listening; exits on
 // SIGTERM, SIGINT or when stdin closes.
 import os from "node:os";
@@ -120,6 +127,8 @@ async function main() {
     value: new Variant({ dataType: DataType.Boolean, value: false }),
   });
 
+  const alarm = o.alarm ? addAlarm(ns, objects, addressSpace) : null;
+
   const level = addressSpace.findNode("i=2267");
   level.bindVariable({ get: () => new Variant({ dataType: DataType.Byte, value: serviceLevel }) }, true);
 
@@ -135,6 +144,7 @@ async function main() {
 
 
   await server.start();
+  if (alarm && o.alarm.active) setAlarm(alarm, true);
   out(`ready opc.tcp://127.0.0.1:${o.port}`);
 
   const rl = readline.createInterface({ input: process.stdin });
@@ -143,6 +153,7 @@ async function main() {
     if (cmd === "bad") flaky.setValueFromSource(new Variant({ dataType: DataType.Double, value: 1.5 }), StatusCodes.BadSensorFailure);
     if (cmd === "good") flaky.setValueFromSource(new Variant({ dataType: DataType.Double, value: 2.5 }), StatusCodes.Good);
     if (cmd === "level") serviceLevel = Number(arg);
+    if (cmd === "alarm" && alarm) setAlarm(alarm, arg === "on");
     out(`ok ${line.trim()}`);
   });
   let stopping = false;
@@ -155,6 +166,44 @@ async function main() {
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
   rl.on("close", stop);
+}
+
+// addAlarm adds the Level variable and its AlarmConditionType condition
+// TankHigh, whose events the Server object notifies.
+function addAlarm(ns, objects, addressSpace) {
+  addressSpace.installAlarmsAndConditionsService(); // binds ConditionRefresh, Acknowledge, Confirm
+  const tank = ns.addObject({ organizedBy: objects, nodeId: "s=Tank", browseName: "Tank", eventNotifier: 1 });
+  const levelVar = ns.addVariable({
+    componentOf: tank, nodeId: "s=Level", browseName: "Level", dataType: "Double",
+    accessLevel: "CurrentRead", userAccessLevel: "CurrentRead",
+    value: new Variant({ dataType: DataType.Double, value: 10 }),
+  });
+  const server = addressSpace.rootFolder.objects.server;
+  server.addReference({ referenceType: "HasNotifier", nodeId: tank });
+  tank.addReference({ referenceType: "HasEventSource", nodeId: levelVar });
+  const a = ns.instantiateAlarmCondition("AlarmConditionType", {
+    componentOf: tank, conditionSource: levelVar, browseName: "TankHigh", nodeId: "s=TankHigh",
+    inputNode: levelVar, conditionName: "TankHigh", optionals: ["ConfirmedState", "Confirm"],
+  });
+  a.setEnabledState(true);
+  a.on("acknowledged", (eventId, comment) => out(`ack ${Buffer.from(eventId || []).toString("hex")} ${comment?.text ?? ""}`));
+  a.on("confirmed", (eventId, comment) => out(`confirm ${Buffer.from(eventId || []).toString("hex")} ${comment?.text ?? ""}`));
+  return a;
+}
+
+// setAlarm raises (active) or clears the alarm on its trunk.
+function setAlarm(a, active) {
+  const b = a.currentBranch();
+  if (active) {
+    b.setActiveState(true);
+    b.setAckedState(false);
+    if (a.confirmedState) b.setConfirmedState(false);
+    a.raiseNewCondition({ message: "tank high", severity: 800, quality: StatusCodes.Good, retain: true });
+  } else {
+    b.setActiveState(false);
+    const retain = !b.getAckedState() || (a.confirmedState ? !b.getConfirmedState() : false);
+    a.raiseNewCondition({ message: "tank normal", severity: 800, quality: StatusCodes.Good, retain });
+  }
 }
 
 main().catch((err) => {
