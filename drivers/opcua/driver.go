@@ -344,8 +344,11 @@ func (d *Driver) clientOptions(sink drivers.ChangeSink) (client.Options, error) 
 		OnEvent:         func(ev client.Event) { d.onEvent(ev, sink) },
 	}
 	// A lost upstream is noticed after LostAfter without a Publish
-	// response; keep it a few publishing intervals, at least 1 s.
-	o.LostAfter = max(time.Second, 4*d.dev.EffectivePublishingInterval())
+	// response (a closed connection at once): a few publishing intervals,
+	// at least 3 s — with 1 s a busy upstream (node-opcua at full load on
+	// 2 cores) skipped its keep-alive and was dropped and reconnected
+	// while healthy, its tags Bad and a write lost meanwhile.
+	o.LostAfter = max(3*time.Second, 4*d.dev.EffectivePublishingInterval())
 	if d.dev.EffectiveSecurityPolicy() != deployment.PolicyNone {
 		id := d.opts.Identity
 		if id == nil || len(id.Certificate) == 0 || id.PrivateKey == nil || id.TrustServer == nil {
