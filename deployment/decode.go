@@ -84,7 +84,7 @@ var (
 	documentFields = []string{"clusterId", "devices", "alarms"}
 	historyFields  = []string{"historize", "historyDeadband", "historyMaxInterval", "historyRetention"}
 	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, opcuaDeviceFields, historyFields, []string{"tags"})
-	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "samplingInterval", "deadband"}
+	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "browsePath", "samplingInterval", "deadband"}
 
 	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval"}
 	tagFields         = slices.Concat(tagDataFields, historyFields)
@@ -194,6 +194,8 @@ func (d *decoder) tag(n *node, p string, t *Tag) {
 			d.floatPtr(v, fp, &t.Max, acceptNumber)
 		case "nodeId":
 			d.str(v, fp, &t.NodeId, acceptNodeID)
+		case "browsePath":
+			d.str(v, fp, &t.BrowsePath, acceptBrowsePath)
 		case "samplingInterval":
 			var x Duration
 			if d.duration(v, fp, &x, acceptSamplingInterval); d.o.written[fp] != "" {

@@ -246,7 +246,7 @@ func p(path, value, accepted string) []Problem {
 }
 
 func TestDecodeStrictJSON(t *testing.T) {
-	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"
+	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, browsePath, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"
 	runRuleCases(t, []ruleCase{
 		{"the document is not an object", `[1, 2]`,
 			p("$", "[1,2]", "accepted values are a JSON object with the fields clusterId, devices, alarms")},
@@ -632,7 +632,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d0 + ".tags[3].writable", "true", acceptNotWritable},
 		{d0 + ".tags[4].type", `"int16"`, "accepted values for a coil tag are bool"},
 		{d0 + ".tags[4].wordOrder", `"little"`, "accepted only for the 32- and 64-bit types int32, uint32, float32, float64; remove it for an int16 tag"},
-		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"},
+		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, browsePath, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"},
 		{d0 + ".tags[5].address", "0", `accepted values are addresses not overlapping devices[0].tags[0] "Setpoint" (holding register 0)`},
 		{d0 + ".tags[5].signal", `"ramp"`, onlySimulatedTag},
 		{d1 + ".name", `"press1"`, "accepted values are device names used once in the document; devices[0] already has this name"},

@@ -223,6 +223,10 @@ type Tag struct {
 	// NodeId is an opcua tag's upstream Variable: "ns=<index>;<id>" or
 	// "nsu=<namespace URI>;<id>" with id i=, s=, g= or b=.
 	NodeId string `json:"nodeId,omitempty"`
+	// BrowsePath, instead of NodeId, locates an opcua tag's upstream
+	// Variable by browse names from the Objects folder, in the text form
+	// of ParseBrowsePath ("/2:Line1/2:Speed"); resolved at each connect.
+	BrowsePath string `json:"browsePath,omitempty"`
 	// SamplingInterval of an opcua tag's upstream monitored item: 0 asks
 	// for every change. Default: the device's publishingInterval.
 	SamplingInterval *Duration `json:"samplingInterval,omitempty"`

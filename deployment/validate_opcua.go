@@ -21,6 +21,8 @@ const (
 	acceptSamplingInterval   = "accepted values are 0 (every change) or durations of at least 10ms, as " + config.DurationFormat + " (default: the device's publishingInterval)"
 	acceptUADeadband         = "accepted values are numbers ≥ 0: an absolute deadband on the upstream monitored item (default: every change)"
 	acceptNodeID             = "accepted values are upstream NodeIds ns=<index>;<id> or nsu=<namespace URI>;<id>, with id i=<number>, s=<text>, g=<GUID> or b=<base64>, such as ns=2;s=Line1.Speed"
+	acceptBrowsePath         = "accepted values are upstream paths from the Objects folder: /<ns>:<BrowseName> elements (. for a property or component), the namespace as an index (2:) or a URI (nsu=<URI>;), reserved characters /.<>:#!& escaped with &, such as /2:Line1/2:Speed"
+	acceptNodeIDOrPath       = "accepted: exactly one of nodeId (the upstream NodeId) and browsePath (the upstream path from Objects)"
 	acceptNoPollOPCUA        = "accepted only with drivers modbus-tcp and simulated: an opcua device is not polled; use publishingInterval (and samplingInterval on a tag)"
 	onlyOPCUADevice          = "accepted only with driver opcua; remove it"
 	onlyOPCUATag             = "accepted only for tags of an opcua device; remove it"
@@ -130,11 +132,7 @@ func (v *validator) opcuaTag(t *Tag, p string) {
 	v.refuse(p+".period", t.Period, t.Period != 0, notForOPCUATag)
 	v.refuse(p+".min", t.Min, t.Min != nil, notForOPCUATag)
 	v.refuse(p+".max", t.Max, t.Max != nil, notForOPCUATag)
-	if fp := p + ".nodeId"; v.enter(fp) {
-		if _, err := ParseNodeRef(t.NodeId); err != nil {
-			v.add(fp, t.NodeId, acceptNodeID+"; "+err.Error())
-		}
-	}
+	v.tagLocation(t, p)
 	if fp := p + ".samplingInterval"; v.enter(fp) && t.SamplingInterval != nil {
 		if si := t.SamplingInterval.Std(); si != 0 && si < MinPublishingInterval {
 			v.add(fp, *t.SamplingInterval, acceptSamplingInterval)
@@ -150,9 +148,27 @@ func (v *validator) opcuaTag(t *Tag, p string) {
 	}
 }
 
+// tagLocation checks an opcua tag's nodeId or browsePath (exactly one).
+func (v *validator) tagLocation(t *Tag, p string) {
+	hasID, hasPath := v.set(p+".nodeId", t.NodeId != ""), v.set(p+".browsePath", t.BrowsePath != "")
+	if fp := p + ".nodeId"; v.enter(fp) && !hasPath {
+		if _, err := ParseNodeRef(t.NodeId); err != nil {
+			v.add(fp, t.NodeId, acceptNodeID+"; "+err.Error())
+		}
+	}
+	if fp := p + ".browsePath"; v.enter(fp) && hasPath {
+		if hasID {
+			v.add(fp, t.BrowsePath, acceptNodeIDOrPath)
+		} else if _, err := ParseBrowsePath(t.BrowsePath); err != nil {
+			v.add(fp, t.BrowsePath, acceptBrowsePath+"; "+err.Error())
+		}
+	}
+}
+
 // notOPCUATag refuses the opcua fields on another driver's tag.
 func (v *validator) notOPCUATag(t *Tag, p string) {
 	v.refuse(p+".nodeId", t.NodeId, t.NodeId != "", onlyOPCUATag)
+	v.refuse(p+".browsePath", t.BrowsePath, t.BrowsePath != "", onlyOPCUATag)
 	if fp := p + ".samplingInterval"; v.enter(fp) && t.SamplingInterval != nil {
 		v.add(fp, *t.SamplingInterval, onlyOPCUATag)
 	}

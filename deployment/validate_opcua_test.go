@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -44,6 +45,13 @@ func TestOPCUADeviceRules(t *testing.T) {
 			p("devices[0].tags[0].samplingInterval", `"1ms"`, acceptSamplingInterval)},
 		{"nodeId on a modbus tag", doc(`{"name": "m", "driver": "modbus-tcp", "address": "a:502", "tags": [{"name": "a", "table": "holding", "address": 0, "type": "int16", "nodeId": "i=1"}]}`),
 			p("devices[0].tags[0].nodeId", `"i=1"`, onlyOPCUATag)},
+		{"a browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "browsePath": "/nsu=http://x/UA/;Line1/2:Speed", "type": "int32"}`), nil},
+		{"nodeId and browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "i=1", "browsePath": "/2:S", "type": "int32"}`),
+			p("devices[0].tags[0].browsePath", `"/2:S"`, acceptNodeIDOrPath)},
+		{"bad browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "browsePath": "2:Line1", "type": "int32"}`),
+			p("devices[0].tags[0].browsePath", `"2:Line1"`, acceptBrowsePath+`; element 1: starts with '2', not / or .`)},
+		{"browsePath on a modbus tag", doc(`{"name": "m", "driver": "modbus-tcp", "address": "a:502", "tags": [{"name": "a", "table": "holding", "address": 0, "type": "int16", "browsePath": "/1:x"}]}`),
+			p("devices[0].tags[0].browsePath", `"/1:x"`, onlyOPCUATag)},
 		{"endpoint on a simulated device", doc(`{"name": "s", "driver": "simulated", "endpoint": "opc.tcp://a:1", "tags": []}`),
 			p("devices[0].endpoint", `"opc.tcp://a:1"`, onlyOPCUADevice)},
 	})
@@ -67,6 +75,54 @@ func TestParseNodeRef(t *testing.T) {
 	for _, in := range []string{"", "ns=1", "nsu=;s=x", "nsu=urn:x", "ns=70000;i=1", "i=x", "q=1", "s="} {
 		if _, err := ParseNodeRef(in); err == nil {
 			t.Errorf("ParseNodeRef(%q) accepted", in)
+		}
+	}
+}
+
+func TestParseBrowsePath(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want BrowsePath
+		text string // String(), when not in
+	}{
+		{"/2:Line1/2:Speed", BrowsePath{{Namespace: 2, Name: "Line1"}, {Namespace: 2, Name: "Speed"}}, ""},
+		{"/Server.ServiceLevel", BrowsePath{{Name: "Server"}, {Aggregates: true, Name: "ServiceLevel"}}, ""},
+		{"/0:Server", BrowsePath{{Name: "Server"}}, "/Server"},
+		{"/nsu=http://x.org/UA/;Line1/nsu=urn:a:b;Speed", BrowsePath{{NamespaceURI: "http://x.org/UA/", Name: "Line1"}, {NamespaceURI: "urn:a:b", Name: "Speed"}}, ""},
+		{"/3:A&/B&.C&&D&:E", BrowsePath{{Namespace: 3, Name: "A/B.C&D:E"}}, ""},
+		{"/12abc", BrowsePath{{Name: "12abc"}}, ""},
+		{"/2:Motor 1.2:Speed (rpm)", BrowsePath{{Namespace: 2, Name: "Motor 1"}, {Aggregates: true, Namespace: 2, Name: "Speed (rpm)"}}, ""},
+	} {
+		got, err := ParseBrowsePath(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ParseBrowsePath(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+			continue
+		}
+		text := c.text
+		if text == "" {
+			text = c.in
+		}
+		if got.String() != text {
+			t.Errorf("String() = %q, want %q", got.String(), text)
+		}
+	}
+	for in, why := range map[string]string{
+		"":                       "empty path",
+		"2:Line1":                "element 1: starts with '2', not / or .",
+		"/2:Line1/":              "element 2: empty browse name",
+		"/2:":                    "element 1: empty browse name",
+		"<Organizes>2:A":         "element 1: reference types in <> are not accepted; use / (hierarchical) or . (aggregates)",
+		"/70000:A":               `element 1: namespace index "70000" is not a number 0..65535`,
+		"/nsu=urn:x":             "element 1: no ';' after the namespace URI",
+		"/nsu=;A":                "element 1: empty namespace URI",
+		"/2:a:b":                 "element 1: reserved character ':' in a browse name: escape it as &:",
+		"/2:a&b":                 "element 1: '&' escapes only one of /.<>:#!&",
+		"/2:a#":                  "element 1: reserved character '#' in a browse name: escape it as &#",
+		strings.Repeat("/a", 33): "more than 32 elements",
+	} {
+		_, err := ParseBrowsePath(in)
+		if err == nil || err.Error() != why {
+			t.Errorf("ParseBrowsePath(%q) = %v; want %q", in, err, why)
 		}
 	}
 }
