@@ -76,7 +76,11 @@ func New(dev deployment.Device, opts drivers.Options) (*Driver, error) {
 			return nil, fmt.Errorf("opcua: device %q: tag %q twice", dev.Name, t.Name)
 		}
 		d.byName[t.Name] = i
-		if _, err := deployment.ParseNodeRef(t.NodeId); err != nil {
+		if t.BrowsePath != "" {
+			if _, err := deployment.ParseBrowsePath(t.BrowsePath); err != nil {
+				return nil, fmt.Errorf("opcua: device %q tag %q: browsePath %q: %w", dev.Name, t.Name, t.BrowsePath, err)
+			}
+		} else if _, err := deployment.ParseNodeRef(t.NodeId); err != nil {
 			return nil, fmt.Errorf("opcua: device %q tag %q: nodeId %q: %w", dev.Name, t.Name, t.NodeId, err)
 		}
 	}

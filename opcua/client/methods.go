@@ -367,3 +367,22 @@ func (c *Client) Close() error {
 	}
 	return nil
 }
+
+// TranslateBrowsePaths resolves browse paths to NodeIds on the active
+// server (TranslateBrowsePathsToNodeIds), one result per path, moving to
+// the next best server once when the active one fails mid-request.
+func (c *Client) TranslateBrowsePaths(ctx context.Context, paths []*ua.BrowsePath) ([]*ua.BrowsePathResult, error) {
+	var out []*ua.BrowsePathResult
+	err := c.do(ctx, true, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.TranslateBrowsePathsToNodeIDsRequest{BrowsePaths: paths})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.TranslateBrowsePathsToNodeIDsResponse).Results
+		if len(out) != len(paths) {
+			return fmt.Errorf("TranslateBrowsePathsToNodeIds: %d results for %d paths", len(out), len(paths))
+		}
+		return nil
+	})
+	return out, err
+}
