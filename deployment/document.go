@@ -113,6 +113,9 @@ type Device struct {
 	// PublishingInterval is an opcua device's upstream subscription
 	// publishing interval. Default DefaultPublishingInterval.
 	PublishingInterval Duration `json:"publishingInterval,omitempty"`
+	// Mirror, on an opcua device, mirrors a whole upstream subtree under
+	// the device's folder (docs/deployments.md). Default: none.
+	Mirror *Mirror `json:"mirror,omitempty"`
 	// UnitId is the Modbus unit (slave) id, 0–255. Default 1.
 	UnitId *int `json:"unitId,omitempty"`
 	// PollInterval is how often the tags are read. Default 1 s.
@@ -124,6 +127,60 @@ type Device struct {
 	History
 	// Tags are the device's values.
 	Tags []Tag `json:"tags"`
+}
+
+// Mirror is an upstream subtree an opcua device mirrors: its folders
+// (Objects and Folders) and Variables, with their DataType, ValueRank,
+// writability, DisplayName, Description, EURange and EngineeringUnits.
+type Mirror struct {
+	// BrowsePath (ParseBrowsePath's form) or NodeId (ParseNodeRef's)
+	// locates the subtree's root upstream; exactly one of the two.
+	BrowsePath string `json:"browsePath,omitempty"`
+	NodeId     string `json:"nodeId,omitempty"`
+	// MaxNodes bounds the nodes mirrored (folders and variables, the
+	// root included): 1..MaxMirrorNodes, default MaxMirrorNodes. A
+	// larger subtree is mirrored in part, breadth first.
+	MaxNodes int `json:"maxNodes,omitempty"`
+	// MaxDepth bounds how many folder levels below the root are
+	// browsed: 0..MaxMirrorDepth, default DefaultMirrorDepth.
+	MaxDepth *int `json:"maxDepth,omitempty"`
+	// Refresh is how often the subtree is browsed again to follow the
+	// upstream's namespace changes: at least 1s, default
+	// DefaultMirrorRefresh.
+	Refresh Duration `json:"refresh,omitempty"`
+}
+
+// Bounds and defaults of a Mirror.
+const (
+	MaxMirrorNodes       = 10000
+	MaxMirrorDepth       = 32
+	DefaultMirrorDepth   = 8
+	DefaultMirrorRefresh = time.Minute
+	MinMirrorRefresh     = time.Second
+)
+
+// EffectiveMaxNodes is MaxNodes, or MaxMirrorNodes when absent.
+func (m *Mirror) EffectiveMaxNodes() int {
+	if m.MaxNodes <= 0 {
+		return MaxMirrorNodes
+	}
+	return min(m.MaxNodes, MaxMirrorNodes)
+}
+
+// EffectiveMaxDepth is MaxDepth, or DefaultMirrorDepth when absent.
+func (m *Mirror) EffectiveMaxDepth() int {
+	if m.MaxDepth == nil {
+		return DefaultMirrorDepth
+	}
+	return min(max(*m.MaxDepth, 0), MaxMirrorDepth)
+}
+
+// EffectiveRefresh is Refresh, or DefaultMirrorRefresh when absent.
+func (m *Mirror) EffectiveRefresh() time.Duration {
+	if m.Refresh == 0 {
+		return DefaultMirrorRefresh
+	}
+	return m.Refresh.Std()
 }
 
 // Register tables accepted by Tag.Table (Modbus).

@@ -23,6 +23,10 @@ const (
 	acceptNodeID             = "accepted values are upstream NodeIds ns=<index>;<id> or nsu=<namespace URI>;<id>, with id i=<number>, s=<text>, g=<GUID> or b=<base64>, such as ns=2;s=Line1.Speed"
 	acceptBrowsePath         = "accepted values are upstream paths from the Objects folder: /<ns>:<BrowseName> elements (. for a property or component), the namespace as an index (2:) or a URI (nsu=<URI>;), reserved characters /.<>:#!& escaped with &, such as /2:Line1/2:Speed"
 	acceptNodeIDOrPath       = "accepted: exactly one of nodeId (the upstream NodeId) and browsePath (the upstream path from Objects)"
+	acceptMirrorNodes        = "accepted values are whole numbers 1..10000: the most upstream nodes mirrored (default 10000)"
+	acceptMirrorDepth        = "accepted values are whole numbers 0..32: the folder levels browsed below the root (default 8)"
+	acceptMirrorRefresh      = "accepted values are durations of at least 1s, as " + config.DurationFormat + " (default 1m): how often the subtree is browsed again"
+	acceptMirrorRoot         = "accepted: exactly one of nodeId and browsePath, the root of the upstream subtree"
 	acceptNoPollOPCUA        = "accepted only with drivers modbus-tcp and simulated: an opcua device is not polled; use publishingInterval (and samplingInterval on a tag)"
 	onlyOPCUADevice          = "accepted only with driver opcua; remove it"
 	onlyOPCUATag             = "accepted only for tags of an opcua device; remove it"
@@ -101,6 +105,47 @@ func (v *validator) opcuaDevice(d *Device, p string) {
 	if fp := p + ".publishingInterval"; v.enter(fp) && v.set(fp, d.PublishingInterval != 0) && d.PublishingInterval.Std() < MinPublishingInterval {
 		v.add(fp, d.PublishingInterval, acceptPublishingInterval)
 	}
+	if fp := p + ".mirror"; v.enter(fp) && d.Mirror != nil {
+		v.mirror(d, fp)
+	}
+}
+
+// mirror checks an opcua device's mirror: one root, the bounds, and a
+// root whose browse name no tag of the device has (their NodeIds would
+// be the same).
+func (v *validator) mirror(d *Device, p string) {
+	m := d.Mirror
+	hasID, hasPath := v.set(p+".nodeId", m.NodeId != ""), v.set(p+".browsePath", m.BrowsePath != "")
+	if fp := p + ".browsePath"; v.enter(fp) && hasPath {
+		bp, err := ParseBrowsePath(m.BrowsePath)
+		switch {
+		case hasID:
+			v.add(fp, m.BrowsePath, acceptMirrorRoot)
+		case err != nil:
+			v.add(fp, m.BrowsePath, acceptBrowsePath+"; "+err.Error())
+		default:
+			for _, t := range d.Tags {
+				if t.Name == bp[len(bp)-1].Name {
+					v.add(fp, m.BrowsePath, "accepted values are paths whose last browse name is not the name of a tag of the device: the mirrored root "+t.Name+" would take the tag's NodeId")
+					break
+				}
+			}
+		}
+	}
+	if fp := p + ".nodeId"; v.enter(fp) && !hasPath {
+		if _, err := ParseNodeRef(m.NodeId); err != nil {
+			v.add(fp, m.NodeId, acceptMirrorRoot+"; "+acceptNodeID+"; "+err.Error())
+		}
+	}
+	if fp := p + ".maxNodes"; v.enter(fp) && v.set(fp, m.MaxNodes != 0) && (m.MaxNodes < 1 || m.MaxNodes > MaxMirrorNodes) {
+		v.add(fp, m.MaxNodes, acceptMirrorNodes)
+	}
+	if fp := p + ".maxDepth"; v.enter(fp) && m.MaxDepth != nil && (*m.MaxDepth < 0 || *m.MaxDepth > MaxMirrorDepth) {
+		v.add(fp, *m.MaxDepth, acceptMirrorDepth)
+	}
+	if fp := p + ".refresh"; v.enter(fp) && v.set(fp, m.Refresh != 0) && m.Refresh.Std() < MinMirrorRefresh {
+		v.add(fp, m.Refresh, acceptMirrorRefresh)
+	}
 }
 
 // notOPCUADevice refuses the opcua fields on another driver's device.
@@ -114,6 +159,9 @@ func (v *validator) notOPCUADevice(d *Device, p string) {
 	v.refuse(p+".username", d.Username, d.Username != "", onlyOPCUADevice)
 	v.refuse(p+".passwordEnv", d.PasswordEnv, d.PasswordEnv != "", onlyOPCUADevice)
 	v.refuse(p+".publishingInterval", d.PublishingInterval, d.PublishingInterval != 0, onlyOPCUADevice)
+	if fp := p + ".mirror"; v.enter(fp) && d.Mirror != nil {
+		v.add(fp, "{…}", onlyOPCUADevice)
+	}
 }
 
 // opcuaTag checks a tag of an opcua device: an upstream nodeId and a
