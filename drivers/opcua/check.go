@@ -113,7 +113,7 @@ func (d *Driver) check(ctx context.Context, cl *client.Client, sink drivers.Chan
 // namespaces is the upstream's NamespaceArray when a tag names a
 // namespace by URI, else nil.
 func (d *Driver) namespaces(ctx context.Context, cl *client.Client) ([]string, error) {
-	need := false
+	need := d.dev.Mirror != nil
 	for _, t := range d.dev.Tags {
 		if t.BrowsePath != "" {
 			p, _ := deployment.ParseBrowsePath(t.BrowsePath)

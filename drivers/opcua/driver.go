@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/id"
@@ -46,6 +47,8 @@ type Driver struct {
 	closing   chan struct{}
 	recheck   chan struct{}  // a failover re-created the subscription: check the tags again (capacity 1)
 	problemed map[int]string // tags refused at the last connect, and why
+	tree      *tree          // the mirrored subtree last browsed (nil: none)
+	mirrorIdx map[string]int // tree's nodes by key
 }
 
 var _ drivers.Pusher = (*Driver)(nil)
@@ -295,16 +298,43 @@ func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 	d.setStateLocked(drivers.StateConnected, nil)
 	d.mu.Unlock()
 	d.log.Info("opcua: upstream connected", "server", cl.Active().String(), "tags", len(items), "refused", len(d.dev.Tags)-len(items))
-	if len(items) == 0 {
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	sub, err := cl.SubscribeItems(ctx, items, d.dev.EffectivePublishingInterval())
+	ctx, mirrorChanged, err := d.startMirror(ctx, cl, &items, &handles)
 	if err != nil {
-		return fmt.Errorf("%w: subscribe: %w", drivers.ErrCommunication, err)
+		return fmt.Errorf("%w: %w", drivers.ErrCommunication, err)
 	}
-	d.pump(ctx, sub.Notifications(), handles, sink, items)
+	if len(items) > 0 {
+		sub, err := cl.SubscribeItems(ctx, items, d.dev.EffectivePublishingInterval())
+		if err != nil {
+			return fmt.Errorf("%w: subscribe: %w", drivers.ErrCommunication, err)
+		}
+		d.pump(ctx, sub.Notifications(), handles, sink, items)
+	} else {
+		<-ctx.Done()
+	}
+	if mirrorChanged() {
+		return errMirrorChanged
+	}
 	return ctx.Err()
+}
+
+// startMirror, for a device with a mirror, browses the subtree, adds its
+// Variables to items and handles and starts its refresh; the returned
+// context ends when the subtree changed upstream, which mirrorChanged
+// then reports.
+func (d *Driver) startMirror(ctx context.Context, cl *client.Client, items *[]client.Item, handles *[]int) (context.Context, func() bool, error) {
+	var changed atomic.Bool
+	if d.dev.Mirror == nil {
+		return ctx, changed.Load, nil
+	}
+	nsArray, err := d.namespaces(ctx, cl)
+	if err != nil {
+		return ctx, changed.Load, err
+	}
+	mi, mh := d.mirror(ctx, cl, nsArray)
+	*items, *handles = append(*items, mi...), append(*handles, mh...)
+	ctx, stop := context.WithCancel(ctx)
+	go d.refreshMirror(ctx, cl, nsArray, func() { changed.Store(true); stop() })
+	return ctx, changed.Load, nil
 }
 
 // clientOptions are the client's options for this device.
@@ -440,12 +470,14 @@ func (d *Driver) allBad(sink drivers.ChangeSink, code ua.StatusCode) {
 		}
 	}
 	after := d.readings.Snapshot()
+	mirrored := d.mirrorBadLocked(code, now)
 	d.mu.Unlock()
 	for i := range after {
 		if after[i].Status != before[i].Status {
 			changes = append(changes, drivers.Change{Index: i, Reading: after[i]})
 		}
 	}
+	changes = append(changes, mirrored...)
 	d.ctr.Reads(0, len(changes))
 	if len(changes) > 0 {
 		sink(changes)
