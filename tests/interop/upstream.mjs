@@ -184,7 +184,8 @@ async function main() {
       });
     }
     if (cmd === "remove" && o.tree) {
-      addressSpace.modelChangeTransaction(() => addressSpace.deleteNode(`ns=2;s=Line1.${arg}`));
+      const node = addressSpace.findNode(`ns=2;s=Line1.${arg}`);
+      if (node) addressSpace.modelChangeTransaction(() => addressSpace.deleteNode(node));
     }
     out(`ok ${line.trim()}`);
   });
