@@ -49,6 +49,7 @@ type Driver struct {
 	problemed map[int]string // tags refused at the last connect, and why
 	tree      *tree          // the mirrored subtree last browsed (nil: none)
 	mirrorIdx map[string]int // tree's nodes by key
+	mirrorBad ua.StatusCode  // the status allBad last gave the mirrored Variables (0: none since a value)
 }
 
 var _ drivers.Pusher = (*Driver)(nil)

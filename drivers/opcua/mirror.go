@@ -390,6 +390,7 @@ func (d *Driver) mirrorChangeLocked(k int, n client.Notification) (drivers.Chang
 	if d.tree == nil || k >= len(d.tree.nodes) {
 		return drivers.Change{}, false
 	}
+	d.mirrorBad = 0
 	r := drivers.Reading{Status: n.Value.Status, SourceTime: sourceTime(n.Value, n.At)}
 	if n.Value.Value != nil {
 		r.Value = n.Value.Value.Value()
@@ -403,9 +404,10 @@ func (d *Driver) mirrorChangeLocked(k int, n client.Notification) (drivers.Chang
 // mirrorBadLocked are the changes that mark every mirrored Variable Bad
 // with code. mu must be held.
 func (d *Driver) mirrorBadLocked(code ua.StatusCode, at time.Time) []drivers.Change {
-	if d.tree == nil {
-		return nil
+	if d.tree == nil || d.mirrorBad == code {
+		return nil // already reported
 	}
+	d.mirrorBad = code
 	var out []drivers.Change
 	for _, n := range d.tree.nodes {
 		if !n.Folder {
