@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ func (c *session) attr(n *ua.NodeID, a ua.AttributeID) any {
 // EngineeringUnits; a write to the writable variable lands upstream.
 // Then the upstream's namespace changes (a variable added, one removed):
 // both nodes follow, and a client's subscription to an unchanged variable
-// keeps delivering.
+// keeps delivering. Last, b is SIGKILLed and restarted: it serves the
+// same NodeIds again.
 func TestMirrorsAnUpstreamSubtree(t *testing.T) {
 	up := nodescript.StartUpstream(t, map[string]any{"vars": 1, "periodMs": 100, "tree": true})
 	a, b, cfg := startPair(t, "confirmed")
@@ -169,4 +171,20 @@ func TestMirrorsAnUpstreamSubtree(t *testing.T) {
 	if !strings.Contains(a.Log(), "opcua: the upstream subtree changed") {
 		t.Fatal("no log line says the subtree changed")
 	}
+
+	// b SIGKILLed and restarted: it serves the same NodeIds again.
+	treeA = ca.browseTree(node("Line1"), 100)
+	b.Signal(syscall.SIGKILL)
+	b.Restart()
+	b.WaitReady(30 * time.Second)
+	cb = connect(t, b.Endpoint())
+	procs.CheckFor(t, 20*time.Second, 200*time.Millisecond, func() error {
+		if treeB := cb.browseTree(node("Line1"), 100); !slices.Equal(treeB, treeA) {
+			return fmt.Errorf("b serves %q after its restart, a %q", treeB, treeA)
+		}
+		if st := cb.read(node("Line1/Extra"))[0].Status; st != ua.StatusOK {
+			return fmt.Errorf("Extra on b after its restart: %v", st)
+		}
+		return nil
+	})
 }
