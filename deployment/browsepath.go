@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of an opcua tag's browsePath.
@@ -75,6 +76,8 @@ func ParseBrowsePath(s string) (BrowsePath, error) {
 		return nil, fmt.Errorf("empty path")
 	case len(s) > MaxBrowsePathLen:
 		return nil, fmt.Errorf("longer than %d bytes", MaxBrowsePathLen)
+	case !utf8.ValidString(s):
+		return nil, fmt.Errorf("not UTF-8 text")
 	}
 	var p BrowsePath
 	for i := 0; i < len(s); {
