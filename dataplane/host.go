@@ -256,12 +256,17 @@ func (a *hostActor) apply(ctx actor.Context, doc *deployment.Document) (ApplyRep
 	for _, def := range doc.Devices {
 		d := h.devices[def.Name]
 		if d == nil {
-			drv, err := h.o.NewDriver(def, drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger, Identity: h.o.Identity, OnConditions: h.o.OnConditions})
+			d = &device{def: def, spec: specOf(def)}
+			opts := drivers.Options{Clock: h.o.Clock, Logger: h.o.Logger, Identity: h.o.Identity, OnConditions: h.o.OnConditions}
+			if def.Mirror != nil {
+				opts.OnMirror = func(nodes []drivers.MirrorNode) { h.mirrored(d, nodes) }
+			}
+			drv, err := h.o.NewDriver(def, opts)
 			if err != nil {
 				failed = append(failed, err)
 				continue
 			}
-			d = &device{def: def, spec: specOf(def), driver: drv}
+			d.driver = drv
 			child := h.o.Parent.Props("DeviceActor", func() actor.Actor { return &deviceActor{h: h, d: d} })
 			// A stopped child's name is free only once it has stopped:
 			// every spawn gets a name of its own.
@@ -295,6 +300,23 @@ func (a *hostActor) hookWrites(d *device) {
 			continue
 		}
 		h.o.Writes.Install(Target{Device: d.def.Name, Tag: t.Name, V: v, W: d.driver, Slots: slots})
+	}
+}
+
+// mirrored puts a device's mirrored subtree in the Space and routes the
+// writes of its writable Variables to the device's driver (through the
+// gate, as a tag's). It runs on the driver's goroutine.
+func (h *Host) mirrored(d *device, nodes []drivers.MirrorNode) {
+	rep := h.o.Space.ApplyMirror(d.def.Name, nodes)
+	h.o.Logger.Info("dataplane: mirrored subtree applied", "device", d.def.Name, "added", rep.Added, "removed", rep.Removed, "kept", rep.Kept)
+	for _, err := range rep.Failed {
+		h.o.Logger.Error("dataplane: mirrored node not served", "device", d.def.Name, "err", err)
+	}
+	slots := h.o.Writes.NewDeviceSlots()
+	for _, n := range nodes {
+		if v := h.o.Space.MirrorVariable(d.def.Name, n.Key); v != nil && n.Writable {
+			h.o.Writes.Install(Target{Device: d.def.Name, Tag: n.Key, V: v, W: d.driver, Slots: slots})
+		}
 	}
 }
 
@@ -355,6 +377,13 @@ func (a *deviceActor) runPusher(p drivers.Pusher) {
 			rs = make([]drivers.Reading, 0, len(changes))
 		}
 		for _, c := range changes {
+			if c.Mirror != "" {
+				r := c.Reading
+				if err := h.o.Space.SetMirrorReading(def.Name, c.Mirror, r.Value, r.Status, r.SourceTime); err != nil {
+					h.o.Logger.Debug("dataplane: reading of a mirrored node not in the space", "device", def.Name, "err", err)
+				}
+				continue
+			}
 			if c.Index < 0 || c.Index >= len(def.Tags) {
 				continue
 			}

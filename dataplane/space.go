@@ -36,6 +36,9 @@ type Space struct {
 	mu   sync.RWMutex
 	tags map[string]*tagNode // by "<device>/<tag>"; mu must be held.
 	devs map[string]bool     // device folders present; mu must be held.
+	// mirrors are the mirrored upstream subtrees, by device and
+	// drivers.MirrorKey; mu must be held.
+	mirrors map[string]map[string]*mirrorNode
 }
 
 // tagNode is one tag's Variable and the definition it was built from.
@@ -47,7 +50,7 @@ type tagNode struct {
 // NewSpace registers the ClusterId's namespace in as (call it before any
 // other namespace is added, so the index is the same on every node).
 func NewSpace(as *addrspace.AddressSpace, clusterID string) *Space {
-	return &Space{as: as, ns: as.AddNamespace(NamespaceURI(clusterID)), tags: map[string]*tagNode{}, devs: map[string]bool{}}
+	return &Space{as: as, ns: as.AddNamespace(NamespaceURI(clusterID)), tags: map[string]*tagNode{}, devs: map[string]bool{}, mirrors: map[string]map[string]*mirrorNode{}}
 }
 
 // AddressSpace is the address space the Space fills.
@@ -90,9 +93,10 @@ func (s *Space) Apply(doc *deployment.Document) ApplyReport {
 	var rep ApplyReport
 	replaced := map[string]bool{}
 	want := map[string]deployment.Tag{}
-	devices := map[string]bool{}
+	devices, mirrored := map[string]bool{}, map[string]bool{}
 	for _, d := range doc.Devices {
 		devices[d.Name] = true
+		mirrored[d.Name] = d.Mirror != nil
 		for _, t := range d.Tags {
 			want[d.Name+"/"+t.Name] = t
 		}
@@ -118,6 +122,7 @@ func (s *Space) Apply(doc *deployment.Document) ApplyReport {
 			rep.Removed++
 		}
 	}
+	s.dropMirrorsLocked(mirrored, &rep)
 	for _, dev := range sortedKeys(s.devs) {
 		if devices[dev] {
 			continue
@@ -226,6 +231,11 @@ func (s *Space) SetReading(device, tag string, value any, status ua.StatusCode, 
 	if v == nil {
 		return fmt.Errorf("dataplane: no tag %s/%s", device, tag)
 	}
+	return setReading(s, v, value, status, at)
+}
+
+// setReading is SetReading on a Variable.
+func setReading(s *Space, v *addrspace.Variable, value any, status ua.StatusCode, at time.Time) error {
 	if status == ua.StatusOK {
 		return v.Set(value, status, at)
 	}

@@ -84,9 +84,10 @@ var (
 	documentFields = []string{"clusterId", "devices", "alarms"}
 	historyFields  = []string{"historize", "historyDeadband", "historyMaxInterval", "historyRetention"}
 	deviceFields   = slices.Concat([]string{"name", "driver", "address", "unitId", "pollInterval", "timeout"}, opcuaDeviceFields, historyFields, []string{"tags"})
-	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "samplingInterval", "deadband"}
+	tagDataFields  = []string{"name", "table", "address", "type", "wordOrder", "scale", "offset", "writable", "signal", "period", "min", "max", "nodeId", "browsePath", "samplingInterval", "deadband"}
 
-	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval", "alarms"}
+	opcuaDeviceFields = []string{"endpoint", "endpoints", "securityPolicy", "securityMode", "username", "passwordEnv", "publishingInterval", "alarms", "mirror"}
+	mirrorFields      = []string{"browsePath", "nodeId", "maxNodes", "maxDepth", "refresh"}
 	tagFields         = slices.Concat(tagDataFields, historyFields)
 	alarmFields       = []string{"name", "source", "condition", "severity", "message"}
 	upAlarmFields     = []string{"source", "max"}
@@ -154,6 +155,9 @@ func (d *decoder) device(n *node, p string, dev *Device) {
 			d.duration(v, fp, &dev.PublishingInterval, acceptPublishingInterval)
 		case "alarms":
 			d.upstreamAlarms(v, fp, &dev.Alarms)
+		case "mirror":
+			dev.Mirror = &Mirror{}
+			d.mirror(v, fp, dev.Mirror)
 		case "historize", "historyDeadband", "historyMaxInterval", "historyRetention":
 			d.history(key, v, fp, &dev.History)
 		case "tags":
@@ -161,6 +165,30 @@ func (d *decoder) device(n *node, p string, dev *Device) {
 				dev.Tags = append(dev.Tags, Tag{})
 				d.tag(e, fmt.Sprintf("%s[%d]", fp, i), &dev.Tags[i])
 			}
+		}
+	})
+}
+
+func (d *decoder) mirror(n *node, p string, m *Mirror) {
+	if !d.isObject(n, p, mirrorFields) {
+		return
+	}
+	d.o.written[p] = d.raw(n)
+	d.members(n, p, mirrorFields, func(key string, v *node, fp string) {
+		switch key {
+		case "browsePath":
+			d.str(v, fp, &m.BrowsePath, acceptBrowsePath)
+		case "nodeId":
+			d.str(v, fp, &m.NodeId, acceptNodeID)
+		case "maxNodes":
+			var x *int
+			if d.intPtr(v, fp, &x, acceptMirrorNodes); x != nil {
+				m.MaxNodes = *x
+			}
+		case "maxDepth":
+			d.intPtr(v, fp, &m.MaxDepth, acceptMirrorDepth)
+		case "refresh":
+			d.duration(v, fp, &m.Refresh, acceptMirrorRefresh)
 		}
 	})
 }
@@ -197,6 +225,8 @@ func (d *decoder) tag(n *node, p string, t *Tag) {
 			d.floatPtr(v, fp, &t.Max, acceptNumber)
 		case "nodeId":
 			d.str(v, fp, &t.NodeId, acceptNodeID)
+		case "browsePath":
+			d.str(v, fp, &t.BrowsePath, acceptBrowsePath)
 		case "samplingInterval":
 			var x Duration
 			if d.duration(v, fp, &x, acceptSamplingInterval); d.o.written[fp] != "" {

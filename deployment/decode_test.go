@@ -246,7 +246,7 @@ func p(path, value, accepted string) []Problem {
 }
 
 func TestDecodeStrictJSON(t *testing.T) {
-	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"
+	const tagFieldList = "name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, browsePath, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"
 	runRuleCases(t, []ruleCase{
 		{"the document is not an object", `[1, 2]`,
 			p("$", "[1,2]", "accepted values are a JSON object with the fields clusterId, devices, alarms")},
@@ -256,12 +256,12 @@ func TestDecodeStrictJSON(t *testing.T) {
 			p("devices[0].tags[0].bits", `{"x":[1,2]}`, "unknown field; accepted fields are "+tagFieldList)},
 		{"unknown device field, misspelt", doc(`{"name": "press1", "driver": "modbus-tcp", "adress": "10.0.0.1:502", "tags": []}`),
 			[]Problem{
-				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+				{"devices[0].adress", `"10.0.0.1:502"`, "unknown field (did you mean address?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, mirror, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].address", "", acceptHostPort},
 			}},
 		{"field names are case-sensitive", doc(`{"Name": "press1", "driver": "simulated", "tags": []}`),
 			[]Problem{
-				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+				{"devices[0].Name", `"press1"`, "unknown field (did you mean name?); accepted fields are name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, mirror, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 				{"devices[0].name", "", acceptName},
 			}},
 		{"unknown fields that are not identifiers", `{"clusterId": "site-a", "": 1, "a b": 2, "dev.ices": 3}`,
@@ -292,7 +292,7 @@ func TestDecodeStrictJSON(t *testing.T) {
 		{"an object where a list belongs", doc(`{"name": "sim", "driver": "simulated", "tags": {"name": "a"}}`),
 			p("devices[0].tags", `{"name":"a"}`, `accepted values are lists of tags: [{"name": …, "type": …}]`)},
 		{"a list element that is not an object", `{"clusterId": "site-a", "devices": ["press1"]}`,
-			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, historize, historyDeadband, historyMaxInterval, historyRetention, tags")},
+			p("devices[0]", `"press1"`, "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, mirror, historize, historyDeadband, historyMaxInterval, historyRetention, tags")},
 		{"a duration written as a number", doc(`{"name": "sim", "driver": "simulated", "pollInterval": 100, "tags": []}`),
 			p("devices[0].pollInterval", "100", acceptPollInterval)},
 		{"a duration neither form reads", doc(`{"name": "sim", "driver": "simulated", "pollInterval": "100 ms", "tags": []}`),
@@ -632,7 +632,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d0 + ".tags[3].writable", "true", acceptNotWritable},
 		{d0 + ".tags[4].type", `"int16"`, "accepted values for a coil tag are bool"},
 		{d0 + ".tags[4].wordOrder", `"little"`, "accepted only for the 32- and 64-bit types int32, uint32, float32, float64; remove it for an int16 tag"},
-		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"},
+		{d0 + ".tags[5].colour", `"red"`, "unknown field; accepted fields are name, table, address, type, wordOrder, scale, offset, writable, signal, period, min, max, nodeId, browsePath, samplingInterval, deadband, historize, historyDeadband, historyMaxInterval, historyRetention"},
 		{d0 + ".tags[5].address", "0", `accepted values are addresses not overlapping devices[0].tags[0] "Setpoint" (holding register 0)`},
 		{d0 + ".tags[5].signal", `"ramp"`, onlySimulatedTag},
 		{d1 + ".name", `"press1"`, "accepted values are device names used once in the document; devices[0] already has this name"},
@@ -642,7 +642,7 @@ func TestDecodeReportsEveryProblemInOrder(t *testing.T) {
 		{d1 + ".tags[1].signal", `"sine"`, "accepted values for a bool tag are square, constant"},
 		{d1 + ".tags[1].max", "2", "accepted values are 0 (false) or 1 (true) for a bool tag"},
 		{"devices[2].driver", `"opc-ua"`, "accepted values are modbus-tcp, simulated, opcua (did you mean opcua?)"},
-		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
+		{"devices[3]", "7", "accepted values are objects with the fields name, driver, address, unitId, pollInterval, timeout, endpoint, endpoints, securityPolicy, securityMode, username, passwordEnv, publishingInterval, alarms, mirror, historize, historyDeadband, historyMaxInterval, historyRetention, tags"},
 		{"alarms[0].source", `"press1/Nope"`, acceptSource + `; device "press1" has no tag "Nope"`},
 		{"alarms[0].condition", `""`, acceptCondition},
 		{"alarms[0].severity", "0", acceptSeverity},

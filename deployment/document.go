@@ -117,6 +117,9 @@ type Device struct {
 	// conditions (Part 9 condition events) as conditions of the pair:
 	// written true or as an object. Default nil: not mirrored.
 	Alarms *UpstreamAlarms `json:"alarms,omitempty"`
+	// Mirror, on an opcua device, mirrors a whole upstream subtree under
+	// the device's folder (docs/deployments.md). Default: none.
+	Mirror *Mirror `json:"mirror,omitempty"`
 	// UnitId is the Modbus unit (slave) id, 0–255. Default 1.
 	UnitId *int `json:"unitId,omitempty"`
 	// PollInterval is how often the tags are read. Default 1 s.
@@ -163,6 +166,60 @@ func (a *UpstreamAlarms) EffectiveSource() string {
 		return "i=2253"
 	}
 	return a.Source
+}
+
+// Mirror is an upstream subtree an opcua device mirrors: its folders
+// (Objects and Folders) and Variables, with their DataType, ValueRank,
+// writability, DisplayName, Description, EURange and EngineeringUnits.
+type Mirror struct {
+	// BrowsePath (ParseBrowsePath's form) or NodeId (ParseNodeRef's)
+	// locates the subtree's root upstream; exactly one of the two.
+	BrowsePath string `json:"browsePath,omitempty"`
+	NodeId     string `json:"nodeId,omitempty"`
+	// MaxNodes bounds the nodes mirrored (folders and variables, the
+	// root included): 1..MaxMirrorNodes, default MaxMirrorNodes. A
+	// larger subtree is mirrored in part, breadth first.
+	MaxNodes int `json:"maxNodes,omitempty"`
+	// MaxDepth bounds how many folder levels below the root are
+	// browsed: 0..MaxMirrorDepth, default DefaultMirrorDepth.
+	MaxDepth *int `json:"maxDepth,omitempty"`
+	// Refresh is how often the subtree is browsed again to follow the
+	// upstream's namespace changes: at least 1s, default
+	// DefaultMirrorRefresh.
+	Refresh Duration `json:"refresh,omitempty"`
+}
+
+// Bounds and defaults of a Mirror.
+const (
+	MaxMirrorNodes       = 10000
+	MaxMirrorDepth       = 32
+	DefaultMirrorDepth   = 8
+	DefaultMirrorRefresh = time.Minute
+	MinMirrorRefresh     = time.Second
+)
+
+// EffectiveMaxNodes is MaxNodes, or MaxMirrorNodes when absent.
+func (m *Mirror) EffectiveMaxNodes() int {
+	if m.MaxNodes <= 0 {
+		return MaxMirrorNodes
+	}
+	return min(m.MaxNodes, MaxMirrorNodes)
+}
+
+// EffectiveMaxDepth is MaxDepth, or DefaultMirrorDepth when absent.
+func (m *Mirror) EffectiveMaxDepth() int {
+	if m.MaxDepth == nil {
+		return DefaultMirrorDepth
+	}
+	return min(max(*m.MaxDepth, 0), MaxMirrorDepth)
+}
+
+// EffectiveRefresh is Refresh, or DefaultMirrorRefresh when absent.
+func (m *Mirror) EffectiveRefresh() time.Duration {
+	if m.Refresh == 0 {
+		return DefaultMirrorRefresh
+	}
+	return m.Refresh.Std()
 }
 
 // Register tables accepted by Tag.Table (Modbus).
@@ -262,6 +319,10 @@ type Tag struct {
 	// NodeId is an opcua tag's upstream Variable: "ns=<index>;<id>" or
 	// "nsu=<namespace URI>;<id>" with id i=, s=, g= or b=.
 	NodeId string `json:"nodeId,omitempty"`
+	// BrowsePath, instead of NodeId, locates an opcua tag's upstream
+	// Variable by browse names from the Objects folder, in the text form
+	// of ParseBrowsePath ("/2:Line1/2:Speed"); resolved at each connect.
+	BrowsePath string `json:"browsePath,omitempty"`
 	// SamplingInterval of an opcua tag's upstream monitored item: 0 asks
 	// for every change. Default: the device's publishingInterval.
 	SamplingInterval *Duration `json:"samplingInterval,omitempty"`

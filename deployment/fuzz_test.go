@@ -68,3 +68,24 @@ func checkDecodeError(t *testing.T, err error) {
 		t.Fatalf("undocumented error %T: %v", err, err)
 	}
 }
+
+// FuzzParseBrowsePath: any text gives a path or an error, never a panic;
+// a path's String() parses back to the same path.
+func FuzzParseBrowsePath(f *testing.F) {
+	for _, s := range []string{"/2:Line1/2:Speed", "/nsu=http://x/UA/;A.0:B", "/3:A&/B&&", "<Organizes>", "/2:", "/a:b", "/&"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParseBrowsePath(s)
+		if err != nil {
+			return
+		}
+		if len(p) == 0 || len(p) > MaxBrowsePathElements {
+			t.Fatalf("%q: %d elements", s, len(p))
+		}
+		q, err := ParseBrowsePath(p.String())
+		if err != nil || !reflect.DeepEqual(p, q) {
+			t.Fatalf("%q → %+v → %q → %+v, %v", s, p, p.String(), q, err)
+		}
+	})
+}

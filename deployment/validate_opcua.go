@@ -21,6 +21,12 @@ const (
 	acceptSamplingInterval   = "accepted values are 0 (every change) or durations of at least 10ms, as " + config.DurationFormat + " (default: the device's publishingInterval)"
 	acceptUADeadband         = "accepted values are numbers ≥ 0: an absolute deadband on the upstream monitored item (default: every change)"
 	acceptNodeID             = "accepted values are upstream NodeIds ns=<index>;<id> or nsu=<namespace URI>;<id>, with id i=<number>, s=<text>, g=<GUID> or b=<base64>, such as ns=2;s=Line1.Speed"
+	acceptBrowsePath         = "accepted values are upstream paths from the Objects folder: /<ns>:<BrowseName> elements (. for a property or component), the namespace as an index (2:) or a URI (nsu=<URI>;), reserved characters /.<>:#!& escaped with &, such as /2:Line1/2:Speed"
+	acceptNodeIDOrPath       = "accepted: exactly one of nodeId (the upstream NodeId) and browsePath (the upstream path from Objects)"
+	acceptMirrorNodes        = "accepted values are whole numbers 1..10000: the most upstream nodes mirrored (default 10000)"
+	acceptMirrorDepth        = "accepted values are whole numbers 0..32: the folder levels browsed below the root (default 8)"
+	acceptMirrorRefresh      = "accepted values are durations of at least 1s, as " + config.DurationFormat + " (default 1m): how often the subtree is browsed again"
+	acceptMirrorRoot         = "accepted: exactly one of nodeId and browsePath, the root of the upstream subtree"
 	acceptNoPollOPCUA        = "accepted only with drivers modbus-tcp and simulated: an opcua device is not polled; use publishingInterval (and samplingInterval on a tag)"
 	onlyOPCUADevice          = "accepted only with driver opcua; remove it"
 	onlyOPCUATag             = "accepted only for tags of an opcua device; remove it"
@@ -102,6 +108,9 @@ func (v *validator) opcuaDevice(d *Device, p string) {
 		v.add(fp, d.PublishingInterval, acceptPublishingInterval)
 	}
 	v.upstreamAlarms(d.Alarms, p+".alarms")
+	if fp := p + ".mirror"; v.enter(fp) && d.Mirror != nil {
+		v.mirror(d, fp)
+	}
 }
 
 // upstreamAlarms checks an opcua device's "alarms": the notifier's NodeId
@@ -120,6 +129,44 @@ func (v *validator) upstreamAlarms(a *UpstreamAlarms, p string) {
 	}
 }
 
+// mirror checks an opcua device's mirror: one root, the bounds, and a
+// root whose browse name no tag of the device has (their NodeIds would
+// be the same).
+func (v *validator) mirror(d *Device, p string) {
+	m := d.Mirror
+	hasID, hasPath := v.set(p+".nodeId", m.NodeId != ""), v.set(p+".browsePath", m.BrowsePath != "")
+	if fp := p + ".browsePath"; v.enter(fp) && hasPath {
+		bp, err := ParseBrowsePath(m.BrowsePath)
+		switch {
+		case hasID:
+			v.add(fp, m.BrowsePath, acceptMirrorRoot)
+		case err != nil:
+			v.add(fp, m.BrowsePath, acceptBrowsePath+"; "+err.Error())
+		default:
+			for _, t := range d.Tags {
+				if t.Name == bp[len(bp)-1].Name {
+					v.add(fp, m.BrowsePath, "accepted values are paths whose last browse name is not the name of a tag of the device: the mirrored root "+t.Name+" would take the tag's NodeId")
+					break
+				}
+			}
+		}
+	}
+	if fp := p + ".nodeId"; v.enter(fp) && !hasPath {
+		if _, err := ParseNodeRef(m.NodeId); err != nil {
+			v.add(fp, m.NodeId, acceptMirrorRoot+"; "+acceptNodeID+"; "+err.Error())
+		}
+	}
+	if fp := p + ".maxNodes"; v.enter(fp) && v.set(fp, m.MaxNodes != 0) && (m.MaxNodes < 1 || m.MaxNodes > MaxMirrorNodes) {
+		v.add(fp, m.MaxNodes, acceptMirrorNodes)
+	}
+	if fp := p + ".maxDepth"; v.enter(fp) && m.MaxDepth != nil && (*m.MaxDepth < 0 || *m.MaxDepth > MaxMirrorDepth) {
+		v.add(fp, *m.MaxDepth, acceptMirrorDepth)
+	}
+	if fp := p + ".refresh"; v.enter(fp) && v.set(fp, m.Refresh != 0) && m.Refresh.Std() < MinMirrorRefresh {
+		v.add(fp, m.Refresh, acceptMirrorRefresh)
+	}
+}
+
 // notOPCUADevice refuses the opcua fields on another driver's device.
 func (v *validator) notOPCUADevice(d *Device, p string) {
 	v.refuse(p+".endpoint", d.Endpoint, d.Endpoint != "", onlyOPCUADevice)
@@ -133,6 +180,9 @@ func (v *validator) notOPCUADevice(d *Device, p string) {
 	v.refuse(p+".publishingInterval", d.PublishingInterval, d.PublishingInterval != 0, onlyOPCUADevice)
 	if fp := p + ".alarms"; v.enter(fp) && v.set(fp, d.Alarms != nil) && d.Alarms != nil {
 		v.add(fp, "", onlyOPCUADevice)
+	}
+	if fp := p + ".mirror"; v.enter(fp) && d.Mirror != nil {
+		v.add(fp, "{…}", onlyOPCUADevice)
 	}
 }
 
@@ -152,11 +202,7 @@ func (v *validator) opcuaTag(t *Tag, p string) {
 	v.refuse(p+".period", t.Period, t.Period != 0, notForOPCUATag)
 	v.refuse(p+".min", t.Min, t.Min != nil, notForOPCUATag)
 	v.refuse(p+".max", t.Max, t.Max != nil, notForOPCUATag)
-	if fp := p + ".nodeId"; v.enter(fp) {
-		if _, err := ParseNodeRef(t.NodeId); err != nil {
-			v.add(fp, t.NodeId, acceptNodeID+"; "+err.Error())
-		}
-	}
+	v.tagLocation(t, p)
 	if fp := p + ".samplingInterval"; v.enter(fp) && t.SamplingInterval != nil {
 		if si := t.SamplingInterval.Std(); si != 0 && si < MinPublishingInterval {
 			v.add(fp, *t.SamplingInterval, acceptSamplingInterval)
@@ -172,9 +218,27 @@ func (v *validator) opcuaTag(t *Tag, p string) {
 	}
 }
 
+// tagLocation checks an opcua tag's nodeId or browsePath (exactly one).
+func (v *validator) tagLocation(t *Tag, p string) {
+	hasID, hasPath := v.set(p+".nodeId", t.NodeId != ""), v.set(p+".browsePath", t.BrowsePath != "")
+	if fp := p + ".nodeId"; v.enter(fp) && !hasPath {
+		if _, err := ParseNodeRef(t.NodeId); err != nil {
+			v.add(fp, t.NodeId, acceptNodeID+"; "+err.Error())
+		}
+	}
+	if fp := p + ".browsePath"; v.enter(fp) && hasPath {
+		if hasID {
+			v.add(fp, t.BrowsePath, acceptNodeIDOrPath)
+		} else if _, err := ParseBrowsePath(t.BrowsePath); err != nil {
+			v.add(fp, t.BrowsePath, acceptBrowsePath+"; "+err.Error())
+		}
+	}
+}
+
 // notOPCUATag refuses the opcua fields on another driver's tag.
 func (v *validator) notOPCUATag(t *Tag, p string) {
 	v.refuse(p+".nodeId", t.NodeId, t.NodeId != "", onlyOPCUATag)
+	v.refuse(p+".browsePath", t.BrowsePath, t.BrowsePath != "", onlyOPCUATag)
 	if fp := p + ".samplingInterval"; v.enter(fp) && t.SamplingInterval != nil {
 		v.add(fp, *t.SamplingInterval, onlyOPCUATag)
 	}

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -56,6 +57,26 @@ func TestOPCUADeviceRules(t *testing.T) {
 			p("devices[0].alarms.notifier", `"i=1"`, "unknown field; accepted fields are source, max")},
 		{"alarms on a simulated device", doc(`{"name": "s", "driver": "simulated", "alarms": true, "tags": []}`),
 			p("devices[0].alarms", "true", onlyOPCUADevice)},
+		{"a browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "browsePath": "/nsu=http://x/UA/;Line1/2:Speed", "type": "int32"}`), nil},
+		{"nodeId and browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "nodeId": "i=1", "browsePath": "/2:S", "type": "int32"}`),
+			p("devices[0].tags[0].browsePath", `"/2:S"`, acceptNodeIDOrPath)},
+		{"bad browsePath", dev(`"endpoint": "opc.tcp://a:1", `, `{"name": "S", "browsePath": "2:Line1", "type": "int32"}`),
+			p("devices[0].tags[0].browsePath", `"2:Line1"`, acceptBrowsePath+`; element 1: starts with '2', not / or .`)},
+		{"browsePath on a modbus tag", doc(`{"name": "m", "driver": "modbus-tcp", "address": "a:502", "tags": [{"name": "a", "table": "holding", "address": 0, "type": "int16", "browsePath": "/1:x"}]}`),
+			p("devices[0].tags[0].browsePath", `"/1:x"`, onlyOPCUATag)},
+		{"a mirror", dev(`"endpoint": "opc.tcp://a:1", "mirror": {"browsePath": "/2:Line1", "maxNodes": 500, "maxDepth": 3, "refresh": "10s"}, `, tag), nil},
+		{"a mirror by nodeId", dev(`"endpoint": "opc.tcp://a:1", "mirror": {"nodeId": "nsu=urn:plc;s=Line1"}, `, ``), nil},
+		{"a mirror without root", dev(`"endpoint": "opc.tcp://a:1", "mirror": {}, `, tag),
+			p("devices[0].mirror.nodeId", "", acceptMirrorRoot+"; "+acceptNodeID+`; identifier "" is not i=, s=, g= or b= with a value`)},
+		{"a mirror with two roots", dev(`"endpoint": "opc.tcp://a:1", "mirror": {"nodeId": "i=85", "browsePath": "/2:A"}, `, tag),
+			p("devices[0].mirror.browsePath", `"/2:A"`, acceptMirrorRoot)},
+		{"a mirror too large", dev(`"endpoint": "opc.tcp://a:1", "mirror": {"nodeId": "i=85", "maxNodes": 10001, "maxDepth": 33, "refresh": "100ms"}, `, tag),
+			append(append(p("devices[0].mirror.maxNodes", "10001", acceptMirrorNodes), p("devices[0].mirror.maxDepth", "33", acceptMirrorDepth)...),
+				p("devices[0].mirror.refresh", `"100ms"`, acceptMirrorRefresh)...)},
+		{"a mirror root named as a tag", dev(`"endpoint": "opc.tcp://a:1", "mirror": {"browsePath": "/2:Line1/2:Speed"}, `, tag),
+			p("devices[0].mirror.browsePath", `"/2:Line1/2:Speed"`, "accepted values are paths whose last browse name is not the name of a tag of the device: the mirrored root Speed would take the tag's NodeId")},
+		{"a mirror on a simulated device", doc(`{"name": "s", "driver": "simulated", "mirror": {"nodeId": "i=85"}, "tags": []}`),
+			p("devices[0].mirror", `{"nodeId":"i=85"}`, onlyOPCUADevice)},
 		{"endpoint on a simulated device", doc(`{"name": "s", "driver": "simulated", "endpoint": "opc.tcp://a:1", "tags": []}`),
 			p("devices[0].endpoint", `"opc.tcp://a:1"`, onlyOPCUADevice)},
 	})
@@ -79,6 +100,54 @@ func TestParseNodeRef(t *testing.T) {
 	for _, in := range []string{"", "ns=1", "nsu=;s=x", "nsu=urn:x", "ns=70000;i=1", "i=x", "q=1", "s="} {
 		if _, err := ParseNodeRef(in); err == nil {
 			t.Errorf("ParseNodeRef(%q) accepted", in)
+		}
+	}
+}
+
+func TestParseBrowsePath(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want BrowsePath
+		text string // String(), when not in
+	}{
+		{"/2:Line1/2:Speed", BrowsePath{{Namespace: 2, Name: "Line1"}, {Namespace: 2, Name: "Speed"}}, ""},
+		{"/Server.ServiceLevel", BrowsePath{{Name: "Server"}, {Aggregates: true, Name: "ServiceLevel"}}, ""},
+		{"/0:Server", BrowsePath{{Name: "Server"}}, "/Server"},
+		{"/nsu=http://x.org/UA/;Line1/nsu=urn:a:b;Speed", BrowsePath{{NamespaceURI: "http://x.org/UA/", Name: "Line1"}, {NamespaceURI: "urn:a:b", Name: "Speed"}}, ""},
+		{"/3:A&/B&.C&&D&:E", BrowsePath{{Namespace: 3, Name: "A/B.C&D:E"}}, ""},
+		{"/12abc", BrowsePath{{Name: "12abc"}}, ""},
+		{"/2:Motor 1.2:Speed (rpm)", BrowsePath{{Namespace: 2, Name: "Motor 1"}, {Aggregates: true, Namespace: 2, Name: "Speed (rpm)"}}, ""},
+	} {
+		got, err := ParseBrowsePath(c.in)
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ParseBrowsePath(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+			continue
+		}
+		text := c.text
+		if text == "" {
+			text = c.in
+		}
+		if got.String() != text {
+			t.Errorf("String() = %q, want %q", got.String(), text)
+		}
+	}
+	for in, why := range map[string]string{
+		"":                       "empty path",
+		"2:Line1":                "element 1: starts with '2', not / or .",
+		"/2:Line1/":              "element 2: empty browse name",
+		"/2:":                    "element 1: empty browse name",
+		"<Organizes>2:A":         "element 1: reference types in <> are not accepted; use / (hierarchical) or . (aggregates)",
+		"/70000:A":               `element 1: namespace index "70000" is not a number 0..65535`,
+		"/nsu=urn:x":             "element 1: no ';' after the namespace URI",
+		"/nsu=;A":                "element 1: empty namespace URI",
+		"/2:a:b":                 "element 1: reserved character ':' in a browse name: escape it as &:",
+		"/2:a&b":                 "element 1: '&' escapes only one of /.<>:#!&",
+		"/2:a#":                  "element 1: reserved character '#' in a browse name: escape it as &#",
+		strings.Repeat("/a", 33): "more than 32 elements",
+	} {
+		_, err := ParseBrowsePath(in)
+		if err == nil || err.Error() != why {
+			t.Errorf("ParseBrowsePath(%q) = %v; want %q", in, err, why)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gopcua/opcua/ua"
@@ -191,6 +192,55 @@ type Options struct {
 	// upstream's ("alarms" of an opcua device). Default nil: none are
 	// reported.
 	OnConditions ConditionSink
+	// OnMirror receives the nodes of a device's mirrored upstream subtree
+	// (deployment.Mirror) each time they are browsed and differ from the
+	// last call, parents before children; it returns once they are in
+	// the address space (before the driver reports their values). It is
+	// called from the driver's goroutine, never concurrently for one
+	// device. Default nil: the subtree is not served.
+	OnMirror func(nodes []MirrorNode)
+}
+
+// MirrorNode is one node of a mirrored upstream subtree: a folder (an
+// upstream Object) or a Variable, with the attributes copied from the
+// upstream.
+type MirrorNode struct {
+	// Path is the browse names from the subtree's root (the root's own
+	// name first); Key is MirrorKey(Path), unique in the device.
+	Path []string
+	Key  string
+	// Folder: an upstream Object (or Folder); else a Variable.
+	Folder      bool
+	DisplayName string
+	Description string
+	// The Variable's built-in DataType (namespace 0), ValueRank (-1
+	// scalar, 1 array) and writability upstream.
+	DataType  uint32
+	ValueRank int32
+	Writable  bool
+	// EURange and EngineeringUnits are the upstream's properties, nil
+	// when it has none.
+	EURange          *ua.Range
+	EngineeringUnits *ua.EUInformation
+}
+
+// MirrorKey is the key of a mirrored node: its browse names joined with
+// '/', each name's '/' and '&' escaped with '&' (so that two paths never
+// share a key). The node's NodeId is ns=<cluster>;s=<device>/<key>.
+func MirrorKey(path []string) string {
+	var b strings.Builder
+	for k, name := range path {
+		if k > 0 {
+			b.WriteByte('/')
+		}
+		for _, r := range name {
+			if r == '/' || r == '&' {
+				b.WriteByte('&')
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // Identity is what a driver needs to open a secured channel: the node's

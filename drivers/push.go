@@ -20,6 +20,9 @@ type Pusher interface {
 type Change struct {
 	Index   int
 	Reading Reading
+	// Mirror, when not empty, names a mirrored node (MirrorNode.Key)
+	// instead of a tag: Index is then not used.
+	Mirror string
 }
 
 // ChangeSink receives a Pusher's changes, in the order the device sent

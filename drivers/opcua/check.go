@@ -21,13 +21,20 @@ const maxReadPerCall = 500
 // another DataType than the document says, or its namespace URI is not
 // served upstream. It names the tag.
 type Problem struct {
-	Tag    string
-	NodeID string
-	Status ua.StatusCode
-	Why    string
+	Tag        string
+	NodeID     string // the tag's nodeId, or the node its browsePath resolved to
+	BrowsePath string // the tag's browsePath, if it has one
+	Status     ua.StatusCode
+	Why        string
 }
 
 func (p Problem) String() string {
+	switch {
+	case p.BrowsePath != "" && p.NodeID != "":
+		return fmt.Sprintf("tag %s (browsePath %s, node %s): %s", p.Tag, p.BrowsePath, p.NodeID, p.Why)
+	case p.BrowsePath != "":
+		return fmt.Sprintf("tag %s (browsePath %s): %s", p.Tag, p.BrowsePath, p.Why)
+	}
 	return fmt.Sprintf("tag %s (nodeId %s): %s", p.Tag, p.NodeID, p.Why)
 }
 
@@ -44,13 +51,21 @@ func (d *Driver) check(ctx context.Context, cl *client.Client, sink drivers.Chan
 	}
 	problems := map[int]Problem{}
 	nodes := make([]*ua.NodeID, len(d.dev.Tags))
+	var byPath []int
 	for i, t := range d.dev.Tags {
+		if t.BrowsePath != "" {
+			byPath = append(byPath, i)
+			continue
+		}
 		n, p := resolve(t, nsArray)
 		if p != nil {
 			problems[i] = *p
 			continue
 		}
 		nodes[i] = n
+	}
+	if err := d.translate(ctx, cl, byPath, nsArray, nodes, problems); err != nil {
+		return nil, nil, err
 	}
 	var ids []*ua.ReadValueID
 	var idx []int
@@ -98,10 +113,17 @@ func (d *Driver) check(ctx context.Context, cl *client.Client, sink drivers.Chan
 // namespaces is the upstream's NamespaceArray when a tag names a
 // namespace by URI, else nil.
 func (d *Driver) namespaces(ctx context.Context, cl *client.Client) ([]string, error) {
-	need := false
+	need := d.dev.Mirror != nil
 	for _, t := range d.dev.Tags {
-		if r, _ := deployment.ParseNodeRef(t.NodeId); r.NamespaceURI != "" {
+		if t.BrowsePath != "" {
+			p, _ := deployment.ParseBrowsePath(t.BrowsePath)
+			for _, st := range p {
+				need = need || st.NamespaceURI != ""
+			}
+		} else if r, _ := deployment.ParseNodeRef(t.NodeId); r.NamespaceURI != "" {
 			need = true
+		}
+		if need {
 			break
 		}
 	}
@@ -153,19 +175,25 @@ func resolve(t deployment.Tag, nsArray []string) (*ua.NodeID, *Problem) {
 // typeProblem compares the DataType the upstream read returned with the
 // tag's type.
 func typeProblem(t deployment.Tag, n *ua.NodeID, dv *ua.DataValue) *Problem {
+	p := &Problem{Tag: t.Name, NodeID: t.NodeId, BrowsePath: t.BrowsePath}
+	if t.BrowsePath != "" {
+		p.NodeID = n.String()
+	}
 	switch {
 	case dv == nil:
-		return &Problem{Tag: t.Name, NodeID: t.NodeId, Status: ua.StatusBadCommunicationError, Why: "no DataType in the upstream's answer"}
+		p.Status, p.Why = ua.StatusBadCommunicationError, "no DataType in the upstream's answer"
+		return p
 	case dv.Status != ua.StatusOK:
-		return &Problem{Tag: t.Name, NodeID: t.NodeId, Status: dv.Status, Why: "the upstream answers " + dv.Status.Error()}
+		p.Status, p.Why = dv.Status, "the upstream answers "+dv.Status.Error()
+		return p
 	}
 	var dt *ua.NodeID
 	if dv.Value != nil {
 		dt, _ = dv.Value.Value().(*ua.NodeID)
 	}
 	if dt == nil || dt.Namespace() != 0 || dt.IntID() != dataTypeOf(t.Type) {
-		return &Problem{Tag: t.Name, NodeID: t.NodeId, Status: ua.StatusBadTypeMismatch,
-			Why: fmt.Sprintf("the upstream's DataType is %s, the document says %s", typeName(dt), t.Type)}
+		p.Status, p.Why = ua.StatusBadTypeMismatch, fmt.Sprintf("the upstream's DataType is %s, the document says %s", typeName(dt), t.Type)
+		return p
 	}
 	return nil
 }
@@ -204,7 +232,11 @@ func (d *Driver) report(problems map[int]Problem, sink drivers.ChangeSink) {
 	for i := range d.dev.Tags {
 		if p, bad := problems[i]; bad {
 			if n < 10 {
-				d.log.Error("opcua: tag not mirrored: it does not match the upstream", "tag", p.Tag, "nodeId", p.NodeID, "status", p.Status.Error(), "problem", p.Why)
+				args := []any{"tag", p.Tag, "nodeId", p.NodeID, "status", p.Status.Error(), "problem", p.Why}
+				if p.BrowsePath != "" {
+					args = append(args, "browsePath", p.BrowsePath)
+				}
+				d.log.Error("opcua: tag not mirrored: it does not match the upstream", args...)
 			}
 			n++
 		}

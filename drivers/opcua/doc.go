@@ -29,6 +29,26 @@
 //	                       tag is left out of the subscription and an Error
 //	                       log line names it.
 //
+// # browsePath and mirror
+//
+// A tag may name its upstream node by browsePath (deployment.ParseBrowsePath):
+// the paths are resolved at each connect with TranslateBrowsePathsToNodeIds
+// from the Objects folder (maxPathsPerCall per request), then checked like
+// a nodeId (DataType). An unresolved path is BadNoMatch (or the upstream's
+// status for it) and named in an Error line.
+//
+// A device's mirror is browsed at each connect (discover: breadth first,
+// at most MaxNodes nodes and MaxDepth folder levels, mirrorDeadline for
+// the whole browse; the Variables' attributes and EURange/EngineeringUnits
+// read in batches) and handed to drivers.Options.OnMirror when its
+// fingerprint differs from the last one handed. Its Variables join the
+// subscription with handles after the tags' and reach the sink as
+// changes with Change.Mirror set to their key (drivers.MirrorKey), the
+// upstream's value and status as they are. Every refresh period the
+// subtree is browsed again; a different fingerprint ends the session
+// (errMirrorChanged), and the next one mirrors and subscribes anew while
+// the values stay.
+//
 // # Reconnects
 //
 // opcua/client reconnects by itself: after a network break the same
@@ -79,4 +99,8 @@
 //  3. Close to end the upstream session; Close never blocks.
 //  4. With "alarms": pass Options.OnConditions (it must not block) and
 //     send condition methods only from the Primary (AckCondition).
+//  4. For a device with a mirror, pass OnMirror and put the nodes it
+//     receives in the address space before it returns; route a change
+//     with Change.Mirror to that node, and a write to a mirrored
+//     Variable to Write with its key as the tag.
 package opcua

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gopcua/opcua/id"
@@ -47,7 +48,10 @@ type Driver struct {
 	recheck   chan struct{}  // a failover re-created the subscription: check the tags again (capacity 1)
 	problemed map[int]string // tags refused at the last connect, and why
 
-	conds condMirror // the upstream's conditions (alarms.go); its own lock
+	conds     condMirror     // the upstream's conditions (alarms.go); its own lock
+	tree      *tree          // the mirrored subtree last browsed (nil: none)
+	mirrorIdx map[string]int // tree's nodes by key
+	mirrorBad ua.StatusCode  // the status allBad last gave the mirrored Variables (0: none since a value)
 }
 
 var _ drivers.Pusher = (*Driver)(nil)
@@ -78,7 +82,11 @@ func New(dev deployment.Device, opts drivers.Options) (*Driver, error) {
 			return nil, fmt.Errorf("opcua: device %q: tag %q twice", dev.Name, t.Name)
 		}
 		d.byName[t.Name] = i
-		if _, err := deployment.ParseNodeRef(t.NodeId); err != nil {
+		if t.BrowsePath != "" {
+			if _, err := deployment.ParseBrowsePath(t.BrowsePath); err != nil {
+				return nil, fmt.Errorf("opcua: device %q tag %q: browsePath %q: %w", dev.Name, t.Name, t.BrowsePath, err)
+			}
+		} else if _, err := deployment.ParseNodeRef(t.NodeId); err != nil {
 			return nil, fmt.Errorf("opcua: device %q tag %q: nodeId %q: %w", dev.Name, t.Name, t.NodeId, err)
 		}
 	}
@@ -293,6 +301,10 @@ func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 	d.setStateLocked(drivers.StateConnected, nil)
 	d.mu.Unlock()
 	d.log.Info("opcua: upstream connected", "server", cl.Active().String(), "tags", len(items), "refused", len(d.dev.Tags)-len(items))
+	ctx, mirrorChanged, err := d.startMirror(ctx, cl, &items, &handles)
+	if err != nil {
+		return fmt.Errorf("%w: %w", drivers.ErrCommunication, err)
+	}
 	if d.alarmsOn() {
 		ev, err := d.eventItem(ctx, cl)
 		if err != nil {
@@ -301,19 +313,42 @@ func (d *Driver) serve(ctx context.Context, sink drivers.ChangeSink) error {
 			items, handles = append(items, ev), append(handles, eventHandle)
 		}
 	}
-	if len(items) == 0 {
+	if len(items) > 0 {
+		sub, err := cl.SubscribeItems(ctx, items, d.dev.EffectivePublishingInterval())
+		if err != nil {
+			return fmt.Errorf("%w: subscribe: %w", drivers.ErrCommunication, err)
+		}
+		if d.alarmsOn() {
+			d.startConditions(ctx, cl, sub)
+		}
+		d.pump(ctx, sub.Notifications(), handles, sink, items)
+	} else {
 		<-ctx.Done()
-		return ctx.Err()
 	}
-	sub, err := cl.SubscribeItems(ctx, items, d.dev.EffectivePublishingInterval())
-	if err != nil {
-		return fmt.Errorf("%w: subscribe: %w", drivers.ErrCommunication, err)
+	if mirrorChanged() {
+		return errMirrorChanged
 	}
-	if d.alarmsOn() {
-		d.startConditions(ctx, cl, sub)
-	}
-	d.pump(ctx, sub.Notifications(), handles, sink, items)
 	return ctx.Err()
+}
+
+// startMirror, for a device with a mirror, browses the subtree, adds its
+// Variables to items and handles and starts its refresh; the returned
+// context ends when the subtree changed upstream, which mirrorChanged
+// then reports.
+func (d *Driver) startMirror(ctx context.Context, cl *client.Client, items *[]client.Item, handles *[]int) (context.Context, func() bool, error) {
+	var changed atomic.Bool
+	if d.dev.Mirror == nil {
+		return ctx, changed.Load, nil
+	}
+	nsArray, err := d.namespaces(ctx, cl)
+	if err != nil {
+		return ctx, changed.Load, err
+	}
+	mi, mh := d.mirror(ctx, cl, nsArray)
+	*items, *handles = append(*items, mi...), append(*handles, mh...)
+	ctx, stop := context.WithCancel(ctx)
+	go d.refreshMirror(ctx, cl, nsArray, func() { changed.Store(true); stop() })
+	return ctx, changed.Load, nil
 }
 
 // clientOptions are the client's options for this device.
@@ -457,12 +492,14 @@ func (d *Driver) allBad(sink drivers.ChangeSink, code ua.StatusCode) {
 		}
 	}
 	after := d.readings.Snapshot()
+	mirrored := d.mirrorBadLocked(code, now)
 	d.mu.Unlock()
 	for i := range after {
 		if after[i].Status != before[i].Status {
 			changes = append(changes, drivers.Change{Index: i, Reading: after[i]})
 		}
 	}
+	changes = append(changes, mirrored...)
 	d.ctr.Reads(0, len(changes))
 	if len(changes) > 0 {
 		sink(changes)

@@ -79,6 +79,12 @@ func (d *Driver) apply(batch []client.Notification, byNode map[*ua.NodeID]int, s
 		if !ok || n.Value == nil {
 			continue
 		}
+		if i >= len(d.dev.Tags) {
+			if c, ok := d.mirrorChangeLocked(i-len(d.dev.Tags), n); ok {
+				changes = append(changes, c)
+			}
+			continue
+		}
 		t := d.dev.Tags[i]
 		at := sourceTime(n.Value, n.At)
 		var r drivers.Reading
@@ -123,20 +129,36 @@ func valueOf(v *ua.Variant, typ string) (any, error) {
 func (d *Driver) Write(ctx context.Context, tag string, value any) (err error) {
 	defer func() { d.ctr.Write(err) }()
 	i, ok := d.byName[tag]
-	if !ok {
+	var v any
+	var closed bool
+	var cl *client.Client
+	var node *ua.NodeID
+	var problem string
+	switch {
+	case !ok && d.dev.Mirror != nil:
+		// A mirrored Variable: the value has its upstream DataType
+		// already (our address space checks a write's type).
+		if node, err = d.mirrorTarget(tag); err != nil {
+			return err
+		}
+		v = value
+		d.mu.Lock()
+		closed, cl = d.closed, d.cl
+		d.mu.Unlock()
+	case !ok:
 		return fmt.Errorf("%w: %s", drivers.ErrUnknownTag, tag)
+	default:
+		t := d.dev.Tags[i]
+		if !t.Writable {
+			return fmt.Errorf("%w: %s", drivers.ErrNotWritable, tag)
+		}
+		if v, err = drivers.Convert(value, t.Type); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		closed, cl, node, problem = d.closed, d.cl, d.nodes[i], d.problemed[i]
+		d.mu.Unlock()
 	}
-	t := d.dev.Tags[i]
-	if !t.Writable {
-		return fmt.Errorf("%w: %s", drivers.ErrNotWritable, tag)
-	}
-	v, err := drivers.Convert(value, t.Type)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	closed, cl, node, problem := d.closed, d.cl, d.nodes[i], d.problemed[i]
-	d.mu.Unlock()
 	switch {
 	case closed:
 		return drivers.ErrClosed

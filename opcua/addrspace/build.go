@@ -326,3 +326,22 @@ func (as *AddressSpace) SetExecutable(nodeID *ua.NodeID, executable, userExecuta
 	n.executable, n.userExecutable = executable, userExecutable
 	return nil
 }
+
+// SetDescription sets the Description attribute of a node of a
+// namespace other than 0 (empty text: no description).
+func (as *AddressSpace) SetDescription(nodeID *ua.NodeID, text string) error {
+	if nodeID == nil || nodeID.Namespace() == 0 {
+		return fmt.Errorf("%w: %s", ErrStandardNodeID, nodeID)
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	n := as.lookup(nodeID)
+	if n == nil {
+		return fmt.Errorf("%w: %s", ErrUnknownNode, nodeID)
+	}
+	n.description = nil
+	if text != "" {
+		n.description = ua.NewLocalizedText(text)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 )
 
@@ -394,4 +395,77 @@ func (c *Client) Close() error {
 		s.end()
 	}
 	return nil
+}
+
+// TranslateBrowsePaths resolves browse paths to NodeIds on the active
+// server (TranslateBrowsePathsToNodeIds), one result per path, moving to
+// the next best server once when the active one fails mid-request.
+func (c *Client) TranslateBrowsePaths(ctx context.Context, paths []*ua.BrowsePath) ([]*ua.BrowsePathResult, error) {
+	var out []*ua.BrowsePathResult
+	err := c.do(ctx, true, func(cn *conn) error {
+		resp, err := cn.call(ctx, &ua.TranslateBrowsePathsToNodeIDsRequest{BrowsePaths: paths})
+		if err != nil {
+			return err
+		}
+		out = resp.(*ua.TranslateBrowsePathsToNodeIDsResponse).Results
+		if len(out) != len(paths) {
+			return fmt.Errorf("TranslateBrowsePathsToNodeIds: %d results for %d paths", len(out), len(paths))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// BrowseLimit returns at most limit forward hierarchical references
+// (HierarchicalReferences and its subtypes) of node to Objects and
+// Variables, following BrowseNext; truncated says that the server had
+// more, whose continuation point is released. A server that answers more
+// references than asked is cut to limit.
+func (c *Client) BrowseLimit(ctx context.Context, node *ua.NodeID, limit int) (refs []*ua.ReferenceDescription, truncated bool, err error) {
+	if limit <= 0 {
+		return nil, true, nil
+	}
+	err = c.do(ctx, true, func(cn *conn) error {
+		refs, truncated = nil, false
+		resp, err := cn.call(ctx, &ua.BrowseRequest{
+			View:                          &ua.ViewDescription{ViewID: ua.NewTwoByteNodeID(0)},
+			RequestedMaxReferencesPerNode: uint32(min(limit, 1000)),
+			NodesToBrowse: []*ua.BrowseDescription{{
+				NodeID: node, BrowseDirection: ua.BrowseDirectionForward,
+				ReferenceTypeID: ua.NewNumericNodeID(0, id.HierarchicalReferences), IncludeSubtypes: true,
+				NodeClassMask: uint32(ua.NodeClassObject | ua.NodeClassVariable), ResultMask: uint32(ua.BrowseResultMaskAll),
+			}},
+		})
+		if err != nil {
+			return err
+		}
+		results := resp.(*ua.BrowseResponse).Results
+		for {
+			if len(results) != 1 {
+				return fmt.Errorf("Browse: %d results for one node", len(results))
+			}
+			r := results[0]
+			if r.StatusCode != ua.StatusOK {
+				return fmt.Errorf("Browse %s: %w", node, r.StatusCode)
+			}
+			refs = append(refs, r.References...)
+			if len(refs) >= limit {
+				truncated = len(refs) > limit || len(r.ContinuationPoint) > 0
+				refs = refs[:limit]
+				if len(r.ContinuationPoint) > 0 {
+					_, _ = cn.call(ctx, &ua.BrowseNextRequest{ReleaseContinuationPoints: true, ContinuationPoints: [][]byte{r.ContinuationPoint}})
+				}
+				return nil
+			}
+			if len(r.ContinuationPoint) == 0 {
+				return nil
+			}
+			next, err := cn.call(ctx, &ua.BrowseNextRequest{ContinuationPoints: [][]byte{r.ContinuationPoint}})
+			if err != nil {
+				return err
+			}
+			results = next.(*ua.BrowseNextResponse).Results
+		}
+	})
+	return refs, truncated, err
 }

@@ -19,6 +19,11 @@
 //   alarm       an AlarmConditionType condition ns=2;s=TankHigh on
 //               ns=2;s=Level (with ConfirmedState), notified by the Server
 //               object; {"active": true} raises it at start
+//   tree        add the folder tree Line1 below (browsePath and mirror tests)
+//   huge        add the folder Huge with this many Double variables
+//               ns=2;s=Huge.H<i> (a huge browse result, hostile)
+//   deep        add a chain of this many nested folders Deep/D1/D2/…
+//               (ns=2;s=Deep.<k>), each with one variable X (hostile)
 //
 // Namespace 2 (urn:otopcua:test:upstream) under Objects:
 //   ns=2;s=V<i>       Double, read-only, the tick number
@@ -32,6 +37,18 @@
 // alarm, `alarm on` and `alarm off` (active, inactive). Every Acknowledge
 // and Confirm the alarm accepts prints `ack <EventId hex> <comment>` and
 // `confirm <EventId hex> <comment>`.
+// With tree:
+//   ns=2;s=Line1               folder Line1
+//   ns=2;s=Line1.Speed         Double AnalogItem, the tick number; EURange
+//                              0..100, EngineeringUnits rpm, Description
+//   ns=2;s=Line1.Count         UInt32 42, Description "Parts counted"
+//   ns=2;s=Line1.Mode          Int32, writable; a write prints `mode <value>`
+//   ns=2;s=Line1.Motor         folder Motor
+//   ns=2;s=Line1.Motor.Temp    Float AnalogItem 21.5, EURange -20..150, °C
+// and the stdin commands, with tree:
+// `add <name>` adds the Double variable ns=2;s=Line1.<name> (value 7) and
+// `remove <name>` deletes it (a namespace change, in a model change
+// transaction).
 // Prints `ready opc.tcp://127.0.0.1:<port>` once listening; exits on
 // SIGTERM, SIGINT or when stdin closes.
 import os from "node:os";
@@ -128,6 +145,22 @@ async function main() {
   });
 
   const alarm = o.alarm ? addAlarm(ns, objects, addressSpace) : null;
+  if (o.tree) buildTree(ns, objects);
+  if (o.huge) {
+    const huge = ns.addFolder(objects, { nodeId: "s=Huge", browseName: "Huge" });
+    for (let i = 0; i < o.huge; i++) {
+      ns.addVariable({ componentOf: huge, nodeId: `s=Huge.H${i}`, browseName: `H${i}`, dataType: "Double",
+        value: new Variant({ dataType: DataType.Double, value: i }) });
+    }
+  }
+  if (o.deep) {
+    let parent = ns.addFolder(objects, { nodeId: "s=Deep", browseName: "Deep" });
+    for (let k = 1; k <= o.deep; k++) {
+      parent = ns.addFolder(parent, { nodeId: `s=Deep.${k}`, browseName: `D${k}` });
+      ns.addVariable({ componentOf: parent, nodeId: `s=Deep.${k}.X`, browseName: "X", dataType: "Double",
+        value: new Variant({ dataType: DataType.Double, value: k }) });
+    }
+  }
 
   const level = addressSpace.findNode("i=2267");
   level.bindVariable({ get: () => new Variant({ dataType: DataType.Byte, value: serviceLevel }) }, true);
@@ -137,6 +170,7 @@ async function main() {
     tick += 1;
     const v = new Variant({ dataType: DataType.Double, value: tick });
     for (const x of vars) x.setValueFromSource(v, StatusCodes.Good);
+    if (treeSpeed) treeSpeed.setValueFromSource(v, StatusCodes.Good);
   };
   const timer = o.floodEvery
     ? setInterval(() => { for (let k = 0; k < (o.floodBurst ?? 10); k++) step(); }, o.floodEvery)
@@ -154,6 +188,16 @@ async function main() {
     if (cmd === "good") flaky.setValueFromSource(new Variant({ dataType: DataType.Double, value: 2.5 }), StatusCodes.Good);
     if (cmd === "level") serviceLevel = Number(arg);
     if (cmd === "alarm" && alarm) setAlarm(alarm, arg === "on");
+    if (cmd === "add" && o.tree) {
+      addressSpace.modelChangeTransaction(() => {
+        ns.addVariable({ componentOf: addressSpace.findNode("ns=2;s=Line1"), nodeId: `s=Line1.${arg}`, browseName: arg, dataType: "Double",
+          value: new Variant({ dataType: DataType.Double, value: 7 }) });
+      });
+    }
+    if (cmd === "remove" && o.tree) {
+      const node = addressSpace.findNode(`ns=2;s=Line1.${arg}`);
+      if (node) addressSpace.modelChangeTransaction(() => addressSpace.deleteNode(node));
+    }
     out(`ok ${line.trim()}`);
   });
   let stopping = false;
@@ -204,6 +248,40 @@ function setAlarm(a, active) {
     const retain = !b.getAckedState() || (a.confirmedState ? !b.getConfirmedState() : false);
     a.raiseNewCondition({ message: "tank normal", severity: 800, quality: StatusCodes.Good, retain });
   }
+}
+
+// treeSpeed is Line1.Speed, which takes the tick number.
+let treeSpeed = null;
+
+// buildTree adds the folder Line1 (see the usage).
+function buildTree(ns, objects) {
+  const line = ns.addFolder(objects, { nodeId: "s=Line1", browseName: "Line1" });
+  treeSpeed = ns.addAnalogDataItem({
+    componentOf: line, nodeId: "s=Line1.Speed", browseName: "Speed", dataType: "Double",
+    description: "Belt speed", minimumSamplingInterval: 0,
+    engineeringUnitsRange: { low: 0, high: 100 },
+    engineeringUnits: { unitId: 4403792, displayName: "rpm", description: "revolutions per minute" },
+  });
+  treeSpeed.setValueFromSource(new Variant({ dataType: DataType.Double, value: 0 }), StatusCodes.Good);
+  ns.addVariable({
+    componentOf: line, nodeId: "s=Line1.Count", browseName: "Count", dataType: "UInt32", description: "Parts counted",
+    value: new Variant({ dataType: DataType.UInt32, value: 42 }),
+  });
+  let mode = 0;
+  ns.addVariable({
+    componentOf: line, nodeId: "s=Line1.Mode", browseName: "Mode", dataType: "Int32",
+    accessLevel: "CurrentRead | CurrentWrite", userAccessLevel: "CurrentRead | CurrentWrite", minimumSamplingInterval: 0,
+  }).bindVariable({
+    get: () => new Variant({ dataType: DataType.Int32, value: mode }),
+    set: (variant) => { mode = variant.value; out(`mode ${mode}`); return StatusCodes.Good; },
+  }, true);
+  const motor = ns.addFolder(line, { nodeId: "s=Line1.Motor", browseName: "Motor" });
+  ns.addAnalogDataItem({
+    componentOf: motor, nodeId: "s=Line1.Motor.Temp", browseName: "Temp", dataType: "Float",
+    engineeringUnitsRange: { low: -20, high: 150 },
+    engineeringUnits: { unitId: 4408652, displayName: "°C", description: "degree Celsius" },
+    value: new Variant({ dataType: DataType.Float, value: 21.5 }),
+  });
 }
 
 main().catch((err) => {
