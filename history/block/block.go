@@ -20,28 +20,33 @@
 // # Version 2 (Encode writes it)
 //
 // Header: the version byte, the sample count (uvarint), the first time
-// (varint), the unit byte and the value mode. The unit byte holds e (the
-// time unit is 10^e ticks, e ≤ MaxUnitExp: the coarsest power of ten that
-// divides every time delta of the block — 10,000, a millisecond, for a
-// polled driver's samples, which are stamped to the millisecond) and, in
-// its high bit, the layout of the samples. Each sample is the delta of
-// deltas of its time in that unit (dd; 0 for the first sample), its status
-// when it changed, and its value (mode ModeDecimal+p: the delta as a
-// zigzag varint; ModeXOR: the XOR form).
+// (varint), the unit byte and the value mode. The unit byte holds, in its
+// low 5 bits, e: the time unit is 10^e ticks (e ≤ MaxUnitExp), the
+// coarsest power of ten that divides every time delta of the block —
+// 10,000, a millisecond, for a polled driver's samples, which are stamped
+// to the millisecond; in its high bit the layout of the samples; in bits
+// 5–6 the packed layout's split (s below, 0 in the plain layout). Each
+// sample is the delta of deltas of its time in that unit (dd; 0 for the
+// first sample), its status when it changed, and its value (mode
+// ModeDecimal+p: the delta as a zigzag varint; ModeXOR: the XOR form).
 //
 //   - Packed layout (high bit set). The low bit of a sample's first byte
-//     tells its form. Short, when the status did not change: one byte,
-//     zigzag(value delta) ‹4 | zigzag(dd) ‹1 in mode ModeDecimal+p
-//     (zigzag(dd) < 8, zigzag(value delta) < 16: a polled analog moving a
-//     few counts takes one byte), zigzag(dd) ‹1 (< 128) followed by the
-//     value in mode ModeXOR. Long: a uvarint f ‹2 | changed ‹1 | 1, where
-//     f is zigzag(dd)+1, or 0 and then zigzag(dd) as a uvarint when it
-//     does not fit; the status (uvarint) when changed; the value.
+//     tells its form. Short, when the status did not change: one byte, in
+//     mode ModeDecimal+p zigzag(value delta) ‹(k+1) | zigzag(dd) ‹1 with
+//     k = 2+s bits for zigzag(dd) and 7−k for the value's (a polled analog
+//     moving a few counts takes one byte; k follows the poll jitter: 3 for
+//     ±4 ms, 5 for ±16 ms); in mode ModeXOR zigzag(dd) ‹1 (< 128) followed
+//     by the value. Long: a uvarint f ‹2 | changed ‹1 | 1, where f is
+//     zigzag(dd)+1, or 0 and then zigzag(dd) as a uvarint when it does not
+//     fit; the status (uvarint) when changed; the value.
 //   - Plain layout (high bit clear), version 1's: a uvarint zigzag(dd) ‹1 |
-//     changed, the status when changed, the value. Encode writes it when
-//     it is shorter: times that are not whole milliseconds (the OPC UA
-//     client driver passes its upstream's timestamps through), where a
-//     short form rarely fits and the long form's extra bit costs.
+//     changed, the status when changed, the value — shorter for times
+//     that are not whole milliseconds (the OPC UA client driver passes its
+//     upstream's timestamps through), where a short form rarely fits and
+//     the long form's extra bit costs.
+//
+// Encode counts the bytes of every layout and split and writes the
+// shortest (chooseLayout).
 //
 // Deltas are computed with wrapping int64 arithmetic on both sides, so
 // any times in order (equal ones allowed) come back exactly.
@@ -111,94 +116,163 @@ var pow10 = func() (p [MaxUnitExp + 1]int64) {
 }()
 
 // Encode packs xs, which must be oldest first (equal times allowed) and
-// at most MaxSamples long; it panics otherwise (a caller's bug).
+// at most MaxSamples long; it panics otherwise (a caller's bug). Of the
+// layouts it writes the one that takes the fewest bytes.
 func Encode(xs []Sample) []byte {
 	if len(xs) == 0 || len(xs) > MaxSamples {
 		panic(fmt.Sprintf("block: Encode of %d samples (1–%d)", len(xs), MaxSamples))
 	}
 	e := unitExp(xs)
 	p, decimal := decimals(xs)
-	b, short := encode(xs, e, p, decimal, true)
-	if short == len(xs) || (decimal && 2*short >= len(xs)) {
-		// The packed layout is the shorter one: a short form takes one
-		// byte, a plain head at least one; with decimal values a short
-		// form saves at least a byte (the value's) and a long one costs at
-		// most one more than a plain head (its extra bit).
-		return b
-	}
-	if plain, _ := encode(xs, e, p, decimal, false); plain != nil && len(plain) < len(b) {
-		return plain
-	}
-	return b
+	return encode(xs, e, p, decimal, chooseLayout(xs, e, p, decimal))
 }
 
-// encode writes xs in version 2 with the time unit 10^e and the value mode
-// of p and decimal, in the packed or the plain layout; it returns how many
-// samples took a short form, and nil for a plain layout that cannot hold a
-// delta of deltas (a zigzag of 2^63 or more: times near both ends of int64).
-func encode(xs []Sample, e, p int, decimal, packed bool) ([]byte, int) {
-	unit := pow10[e]
-	b := make([]byte, 0, 16+2*len(xs))
-	b = append(b, Version)
-	b = binary.AppendUvarint(b, uint64(len(xs)))
-	b = binary.AppendVarint(b, xs[0].At)
-	if packed {
-		b = append(b, byte(e)|packedBit)
-	} else {
-		b = append(b, byte(e))
+// The unit byte of a version 2 block: e in its low bits, the packed
+// layout in its high bit, the split of a short form (ddBits − minDDBits)
+// between them.
+const (
+	packedBit  = 0x80
+	splitShift = 5
+	unitMask   = 1<<splitShift - 1
+	minDDBits  = 2 // bits of zigzag(dd) in a short form of mode ModeDecimal+p
+	maxDDBits  = 5 // the value has the other 7 − ddBits
+)
+
+// layout is how a version 2 block's samples are written.
+type layout struct {
+	packed bool
+	ddBits int // packed, mode ModeDecimal+p: the short form's split
+}
+
+// unitByte is the unit byte of a block with this layout and unit 10^e.
+func (l layout) unitByte(e int) byte {
+	if !l.packed {
+		return byte(e)
 	}
-	mode := byte(ModeXOR)
-	if decimal {
-		mode = byte(ModeDecimal + p)
+	return packedBit | byte(l.ddBits-minDDBits)<<splitShift | byte(e)
+}
+
+// short reports whether a sample takes the packed layout's short form.
+func (l layout) short(decimal, changed bool, zd, zv uint64) bool {
+	if changed {
+		return false
 	}
-	b = append(b, mode)
-	scale := math.Pow10(p)
+	if !decimal {
+		return zd < 128
+	}
+	return zd < 1<<l.ddBits && zv < 1<<(7-l.ddBits)
+}
+
+// walk calls fn with every sample of xs and its zigzag(dd) in the unit
+// 10^e, its zigzag(value delta) in mode ModeDecimal+p (decimal), and
+// whether its status differs from the one before (from 0 for the first).
+func walk(xs []Sample, e, p int, decimal bool, fn func(x Sample, zd, zv uint64, changed bool)) {
+	unit, scale := pow10[e], math.Pow10(p)
 	prevT, prevD := xs[0].At, int64(0)
-	var prevBits uint64
 	var prevN int64
 	var prevS uint32
-	short := 0
 	for _, x := range xs {
 		d := (x.At - prevT) / unit // exact: unit divides every delta
 		zd := zigzag(d - prevD)
 		prevT, prevD = x.At, d
-		changed := x.Status != prevS
-		prevS = x.Status
 		var zv uint64
 		if decimal {
 			n := int64(math.Round(x.Value * scale))
 			zv = zigzag(n - prevN)
 			prevN = n
 		}
+		fn(x, zd, zv, x.Status != prevS)
+		prevS = x.Status
+	}
+}
+
+// chooseLayout is the layout that writes xs in the fewest bytes: it
+// counts, in one walk, the bytes of each (a value's XOR form is the same
+// in all of them and not counted).
+func chooseLayout(xs []Sample, e, p int, decimal bool) layout {
+	var packed [maxDDBits + 1]int // by ddBits; [0] in mode ModeXOR
+	plain, plainOK := 0, true
+	walk(xs, e, p, decimal, func(x Sample, zd, zv uint64, changed bool) {
+		rest := 0 // the status and the value after a head
+		if changed {
+			rest = uvarintLen(uint64(x.Status))
+		}
+		if decimal {
+			rest += uvarintLen(zv)
+		}
+		if zd>>63 != 0 {
+			plainOK = false
+		}
+		plain += uvarintLen(zd<<1) + rest
+		long := longHeadLen(zd) + rest
+		if !decimal {
+			packed[0] += long
+			if (layout{packed: true}).short(false, changed, zd, zv) {
+				packed[0] += 1 - long
+			}
+			return
+		}
+		for k := minDDBits; k <= maxDDBits; k++ {
+			if (layout{packed: true, ddBits: k}).short(true, changed, zd, zv) {
+				packed[k]++
+			} else {
+				packed[k] += long
+			}
+		}
+	})
+	best, size := layout{packed: true, ddBits: minDDBits}, packed[0]
+	if decimal {
+		for k := minDDBits; k <= maxDDBits; k++ {
+			if k == minDDBits || packed[k] < size {
+				best, size = layout{packed: true, ddBits: k}, packed[k]
+			}
+		}
+	}
+	if plainOK && plain < size {
+		return layout{}
+	}
+	return best
+}
+
+// encode writes xs in version 2 with the time unit 10^e, the value mode of
+// p and decimal, and layout l.
+func encode(xs []Sample, e, p int, decimal bool, l layout) []byte {
+	b := make([]byte, 0, 16+2*len(xs))
+	b = append(b, Version)
+	b = binary.AppendUvarint(b, uint64(len(xs)))
+	b = binary.AppendVarint(b, xs[0].At)
+	b = append(b, l.unitByte(e))
+	mode := byte(ModeXOR)
+	if decimal {
+		mode = byte(ModeDecimal + p)
+	}
+	b = append(b, mode)
+	var prevBits uint64
+	walk(xs, e, p, decimal, func(x Sample, zd, zv uint64, changed bool) {
 		switch {
-		case !packed:
+		case !l.packed:
 			if zd>>63 != 0 {
-				return nil, 0
+				panic("block: plain layout of a delta of deltas beyond 2^62 (chooseLayout did not refuse it)")
 			}
 			b = appendPlainHead(b, zd, changed, x.Status)
-		case !changed && decimal && zd < 8 && zv < 16:
-			b = append(b, byte(zv<<4|zd<<1))
-			short++
-			continue
-		case !changed && !decimal && zd < 128:
-			b = append(b, byte(zd<<1))
-			short++
-		default:
+		case !l.short(decimal, changed, zd, zv):
 			b = appendLongHead(b, zd, changed, x.Status)
+		case decimal:
+			b = append(b, byte(zv<<(l.ddBits+1)|zd<<1))
+			return
+		default:
+			b = append(b, byte(zd<<1))
 		}
 		if decimal {
 			b = binary.AppendUvarint(b, zv)
-			continue
+			return
 		}
 		v := math.Float64bits(x.Value)
 		b = appendXOR(b, v^prevBits)
 		prevBits = v
-	}
-	return b, short
+	})
+	return b
 }
-
-// packedBit marks, in a version 2 block's unit byte, the packed layout.
-const packedBit = 0x80
 
 // unitExp is the largest e ≤ MaxUnitExp such that 10^e divides every time
 // delta of xs, which it checks are in order.
@@ -249,6 +323,17 @@ func appendPlainHead(b []byte, zd uint64, changed bool, status uint32) []byte {
 	return b
 }
 
+// longHeadLen is the length of appendLongHead's head, before the status.
+func longHeadLen(zd uint64) int {
+	if zd < 1<<62-1 {
+		return uvarintLen((zd + 1) << 2)
+	}
+	return 1 + uvarintLen(zd)
+}
+
+// uvarintLen is the length of u as a uvarint.
+func uvarintLen(u uint64) int { return (bits.Len64(u|1) + 6) / 7 }
+
 // Decode calls fn for every sample of b, oldest first, and returns the
 // count. fn may stop the walk by returning false. It reads every version
 // this package ever wrote.
@@ -262,14 +347,15 @@ func Decode(b []byte, fn func(Sample) bool) (int, error) {
 		return 0, r.fail(fmt.Sprintf("version %d, this otopcua reads %d and %d", version, Version1, Version))
 	}
 	h := header{n: r.uvarint(), t: r.varint(), unit: 1}
-	packed := false
+	l := layout{}
 	if version == Version {
 		u := r.byte()
-		e := u &^ packedBit
-		if r.err == nil && e > MaxUnitExp {
-			return 0, r.fail(fmt.Sprintf("time unit 10^%d", e))
+		e := u & unitMask
+		l = layout{packed: u&packedBit != 0, ddBits: minDDBits + int(u>>splitShift&3)}
+		if r.err == nil && (e > MaxUnitExp || (!l.packed && u != e)) {
+			return 0, r.fail(fmt.Sprintf("unit byte %#x", u))
 		}
-		h.unit, packed = pow10[min(e, MaxUnitExp)], u&packedBit != 0
+		h.unit = pow10[min(e, MaxUnitExp)]
 	}
 	mode := r.byte()
 	if r.err != nil {
@@ -284,8 +370,8 @@ func Decode(b []byte, fn func(Sample) bool) (int, error) {
 	h.decimal = mode >= ModeDecimal
 	h.scale = math.Pow10(int(mode) - ModeDecimal)
 	var k int
-	if packed {
-		k = decodePacked(&r, h, fn)
+	if l.packed {
+		k = decodePacked(&r, h, l.ddBits, fn)
 	} else {
 		k = decodePlain(&r, h, fn)
 	}
@@ -308,9 +394,9 @@ type header struct {
 }
 
 // decodePacked walks the samples of a version 2 block in the packed
-// layout and returns how many it gave fn; r.err is set when the block is
-// damaged.
-func decodePacked(r *reader, h header, fn func(Sample) bool) int {
+// layout (ddBits: its short form's split) and returns how many it gave
+// fn; r.err is set when the block is damaged.
+func decodePacked(r *reader, h header, ddBits int, fn func(Sample) bool) int {
 	t, d, prevN := h.t, int64(0), int64(0)
 	var v uint64
 	var st uint32
@@ -324,7 +410,7 @@ func decodePacked(r *reader, h header, fn func(Sample) bool) int {
 		switch {
 		case short && h.decimal:
 			r.b = r.b[1:]
-			zd, zv = uint64(c>>1)&7, uint64(c>>4)
+			zd, zv = uint64(c>>1)&(1<<ddBits-1), uint64(c>>(ddBits+1))
 		case short:
 			r.b = r.b[1:]
 			zd = uint64(c >> 1)

@@ -83,8 +83,9 @@ func TestSize(t *testing.T) {
 	}{
 		{"deadbanded, 1 s polls, ms jitter", deadbanded(), 2.2},
 		{"unchanged, polled on time", unchanged(), 1.1},
-		{"±1 walk, 100 ms polls stamped to the ms", polled(true), 1.1},
-		{"±1 walk, 100 ms polls stamped to 100 ns", polled(false), 4},
+		{"±1 walk, 100 ms polls stamped to the ms", polled(true, 1), 1.1},
+		{"±1 walk, polls 0–8 ms late, to the ms", polled(true, 8), 1.2},
+		{"±1 walk, 100 ms polls stamped to 100 ns", polled(false, 1), 4},
 	} {
 		n := float64(len(Encode(c.xs))) / float64(len(c.xs))
 		t.Logf("%-40s version 2: %.2f bytes a sample, version 1: %.2f", c.name, n, float64(len(encodeV1(c.xs)))/float64(len(c.xs)))
@@ -116,15 +117,15 @@ func unchanged() []Sample {
 }
 
 // polled is bench/historyrecord's signal as one tag's block: a poll every
-// 100 ms from the end of the last one's timer (0–1 ms late), read 0.1–0.6
-// ms after it starts, a ±1 step each time; times stamped to the
+// 100 ms from the end of the last one's timer (0–late ms late), read
+// 0.1–0.6 ms after it starts, a ±1 step each time; times stamped to the
 // millisecond (ms) or to the tick.
-func polled(ms bool) []Sample {
+func polled(ms bool, late int64) []Sample {
 	r := rand.New(rand.NewPCG(1, 2))
 	xs := make([]Sample, 256)
 	start, v := int64(134_000_000_000_000_000), 1000.0
 	for i := range xs {
-		start += 1_000_000 + r.Int64N(10_000)
+		start += 1_000_000 + r.Int64N(late*10_000)
 		at := start + 1_000 + r.Int64N(5_000)
 		if ms {
 			at -= at % 10_000
@@ -188,6 +189,7 @@ func TestDamagedBlocks(t *testing.T) {
 		{"long form truncated", []byte{Version, 1, 2, packedBit, 1, 0x83}},
 		{"status out of range", []byte{Version, 1, 2, packedBit, 1, 0x07, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}},
 		{"plain layout truncated", []byte{Version, 2, 2, 4, 1, 0, 0}},
+		{"plain layout with a split", []byte{Version, 1, 2, 1 << splitShift, 1, 0, 0}},
 		{"plain status out of range", []byte{Version, 1, 2, 4, 1, 0x01, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}},
 		{"version 1 zero samples", []byte{Version1, 0, 2, 0}},
 		{"version 1 bad mode", []byte{Version1, 1, 2, 99, 0, 0}},
@@ -219,7 +221,7 @@ func TestRoundTripProperty(t *testing.T) {
 		xs := drawSamples(t, math.MinInt64, math.MaxInt64)
 		b := Encode(xs)
 		checkSame(t, decodeAll(t, b), xs)
-		e := int(b[1+len(binary.AppendUvarint(nil, uint64(len(xs))))+len(binary.AppendVarint(nil, xs[0].At))] &^ packedBit)
+		e := int(b[1+len(binary.AppendUvarint(nil, uint64(len(xs))))+len(binary.AppendVarint(nil, xs[0].At))] & unitMask)
 		if e != unitExp(xs) {
 			t.Fatalf("unit 10^%d written, 10^%d chosen", e, unitExp(xs))
 		}
@@ -234,18 +236,22 @@ func TestRoundTripProperty(t *testing.T) {
 		if all {
 			t.Fatalf("unit 10^%d, but 10^%d divides every delta", e, e+1)
 		}
-		// Both layouts, whichever Encode chose.
+		// Every layout, whichever Encode chose; none is shorter.
 		p, decimal := decimals(xs)
-		for _, packed := range []bool{true, false} {
-			b, _ := encode(xs, e, p, decimal, packed)
-			if b == nil && packed {
-				t.Fatal("the packed layout refused")
-			}
-			if b != nil {
-				checkSame(t, decodeAll(t, b), xs)
-				if len(b) < len(Encode(xs)) {
-					t.Fatalf("packed %v: %d bytes, Encode chose %d", packed, len(b), len(Encode(xs)))
-				}
+		plainOK := true
+		walk(xs, e, p, decimal, func(_ Sample, zd, _ uint64, _ bool) { plainOK = plainOK && zd>>63 == 0 })
+		ls := []layout{}
+		if plainOK {
+			ls = append(ls, layout{})
+		}
+		for k := minDDBits; k <= maxDDBits; k++ {
+			ls = append(ls, layout{packed: true, ddBits: k})
+		}
+		for _, l := range ls {
+			b := encode(xs, e, p, decimal, l)
+			checkSame(t, decodeAll(t, b), xs)
+			if len(b) < len(Encode(xs)) {
+				t.Fatalf("%+v: %d bytes, Encode chose %d", l, len(b), len(Encode(xs)))
 			}
 		}
 	})
@@ -317,7 +323,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(Encode([]Sample{{At: 1, Value: 1.5}, {At: 2, Value: 2, Status: 1}}))
 	f.Add(Encode([]Sample{{At: 1, Value: 1.0 / 3}}))
 	f.Add([]byte{Version, 0xff, 0xff, 0x03, 0, 0, 1})
-	f.Add(Encode(polled(true)))
+	f.Add(Encode(polled(true, 1)))
 	f.Add(Encode([]Sample{{At: 1, Value: 2}, {At: 1 << 62, Value: 3, Status: 5}, {At: 1<<62 + 1, Value: 1e9}}))
 	f.Add(encodeV1([]Sample{{At: 1, Value: 1.5}, {At: 2, Value: 2, Status: 1}}))
 	f.Add([]byte{Version1, 0xff, 0xff, 0x03, 0, 1})
@@ -353,9 +359,9 @@ func BenchmarkDecode(b *testing.B) {
 		name string
 		b    []byte
 	}{
-		{"v2 ms", Encode(polled(true))},
-		{"v2 100ns", Encode(polled(false))},
-		{"v1 100ns", encodeV1(polled(false))},
+		{"v2 ms", Encode(polled(true, 1))},
+		{"v2 100ns", Encode(polled(false, 1))},
+		{"v1 100ns", encodeV1(polled(false, 1))},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
@@ -365,4 +371,20 @@ func BenchmarkDecode(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkEncode: the recorder's part, per block of 256 samples of the
+// polled ±1 walk; "v1" is the encoder before version 2 (encodeV1).
+func BenchmarkEncode(b *testing.B) {
+	xs := polled(true, 1)
+	b.Run("v2", func(b *testing.B) {
+		for b.Loop() {
+			Encode(xs)
+		}
+	})
+	b.Run("v1", func(b *testing.B) {
+		for b.Loop() {
+			encodeV1(xs)
+		}
+	})
 }
