@@ -45,9 +45,9 @@
 // request, and the other requests of the poll go on and stay Good. A broken
 // connection marks the tags of the failed request and of the rest of the
 // poll. Every Bad status keeps the tag's last value. SourceTime is the time
-// of the read for Good; for a Bad status it is when the driver first saw that
-// status (Part 4, DataValue: the time the source recognized the non-good
-// status),
+// of the read for Good, truncated to the millisecond (PolledTime); for a Bad
+// status it is when the driver first saw that status (Part 4, DataValue: the
+// time the source recognized the non-good status),
 // and stays while the status stays, so a device that stays down is not a
 // change per poll. Before the first poll it is zero.
 //

@@ -83,9 +83,21 @@ type Reading struct {
 	// comment.
 	Status ua.StatusCode
 	// SourceTime is when Value was read, or, while Status is Bad, when the
-	// driver first saw that status (zero before anything happened).
+	// driver first saw that status (zero before anything happened). A
+	// polled driver stamps it with PolledTime.
 	SourceTime time.Time
 }
+
+// PolledTime is the SourceTime a polled driver (Modbus, simulated) gives
+// what it reads at t: t truncated to the millisecond, never after the
+// read. A polled device has no clock of its own: its value's time is the
+// poll's, and below a millisecond that only records when the node's timer
+// fired and how long the request took. Whole milliseconds are what many
+// OPC UA servers stamp, and what makes a recorded time cheap in the
+// history (history/block: about one byte a sample for a polled analog
+// instead of three or four). A driver whose device sends its own times
+// (the OPC UA client driver) passes them through unchanged.
+func PolledTime(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
 // State is a device connection's state.
 type State int

@@ -52,3 +52,21 @@ func TestReadingsTransitions(t *testing.T) {
 		t.Fatal("Snapshot is not a copy")
 	}
 }
+
+func TestPolledTime(t *testing.T) {
+	at := time.Date(2026, 12, 7, 19, 30, 1, 123_456_789, time.UTC)
+	for _, c := range []struct{ t, want time.Time }{
+		{at, time.Date(2026, 12, 7, 19, 30, 1, 123_000_000, time.UTC)},
+		{at.Truncate(time.Millisecond), at.Truncate(time.Millisecond)},
+		{time.Date(1950, 1, 1, 0, 0, 0, 999_999, time.UTC), time.Date(1950, 1, 1, 0, 0, 0, 0, time.UTC)}, // before 1970: down, too
+		{time.Now(), time.Time{}}, // a monotonic reading: PolledTime drops it
+	} {
+		got := PolledTime(c.t)
+		if got.After(c.t) || c.t.Sub(got) >= time.Millisecond || got.Nanosecond()%1e6 != 0 || got.String() != got.Round(0).String() {
+			t.Errorf("PolledTime(%v) = %v: not the millisecond it lies in, or with a monotonic reading", c.t, got)
+		}
+		if !c.want.IsZero() && !got.Equal(c.want) {
+			t.Errorf("PolledTime(%v) = %v, want %v", c.t, got, c.want)
+		}
+	}
+}

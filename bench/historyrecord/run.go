@@ -39,6 +39,11 @@ type result struct {
 	// the samples recorded in it.
 	WindowBytesPerValue float64 `json:"window_bytes_per_value"`
 	WindowS             float64 `json:"window_s"`
+	// Parts is StoreBytes by kind of file at the window's end: "journal"
+	// (the recorder's journal, History:Path/journal), "wal" (Pebble's log,
+	// *.log), "tables" (Pebble's *.sst: the blocks and saved heads), "other"
+	// (Pebble's MANIFEST, OPTIONS, …).
+	Parts map[string]int64 `json:"parts,omitempty"`
 }
 
 // run measures one rig: with or without history.
@@ -85,7 +90,8 @@ func run(t testing.TB, s settings, hist bool) result {
 	wall := time.Since(start)
 	rec1, drop1 := counters(t, n, hist)
 	size1 := dirSize(store)
-	r := result{Historize: hist, Tags: s.tags, CPUPct: measure.CPUPercent(cpu1-cpu0, wall), WindowS: wall.Seconds(),
+	parts := dirParts(store)
+	r := result{Parts: parts, Historize: hist, Tags: s.tags, CPUPct: measure.CPUPercent(cpu1-cpu0, wall), WindowS: wall.Seconds(),
 		RecordedPerS: (rec1 - rec0) / wall.Seconds(), DroppedPerS: drop1 / wall.Seconds(), Recorded: rec1, StoreBytes: size1}
 	if rec1 > 0 {
 		r.BytesPerValue = float64(size1) / rec1
@@ -186,6 +192,32 @@ func dirSize(dir string) int64 {
 	return n
 }
 
+// dirParts is the bytes of the store's files by kind (result.Parts).
+func dirParts(dir string) map[string]int64 {
+	parts := map[string]int64{}
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		kind := "other"
+		switch rel, _ := filepath.Rel(dir, path); {
+		case strings.HasPrefix(rel, "journal"+string(filepath.Separator)):
+			kind = "journal"
+		case strings.HasSuffix(rel, ".log"):
+			kind = "wal"
+		case strings.HasSuffix(rel, ".sst"):
+			kind = "tables"
+		}
+		parts[kind] += info.Size()
+		return nil
+	})
+	return parts
+}
+
 // printResults prints the table and one JSON line per run.
 func printResults(w io.Writer, rs []result) {
 	fmt.Fprintf(w, "| history | tags | node CPU | recorded/s | dropped/s | store | bytes a value (all) | bytes a value (window) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
@@ -196,6 +228,16 @@ func printResults(w io.Writer, rs []result) {
 		}
 		fmt.Fprintf(w, "| on | %d | %.1f %% | %.0f | %.0f | %.1f MiB | %.2f | %.2f |\n", r.Tags, r.CPUPct, r.RecordedPerS, r.DroppedPerS,
 			float64(r.StoreBytes)/(1<<20), r.BytesPerValue, r.WindowBytesPerValue)
+	}
+	fmt.Fprintln(w)
+	for _, r := range rs {
+		if r.Historize && r.Recorded > 0 {
+			fmt.Fprintf(w, "store at the end, bytes a value recorded: ")
+			for _, k := range []string{"tables", "journal", "wal", "other"} {
+				fmt.Fprintf(w, "%s %.2f (%.1f MiB)  ", k, float64(r.Parts[k])/r.Recorded, float64(r.Parts[k])/(1<<20))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	fmt.Fprintln(w)
 	for _, r := range rs {

@@ -149,7 +149,7 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 		if errors.Is(err, drivers.ErrClosed) || ctx.Err() != nil {
 			return nil, err
 		}
-		d.commFailed(0, d.clock.Now())
+		d.commFailed(0, drivers.PolledTime(d.clock.Now()))
 		d.ctr.Reads(0, len(d.plan))
 		d.polled(start, false)
 		d.ctr.Poll(d.clock.Since(start))
@@ -235,7 +235,7 @@ func (d *Driver) splitRefused(k int, err error) bool {
 // must be held.
 func (d *Driver) record(k int, vals []any, err error, p *poll) {
 	req := d.plan[k]
-	now := d.clock.Now()
+	now := drivers.PolledTime(d.clock.Now())
 	out, code := classify(err)
 	if err != nil {
 		err = fmt.Errorf("read %s %d+%d: %w", req.Table, req.Start, req.Count, err)

@@ -65,8 +65,9 @@ func TestReadEveryType(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range rs {
-		if r.Status != ua.StatusGood || !sameValue(r.Value, want[i]) || !r.SourceTime.Equal(clock.Now()) {
-			t.Errorf("%s: %+v, want Good %v (%T) at %v", tags[i].Name, r, want[i], want[i], clock.Now())
+		at := drivers.PolledTime(clock.Now()) // the fake clock starts at the wall clock's now, not a whole ms
+		if r.Status != ua.StatusGood || !sameValue(r.Value, want[i]) || !r.SourceTime.Equal(at) || r.SourceTime.Nanosecond()%1e6 != 0 {
+			t.Errorf("%s: %+v, want Good %v (%T) at %v", tags[i].Name, r, want[i], want[i], at)
 		}
 	}
 	for _, table := range tableOrder {
@@ -339,10 +340,10 @@ func TestExceptionMarksOnlyItsRequest(t *testing.T) {
 		}
 	}
 	good := func(v any, at time.Time) drivers.Reading {
-		return drivers.Reading{Value: v, Status: ua.StatusGood, SourceTime: at}
+		return drivers.Reading{Value: v, Status: ua.StatusGood, SourceTime: drivers.PolledTime(at)}
 	}
 	bad := func(v any, code ua.StatusCode, at time.Time) drivers.Reading {
-		return drivers.Reading{Value: v, Status: code, SourceTime: at}
+		return drivers.Reading{Value: v, Status: code, SourceTime: drivers.PolledTime(at)}
 	}
 
 	check("illegal address", []drivers.Reading{good(int16(10), t0), good(int16(0), t0),
@@ -767,7 +768,7 @@ func TestFirstPollAfterTheDeviceStops(t *testing.T) {
 	}
 	want := []any{int16(7), int16(8), true}
 	for i, r := range rs {
-		if r.Status != ua.StatusBadCommunicationError || r.Value != want[i] || !r.SourceTime.Equal(clock.Now()) {
+		if r.Status != ua.StatusBadCommunicationError || r.Value != want[i] || !r.SourceTime.Equal(drivers.PolledTime(clock.Now())) {
 			t.Errorf("tag %d: %+v", i, r)
 		}
 	}

@@ -128,7 +128,8 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 	if d.closed {
 		return nil, drivers.ErrClosed
 	}
-	now := d.clock.Now()
+	start := d.clock.Now()
+	now := drivers.PolledTime(start) // the values are the signals' at their SourceTime
 	out := make([]drivers.Reading, len(d.tags))
 	for i, t := range d.tags {
 		v := d.written[i]
@@ -138,7 +139,7 @@ func (d *Driver) Read(ctx context.Context) ([]drivers.Reading, error) {
 		out[i] = drivers.Reading{Value: v, Status: ua.StatusGood, SourceTime: now}
 	}
 	d.ctr.Reads(1, 0)
-	d.ctr.Poll(d.clock.Since(now))
+	d.ctr.Poll(d.clock.Since(start))
 	return out, nil
 }
 

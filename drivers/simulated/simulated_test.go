@@ -54,6 +54,8 @@ func TestSignals(t *testing.T) {
 		{0, []any{0.0, 50.0, 1.0, 42.0, int16(-10), true, uint16(0), float32(0), 0.0, int32(0), true}},
 		{1 * s, []any{10.0, 50 + 50*math.Sin(math.Pi/5), 1.0, 42.0, int16(-5), false, uint16(0), float32(1), 10.0, int32(0), true}},
 		{2500 * ms, []any{25.0, 100.0, 1.0, 42.0, int16(3), true, uint16(0), float32(math.Sin(math.Pi * 1.25)), 25.0, int32(0), true}},
+		// Stamped to the millisecond (drivers.PolledTime): the signals' values at 2.5 s.
+		{2500*ms + 999*time.Microsecond, []any{25.0, 100.0, 1.0, 42.0, int16(3), true, uint16(0), float32(math.Sin(math.Pi * 1.25)), 25.0, int32(0), true}},
 		{4999 * ms, []any{49.99, nan, 1.0, 42.0, nan, true, uint16(0), nan, 49.99, int32(0), true}},
 		{5 * s, []any{50.0, 50.0, -1.0, 42.0, int16(-5), false, uint16(0), float32(1), 50.0, int32(0), true}},
 		{7500 * ms, []any{75.0, 0.0, -1.0, 42.0, int16(8), false, uint16(25), float32(math.Sin(math.Pi * 1.75)), 75.0, int32(0), true}},
@@ -71,7 +73,7 @@ func TestSignals(t *testing.T) {
 		}
 		for i, want := range c.want {
 			r := rs[i]
-			if r.Status != ua.StatusGood || !r.SourceTime.Equal(clock.Now()) {
+			if r.Status != ua.StatusGood || !r.SourceTime.Equal(epoch.Add(c.at.Truncate(ms))) {
 				t.Errorf("+%v %s: %+v", c.at, tags[i].Name, r)
 			}
 			if f, ok := want.(float64); ok && math.IsNaN(f) {
