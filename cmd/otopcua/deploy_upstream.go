@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -185,7 +186,8 @@ func jsonText(s string) string {
 
 // askWithDriver is how the deploy command asks an upstream: the opcua
 // driver's own connection settings, the operator's environment for
-// passwordEnv, no node identity (so securityPolicy None only).
+// passwordEnv, no node identity (so securityPolicy None only), no logs
+// (what matters is in the answer).
 func (c *cli) askWithDriver() askUpstream {
 	getenv := func(key string) string {
 		v := ""
@@ -197,7 +199,7 @@ func (c *cli) askWithDriver() askUpstream {
 		return v
 	}
 	return func(ctx context.Context, dev deployment.Device) ([]opcua.UpstreamTag, error) {
-		return opcua.UpstreamTypes(ctx, dev, drivers.Options{Getenv: getenv})
+		return opcua.UpstreamTypes(ctx, dev, drivers.Options{Getenv: getenv, Logger: slog.New(slog.DiscardHandler)})
 	}
 }
 
