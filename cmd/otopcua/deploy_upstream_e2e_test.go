@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,56 @@ func TestBinaryDeployAsksTheUpstream(t *testing.T) {
 	r = runDeploy(t, cleanEnv(), typeless, "--config", f.config, "--no-upstream")
 	if want := "  devices[0].tags[0].type = (missing): type not given and the upstream " + up.URL + " is not asked (--no-upstream): give the type\n"; r.code != 2 || !strings.Contains(r.stderr, want) {
 		t.Fatalf("--no-upstream: exit %d\nstderr %q\nwant %q", r.code, r.stderr, want)
+	}
+}
+
+// hostileListener accepts connections and answers each with reply (nil:
+// nothing at all), then holds it open until the test ends.
+func hostileListener(t *testing.T, reply []byte) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			if reply != nil {
+				_, _ = c.Write(reply)
+			}
+		}
+	}()
+	return "opc.tcp://" + ln.Addr().String()
+}
+
+// TestBinaryDeployHostileUpstream: an upstream that says nothing, or
+// garbage, cannot hold deploy beyond --upstream-timeout: a typed tag is
+// deployed with a warning, a type-less one refused.
+func TestBinaryDeployHostileUpstream(t *testing.T) {
+	f := newDeployFixture(t)
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = byte(i*7 + 3)
+	}
+	for name, url := range map[string]string{"silent": hostileListener(t, nil), "garbage": hostileListener(t, garbage)} {
+		typed := f.file(t, name+".json", opcuaDocument(url, `{"name": "A", "nodeId": "ns=2;s=A", "type": "float64"}`))
+		start := time.Now()
+		r := runDeploy(t, cleanEnv(), typed, "--config", f.config, "--upstream-timeout", "1s")
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("%s: deploy took %v with --upstream-timeout 1s", name, took)
+		}
+		if r.code != 0 || !strings.HasPrefix(r.stderr, "warning: "+typed+`: devices[0] "up": the upstream `+url+" did not answer (") {
+			t.Fatalf("%s, typed: exit %d\nstdout %q\nstderr %q", name, r.code, r.stdout, r.stderr)
+		}
+		noType := f.file(t, name+"-notype.json", opcuaDocument(url, `{"name": "A", "nodeId": "ns=2;s=A"}`))
+		r = runDeploy(t, cleanEnv(), "--check", noType, "--upstream-timeout", "1s")
+		if r.code != 2 || !strings.Contains(r.stderr, "devices[0].tags[0].type = (missing): type not given and the upstream "+url+" did not answer (") {
+			t.Fatalf("%s, type-less: exit %d\nstderr %q", name, r.code, r.stderr)
+		}
 	}
 }

@@ -126,7 +126,7 @@ func upstreamTag(t deployment.Tag, n *ua.NodeID, dt, vr *ua.DataValue) UpstreamT
 	for _, dv := range []*ua.DataValue{dt, vr} {
 		switch {
 		case dv == nil:
-			p.Status, p.Why = ua.StatusBadCommunicationError, "no DataType in the upstream's answer"
+			p.Status, p.Why = ua.StatusBadCommunicationError, "no DataType or ValueRank in the upstream's answer"
 			return UpstreamTag{Problem: p}
 		case dv.Status != ua.StatusOK:
 			p.Status, p.Why = dv.Status, "the upstream answers "+dv.Status.Error()
