@@ -27,6 +27,7 @@ type upstreamAnswer struct {
 	tags     []opcua.UpstreamTag
 	notAsked string // not asked, and why ("--no-upstream", a securityPolicy)
 	err      error  // asked, and it did not answer
+	quiet    bool   // no warning for the typed tags (--no-upstream: the operator chose it)
 }
 
 // askUpstream asks one device's upstream about its tags; it is
@@ -80,7 +81,7 @@ func noUpstream(doc *deployment.Document) map[int]upstreamAnswer {
 	out := map[int]upstreamAnswer{}
 	for i, dev := range doc.Devices {
 		if dev.Driver == deployment.DriverOPCUA {
-			out[i] = upstreamAnswer{notAsked: "is not asked (--no-upstream)"}
+			out[i] = upstreamAnswer{notAsked: "is not asked (--no-upstream)", quiet: true}
 		}
 	}
 	return out
@@ -131,7 +132,7 @@ func judgeUpstream(doc *deployment.Document, answers map[int]upstreamAnswer) ups
 					Accepted: "type not given and the upstream " + urls + " " + why + ": give the type" + hint,
 				})
 			}
-			if typed > 0 && a.notAsked != "is not asked (--no-upstream)" {
+			if typed > 0 && !a.quiet {
 				v.warnings = append(v.warnings, fmt.Sprintf("devices[%d] %q: the upstream %s %s: %s with a type deployed unchecked; each node checks them at connect",
 					i, dev.Name, urls, why, plural(typed, "tag")))
 			}

@@ -67,7 +67,7 @@ func TestJudgeUpstream(t *testing.T) {
 				`devices[1].tags[2].type = (missing): type not given and the upstream opc.tcp://127.0.0.1:4840 did not answer (connection refused): give the type, or deploy when the upstream answers`},
 			warnings: 1},
 		{name: "not asked",
-			answer: upstreamAnswer{notAsked: "is not asked (--no-upstream)"},
+			answer: noUpstream(upstreamDoc(t, ""))[1],
 			problems: []string{
 				`devices[1].tags[0].type = (missing): type not given and the upstream opc.tcp://127.0.0.1:4840 is not asked (--no-upstream): give the type`,
 				`devices[1].tags[2].type = (missing): type not given and the upstream opc.tcp://127.0.0.1:4840 is not asked (--no-upstream): give the type`}},
