@@ -35,7 +35,9 @@ var bom = []byte("\xef\xbb\xbf")
 //
 // Field names are case-sensitive. null is the same as an absent field; an
 // empty list the same as an absent one (the Document holds nil).
-func Decode(data []byte) (*Document, error) {
+func Decode(data []byte) (*Document, error) { return decode(data, false) }
+
+func decode(data []byte, typeless bool) (*Document, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes", ErrTooLarge, len(data))
 	}
@@ -53,7 +55,7 @@ func Decode(data []byte) (*Document, error) {
 		notes:   map[string][]Problem{},
 	}}
 	doc := d.document(root)
-	if problems := validate(doc, d.o); len(problems) > 0 {
+	if problems := validate(doc, d.o, typeless); len(problems) > 0 {
 		return nil, &ValidationError{Problems: problems}
 	}
 	return doc, nil

@@ -16,6 +16,11 @@
 // as written and what is accepted, the way package config reports a bad
 // appsettings.json.
 //
+// DecodeTypeless is Decode except that an opcua tag may leave out its
+// type: only otopcua deploy calls it, takes the missing types from the
+// upstream, writes them into the text with WithTypes (every other byte
+// kept) and decodes the result with Decode before storing it.
+//
 // Invariants:
 //
 //   - A *Document returned by Decode satisfies every rule: Validate
@@ -31,7 +36,8 @@
 //
 // Duties of the caller:
 //
-//  1. Decode every document before using it — what otopcua deploy stores
+//  1. Decode every document before using it (never DecodeTypeless: a
+//     node needs every tag's type) — what otopcua deploy stores
 //     and what a node reads back from the Config DB or its LocalDb cache
 //     alike — and refuse (keep the previous version) when Decode fails:
 //     a document stored by an older otopcua may break a newer rule.

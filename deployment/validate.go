@@ -77,10 +77,12 @@ const (
 //     MaxConditionLen bytes and compiles (CompileAlarm): it names only
 //     tags of the document, calls only ConditionFunctions, has no range
 //     operator, and is true or false.
-func (doc *Document) Validate() []Problem { return validate(doc, nil) }
+func (doc *Document) Validate() []Problem { return validate(doc, nil, false) }
 
-func validate(doc *Document, o *origin) []Problem {
-	v := &validator{o: o}
+// validate checks doc; typeless accepts opcua tags without a type
+// (DecodeTypeless).
+func validate(doc *Document, o *origin, typeless bool) []Problem {
+	v := &validator{o: o, typeless: typeless}
 	v.document(doc)
 	if o != nil {
 		v.unvisited()
@@ -109,6 +111,8 @@ func (v *validator) unvisited() {
 type validator struct {
 	o   *origin // nil for a Document built in Go
 	out []Problem
+
+	typeless bool // an opcua tag may leave out its type (DecodeTypeless)
 
 	entered, noted map[string]bool // the bad paths and noted objects reported
 }

@@ -187,13 +187,15 @@ func (v *validator) notOPCUADevice(d *Device, p string) {
 }
 
 // opcuaTag checks a tag of an opcua device: an upstream nodeId and a
-// known type (compared with the upstream's DataType when the driver
-// connects), optional samplingInterval and deadband; none of the Modbus
+// known type (compared with the upstream's DataType by otopcua deploy and
+// when the driver connects; absent only in DecodeTypeless), optional samplingInterval and deadband; none of the Modbus
 // or simulated fields.
 func (v *validator) opcuaTag(t *Tag, p string) {
 	v.refuse(p+".table", t.Table, t.Table != "", notForOPCUATag)
 	v.refuse(p+".address", t.Address, t.Address != nil, notForOPCUATag)
-	v.tagType(t, p)
+	if !v.typeless || v.set(p+".type", t.Type != "") {
+		v.tagType(t, p)
+	}
 	v.refuse(p+".wordOrder", t.WordOrder, t.WordOrder != "", notForOPCUATag)
 	v.refuse(p+".scale", t.Scale, t.Scale != nil, notForOPCUATag)
 	v.refuse(p+".offset", t.Offset, t.Offset != nil, notForOPCUATag)

@@ -23,6 +23,7 @@ func (c *cli) deployCmd() *cobra.Command {
 		check      bool
 		anyCluster bool
 		timeout    time.Duration
+		upstream   upstreamFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "deploy FILE...",
@@ -35,7 +36,17 @@ ClusterId then applies the newest version. The document's clusterId must be
 the configuration's Node:ClusterId. Storing a document byte for byte equal
 to the newest version stores nothing and prints that version again.
 
-With --check, FILE is only validated (and, when --config is given, its
+Before it stores a document, deploy asks the upstream of every opcua
+device (securityPolicy None; secured upstreams are checked by the nodes at
+connect), one connection each, all within --upstream-timeout: a tag
+without "type" takes the upstream's DataType (written into the stored
+document), a tag whose type differs from the upstream's or whose nodeId or
+browsePath does not resolve is a problem. An upstream that does not answer
+is a warning for tags with a type (the nodes check them at connect) and a
+problem for tags without one. --no-upstream asks no upstream (a tag
+without type is then a problem).
+
+With --check, FILE is only validated (the upstreams asked as above) (and, when --config is given, its
 clusterId compared); the Config DB is not touched.
 
 Several FILEs are validated first, all of them, and stored only when every
@@ -54,19 +65,21 @@ failed.`,
 			path = configFile(cmd, path)
 			if check {
 				for _, f := range args {
-					if err := c.deployCheck(f, path, configGiven && !anyCluster); err != nil {
+					if err := c.deployCheck(cmd.Context(), f, path, configGiven && !anyCluster, upstream); err != nil {
 						return err
 					}
 				}
 				return nil
 			}
-			return c.deploy(cmd.Context(), args, path, anyCluster, timeout)
+			return c.deploy(cmd.Context(), args, path, anyCluster, timeout, upstream)
 		},
 	}
 	cmd.Flags().StringVarP(&path, "config", "c", defaultConfigFile, "appsettings.json naming Node:ClusterId and the Config DB")
 	cmd.Flags().BoolVar(&check, "check", false, "only validate FILE; do not store it")
 	cmd.Flags().BoolVar(&anyCluster, "any-cluster", false, "accept documents of any clusterId (do not compare with Node:ClusterId)")
 	cmd.Flags().DurationVar(&timeout, "timeout", defaultDeployTimeout, "bound on reaching and writing the Config DB")
+	cmd.Flags().DurationVar(&upstream.timeout, "upstream-timeout", defaultUpstreamTimeout, "bound on asking the upstreams of the opcua devices, all of them")
+	cmd.Flags().BoolVar(&upstream.skip, "no-upstream", false, "ask no upstream: every opcua tag must give its type, checked by the nodes at connect")
 	return cmd
 }
 
@@ -82,13 +95,25 @@ func configFile(cmd *cobra.Command, path string) string {
 	return path
 }
 
-// readDocument reads and decodes FILE; every failure is an exit 2.
-func readDocument(file string) (*deployment.Document, []byte, error) {
+// readDocument reads and decodes FILE, asks the upstreams of its opcua
+// devices (withUpstream) and returns the document to store; every failure
+// is an exit 2.
+func (c *cli) readDocument(ctx context.Context, file string, up upstreamFlags) (*deployment.Document, []byte, error) {
+	doc, data, err := decodeFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.withUpstream(ctx, file, doc, data, up)
+}
+
+// decodeFile reads and decodes FILE, an opcua tag's type optional
+// (DecodeTypeless); every failure is an exit 2.
+func decodeFile(file string) (*deployment.Document, []byte, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, &exitError{code: exitUsage, err: fmt.Errorf("deploy: %w", err)}
 	}
-	doc, err := deployment.Decode(data)
+	doc, err := deployment.DecodeTypeless(data)
 	var se *deployment.SyntaxError
 	var ve *deployment.ValidationError
 	switch {
@@ -144,8 +169,8 @@ func sameCluster(file, configPath string, cfg *config.Config, doc *deployment.Do
 	return nil
 }
 
-func (c *cli) deployCheck(file, configPath string, configGiven bool) error {
-	doc, _, err := readDocument(file)
+func (c *cli) deployCheck(ctx context.Context, file, configPath string, configGiven bool, up upstreamFlags) error {
+	doc, _, err := c.readDocument(ctx, file, up)
 	if err != nil {
 		return err
 	}
@@ -158,7 +183,7 @@ func (c *cli) deployCheck(file, configPath string, configGiven bool) error {
 	return nil
 }
 
-func (c *cli) deploy(parent context.Context, files []string, configPath string, anyCluster bool, timeout time.Duration) error {
+func (c *cli) deploy(parent context.Context, files []string, configPath string, anyCluster bool, timeout time.Duration, up upstreamFlags) error {
 	type doc struct {
 		file string
 		doc  *deployment.Document
@@ -167,7 +192,7 @@ func (c *cli) deploy(parent context.Context, files []string, configPath string, 
 	var docs []doc
 	var cfg *config.Config
 	for _, f := range files {
-		d, data, err := readDocument(f)
+		d, data, err := c.readDocument(parent, f, up)
 		if err != nil {
 			return err
 		}

@@ -29,6 +29,14 @@
 //	                       tag is left out of the subscription and an Error
 //	                       log line names it.
 //
+// # Before deployment
+//
+// UpstreamTypes asks an upstream the same questions once, for otopcua
+// deploy: it resolves every tag as the connect-time check does (the same
+// resolve, translate and typeName) and returns each node's DataType and
+// ValueRank, so that a tag without type takes the upstream's and a wrong
+// one is refused before any node receives the document.
+//
 // # browsePath and mirror
 //
 // A tag may name its upstream node by browsePath (deployment.ParseBrowsePath):
