@@ -57,6 +57,7 @@ const clusterID = "bench"
 // Config is one run's settings.
 type Config struct {
 	Items                        int
+	Upstreams                    int // upstream servers sharing the Items, one device each
 	Period, Publishing           time.Duration
 	Idle, Warmup, Duration, Wait time.Duration
 }
@@ -64,6 +65,7 @@ type Config struct {
 // Result is one case's figures.
 type Result struct {
 	Items        int     `json:"items"`
+	Upstreams    int     `json:"upstreams"`
 	PeriodMs     int64   `json:"period_ms"`
 	PublishingMs int64   `json:"publishing_ms"`
 	Expected     int64   `json:"changes_expected"`
@@ -95,17 +97,22 @@ func main() {
 	flag.DurationVar(&c.Idle, "idle", 5*time.Second, "mirroring-only window")
 	flag.DurationVar(&c.Warmup, "warmup", 5*time.Second, "client subscription before the measured window")
 	flag.DurationVar(&c.Duration, "duration", 20*time.Second, "measured window")
+	flag.IntVar(&c.Upstreams, "upstreams", 1, "upstream servers (node-opcua processes, one opcua device each) sharing the items: one node-opcua process saturates its core near 10,000 items every 100 ms")
 	verbose := flag.Bool("v", false, "log what the harness does")
 	flag.Parse()
 	if !*verbose {
 		log.SetOutput(io.Discard)
 	}
+	if c.Upstreams < 1 || c.Upstreams > 16 {
+		fmt.Fprintf(os.Stderr, "opcuamirror: -upstreams: %d is not 1..16\n", c.Upstreams)
+		os.Exit(2)
+	}
 	go procs.StopOnSignal()
 	var results []Result
 	for _, s := range strings.Split(*items, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 || n > 10000 {
-			fmt.Fprintf(os.Stderr, "opcuamirror: -items: %q is not 1..10000\n", s)
+		if err != nil || n <= 0 || n > 10000 || n%c.Upstreams != 0 {
+			fmt.Fprintf(os.Stderr, "opcuamirror: -items: %q is not 1..10000 and a multiple of -upstreams\n", s)
 			os.Exit(2)
 		}
 		cc := c
@@ -118,8 +125,8 @@ func main() {
 		results = append(results, r)
 	}
 	fmt.Printf("bench/opcuamirror, %s\n", measure.Machine(time.Now()))
-	fmt.Printf("upstream: node-opcua, every variable changes every %v; driver and client publishing %v, sampling 0; %v warm-up, %v measured\n\n",
-		c.Period, c.Publishing, c.Warmup, c.Duration)
+	fmt.Printf("upstream: %d node-opcua server(s) sharing the items, every variable changes every %v; driver and client publishing %v, sampling 0; %v warm-up, %v measured\n\n",
+		c.Upstreams, c.Period, c.Publishing, c.Warmup, c.Duration)
 	fmt.Println("| items | changes/s | notified of expected | lost | repeated | p50 ms | p99 ms | max ms | upstream leg p50 / p99 ms | our leg p50 / p99 ms | host CPU % mirroring | host CPU % with client | host RSS MiB | upstream CPU % |")
 	fmt.Println("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
@@ -136,7 +143,13 @@ func main() {
 
 // run is one case.
 func run(t testing.TB, c Config) Result {
-	up := nodescript.StartUpstream(t, map[string]any{"vars": c.Items, "periodMs": c.Period.Milliseconds()})
+	per := c.Items / c.Upstreams
+	ups := make([]*nodescript.Upstream, c.Upstreams)
+	urls, pids := make([]string, c.Upstreams), make([]int, c.Upstreams)
+	for i := range ups {
+		ups[i] = nodescript.StartUpstream(t, map[string]any{"vars": per, "periodMs": c.Period.Milliseconds()})
+		urls[i], pids[i] = ups[i].URL, ups[i].PID()
+	}
 	dir := t.TempDir()
 	cfg := procs.BaseConfig("mirror", procs.NewPorts(t))
 	cfg["Node"].(map[string]any)["ClusterId"] = clusterID
@@ -144,7 +157,7 @@ func run(t testing.TB, c Config) Result {
 	cfg["Telemetry"].(map[string]any)["LogLevel"] = "info"
 	node := procs.StartWith(t, "mirror", cfg, procs.Options{Binary: procs.PlainBinary(t)})
 	node.WaitReady(60 * time.Second)
-	procs.DeployWith(t, procs.PlainBinary(t), cfg, document(up.URL, c))
+	procs.DeployWith(t, procs.PlainBinary(t), cfg, document(urls, c))
 	node.WaitDeployed(1)
 
 	s := connect(t, node.Endpoint())
@@ -154,17 +167,18 @@ func run(t testing.TB, c Config) Result {
 	}
 	nodes := make([]*ua.NodeID, c.Items)
 	for i := range nodes {
-		nodes[i] = ua.NewStringNodeID(ns, fmt.Sprintf("up/V%d", i))
+		nodes[i] = ua.NewStringNodeID(ns, fmt.Sprintf("up%d/V%d", i/per, i%per))
 	}
 	procs.CheckFor(t, 60*time.Second, 200*time.Millisecond, func() error {
-		dv := s.read(nodes[len(nodes)-1])
-		if dv.Status != ua.StatusOK {
-			return fmt.Errorf("V%d %v", len(nodes)-1, dv.Status)
+		for i := per - 1; i < len(nodes); i += per {
+			if dv := s.read(nodes[i]); dv.Status != ua.StatusOK {
+				return fmt.Errorf("%v %v", nodes[i], dv.Status)
+			}
 		}
 		return nil
 	})
-	r := Result{Items: c.Items, PeriodMs: c.Period.Milliseconds(), PublishingMs: c.Publishing.Milliseconds(), UpstreamSessns: 1}
-	idle := watch(t, node.PID(), up.PID(), c.Idle)
+	r := Result{Items: c.Items, Upstreams: c.Upstreams, PeriodMs: c.Period.Milliseconds(), PublishingMs: c.Publishing.Milliseconds(), UpstreamSessns: 1}
+	idle := watch(t, node.PID(), pids, c.Idle)
 	r.HostIdleCPU = idle.host
 
 	m := newMatcher(c.Items)
@@ -173,7 +187,7 @@ func run(t testing.TB, c Config) Result {
 	s.subscribe(t, ctx, nodes, c.Publishing, m)
 	time.Sleep(c.Warmup)
 	m.start()
-	w := watch(t, node.PID(), up.PID(), c.Duration)
+	w := watch(t, node.PID(), pids, c.Duration)
 	m.stop()
 	r.HostCPU, r.HostRSSMiB, r.UpstreamCPU = w.host, w.rss, w.upstream
 	r.Expected = int64(c.Items) * int64(c.Duration/c.Period)
@@ -188,27 +202,40 @@ func run(t testing.TB, c Config) Result {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// document is the deployment: one opcua device mirroring every variable.
-func document(url string, c Config) string {
-	tags := make([]string, c.Items)
+// document is the deployment: one opcua device per upstream ("up0",
+// "up1", …), each mirroring every variable of its upstream.
+func document(urls []string, c Config) string {
+	per := c.Items / len(urls)
+	tags := make([]string, per)
 	for i := range tags {
 		tags[i] = fmt.Sprintf(`{"name": "V%d", "nodeId": "ns=2;s=V%d", "type": "float64", "samplingInterval": "0s"}`, i, i)
 	}
-	return fmt.Sprintf(`{"clusterId": %q, "devices": [{"name": "up", "driver": "opcua", "endpoint": %q, "publishingInterval": %q, "timeout": "5s", "tags": [%s]}]}`,
-		clusterID, url, c.Publishing.String(), strings.Join(tags, ","))
+	devices := make([]string, len(urls))
+	for d, url := range urls {
+		devices[d] = fmt.Sprintf(`{"name": "up%d", "driver": "opcua", "endpoint": %q, "publishingInterval": %q, "timeout": "5s", "tags": [%s]}`,
+			d, url, c.Publishing.String(), strings.Join(tags, ","))
+	}
+	return fmt.Sprintf(`{"clusterId": %q, "devices": [%s]}`, clusterID, strings.Join(devices, ","))
 }
 
 // window is a measured stretch.
 type window struct{ host, upstream, rss float64 }
 
-// watch measures the host's and the upstream's CPU (% of one core) over d
-// and the host's mean RSS.
-func watch(t testing.TB, host, upstream int, d time.Duration) window {
-	h0, err1 := measure.CPUTime(host)
-	u0, err2 := measure.CPUTime(upstream)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("cpu time: %v %v", err1, err2)
+// watch measures the host's and the upstreams' CPU (% of one core, the
+// upstreams summed) over d and the host's mean RSS.
+func watch(t testing.TB, host int, upstreams []int, d time.Duration) window {
+	cpu := func(pids []int) time.Duration {
+		var sum time.Duration
+		for _, pid := range pids {
+			c, err := measure.CPUTime(pid)
+			if err != nil {
+				t.Fatalf("cpu time of %d: %v", pid, err)
+			}
+			sum += c
+		}
+		return sum
 	}
+	h0, u0 := cpu([]int{host}), cpu(upstreams)
 	start := time.Now()
 	var sum uint64
 	var n int
@@ -219,8 +246,7 @@ func watch(t testing.TB, host, upstream int, d time.Duration) window {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	h1, _ := measure.CPUTime(host)
-	u1, _ := measure.CPUTime(upstream)
+	h1, u1 := cpu([]int{host}), cpu(upstreams)
 	wall := time.Since(start)
 	return window{host: measure.CPUPercent(h1-h0, wall), upstream: measure.CPUPercent(u1-u0, wall),
 		rss: float64(sum) / float64(max(n, 1)) / (1 << 20)}
