@@ -224,13 +224,27 @@ func TestHotBFailoverDeliversEveryValueOnce(t *testing.T) {
 // subscription was re-created (so the contiguity check can fail).
 func TestWarmFailoverMissesValues(t *testing.T) {
 	set := startSet(t, false, map[string]byte{"urn:a": 250, "urn:b": 240}, "urn:a", "urn:b")
-	startCounter(t, 5*time.Millisecond, 0, set["urn:a"], set["urn:b"])
+	cnt := startCounter(t, 5*time.Millisecond, 0, set["urn:a"], set["urn:b"])
 	c := dial(t, nil, Options{URLs: []string{set["urn:a"].EndpointURL(), set["urn:b"].EndpointURL()}})
 	if c.Mode() != ModeWarm {
 		t.Fatalf("mode %s on Warm servers, want warm", c.Mode())
 	}
 	_, v := subscribeCounter(t, c, 50*time.Millisecond)
 	v.untilFrom(t, "urn:a", 30)
+	// a closes with values it has not published yet: three ticks past
+	// the last it delivered (a failover quicker than a tick would
+	// otherwise lose nothing when a closed right after a publish).
+	poll.CheckFor(t, 5*time.Second, time.Millisecond, func() error {
+		v.mu.Lock()
+		last := v.got[len(v.got)-1]
+		v.mu.Unlock()
+		cnt.mu.Lock()
+		defer cnt.mu.Unlock()
+		if cnt.n < last+3 {
+			return fmt.Errorf("counter %d, last delivered %d", cnt.n, last)
+		}
+		return nil
+	})
 	set["urn:a"].Close()
 	set["urn:b"].SetServiceLevel(250)
 	v.untilFrom(t, "urn:b", 30)
