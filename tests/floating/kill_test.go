@@ -1,6 +1,7 @@
 package floating
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otopcua/otopcua/configdb"
 	"github.com/otopcua/otopcua/tests/procs"
 )
 
@@ -105,6 +107,14 @@ func (r *rig) ready(primary, secondary string) {
 				return fmt.Errorf("%s: Up members %v, want %s and %s", n, up, r.nodeID(primary), r.nodeID(secondary))
 			}
 		}
+		// A Primary that took the lease while its set looked split (a
+		// peer slow to start or to rejoin) keeps it until the set is whole
+		// again; the crash fast path never takes a held lease, so a kill
+		// then costs up to a lease TTL (docs/redundancy.md). The drill
+		// measures a healthy pair's crash: it kills once the lease is free.
+		if st, err := r.lease(); err != nil || st.Holder != "" {
+			return fmt.Errorf("lease held by %q (%v), want it free", st.Holder, err)
+		}
 		body, err := r.nodes[secondary].Get("/api/deployment")
 		if err != nil {
 			return err
@@ -159,4 +169,16 @@ func (r *rig) checkStatus(holder string) {
 			r.t.Fatalf("otopcua status of %s: no line %q in\n%s", name, want, out)
 		}
 	}
+}
+
+// lease reads the pair's Config DB lease.
+func (r *rig) lease() (configdb.LeaseState, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	db, err := configdb.Open(ctx, configdb.ProviderPostgres, r.db.DSN())
+	if err != nil {
+		return configdb.LeaseState{}, err
+	}
+	defer db.Close()
+	return db.LeaseHolder(ctx, clusterID)
 }

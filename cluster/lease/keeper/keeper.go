@@ -26,6 +26,7 @@ type Keeper struct {
 	renewedAt      time.Time // start of the last acquire or renewal (paces attempts)
 	busy           bool      // a Take, Renew or Release call runs
 	wantFree       bool      // free the lease once the set is whole
+	freeAfterSplit bool      // a crash fast path's lease: free it once the set, split since, is whole again
 	holdUntil      time.Time // promotion hold
 	wasPrimary     bool
 	downed         map[string]downing // by peer
@@ -110,6 +111,15 @@ func (k *Keeper) decide(now time.Time) (Effect, bool) {
 	// majority's resolver.
 	notMinority := mySide*2 >= k.cfg.Expected
 	mine := k.holder == k.cfg.Owner && now.Before(k.validUntil.Add(k.cfg.Margin()))
+	if mine && suspect && k.freeAfterSplit {
+		// The fast path took the lease the moment a peer's port refused,
+		// before its silence made the set look split: it is freed once the
+		// set, split since, is whole again (the peer restarted and
+		// rejoined, or the partition healed). Kept for good, it would make
+		// the next crash of this node cost a TTL, since the fast path
+		// never takes a lease from its holder.
+		k.freeAfterSplit, k.wantFree = false, true
+	}
 	switch {
 	case k.busy:
 	case mine && !suspect && k.wantFree:
@@ -143,7 +153,7 @@ func (k *Keeper) Step(now time.Time, msg Message) []Effect {
 	case ReleaseResult:
 		var effs []Effect
 		if msg.OK {
-			k.holder, k.validUntil, k.wantFree = "", time.Time{}, false
+			k.holder, k.validUntil, k.wantFree, k.freeAfterSplit = "", time.Time{}, false, false
 			effs = append(effs, Note{Kind: NoteReleased})
 		}
 		k.busy = false
@@ -175,14 +185,16 @@ func (k *Keeper) acquired(r AcquireResult) []Effect {
 		switch r.Purpose {
 		case Take, ForForming:
 			k.wantFree = true // its own: freed again once the set is whole
+		case ForFastPath:
+			k.freeAfterSplit = !k.wantFree
 		case ForCore:
-			k.wantFree = false
+			k.wantFree, k.freeAfterSplit = false, false
 		}
 	case Held:
 		if k.holder == k.cfg.Owner {
 			effs = append(effs, Note{Kind: NoteLost, Peer: r.Holder, Epoch: r.Epoch})
 		}
-		k.holder, k.validUntil = r.Holder, time.Time{}
+		k.holder, k.validUntil, k.freeAfterSplit = r.Holder, time.Time{}, false
 		k.elsewhereUntil, k.elsewhere = r.Start.Add(k.cfg.TTL), r.Holder
 	default:
 		effs = append(effs, Note{Kind: NoteStoreSilent, Err: r.Err})
