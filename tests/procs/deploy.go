@@ -14,21 +14,32 @@ import (
 // with cfg as its appsettings.json (a node's configuration: deploy reads
 // its ConfigDb section), and returns the command's output. It fails the
 // test when the command fails.
+//
+// It passes --no-upstream: the tests' documents name upstream OPC UA tags
+// that are wrong on purpose, to show the nodes' own checks at connect;
+// `otopcua deploy`'s upstream check has its own tests (cmd/otopcua).
 func Deploy(t testing.TB, cfg map[string]any, doc string) string {
 	t.Helper()
-	return DeployWith(t, Binary(t), cfg, doc)
+	return deploy(t, Binary(t), cfg, doc, "--no-upstream")
 }
 
 // DeployWith is Deploy run from the otopcua binary bin (PlainBinary, for
-// a harness that measures the binary as shipped).
+// a harness that measures the binary as shipped; an earlier release for
+// the upgrade test), with no flag a release before the upstream check
+// would refuse.
 func DeployWith(t testing.TB, bin string, cfg map[string]any, doc string) string {
+	t.Helper()
+	return deploy(t, bin, cfg, doc)
+}
+
+func deploy(t testing.TB, bin string, cfg map[string]any, doc string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "deployment.json")
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(bin, "deploy", file, "--config", writeConfig(t, cfg)).CombinedOutput()
+	out, err := exec.Command(bin, append([]string{"deploy", file, "--config", writeConfig(t, cfg)}, flags...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("otopcua deploy: %v\n%s", err, out)
 	}
