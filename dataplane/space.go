@@ -11,6 +11,7 @@ import (
 	"github.com/gopcua/opcua/ua"
 
 	"github.com/otopcua/otopcua/deployment"
+	"github.com/otopcua/otopcua/drivers"
 	"github.com/otopcua/otopcua/opcua/addrspace"
 )
 
@@ -197,21 +198,7 @@ func DataType(t deployment.Tag) uint32 {
 	if t.Scale != nil || t.Offset != nil {
 		return id.Double
 	}
-	switch t.Type {
-	case deployment.TypeBool:
-		return id.Boolean
-	case deployment.TypeInt16:
-		return id.Int16
-	case deployment.TypeUint16:
-		return id.UInt16
-	case deployment.TypeInt32:
-		return id.Int32
-	case deployment.TypeUint32:
-		return id.UInt32
-	case deployment.TypeFloat32:
-		return id.Float
-	}
-	return id.Double
+	return drivers.DataTypeOf(t.Type)
 }
 
 // AccessLevel is CurrentRead, plus CurrentWrite for a writable tag.

@@ -191,7 +191,7 @@ func typeProblem(t deployment.Tag, n *ua.NodeID, dv *ua.DataValue) *Problem {
 	if dv.Value != nil {
 		dt, _ = dv.Value.Value().(*ua.NodeID)
 	}
-	if dt == nil || dt.Namespace() != 0 || dt.IntID() != dataTypeOf(t.Type) {
+	if dt == nil || dt.Namespace() != 0 || dt.IntID() != drivers.DataTypeOf(t.Type) {
 		p.Status, p.Why = ua.StatusBadTypeMismatch, fmt.Sprintf("the upstream's DataType is %s, the document says %s", typeName(dt), t.Type)
 		return p
 	}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gopcua/opcua/id"
 	"github.com/gopcua/opcua/ua"
 	"github.com/jonboulle/clockwork"
 
@@ -530,31 +529,12 @@ func securityMode(name string) ua.MessageSecurityMode {
 	return ua.MessageSecurityModeNone
 }
 
-// dataTypeOf is the built-in DataType (namespace 0) of a tag type.
-func dataTypeOf(typ string) uint32 {
-	switch typ {
-	case deployment.TypeBool:
-		return id.Boolean
-	case deployment.TypeInt16:
-		return id.Int16
-	case deployment.TypeUint16:
-		return id.UInt16
-	case deployment.TypeInt32:
-		return id.Int32
-	case deployment.TypeUint32:
-		return id.UInt32
-	case deployment.TypeFloat32:
-		return id.Float
-	}
-	return id.Double
-}
-
 // typeName is the document's type name of a built-in DataType, or its
 // NodeId.
 func typeName(n *ua.NodeID) string {
 	if n != nil && n.Namespace() == 0 {
 		for _, t := range deployment.Types {
-			if dataTypeOf(t) == n.IntID() {
+			if drivers.DataTypeOf(t) == n.IntID() {
 				return t
 			}
 		}
