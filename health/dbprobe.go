@@ -104,6 +104,9 @@ type DbProbeConfig struct {
 //     late call's eventual answer is discarded (and logged as a warning). So
 //     at most one call is in flight, and the result is refreshed on every
 //     tick whatever the driver does.
+//   - ProbeSoon runs one out of rhythm when another part of the node saw
+//     the Config DB fail (the lease store, on the same database): not while
+//     one runs, and not within SoonGap (1 s) of the last one's start.
 //   - Every result replaces the last one (Last). OnChange is called with
 //     the first result and whenever Reachable flips, right when the probe
 //     completes or times out — a consumer reacts at once, not at its next
@@ -124,7 +127,8 @@ type DbProbeConfig struct {
 //
 // An outage that starts just after a successful probe is seen at the next
 // tick, when the call fails (a refused connection: milliseconds) or times
-// out: within Interval + Timeout (7 s with the defaults). A recovery is seen
+// out: within Interval + Timeout (7 s with the defaults), or sooner when a
+// ProbeSoon comes first. A recovery is seen
 // at the first tick after the database answers again: within Interval plus
 // the connection set-up (one Interval more when a timed-out call was still
 // running at that tick).
@@ -141,9 +145,10 @@ type DbProbe struct {
 	parent  actors.Parent
 	stopOwn func() // shuts down the private actor system without a Parent (actors.OwnParent)
 	pid     *actor.PID
-	gen     uint64  // incarnations of the actor so far
-	attempt uint64  // Pings started so far
-	call    *dbCall // the Ping whose goroutine has not returned; nil: none
+	gen     uint64    // incarnations of the actor so far
+	attempt uint64    // Pings started so far
+	call    *dbCall   // the Ping whose goroutine has not returned; nil: none
+	begun   time.Time // when the last Ping started (zero: none yet)
 
 	stopOnce sync.Once
 }
@@ -162,6 +167,7 @@ type dbCall struct {
 type (
 	dbTick    struct{ gen uint64 } // the Interval timer of incarnation gen
 	dbTimeout struct{ attempt uint64 }
+	dbSoon    struct{} // ProbeSoon
 	dbAnswer  struct {
 		attempt uint64
 		err     error
@@ -302,6 +308,8 @@ func (a *dbProbeActor) Receive(c actor.Context) {
 		}
 	case dbTimeout:
 		p.timedOut(m.attempt)
+	case dbSoon:
+		p.soon(c.Self())
 	case dbAnswer:
 		p.answered(m)
 	case *redundancy.DbHealthQuery, redundancy.DbHealthQuery:
@@ -344,6 +352,7 @@ func (p *DbProbe) probe(self *actor.PID) {
 		return // stopping
 	}
 	p.attempt++
+	p.begun = now
 	ctx, cancel := context.WithCancel(p.ctx)
 	c := &dbCall{attempt: p.attempt, started: now, cancel: cancel}
 	root := p.parent.Root()
@@ -354,6 +363,40 @@ func (p *DbProbe) probe(self *actor.PID) {
 		err := p.pinger.Ping(ctx)
 		root.Send(self, dbAnswer{attempt: c.attempt, err: err})
 	}()
+}
+
+// SoonGap is the least time between the start of one probe and a probe
+// that ProbeSoon asks for: a caller failing in a loop costs the Config DB
+// at most one extra probe per SoonGap.
+const SoonGap = time.Second
+
+// ProbeSoon asks for a probe now, out of the Interval's rhythm, because
+// another part of this node saw a call on the Config DB fail, or succeed
+// while the last verdict is "unreachable" (the lease store's, when
+// Cluster:Lease:Provider is the Config DB). Without it, an outage that
+// starts just after a probe is seen up to Interval + Timeout later (7 s
+// with the defaults), which is longer than a split of the set takes to be
+// decided. A request is ignored while a probe is running or within SoonGap
+// of the start of the last one, and before Start; the next tick comes at
+// its usual time. Safe for concurrent use; it does not block.
+func (p *DbProbe) ProbeSoon() {
+	p.mu.Lock()
+	parent, pid := p.parent, p.pid
+	p.mu.Unlock()
+	if pid != nil {
+		parent.Root().Send(pid, dbSoon{})
+	}
+}
+
+// soon starts the probe ProbeSoon asked for, unless one is running or the
+// last one started less than SoonGap ago. Called by the actor.
+func (p *DbProbe) soon(self *actor.PID) {
+	p.mu.Lock()
+	busy := p.call != nil || (!p.begun.IsZero() && p.cfg.Clock.Since(p.begun) < SoonGap)
+	p.mu.Unlock()
+	if !busy {
+		p.probe(self)
+	}
 }
 
 // timedOut records the call in flight as unreachable at its timeout.

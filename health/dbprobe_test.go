@@ -417,3 +417,40 @@ func (r *probeRig) logged(sub string) {
 		}
 	}
 }
+
+func TestDbProbeSoonProbesOutOfRhythmAtMostOncePerGap(t *testing.T) {
+	r := newProbeRig(t, DbProbeConfig{Interval: 5 * time.Second, Timeout: 2 * time.Second}, false)
+	first := r.nextCall()
+	r.probe.ProbeSoon() // a probe is running: ignored
+	r.noCall("ProbeSoon while a probe runs")
+	first.reply <- nil
+	r.resultAt(probeT0)
+
+	r.clock.Advance(SoonGap - time.Millisecond)
+	r.probe.ProbeSoon() // within SoonGap of the last start: ignored
+	r.noCall("ProbeSoon within SoonGap of the last probe")
+
+	r.clock.Advance(time.Millisecond)
+	r.probe.ProbeSoon()
+	c := r.nextCall()
+	if want := probeT0.Add(SoonGap); !c.at.Equal(want) {
+		t.Fatalf("ProbeSoon's probe at +%v, want +%v", c.at.Sub(probeT0), want.Sub(probeT0))
+	}
+	refused := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	c.reply <- refused
+	if got := r.nextChange(); !got.Reachable {
+		// the first change is the first probe's "reachable"
+		t.Fatalf("first change %+v, want reachable", got)
+	}
+	if got := r.nextChange(); got.Reachable || !got.AsOf.Equal(probeT0.Add(SoonGap)) || got.Err != refused.Error() {
+		t.Fatalf("ProbeSoon's verdict %+v, want unreachable at +%v", got, SoonGap)
+	}
+
+	// The Interval's ticks keep their rhythm: the next at +5 s.
+	r.clock.Advance(5*time.Second - SoonGap - time.Millisecond)
+	r.noCall("before the interval")
+	r.clock.Advance(time.Millisecond)
+	if c := r.nextCall(); !c.at.Equal(probeT0.Add(5 * time.Second)) {
+		t.Fatalf("tick probe at +%v, want +5s", c.at.Sub(probeT0))
+	}
+}

@@ -69,6 +69,7 @@ type leaseKeeper struct {
 	d        leaseMembers         // set by bind; mu must be held to write
 	view     *redundancy.RoleView // set by follow; mu must be held to write
 	onChange func()               // the publish actor's wake-up; mu must be held
+	hint     func(doubt bool)     // setStoreHint's; mu must be held
 	downed   bool                 // downSelf ran; mu must be held
 	pid      *actor.PID
 	unsub    func()
@@ -167,6 +168,27 @@ func (k *leaseKeeper) setOnChange(fn func()) {
 	k.mu.Lock()
 	k.onChange = fn
 	k.mu.Unlock()
+}
+
+// setStoreHint installs fn, told what the keeper learns of its store:
+// doubt true when an acquire got no answer or when the set splits (the
+// licence turns Unlicensed: the network changed, the store may be gone
+// too), false when the store answered (granted, or held by another). The
+// host wires it to the Config DB probe when the lease is on the Config DB.
+func (k *leaseKeeper) setStoreHint(fn func(doubt bool)) {
+	k.mu.Lock()
+	k.hint = fn
+	k.mu.Unlock()
+}
+
+// storeHint tells the installed hint, if any.
+func (k *leaseKeeper) storeHint(doubt bool) {
+	k.mu.Lock()
+	fn := k.hint
+	k.mu.Unlock()
+	if fn != nil {
+		fn(doubt)
+	}
 }
 
 type leaseKeeperActor struct {
@@ -338,6 +360,9 @@ func (k *leaseKeeper) run(effs []keeper.Effect) (granted bool) {
 			if fn != nil {
 				fn()
 			}
+			if e.Licence == gate.Unlicensed {
+				k.storeHint(true)
+			}
 		case keeper.Note:
 			k.note(e)
 			if e.Kind == keeper.NoteHold {
@@ -384,6 +409,7 @@ func (k *leaseKeeper) acquire(e keeper.Acquire) keeper.AcquireResult {
 	default:
 		r.Outcome, r.Err = keeper.Failed, err.Error()
 	}
+	k.storeHint(r.Outcome == keeper.Failed)
 	return r
 }
 

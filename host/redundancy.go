@@ -273,6 +273,21 @@ func (w *redundancyWiring) startDbProbe() (func() error, error) {
 		return nil, err
 	}
 	w.r.probe = probe
+	if w.keeper != nil && w.cfg.Cluster.Lease.Provider == config.LeaseConfigDb {
+		// The lease lives in the Config DB: a split of the set or a lease
+		// call that fails (or one that succeeds while the probe says
+		// unreachable) has the probe look now rather than at its next
+		// tick, up to 5 s away. In a split with the Config DB down, this
+		// takes the Secondary (which never calls the lease before the
+		// split's decision) to 100 as soon as it sees the split.
+		keeper := w.keeper
+		keeper.setStoreHint(func(doubt bool) {
+			if last, known := probe.Last(); doubt || (known && !last.Reachable) {
+				probe.ProbeSoon()
+			}
+		})
+		return quiet(func() { keeper.setStoreHint(nil); probe.Stop() }), nil
+	}
 	return quiet(probe.Stop), nil
 }
 
