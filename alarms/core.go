@@ -28,11 +28,17 @@ type core struct {
 	env    deployment.Env
 	vm     vm.VM
 
-	// primary is the gate's verdict when the engine last asked; epoch is
-	// the fencing token it came with (what this node publishes as Primary
-	// carries it).
-	primary bool
-	epoch   uint64
+	// primary: this node acts as Primary for the alarms — the gate's
+	// verdict when the engine last asked, once settled (settled); epoch
+	// is the fencing token the verdict came with (what this node
+	// publishes carries it). allowed is the gate's verdict alone,
+	// allowedAt when it last turned true; heardOther when another node's
+	// transition or snapshot last came.
+	primary    bool
+	epoch      uint64
+	allowed    bool
+	allowedAt  time.Time
+	heardOther time.Time
 
 	eventSeq uint64
 	// seqs are the transitions this node published per alarm name; they
@@ -106,15 +112,36 @@ func newCore(e *Engine) *core {
 func (c *core) refreshRole() bool { return c.take(c.e.o.Gate.Look(gate.SiteAlarmEmit)) }
 
 // take records the gate's decision d and promotes when this node just
-// became the acting Primary. It returns the verdict.
+// became the acting Primary. It returns whether this node acts as Primary
+// for the alarms: the gate allows it and the takeover settled.
 func (c *core) take(d gate.Decision) bool {
+	now := c.e.o.Clock.Now()
+	if d.Allow && !c.allowed {
+		c.allowedAt = now
+	}
 	was := c.primary
-	c.primary, c.epoch = d.Allow, d.Epoch
-	if d.Allow && !was {
+	c.allowed, c.epoch = d.Allow, d.Epoch
+	c.primary = d.Allow && c.settled(now)
+	if c.primary && !was {
 		c.promote()
 	}
-	return d.Allow
+	return c.primary
 }
+
+// settled reports whether a takeover that started at allowedAt has
+// settled at now: at once when no other node published here within
+// TakeoverSettle before it (a node alone, or the first Primary of the
+// cluster); else TakeoverSettle after it. Until then the old Primary's
+// alerts still in flight are reconciled as a Secondary does: they consume
+// this node's pending detections of the same changes, which are published
+// only when the takeover settled.
+func (c *core) settled(now time.Time) bool {
+	settle := c.e.o.TakeoverSettle
+	return c.heardOther.IsZero() || c.allowedAt.Sub(c.heardOther) > settle || now.Sub(c.allowedAt) >= settle
+}
+
+// heard notes that another node's transition or snapshot came.
+func (c *core) heard() { c.heardOther = c.e.o.Clock.Now() }
 
 // onlyDriver reports the single-node posture: this node is the only driver
 // member, so nobody else told the cluster about an alarm found active at

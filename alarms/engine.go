@@ -28,6 +28,7 @@ const (
 	DefaultRoleCheckInterval = 250 * time.Millisecond
 	DefaultCreditTTL         = 10 * time.Second
 	DefaultAskTimeout        = 5 * time.Second
+	DefaultTakeoverSettle    = time.Second
 )
 
 // ValueSource is where the engine reads tags (the host adapts the data
@@ -114,6 +115,15 @@ type Options struct {
 	CreditTTL time.Duration
 	// AskTimeout bounds Apply and the methods. Default 5 s.
 	AskTimeout time.Duration
+	// TakeoverSettle is how long a node that becomes the acting Primary
+	// keeps reconciling as a Secondary when another node published
+	// alarm transitions or snapshots here within TakeoverSettle before:
+	// the old Primary's last alerts, sent before it died, may still be
+	// on their way through this node's pipeline, and a detection of the
+	// same change published meanwhile would be stored twice. Its pending
+	// detections are published when it ends (at the next role check).
+	// Default 1 s.
+	TakeoverSettle time.Duration
 	// Upstream sends Acknowledge and Confirm of an upstream condition
 	// (Engine.Upstream) back to its device. Default nil: they answer
 	// BadNotSupported.
@@ -154,6 +164,9 @@ func (o *Options) defaults() error {
 	}
 	if o.AskTimeout <= 0 {
 		o.AskTimeout = DefaultAskTimeout
+	}
+	if o.TakeoverSettle <= 0 {
+		o.TakeoverSettle = DefaultTakeoverSettle
 	}
 	return nil
 }

@@ -17,6 +17,11 @@ import (
 
 const hot = "press1.Temperature > 80"
 
+// takeover is how long a promoted Secondary takes to act as Primary for the
+// alarms: the role check that sees the gate allow it, the takeover settle,
+// and the role check after it.
+const takeover = DefaultRoleCheckInterval + DefaultTakeoverSettle + DefaultRoleCheckInterval
+
 // pair starts a Primary p and a Secondary s of one ClusterId, both
 // applying doc, with Temperature 20 on both.
 func pair(t *testing.T, tune func(*Options), alarms ...string) (p, s *node, b *bus, clock *clockwork.FakeClock) {
@@ -301,7 +306,7 @@ func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
 	}
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	want := []string{"active@p", "inactive@p", "active@p", "inactive@p", "active@s"}
 	if got := seen(); !slices.Equal(got, want) {
 		t.Fatalf("the cluster saw %v, want %v", got, want)
@@ -317,6 +322,63 @@ func TestFailoverPublishesExactlyTheMissing(t *testing.T) {
 	}
 	if !strings.HasSuffix(s.transitions()[5].TransitionID, "/High/2") {
 		t.Fatalf("the survivor's second transition id %q", s.transitions()[5].TransitionID)
+	}
+}
+
+// TestFailoverWithTheOldPrimarysAlertsLate: the Primary published its last
+// three toggles, which the Secondary also detected, but its alerts reach
+// the Secondary only after the Secondary became Primary (they were still
+// in its pipeline when the old Primary died). The late alerts consume the
+// promoted node's pending detections during the takeover settle: the
+// cluster's history holds each toggle once.
+func TestFailoverWithTheOldPrimarysAlertsLate(t *testing.T) {
+	p, s, b, clock := pair(t, nil)
+	seen := observe(t, b)
+	temps := []float64{90, 20, 90, 20, 90}
+	for i, v := range temps {
+		if i == 2 {
+			b.setHold(func(from, to, topic string, _ proto.Message) bool { return from == "p" && to == "s" })
+		}
+		setBoth(t, "press1/Temperature", v, s, p) // the Secondary first: it holds each one pending
+	}
+	p.stop()
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, DefaultRoleCheckInterval, s) // the gate allows it: the takeover settles
+	if got, want := kinds(s.transitions()), []string{"active@p", "inactive@p"}; !slices.Equal(got, want) {
+		t.Fatalf("the survivor's history during the takeover settle: %v, want %v (nothing of its own)", got, want)
+	}
+	b.release() // the old Primary's last three alerts arrive now
+	settle(t, s)
+	tick(t, clock, takeover, s)
+	want := []string{"active@p", "inactive@p", "active@p", "inactive@p", "active@p"}
+	if got := seen(); !slices.Equal(got, want) {
+		t.Fatalf("the cluster saw %v, want %v (each toggle once)", got, want)
+	}
+	// Acting as Primary now: its own changes go out at once.
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	settle(t, s)
+	if got := seen(); len(got) != 6 || got[5] != "inactive@s" {
+		t.Fatalf("after the takeover: %v", got)
+	}
+}
+
+// TestTakeoverWithoutAnotherPublisherIsAtOnce: a node that heard no other
+// node's alarms (the first Primary of a cluster) acts at once.
+func TestTakeoverWithoutAnotherPublisherIsAtOnce(t *testing.T) {
+	b, clock := &bus{}, clockwork.NewFakeClock()
+	s := startNode(t, "s", b, clock, newRoles(gate.RoleSecondary, 2), nil)
+	seen := observe(t, b)
+	s.vals.set("press1/Temperature", 20.0, ua.StatusOK)
+	if err := s.e.Apply(pressDoc(t, "High", hot)); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, s)
+	s.vals.set("press1/Temperature", 90.0, ua.StatusOK) // held pending: it is not Primary
+	settle(t, s)
+	s.roles.set(gate.RolePrimary, 1)
+	tick(t, clock, DefaultRoleCheckInterval, s)
+	if got, want := seen(), []string{"active@s"}; !slices.Equal(got, want) {
+		t.Fatalf("the cluster saw %v, want %v at the first role check", got, want)
 	}
 }
 
@@ -340,7 +402,7 @@ func TestFailoverWithALaggingSecondary(t *testing.T) {
 	}
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	if got := kinds(s.transitions()); !slices.Equal(got, []string{"active@p", "inactive@p", "active@p", "inactive@p"}) {
 		t.Fatalf("before the survivor caught up: %v", got)
 	}
@@ -557,7 +619,7 @@ func TestLostMessageWhileAliveIsNotRepublished(t *testing.T) {
 	}
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	if got, want := seen(), []string{"active@p", "inactive@p", "active@p"}; !slices.Equal(got, want) {
 		t.Fatalf("the cluster saw %v, want %v", got, want)
 	}
@@ -578,7 +640,7 @@ func TestPulseOnlyTheSecondarySawIsSettled(t *testing.T) {
 	tick(t, clock, 2*DefaultSnapshotInterval+time.Second, p, s)
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	if got := seen(); len(got) != 0 {
 		t.Fatalf("published %v", got)
 	}
@@ -662,7 +724,7 @@ func TestFirstEvaluationTakesInARacingTransition(t *testing.T) {
 	setBoth(t, "press1/Temperature", 20.0, p, s)
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	s.vals.set("press1/Temperature", 90.0, ua.StatusOK)
 	settle(t, s)
 	want := []string{"active@p", "inactive@p", "active@s"}

@@ -41,6 +41,34 @@ type bus struct {
 	// drop, when set, loses a message on its way from one node to
 	// another (never to the publisher's own subscribers).
 	drop func(from, to string, topic string, msg proto.Message) bool
+	// hold, when set, keeps a message on its way from one node to another
+	// until release: it arrives late, after what the test does meanwhile.
+	hold func(from, to string, topic string, msg proto.Message) bool
+	held []heldMsg
+}
+
+type heldMsg struct {
+	to    *busPort
+	topic string
+	msg   proto.Message
+}
+
+func (b *bus) setHold(f func(from, to, topic string, msg proto.Message) bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.hold = f
+}
+
+// release delivers the held messages, in the order they were published,
+// and stops holding.
+func (b *bus) release() {
+	b.mu.Lock()
+	held := b.held
+	b.held, b.hold = nil, nil
+	b.mu.Unlock()
+	for _, h := range held {
+		h.to.deliver(h.topic, h.msg)
+	}
 }
 
 type busPort struct {
@@ -75,22 +103,36 @@ func (p *busPort) Publish(topic string, msg proto.Message) error {
 		return nil
 	}
 	p.b.mu.Lock()
-	ports, drop := append([]*busPort(nil), p.b.ports...), p.b.drop
+	ports, drop, hold := append([]*busPort(nil), p.b.ports...), p.b.drop, p.b.hold
 	p.b.mu.Unlock()
 	for _, to := range ports {
 		if to.dead.Load() || to != p && drop != nil && drop(p.node, to.node, topic, msg) {
 			continue
 		}
-		to.mu.Lock()
-		subs := append([]*busSub(nil), to.subs[topic]...)
-		to.mu.Unlock()
-		for _, s := range subs {
-			if !s.cancelled.Load() {
-				s.fn(membership.UniqueAddress{}, proto.Clone(msg))
-			}
+		if to != p && hold != nil && hold(p.node, to.node, topic, msg) {
+			p.b.mu.Lock()
+			p.b.held = append(p.b.held, heldMsg{to, topic, proto.Clone(msg)})
+			p.b.mu.Unlock()
+			continue
 		}
+		to.deliver(topic, msg)
 	}
 	return nil
+}
+
+// deliver hands msg to the port's subscribers of topic.
+func (p *busPort) deliver(topic string, msg proto.Message) {
+	if p.dead.Load() {
+		return
+	}
+	p.mu.Lock()
+	subs := append([]*busSub(nil), p.subs[topic]...)
+	p.mu.Unlock()
+	for _, s := range subs {
+		if !s.cancelled.Load() {
+			s.fn(membership.UniqueAddress{}, proto.Clone(msg))
+		}
+	}
 }
 
 func (p *busPort) Subscribe(topic string, fn pubsub.Handler) func() {

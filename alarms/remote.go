@@ -22,6 +22,7 @@ func (c *core) onAlert(t Transition) {
 	if strings.HasPrefix(t.TransitionID, c.idPrefix) {
 		return // this node's own publication
 	}
+	c.heard()
 	a := c.alarms[t.Alarm]
 	if a == nil {
 		a = c.upstreamOf(t) // an upstream condition this node's session has not reported yet
@@ -58,6 +59,7 @@ func (c *core) onAlert(t Transition) {
 // says, pending detections it has behind it dropped (Reconciler.Settle),
 // acknowledged, confirmed and comment learned where this node is in step.
 func (c *core) onSnapshot(s StateSnapshot) {
+	c.heard()
 	if c.refreshRole() {
 		return
 	}
@@ -87,7 +89,10 @@ func (c *core) onSnapshot(s StateSnapshot) {
 // op is a method call (Acknowledge, Confirm, Enable, Disable, AddComment)
 // on the actor.
 func (c *core) op(m opMsg) opResult {
-	if d := c.e.o.Gate.Check(gate.SiteAck); !c.take(d) {
+	// A method is the gate's to allow, settled or not: the old Primary
+	// cannot have published this node's operator's action.
+	d := c.e.o.Gate.Check(gate.SiteAck)
+	if c.take(d); !d.Allow {
 		c.e.o.Logger.Debug("alarm method refused", "alarm", m.name, "method", string(m.kind), "user", m.user, "reason", d.Reason.String())
 		return opResult{status: ua.StatusBadInvalidState}
 	}

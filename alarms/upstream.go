@@ -272,7 +272,10 @@ func (c *core) upstreamMethod(a *alarm, kind Kind, uc drivers.UpstreamCondition,
 	st.Comment, st.User = uc.Comment, uc.User
 	st.retain()
 	c.stamp(a, kind, at)
-	if c.take(c.e.o.Gate.Check(gate.SiteAlarmEmit)) {
+	// The upstream's own event, reported to every node: the gate's to
+	// allow, settled or not (the old Primary published its earlier ones).
+	d := c.e.o.Gate.Check(gate.SiteAlarmEmit)
+	if c.take(d); d.Allow {
 		c.publish(a, c.transition(a, kind, ""))
 	}
 }

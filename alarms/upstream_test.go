@@ -228,7 +228,7 @@ func TestUpstreamPrimaryFirst(t *testing.T) {
 	// The Secondary takes over: it has nothing pending to publish.
 	p.stop()
 	s.roles.set(gate.RolePrimary, 1)
-	tick(t, clock, time.Second, s)
+	tick(t, clock, takeover, s)
 	ps := kinds(s.transitions())
 	if want := []string{"active@p"}; !slices.Equal(ps, want) {
 		t.Fatalf("received %v, want %v (nothing republished)", ps, want)

@@ -235,6 +235,13 @@ func (m *monitor) take() []sample {
 	return out
 }
 
+// count is how many samples came since the last take.
+func (m *monitor) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.samples)
+}
+
 // subscriptionIDs are the ids of every Publish response so far.
 func (m *monitor) subscriptionIDs() []uint32 {
 	m.mu.Lock()

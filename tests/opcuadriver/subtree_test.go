@@ -154,7 +154,7 @@ func TestMirrorsAnUpstreamSubtree(t *testing.T) {
 	t.Logf("the namespace change reached both nodes after %v", time.Since(changed).Round(time.Millisecond))
 	mon.take()
 	procs.CheckFor(t, 5*time.Second, 100*time.Millisecond, func() error {
-		if n := len(mon.samples); n < 5 {
+		if n := mon.count(); n < 5 {
 			return fmt.Errorf("%d samples of Speed after the change", n)
 		}
 		return nil
