@@ -362,7 +362,12 @@ func (r *Rig) trial(c *clientproc.Proc, d Drill, trial int, mode string) time.Du
 		// server's.
 		c.WaitFor(10*time.Second, from, "a counter value", func(l clientproc.Line) bool { _, ok := counterValue(l); return ok })
 	} else {
-		c.WaitFor(10*time.Second, from, "a counter value from the Primary "+primary, isValueFrom(URI(primary)))
+		// The client's first pick can be the Secondary: a server whose
+		// ServiceLevel is known ranks above one whose level is not read
+		// yet (a SignAndEncrypt channel under the race detector takes
+		// seconds), and the client moves to the Primary once its higher
+		// level has held for the prefer-hold (5 s).
+		c.WaitFor(30*time.Second, from, "a counter value from the Primary "+primary, isValueFrom(URI(primary)))
 	}
 	if d.Symmetric {
 		procs.CheckFor(r.t, 30*time.Second, 100*time.Millisecond, func() error {

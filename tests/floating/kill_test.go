@@ -48,6 +48,10 @@ func killDrill(t *testing.T, r *rig, n int) {
 	for i := 1; i <= n; i++ {
 		r.ready(p, s)
 		c.waitValueAbove(t, r.counter.Load(), time.Now(), 30*time.Second)
+		// Once more right before the kill: under load the Primary can
+		// take the lease for a moment while its peer's heartbeats are
+		// late (CI: the IPv6 drill's kill found it held, 6.3 s).
+		r.waitLeaseFree(30 * time.Second)
 		killed := time.Now()
 		r.nodes[p].Signal(syscall.SIGKILL)
 		// Every value the device held before the kill is at most v: a
@@ -112,8 +116,8 @@ func (r *rig) ready(primary, secondary string) {
 		// again; the crash fast path never takes a held lease, so a kill
 		// then costs up to a lease TTL (docs/redundancy.md). The drill
 		// measures a healthy pair's crash: it kills once the lease is free.
-		if st, err := r.lease(); err != nil || st.Holder != "" {
-			return fmt.Errorf("lease held by %q (%v), want it free", st.Holder, err)
+		if err := r.leaseFree(); err != nil {
+			return err
 		}
 		body, err := r.nodes[secondary].Get("/api/deployment")
 		if err != nil {
@@ -169,6 +173,20 @@ func (r *rig) checkStatus(holder string) {
 			r.t.Fatalf("otopcua status of %s: no line %q in\n%s", name, want, out)
 		}
 	}
+}
+
+// leaseFree reports an error while the pair's lease is held.
+func (r *rig) leaseFree() error {
+	if st, err := r.lease(); err != nil || st.Holder != "" {
+		return fmt.Errorf("lease held by %q (%v), want it free", st.Holder, err)
+	}
+	return nil
+}
+
+// waitLeaseFree waits until the pair's lease is free.
+func (r *rig) waitLeaseFree(total time.Duration) {
+	r.t.Helper()
+	procs.CheckFor(r.t, total, 20*time.Millisecond, r.leaseFree)
 }
 
 // lease reads the pair's Config DB lease.
