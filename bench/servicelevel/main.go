@@ -393,6 +393,7 @@ func (p *pair) trial(t testing.TB, m mode, i int) (failover, topology, rejoin ti
 		}
 		return nil
 	})
+	p.saveLogsAs(t, fmt.Sprintf("trial-%d-before", i))
 	p.nodes[pr].Signal(m.sig())
 	signalled := time.Now()
 	var seen demo.Reading
@@ -457,12 +458,16 @@ func (p *pair) trial(t testing.TB, m mode, i int) (failover, topology, rejoin ti
 }
 
 // saveLogs writes both nodes' logs of trial i into logDir, if set.
-func (p *pair) saveLogs(t testing.TB, i int) {
+func (p *pair) saveLogs(t testing.TB, i int) { p.saveLogsAs(t, fmt.Sprintf("trial-%d", i)) }
+
+// saveLogsAs writes both nodes' logs into logDir as prefix-NODE.log, if
+// set: before a signal too, since a restarted node's log starts afresh.
+func (p *pair) saveLogsAs(t testing.TB, prefix string) {
 	if logDir == "" {
 		return
 	}
 	for _, n := range p.names {
-		f := fmt.Sprintf("%s/trial-%d-%s.log", logDir, i, n)
+		f := fmt.Sprintf("%s/%s-%s.log", logDir, prefix, n)
 		if err := os.WriteFile(f, []byte(p.nodes[n].Log()), 0o644); err != nil {
 			t.Fatalf("-logs: %v", err)
 		}
